@@ -1,0 +1,135 @@
+"""Deterministic synthetic workloads: LoRA factors or dense matrices with a known spectrum.
+
+Each matrix is generated from its own seed sequence (seed, adapter, layer, module), so any subset
+loads the same numbers in any order, on any worker, without generating the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from harness.data.workload import Factors, MatrixRef, Source
+
+GENERATOR_VERSION = 1
+
+
+class SyntheticData(BaseModel):
+    """`[data] source = "synthetic"`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["synthetic"] = "synthetic"
+    form: Literal["lora", "dense"] = Field("lora", description="LoRA factors B, A or dense matrices")
+    adapters: int = Field(4, ge=1)
+    layers: int = Field(2, ge=1)
+    modules: dict[str, tuple[int, int]] = Field(
+        default_factory=lambda: {"mlp_up": (256, 64), "mlp_down": (64, 256)},
+        description="module name -> [rows, cols]",
+    )
+    rank: int = Field(16, ge=1, description="LoRA rank (lora form)")
+    alpha: float = Field(32.0, description="LoRA alpha; scale = alpha / rank (or / sqrt(rank))")
+    rslora: bool = False
+    condition: float = Field(
+        1e3, ge=1.0, description="dense form: sigma_max / sigma_min of the geometric spectrum"
+    )
+
+    @field_validator("modules")
+    @classmethod
+    def _positive_shapes(cls, modules: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+        if not modules:
+            raise ValueError("at least one module is required")
+        for name, (m, n) in modules.items():
+            if m < 1 or n < 1:
+                raise ValueError(f"module {name!r} has shape [{m}, {n}]; both must be >= 1")
+        return modules
+
+    @property
+    def scale(self) -> float:
+        return self.alpha / (math.sqrt(self.rank) if self.rslora else self.rank)
+
+
+def dense_spectrum(p: int, condition: float) -> np.ndarray:
+    """sigma_i = condition ** (-i / (p - 1)): from 1 down to 1 / condition, geometric."""
+    if p == 1:
+        return np.ones(1)
+    return condition ** (-np.arange(p) / (p - 1))
+
+
+class SyntheticSource(Source):
+    def __init__(self, config: SyntheticData, seed: int) -> None:
+        self.config = config
+        self.seed = seed
+        self.has_factors = config.form == "lora"
+
+    def refs(self) -> list[MatrixRef]:
+        c = self.config
+        rank = c.rank if self.has_factors else None
+        width = len(str(c.adapters - 1))
+        return [
+            MatrixRef(
+                id=f"adapter{a:0{width}d}/layer{layer}/{module}",
+                adapter=f"adapter{a:0{width}d}",
+                layer=layer,
+                module=module,
+                shape=(m, n),
+                rank=rank,
+                locator={"adapter": a, "layer": layer, "module": i},
+            )
+            for a in range(c.adapters)
+            for layer in range(c.layers)
+            for i, (module, (m, n)) in enumerate(c.modules.items())
+        ]
+
+    def fingerprint(self) -> str:
+        payload = {"v": GENERATOR_VERSION, "seed": self.seed, "config": self.config.model_dump()}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def _rng(self, ref: MatrixRef) -> np.random.Generator:
+        loc = ref.locator
+        return np.random.default_rng([self.seed, loc["adapter"], loc["layer"], loc["module"]])
+
+    def _lora(self, ref: MatrixRef, B: np.ndarray, A: np.ndarray) -> None:
+        """Gaussian factors with geometrically decaying column weights, like a trained LoRA,
+        written into float32 B (m, r) and A (r, n)."""
+        m, n = ref.shape
+        rng = self._rng(ref)
+        rng.standard_normal(dtype=np.float32, out=B)
+        B *= (0.7 ** np.arange(self.config.rank, dtype=np.float32)) / np.float32(math.sqrt(m))
+        rng.standard_normal(dtype=np.float32, out=A)
+        A *= np.float32(1 / math.sqrt(n))
+
+    def _dense(self, ref: MatrixRef) -> np.ndarray:
+        m, n = ref.shape
+        p = min(m, n)
+        rng = self._rng(ref)
+        U, _ = np.linalg.qr(rng.standard_normal((m, p)))
+        V, _ = np.linalg.qr(rng.standard_normal((n, p)))
+        return ((U * dense_spectrum(p, self.config.condition)) @ V.T).astype(np.float32)
+
+    def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
+        if self.has_factors:
+            return self.load_factors(refs, np.dtype(np.float64)).dense().astype(dtype)
+        return np.stack([self._dense(ref) for ref in refs]).astype(dtype)
+
+    def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
+        """Generated in float32 whatever `dtype` is, so float32 and float64 runs (and the
+        float64 reference) see the very same matrices."""
+        if not self.has_factors:
+            return super().load_factors(refs, dtype)
+        (m, n), r = refs[0].shape, self.config.rank
+        B = np.empty((len(refs), m, r), dtype=np.float32)
+        A = np.empty((len(refs), r, n), dtype=np.float32)
+        for i, ref in enumerate(refs):
+            self._lora(ref, B[i], A[i])
+        return Factors(
+            B=B.astype(dtype, copy=False),
+            A=A.astype(dtype, copy=False),
+            scale=np.full(len(refs), self.config.scale, dtype=np.float64),
+        )

@@ -1,0 +1,126 @@
+"""The workload: an ordered set of matrix references and the source that can load them.
+
+A source is a small picklable description (paths, keys, seed), never the data itself, so a
+worker process or a Dask worker can load any subset of matrices on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+
+class MatrixRef(BaseModel):
+    """One matrix of the workload. `locator` is what the source needs to load it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    adapter: str
+    layer: int | None
+    module: str
+    shape: tuple[int, int]
+    rank: int | None = None
+    locator: dict[str, Any] = {}
+
+    @property
+    def group_key(self) -> tuple[int, int, int | None]:
+        """Matrices that can share one batched call: same shape, and same rank when factored."""
+        return (self.shape[0], self.shape[1], self.rank)
+
+
+@dataclass(frozen=True)
+class Factors:
+    """A stack of LoRA deltas dW[i] = scale[i] * B[i] @ A[i]; B: (k, m, r), A: (k, r, n)."""
+
+    B: np.ndarray
+    A: np.ndarray
+    scale: np.ndarray
+
+    def dense(self) -> np.ndarray:
+        """The deltas themselves, (k, m, n), in the factors' dtype."""
+        return (self.B @ self.A) * self.scale.astype(self.B.dtype)[:, None, None]
+
+
+class DataError(ValueError):
+    """A user's input file or tensor is wrong; the message names it and what was expected."""
+
+
+class Source(ABC):
+    """Loads matrices of a workload. Subclasses are picklable descriptions, not data."""
+
+    has_factors: bool = False
+
+    @abstractmethod
+    def refs(self) -> list[MatrixRef]:
+        """Every matrix of the source, in a stable order."""
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """A hex digest that changes whenever the numbers the source yields could change."""
+
+    @abstractmethod
+    def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
+        """A (k, m, n) stack; all refs share one shape."""
+
+    def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
+        """LoRA factors of refs sharing one (m, n, r); only for sources with has_factors."""
+        raise NotImplementedError(f"{type(self).__name__} holds dense matrices, not LoRA factors")
+
+
+@dataclass(frozen=True)
+class ShapeGroup:
+    """Matrices of one (m, n, rank) in workload order."""
+
+    shape: tuple[int, int]
+    rank: int | None
+    refs: tuple[MatrixRef, ...]
+
+    @property
+    def label(self) -> str:
+        m, n = self.shape
+        return f"{m}x{n}" + (f"r{self.rank}" if self.rank is not None else "")
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+
+@dataclass
+class Workload:
+    source: Source
+    refs: list[MatrixRef] = field(default_factory=list)
+
+    @classmethod
+    def from_source(cls, source: Source) -> Workload:
+        return cls(source=source, refs=source.refs())
+
+    @property
+    def has_factors(self) -> bool:
+        return self.source.has_factors
+
+    def groups(self) -> list[ShapeGroup]:
+        """Shape groups in order of first appearance."""
+        by_key: dict[tuple[int, int, int | None], list[MatrixRef]] = {}
+        for ref in self.refs:
+            by_key.setdefault(ref.group_key, []).append(ref)
+        return [ShapeGroup((m, n), r, tuple(refs)) for (m, n, r), refs in by_key.items()]
+
+    def fingerprint(self) -> str:
+        ids = hashlib.sha256(json.dumps([r.id for r in self.refs]).encode()).hexdigest()
+        return hashlib.sha256(f"{self.source.fingerprint()}:{ids}".encode()).hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+
+def chunks(refs: Sequence[MatrixRef], size: int) -> Iterator[Sequence[MatrixRef]]:
+    """Consecutive slices of at most `size` refs."""
+    for start in range(0, len(refs), max(1, size)):
+        yield refs[start : start + size]

@@ -1,0 +1,121 @@
+"""The machine, probed once: the planner's only view of hardware, and part of every record."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+from pathlib import Path
+
+import numpy as np
+import scipy
+from pydantic import BaseModel
+from threadpoolctl import threadpool_info
+
+import harness
+from harness.linalg.device import cuda_available, torch_missing_reason, torch_module
+
+
+class ThreadPool(BaseModel):
+    api: str
+    library: str
+    version: str | None
+    threads: int
+
+
+class MachineInfo(BaseModel):
+    hostname: str
+    platform: str
+    cpu: str
+    cores: int
+    memory_total: int
+    memory_available: int
+    python: str
+    harness: str
+    numpy: str
+    scipy: str
+    torch: str | None
+    torch_missing: str | None
+    torch_threads: int | None
+    blas: list[ThreadPool]
+    cuda_device: str | None = None
+    cuda_memory_total: int | None = None
+    cuda_memory_free: int | None = None
+
+    @property
+    def identity(self) -> str:
+        """Stable across runs on one machine: what timing results may be compared under."""
+        return f"{self.hostname}|{self.cpu}|{self.cores}|{self.cuda_device or 'no-gpu'}"
+
+    def describe(self) -> str:
+        gpu = f", {self.cuda_device}" if self.cuda_device else ", no CUDA"
+        torch = f"torch {self.torch}" if self.torch else "no torch"
+        return (
+            f"{self.cpu} ({self.cores} cores), {self.memory_total / 2**30:.0f} GiB, "
+            f"numpy {self.numpy}, {torch}{gpu}"
+        )
+
+
+def _meminfo() -> dict[str, int]:
+    info: dict[str, int] = {}
+    path = Path("/proc/meminfo")
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, rest = line.partition(":")
+            info[key] = int(rest.split()[0]) * 1024
+    return info
+
+
+def _cpu_name() -> str:
+    path = Path("/proc/cpuinfo")
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@functools.cache
+def probe() -> MachineInfo:
+    mem = _meminfo()
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    total = mem.get("MemTotal") or page * os.sysconf("SC_PHYS_PAGES")
+    torch = torch_module()
+    info = MachineInfo(
+        hostname=socket.gethostname(),
+        platform=platform.platform(),
+        cpu=_cpu_name(),
+        cores=_cores(),
+        memory_total=total,
+        memory_available=mem.get("MemAvailable", total),
+        python=platform.python_version(),
+        harness=harness.__version__,
+        numpy=np.__version__,
+        scipy=scipy.__version__,
+        torch=torch.__version__ if torch is not None else None,
+        torch_missing=torch_missing_reason(),
+        torch_threads=torch.get_num_threads() if torch is not None else None,
+        blas=[
+            ThreadPool(
+                api=p["internal_api"],
+                library=Path(p["filepath"]).name,
+                version=p.get("version"),
+                threads=p["num_threads"],
+            )
+            for p in threadpool_info()
+        ],
+    )
+    if cuda_available():
+        assert torch is not None
+        free, total_gpu = torch.cuda.mem_get_info()
+        info.cuda_device = torch.cuda.get_device_name()
+        info.cuda_memory_total, info.cuda_memory_free = int(total_gpu), int(free)
+    return info

@@ -1,0 +1,205 @@
+"""compile(spec, workload, machine) -> Plan: a strategy, device and batch size per analysis, and why."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+
+from harness.data.workload import ShapeGroup, Workload
+from harness.linalg.device import Backend, cuda_missing_reason, torch_module
+from harness.machine import MachineInfo
+from harness.spec import Spec
+from harness.strategies.base import OpRequest, Strategy
+from harness.strategies.registry import BASELINES, STRATEGIES
+from harness.units import format_bytes, format_seconds
+
+CUDA_HEADROOM = 0.8  # leave room for the allocator's fragmentation and LAPACK workspaces
+
+
+class GroupInfo(BaseModel):
+    label: str
+    shape: tuple[int, int]
+    rank: int | None
+    count: int
+
+
+class Candidate(BaseModel):
+    strategy: str
+    device: str | None
+    estimate_s: float | None
+    batch_sizes: dict[str, int] = {}
+    reason: str | None = None  # why it cannot run, when it cannot
+
+    @property
+    def available(self) -> bool:
+        return self.reason is None
+
+
+class Timed(BaseModel):
+    strategy: str
+    role: str  # "baseline", "compare" or "chosen"
+    device: str
+    batch_sizes: dict[str, int]
+
+
+class Step(BaseModel):
+    analysis: str
+    op: str
+    k: int | None
+    tolerance: float
+    strategy: str
+    device: str
+    batch_sizes: dict[str, int]
+    estimate_s: float
+    reason: str
+    timed: list[Timed]
+    skipped: list[Candidate]
+    candidates: list[Candidate]
+
+
+class Plan(BaseModel):
+    device_requested: str
+    dtype: str
+    memory_budget: int
+    workers: int
+    sample: int
+    n_matrices: int
+    groups: list[GroupInfo]
+    steps: list[Step]
+
+
+class PlanError(Exception):
+    """The spec asks for something this machine or workload cannot do; one line per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def memory_budget(requested: int, backend: Backend) -> int:
+    """The spec's budget, capped on CUDA by what the device has free right now."""
+    if backend == "cuda":
+        torch = torch_module()
+        assert torch is not None
+        free, _total = torch.cuda.mem_get_info()
+        return min(requested, int(free * CUDA_HEADROOM))
+    return requested
+
+
+def evaluate(
+    strategy: Strategy,
+    op: OpRequest,
+    workload: Workload,
+    groups: list[ShapeGroup],
+    machine: MachineInfo,
+    spec: Spec,
+) -> Candidate:
+    """Can `strategy` run this op here, with what batches, at what estimated cost."""
+    device = spec.execution.device
+    if (reason := strategy.unavailable(workload, device)) is not None:
+        return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+    backend = strategy.backend(device)
+    budget = memory_budget(int(spec.execution.memory_budget), backend)
+    itemsize = np.dtype(spec.execution.dtype).itemsize
+    batches: dict[str, int] = {}
+    total = 0.0
+    for group in groups:
+        if op.k is not None and op.k > min(group.shape):
+            reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
+            return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+        per = strategy.bytes_per_matrix(op, group, itemsize)
+        if per > budget:
+            reason = (
+                f"one {group.label} matrix needs {format_bytes(per)}, over the memory budget "
+                f"of {format_bytes(budget)}"
+            )
+            return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+        batches[group.label] = max(1, min(len(group), budget // per))
+        total += strategy.seconds_per_matrix(op, group, machine, backend) * len(group)
+    return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches)
+
+
+def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
+    exact = [c for c in candidates if c.available and not STRATEGIES[c.strategy].approximate]
+    if not exact:
+        raise LookupError("; ".join(f"{c.strategy}: {c.reason}" for c in candidates))
+    best = min(exact, key=lambda c: c.estimate_s or 0.0)
+    notes = []
+    for c in sorted(candidates, key=lambda c: (c.estimate_s is None, c.estimate_s or 0.0)):
+        if c is best:
+            continue
+        if not c.available:
+            notes.append(f"{c.strategy} not possible: {c.reason}")
+        elif STRATEGIES[c.strategy].approximate:
+            notes.append(f"{c.strategy} left out: randomized, so its accuracy depends on the "
+                         "spectrum's decay (name it to use it)")
+        else:
+            notes.append(f"{c.strategy} est. {format_seconds(c.estimate_s)}")
+    reason = f"auto: fastest exact strategy (est. {format_seconds(best.estimate_s)})"
+    return best, reason + ("; " + "; ".join(notes) if notes else "")
+
+
+def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
+    if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
+        raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
+    groups = workload.groups()
+    steps: list[Step] = []
+    problems: list[str] = []
+    for i, analysis in enumerate(spec.analysis):
+        op = OpRequest(analysis.op, getattr(analysis, "k", None))
+        serving = [s for s in STRATEGIES.values() if op.op in s.ops]
+        candidates = [evaluate(s, op, workload, groups, machine, spec) for s in serving]
+        by_name = {c.strategy: c for c in candidates}
+        if analysis.strategy == "auto":
+            try:
+                chosen, reason = _auto(candidates)
+            except LookupError as exc:
+                problems.append(f"analysis[{i}].strategy: no strategy can run {op.op} here: {exc}")
+                continue
+        else:
+            chosen = by_name[analysis.strategy]
+            if not chosen.available:
+                problems.append(f"analysis[{i}].strategy: {chosen.strategy} cannot run: {chosen.reason}")
+                continue
+            reason = f"named in the spec (est. {format_seconds(chosen.estimate_s)})"
+        baseline = analysis.baseline or BASELINES[op.op]
+        roles = {baseline: "baseline"}
+        for name in [*analysis.compare, chosen.strategy]:
+            roles.setdefault(name, "compare" if name in analysis.compare else "chosen")
+        timed, skipped = [], []
+        for name, role in roles.items():
+            c = by_name[name]
+            if c.available:
+                timed.append(Timed(strategy=name, role=role, device=c.device or "",
+                                   batch_sizes=c.batch_sizes))
+            else:
+                skipped.append(c)
+        steps.append(
+            Step(
+                analysis=analysis.label,
+                op=op.op,
+                k=op.k,
+                tolerance=analysis.tolerance,
+                strategy=chosen.strategy,
+                device=chosen.device or "",
+                batch_sizes=chosen.batch_sizes,
+                estimate_s=chosen.estimate_s or 0.0,
+                reason=reason,
+                timed=timed,
+                skipped=skipped,
+                candidates=candidates,
+            )
+        )
+    if problems:
+        raise PlanError(problems)
+    return Plan(
+        device_requested=spec.execution.device,
+        dtype=spec.execution.dtype,
+        memory_budget=int(spec.execution.memory_budget),
+        workers=spec.execution.workers or machine.cores,
+        sample=spec.benchmark.sample,
+        n_matrices=len(workload),
+        groups=[GroupInfo(label=g.label, shape=g.shape, rank=g.rank, count=len(g)) for g in groups],
+        steps=steps,
+    )
+

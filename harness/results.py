@@ -1,0 +1,138 @@
+"""The versioned RunRecord and the files of a run folder, always written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from harness.machine import MachineInfo
+from harness.plan import Plan
+from harness.timing import Measurement
+from harness.verify import Verification
+
+SCHEMA_VERSION = 1
+RECORD = "record.json"
+SPECTRA = "spectra.npz"
+
+
+class GroupTiming(BaseModel):
+    group: str
+    sampled: int
+    total: int
+    measurement: Measurement
+
+    @property
+    def seconds_per_matrix(self) -> float:
+        return self.measurement.median_s / self.sampled
+
+
+class StrategyTiming(BaseModel):
+    strategy: str
+    role: str
+    device: str
+    groups: list[GroupTiming]
+    estimate_total_s: float  # per-matrix medians scaled to every matrix of the workload
+    iqr_total_s: float
+    extrapolated: bool
+    speedup: float | None = None  # baseline's estimate_total_s / this one's
+
+
+class Skipped(BaseModel):
+    strategy: str
+    reason: str
+
+
+class AnalysisRecord(BaseModel):
+    name: str
+    op: str
+    k: int | None
+    strategy: str
+    device: str
+    reason: str
+    n_matrices: int
+    wall_s: float  # the full analysis with the chosen strategy, loading included
+    timings: list[StrategyTiming] = []
+    verification: list[Verification] = []
+    skipped: list[Skipped] = []
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verification)
+
+
+class RunRecord(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    harness_version: str
+    experiment: str
+    spec_path: str
+    spec: dict[str, Any]
+    spec_hash: str
+    workload_fingerprint: str
+    command: str
+    started: str
+    finished: str | None = None
+    complete: bool = False
+    machine: MachineInfo
+    plan: Plan
+    analyses: list[AnalysisRecord] = []
+
+    @property
+    def passed(self) -> bool:
+        return all(a.passed for a in self.analyses)
+
+
+class RecordError(ValueError):
+    """A run folder without a readable record of a schema this harness knows."""
+
+
+def write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write through a temporary file in the same folder, fsync, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_record(record: RunRecord, folder: Path) -> Path:
+    path = folder / RECORD
+    write_atomic(path, lambda fh: fh.write(record.model_dump_json(indent=2).encode()))
+    return path
+
+
+def save_spectra(spectra: dict[str, np.ndarray], folder: Path) -> Path:
+    path = folder / SPECTRA
+    write_atomic(path, lambda fh: np.savez(fh, **spectra))
+    return path
+
+
+def load_record(folder: Path) -> RunRecord:
+    path = folder / RECORD if folder.is_dir() else folder
+    if not path.exists():
+        raise RecordError(f"{folder}: no {RECORD} here; is this a run folder from `harness run`?")
+    try:
+        raw = json.loads(path.read_text())
+    except ValueError as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if version != SCHEMA_VERSION:
+        raise RecordError(
+            f"{path}: record schema version {version!r}; this harness reads version {SCHEMA_VERSION}"
+        )
+    try:
+        return RunRecord.model_validate(raw)
+    except ValidationError as exc:
+        raise RecordError(f"{path}: malformed record ({exc.error_count()} problems)") from None

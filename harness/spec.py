@@ -1,0 +1,215 @@
+"""The experiment spec: pydantic models of the TOML file, and loading with every error at once."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ByteSize,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from harness.data.registry import DATA_MODELS, DataConfig
+from harness.strategies.registry import check_strategy_name
+
+Op = Literal["svdvals", "svd", "svd_topk"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Experiment(_Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="used as the results folder name")
+    seed: int = 0
+    description: str = ""
+
+
+class _AnalysisBase(_Section):
+    name: str | None = Field(None, description="defaults to the op; must be unique")
+    strategy: str = Field("auto", description='"auto" or a strategy name')
+    compare: list[str] = Field(default_factory=list, description="strategies timed vs baseline")
+    baseline: str | None = Field(None, description="defaults to the op's baseline strategy")
+    tolerance: float = Field(1e-4, gt=0, description="max error relative to sigma_max")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.op  # type: ignore[attr-defined]
+
+    @classmethod
+    def op_name(cls) -> str:
+        (op,) = get_args(cls.model_fields["op"].annotation)
+        return op
+
+    @field_validator("strategy", "baseline")
+    @classmethod
+    def _known_strategy(cls, name: str | None) -> str | None:
+        if name is not None and name != "auto":
+            if (problem := check_strategy_name(name, cls.op_name())) is not None:
+                raise ValueError(problem)
+        return name
+
+    @field_validator("compare")
+    @classmethod
+    def _known_compared(cls, names: list[str]) -> list[str]:
+        problems = [check_strategy_name(name, cls.op_name()) for name in names]
+        if any(problems):
+            raise ValueError("; ".join(p for p in problems if p))
+        return names
+
+
+class SvdvalsAnalysis(_AnalysisBase):
+    op: Literal["svdvals"]
+
+
+class SvdAnalysis(_AnalysisBase):
+    op: Literal["svd"]
+
+
+class SvdTopkAnalysis(_AnalysisBase):
+    op: Literal["svd_topk"]
+    k: int = Field(ge=1, description="number of leading singular triplets")
+
+
+Analysis = Annotated[
+    SvdvalsAnalysis | SvdAnalysis | SvdTopkAnalysis, Field(discriminator="op")
+]
+ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
+    "svdvals": SvdvalsAnalysis,
+    "svd": SvdAnalysis,
+    "svd_topk": SvdTopkAnalysis,
+}
+
+
+class Execution(_Section):
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    workers: int | None = Field(None, ge=1, description="process workers; default: all cores")
+    memory_budget: ByteSize = Field(ByteSize(4 * 2**30), description='e.g. "4GiB"')
+    dtype: Literal["float32", "float64"] = "float32"
+
+
+class Benchmark(_Section):
+    warmup: int = Field(1, ge=0)
+    repeats: int = Field(3, ge=1)
+    sample: int = Field(4, ge=0, description="matrices per shape group to time; 0 = all")
+
+
+class Spec(_Section):
+    experiment: Experiment
+    data: DataConfig
+    analysis: list[Analysis] = Field(min_length=1)
+    execution: Execution = Field(default_factory=Execution)
+    benchmark: Benchmark = Field(default_factory=Benchmark)
+
+    @field_validator("analysis")
+    @classmethod
+    def _unique_names(cls, analyses: list[_AnalysisBase]) -> list[_AnalysisBase]:
+        seen: set[str] = set()
+        for a in analyses:
+            if a.label in seen:
+                raise ValueError(f"two analyses are named {a.label!r}; give each a unique `name`")
+            seen.add(a.label)
+        return analyses
+
+
+class SpecError(Exception):
+    """Every problem of one spec, one `FILE: key.path: message` line each."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError([f"{path}: file not found"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError([f"{path}: invalid TOML: {exc}"]) from None
+    problems = [f"{path}: {p}" for p in apply_overrides(raw, overrides or [])]
+    if problems:
+        raise SpecError(problems)
+    try:
+        return Spec.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError([f"{path}: {line}" for line in _describe(exc)]) from None
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
+    """Apply `dotted.key=value` in place (values parsed as TOML, else taken as strings)."""
+    problems = []
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            problems.append(f"--set {item!r}: expected dotted.key=value")
+            continue
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        parts = key.strip().split(".")
+        node: Any = raw
+        try:
+            for part in parts[:-1]:
+                node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+            last = parts[-1]
+            if isinstance(node, list):
+                node[int(last)] = value
+            else:
+                node[last] = value
+        except (ValueError, IndexError, TypeError, AttributeError):
+            problems.append(f"--set {item!r}: {key} does not name a settable key")
+    return problems
+
+
+SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "experiment": Experiment,
+    "execution": Execution,
+    "benchmark": Benchmark,
+}
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        path, parent = _locate(list(err["loc"]))
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(path.rsplit(".", 1)[-1], list(parent.model_fields) if parent else [], n=1)
+            message = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        elif err["type"] == "union_tag_not_found":
+            key = err["ctx"]["discriminator"].strip("'")
+            message = f"required key {key!r} is missing"
+        elif err["type"] == "union_tag_invalid":
+            message = f"unknown value {err['ctx']['tag']!r}; expected one of {err['ctx']['expected_tags']}"
+        lines.append(f"{path or '(top level)'}: {message}")
+    return lines
+
+
+def _locate(loc: list[Any]) -> tuple[str, type[BaseModel] | None]:
+    """pydantic's loc as `analysis[1].k`, without the union tag it inserts, and the model that
+    holds the last key (for suggesting a valid key in place of an unknown one)."""
+    model: type[BaseModel] | None = None
+    depth = 1
+    if len(loc) > 1 and loc[0] == "data" and loc[1] in DATA_MODELS:
+        model = DATA_MODELS[loc.pop(1)]
+    elif len(loc) > 2 and loc[0] == "analysis" and isinstance(loc[1], int) and loc[2] in ANALYSIS_MODELS:
+        model, depth = ANALYSIS_MODELS[loc.pop(2)], 2
+    elif loc and loc[0] in SECTION_MODELS:
+        model = SECTION_MODELS[loc[0]]
+    parent = Spec if len(loc) == 1 else model if len(loc) == depth + 1 else None
+    path = ""
+    for item in loc:
+        path += f"[{item}]" if isinstance(item, int) else (f".{item}" if path else str(item))
+    return path, parent

@@ -1,0 +1,98 @@
+"""What every strategy is: the ops it serves, whether it can run here, what it costs, and how.
+
+Strategies are thin: the math lives in `harness.linalg`, the fan-out (a process pool, Dask) is an
+executor the runner hands over through `ExecContext`, never something a strategy builds.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload
+from harness.linalg.device import Backend, resolve_device, torch_missing_reason
+from harness.machine import MachineInfo
+from harness.strategies import cost
+
+
+@dataclass(frozen=True)
+class OpRequest:
+    """One op as a strategy sees it: svdvals, svd, or svd_topk with k."""
+
+    op: str
+    k: int | None = None
+
+    @property
+    def wants_vectors(self) -> bool:
+        return self.op != "svdvals"
+
+    def width(self, shape: tuple[int, int]) -> int:
+        """How many singular values the op yields for one matrix."""
+        return self.k if self.k is not None else min(shape)
+
+
+@dataclass
+class OpResult:
+    """S: (b, q) descending; U: (b, m, q) and Vh: (b, q, n) for ops with vectors."""
+
+    S: np.ndarray
+    U: np.ndarray | None = None
+    Vh: np.ndarray | None = None
+
+
+@dataclass
+class ExecContext:
+    dtype: np.dtype
+    backend: Backend
+    workers: int
+    seed: int
+    executor: Callable[[], Executor]
+
+
+class Strategy(ABC):
+    name: ClassVar[str]
+    ops: ClassVar[frozenset[str]]
+    summary: ClassVar[str]
+    needs_factors: ClassVar[bool] = False
+    uses_torch: ClassVar[bool] = False
+    approximate: ClassVar[bool] = False
+
+    def unavailable(self, workload: Workload, device: str) -> str | None:
+        """Why this strategy cannot run this workload on the requested device, or None."""
+        if self.needs_factors and not workload.has_factors:
+            return "needs LoRA factors, and this workload's matrices are dense"
+        if self.uses_torch:
+            if (reason := torch_missing_reason()) is not None:
+                return reason
+            try:
+                resolve_device(device)
+            except RuntimeError as exc:
+                return str(exc)
+        return None
+
+    def backend(self, device: str) -> Backend:
+        """Where the math runs: numpy strategies ignore `device`; torch ones resolve it."""
+        return resolve_device(device) if self.uses_torch else "numpy"
+
+    def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
+        """Working memory one matrix of the group needs; sizes the batches."""
+        return cost.dense_bytes(op.wants_vectors, group.shape, itemsize)
+
+    @abstractmethod
+    def seconds_per_matrix(
+        self, op: OpRequest, group: ShapeGroup, machine: MachineInfo, backend: Backend
+    ) -> float:
+        """A rough estimate the planner compares across strategies."""
+
+    def load(self, source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> Any:
+        """The input this strategy computes on; loading is not part of the timed work."""
+        return source.load_dense(refs, dtype)
+
+    @abstractmethod
+    def compute(self, op: OpRequest, data: Any, ctx: ExecContext) -> OpResult:
+        """The timed work."""

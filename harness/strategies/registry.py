@@ -1,0 +1,39 @@
+"""Strategies by name. A strategy that is not really implemented is not registered."""
+
+from __future__ import annotations
+
+import difflib
+
+from harness.strategies.base import Strategy
+from harness.strategies.factored import FactoredStrategy
+from harness.strategies.numpy_lapack import NumpyStrategy
+from harness.strategies.process_pool import ProcessPoolStrategy
+from harness.strategies.scipy_svds import ScipySvdsStrategy
+from harness.strategies.torch_batched import TorchStrategy
+from harness.strategies.torch_lowrank import TorchLowrankStrategy
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        NumpyStrategy(),
+        ProcessPoolStrategy(),
+        TorchStrategy(),
+        ScipySvdsStrategy(),
+        TorchLowrankStrategy(),
+        FactoredStrategy(),
+    )
+}
+
+BASELINES: dict[str, str] = {"svdvals": "numpy", "svd": "numpy", "svd_topk": "scipy_svds"}
+
+
+def check_strategy_name(name: str, op: str) -> str | None:
+    """None when `name` is a strategy serving `op`, else what is wrong and what would fit."""
+    serving = sorted(n for n, s in STRATEGIES.items() if op in s.ops)
+    if name not in STRATEGIES:
+        close = difflib.get_close_matches(name, list(STRATEGIES), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"unknown strategy {name!r}; {hint}{op} strategies: {', '.join(serving)}"
+    if op not in STRATEGIES[name].ops:
+        return f"strategy {name!r} does not do {op}; {op} strategies: {', '.join(serving)}"
+    return None

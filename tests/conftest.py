@@ -1,0 +1,35 @@
+"""Shared fixtures: small matrices with known spectra and a tiny synthetic workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.data.synthetic import SyntheticData, SyntheticSource
+from harness.data.workload import Workload
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+
+
+def known_spectrum(m: int, n: int, s: np.ndarray, seed: int = 0) -> np.ndarray:
+    """U diag(s) V^T with random orthonormal U, V: a matrix whose singular values are s."""
+    rng = np.random.default_rng(seed)
+    p = len(s)
+    U, _ = np.linalg.qr(rng.standard_normal((m, p)))
+    V, _ = np.linalg.qr(rng.standard_normal((n, p)))
+    return (U * s) @ V.T
+
+
+@pytest.fixture
+def lora_workload() -> Workload:
+    config = SyntheticData(adapters=3, layers=2, modules={"up": (40, 24), "down": (24, 40)}, rank=4)
+    return Workload.from_source(SyntheticSource(config, seed=7))
+
+
+@pytest.fixture
+def dense_workload() -> Workload:
+    config = SyntheticData(form="dense", adapters=2, layers=2, modules={"w": (30, 20)})
+    return Workload.from_source(SyntheticSource(config, seed=7))

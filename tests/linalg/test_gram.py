@@ -1,0 +1,209 @@
+"""Streaming Gram kernels against direct numpy computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.linalg.device import cuda_available, torch_module
+from harness.linalg.gram import (
+    accumulate_gram,
+    block_columns,
+    center_gram,
+    cosine_from_gram,
+    gram_from_array,
+    gram_pairwise,
+    iter_column_blocks,
+)
+
+TORCH_BACKENDS = [
+    pytest.param(
+        "cpu", marks=pytest.mark.skipif(torch_module() is None, reason="torch not installed")
+    ),
+    pytest.param("cuda", marks=pytest.mark.skipif(not cuda_available(), reason="no CUDA")),
+]
+BACKENDS = [pytest.param("numpy"), *TORCH_BACKENDS]
+
+
+def data(n: int = 6, d: int = 1000, seed: int = 0, dtype=np.float64) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    # an offset so centring matters
+    return (rng.standard_normal((n, d)) + rng.standard_normal(d)).astype(dtype)
+
+
+def representable(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """float32 values m / 1024 with |m| < 2048: every product and every sum of d of them is
+    exact in float64, so a float64-accumulated Gram has one right answer."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(-2047, 2048, size=(n, d)) / 1024).astype(np.float32)
+
+
+def budget_for(columns: int, n: int, itemsize: int) -> int:
+    return columns * n * (itemsize + 8)
+
+
+# --- block_columns ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 6, 18])
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+@pytest.mark.parametrize("budget", [0, 100, 10_000, 1 << 20, 1 << 34])
+def test_block_columns_respects_budget(n: int, itemsize: int, budget: int) -> None:
+    d = 100_000
+    c = block_columns(n, d, itemsize, budget)
+    assert 1 <= c <= d
+    cost = n * (itemsize + 8)
+    if c > 1:
+        assert c * cost <= budget
+    if c < d:
+        assert (c + 1) * cost > budget  # as wide as the budget allows
+
+
+def test_block_columns_edges() -> None:
+    assert block_columns(6, 1000, 4, budget_for(7, 6, 4)) == 7
+    assert block_columns(6, 1000, 4, budget_for(7, 6, 4) - 1) == 6
+    assert block_columns(6, 10, 4, 1 << 30) == 10  # never wider than d
+    assert block_columns(6, 0, 4, 1 << 30) == 1
+    with pytest.raises(ValueError):
+        block_columns(0, 10, 4, 100)
+    with pytest.raises(ValueError):
+        block_columns(2, 10, 4, -1)
+
+
+def test_iter_column_blocks_covers_columns() -> None:
+    X = data(3, 100)
+    blocks = list(iter_column_blocks(X, 7))
+    assert [b.shape[1] for b in blocks] == [7] * 14 + [2]
+    np.testing.assert_array_equal(np.concatenate(blocks, axis=1), X)
+
+
+# --- accumulate_gram / gram_from_array ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("columns", [1, 7, 333, 1000, 5000])
+def test_gram_from_array_matches_direct(backend: str, columns: int) -> None:
+    X = data()
+    G = gram_from_array(X, memory_budget=budget_for(columns, 6, 8), backend=backend)
+    assert G.dtype == np.float64 and G.shape == (6, 6)
+    np.testing.assert_allclose(G, X @ X.T, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(G, G.T)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_accumulate_uneven_mixed_blocks(backend: str) -> None:
+    X = data(5, 1000)
+    cuts = [0, 3, 10, 10, 400, 999, 1000]  # includes an empty block and a 1-column block
+    dtypes = [np.float32, np.float64, np.float16, np.float64, np.float32, np.float64]
+    spans = list(zip(cuts[:-1], cuts[1:], dtypes, strict=True))
+    Xq = np.concatenate([X[:, a:b].astype(t) for a, b, t in spans], axis=1)
+    blocks = (X[:, a:b].astype(t) for a, b, t in spans)  # a generator
+    G = accumulate_gram(blocks, backend=backend)
+    Xq64 = Xq.astype(np.float64)
+    np.testing.assert_allclose(G, Xq64 @ Xq64.T, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("columns", [7, 1000])
+def test_float32_input_accumulates_in_float64(backend: str, columns: int) -> None:
+    X32 = representable(6, 1000)
+    X64 = X32.astype(np.float64)
+    exact = X64 @ X64.T  # exact: all partial sums are representable
+    G = gram_from_array(X32, memory_budget=budget_for(columns, 6, 4), backend=backend)
+    assert G.dtype == np.float64
+    np.testing.assert_allclose(G, exact, rtol=1e-12, atol=0)
+
+
+def test_float32_accumulation_would_not_be_exact() -> None:
+    """Guard that the case above can tell float64 from float32 accumulation."""
+    X32 = representable(6, 1000)
+    X64 = X32.astype(np.float64)
+    assert not np.array_equal((X32 @ X32.T).astype(np.float64), X64 @ X64.T)
+
+
+@pytest.mark.filterwarnings("error")  # e.g. torch's warning on a read-only array
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("columns", [7, 1000])
+def test_memmap_input(tmp_path, backend: str, dtype, columns: int) -> None:
+    X = data(6, 1000, dtype=dtype)
+    path = tmp_path / "adapters.bin"
+    mm = np.memmap(path, dtype=dtype, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    del mm
+    ro = np.memmap(path, dtype=dtype, mode="r", shape=X.shape)
+    itemsize = np.dtype(dtype).itemsize
+    G = gram_from_array(ro, memory_budget=budget_for(columns, 6, itemsize), backend=backend)
+    X64 = X.astype(np.float64)
+    np.testing.assert_allclose(G, X64 @ X64.T, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(gram_pairwise(ro), G, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 2, 6])
+def test_gram_pairwise_equals_streamed(n: int) -> None:
+    X = data(n, 1000, dtype=np.float32)
+    np.testing.assert_allclose(
+        gram_pairwise(X), gram_from_array(X, memory_budget=1 << 16), rtol=1e-12, atol=1e-9
+    )
+
+
+@pytest.mark.parametrize("backend", TORCH_BACKENDS)
+def test_torch_backend_equals_numpy(backend: str) -> None:
+    X = data(6, 1000, dtype=np.float32)
+    budget = budget_for(64, 6, 4)
+    np.testing.assert_allclose(
+        gram_from_array(X, memory_budget=budget, backend=backend),
+        gram_from_array(X, memory_budget=budget, backend="numpy"),
+        rtol=1e-13,
+        atol=1e-10,
+    )
+
+
+def test_accumulate_rejects_bad_blocks() -> None:
+    with pytest.raises(ValueError, match="no blocks"):
+        accumulate_gram([])
+    with pytest.raises(ValueError, match="disagree"):
+        accumulate_gram([np.ones((3, 2)), np.ones((4, 2))])
+    with pytest.raises(ValueError, match="2-D"):
+        accumulate_gram([np.ones(3)])
+    with pytest.raises(ValueError, match="backend"):
+        accumulate_gram([np.ones((3, 2))], backend="tpu")  # type: ignore[arg-type]
+
+
+# --- center_gram / cosine_from_gram ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 6])
+def test_center_gram_matches_centred_data(n: int) -> None:
+    X = data(n, 1000)
+    Xc = X - X.mean(axis=0)
+    Gc = center_gram(X @ X.T)
+    np.testing.assert_allclose(Gc, Xc @ Xc.T, rtol=1e-10, atol=1e-8)
+    H = np.eye(n) - np.ones((n, n)) / n
+    np.testing.assert_allclose(Gc, H @ (X @ X.T) @ H, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(Gc.sum(axis=1), 0, atol=1e-8)
+
+
+def test_cosine_from_gram_with_zero_row() -> None:
+    X = data(5, 1000)
+    X[2] = 0.0
+    C = cosine_from_gram(X @ X.T)
+    norms = np.linalg.norm(X, axis=1)
+    expected = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(5):
+            if norms[i] > 0 and norms[j] > 0:
+                expected[i, j] = X[i] @ X[j] / (norms[i] * norms[j])
+    assert not np.isnan(C).any()
+    np.testing.assert_allclose(C, expected, atol=1e-12)
+    np.testing.assert_array_equal(np.diag(C), [1, 1, 0, 1, 1])
+    assert np.all(C[2] == 0) and np.all(C[:, 2] == 0)
+
+
+def test_cosine_from_gram_parallel_and_opposite() -> None:
+    x = np.arange(1.0, 6.0)
+    X = np.stack([x, 3 * x, -x])
+    C = cosine_from_gram(X @ X.T)
+    np.testing.assert_allclose(C, [[1, 1, -1], [1, 1, -1], [-1, -1, 1]], atol=1e-15)
+    assert np.abs(C).max() <= 1.0

@@ -1,0 +1,131 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.spec import SpecError, load_spec
+from tests.conftest import CONFIGS
+
+GOOD = """
+[experiment]
+name = "t"
+
+[data]
+source = "synthetic"
+
+[[analysis]]
+op = "svd_topk"
+k = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    return path
+
+
+def problems(tmp_path: Path, text: str, overrides: list[str] | None = None) -> list[str]:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_spec(path, overrides)
+    assert all(line.startswith(f"{path}: ") for line in info.value.lines)
+    return [line.removeprefix(f"{path}: ") for line in info.value.lines]
+
+
+@pytest.mark.parametrize("name", ["smoke.toml", "task_geometry.toml"])
+def test_shipped_configs_are_valid(name: str) -> None:
+    load_spec(CONFIGS / name)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, GOOD))
+    assert spec.analysis[0].strategy == "auto" and spec.analysis[0].label == "svd_topk"
+    assert int(spec.execution.memory_budget) == 4 * 2**30
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    text = GOOD.replace('name = "t"', 'name = "t"\nsede = 3') + """
+[[analysis]]
+op = "svdvals"
+strategy = "nmupy"
+compare = ["torch", "scipy_svds"]
+
+[[analysis]]
+op = "svd_topk"
+
+[execution]
+device = "tpu"
+memory_budget = "lots"
+"""
+    lines = problems(tmp_path, text)
+    assert "experiment.sede: unknown key; did you mean 'seed'?" in lines
+    assert any(l.startswith("analysis[1].strategy: unknown strategy 'nmupy'; did you mean 'numpy'?") for l in lines)
+    assert any(l.startswith("analysis[1].compare: strategy 'scipy_svds' does not do svdvals") for l in lines)
+    assert "analysis[2].k: required key is missing" in lines
+    assert any(l.startswith("execution.device: ") for l in lines)
+    assert any(l.startswith("execution.memory_budget: ") for l in lines)
+    assert len(lines) == 6
+
+
+def test_unknown_key_in_tagged_sections_suggests(tmp_path: Path) -> None:
+    text = GOOD.replace('source = "synthetic"', 'source = "synthetic"\nadapter = 3').replace(
+        "k = 2", "k = 2\ntolerence = 1e-3"
+    )
+    lines = problems(tmp_path, text)
+    assert "data.adapter: unknown key; did you mean 'adapters'?" in lines
+    assert "analysis[0].tolerence: unknown key; did you mean 'tolerance'?" in lines
+
+
+def test_unknown_op_and_source(tmp_path: Path) -> None:
+    text = GOOD.replace('"synthetic"', '"hub"').replace('"svd_topk"', '"eig"')
+    lines = problems(tmp_path, text)
+    assert any(l.startswith("data: unknown value 'hub'") for l in lines)
+    assert any(l.startswith("analysis[0]: unknown value 'eig'") for l in lines)
+
+
+def test_missing_op(tmp_path: Path) -> None:
+    assert "analysis[0]: required key 'op' is missing" in problems(tmp_path, GOOD.replace('op = "svd_topk"', ""))
+
+
+def test_malformed_toml_gives_line_and_column(tmp_path: Path) -> None:
+    (line,) = problems(tmp_path, GOOD.replace("k = 2", "k = = 2"))
+    assert line.startswith("invalid TOML") and "(at line 10, column 5)" in line
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="file not found"):
+        load_spec(tmp_path / "nope.toml")
+
+
+def test_duplicate_analysis_names(tmp_path: Path) -> None:
+    lines = problems(tmp_path, GOOD + '\n[[analysis]]\nop = "svd_topk"\nk = 1\n')
+    assert any("two analyses are named 'svd_topk'" in l for l in lines)
+
+
+def test_overrides_parse_values_as_toml(tmp_path: Path) -> None:
+    spec = load_spec(
+        write(tmp_path, GOOD),
+        ["data.adapters=5", "analysis.0.k=3", "execution.memory_budget=1GiB", "data.modules={w=[4,3]}"],
+    )
+    assert spec.data.adapters == 5 and spec.analysis[0].k == 3
+    assert int(spec.execution.memory_budget) == 2**30
+    assert spec.data.modules == {"w": (4, 3)}
+
+
+def test_bad_overrides(tmp_path: Path) -> None:
+    lines = problems(tmp_path, GOOD, ["nonsense", "analysis.7.k=1", "data.adapters=0"])
+    assert lines[0] == "--set 'nonsense': expected dotted.key=value"
+    assert lines[1].startswith("--set 'analysis.7.k=1'")
+
+
+def test_override_error_is_validated(tmp_path: Path) -> None:
+    lines = problems(tmp_path, GOOD, ["data.adapters=0"])
+    assert lines == ["data.adapters: Input should be greater than or equal to 1"]
+
+
+def test_schema_is_json_schema() -> None:
+    from harness.spec import Spec
+
+    schema = json.loads(json.dumps(Spec.model_json_schema()))
+    assert {"experiment", "data", "analysis"} <= set(schema["properties"])
