@@ -1,0 +1,104 @@
+"""The CLI end to end, as a user runs it: files written, exit codes, one-line errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from tests.conftest import CONFIGS, ROOT
+
+SMOKE = str(CONFIGS / "smoke.toml")
+
+
+def harness(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_run_smoke_writes_record_and_spectra(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = harness("run", SMOKE, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "speedup" in proc.stdout and "results:" in proc.stdout
+    record = json.loads((out / "record.json").read_text())
+    assert record["schema_version"] == 1 and record["complete"] is True
+    assert record["experiment"] == "smoke" and len(record["spec_hash"]) == 64
+    assert record["machine"]["cores"] >= 1
+    names = [a["name"] for a in record["analyses"]]
+    assert names[:3] == ["svdvals", "svd", "svd_topk"]
+    for analysis in record["analyses"]:
+        roles = {t["strategy"]: t["role"] for t in analysis["timings"]}
+        assert "baseline" in roles.values()
+        for t in analysis["timings"]:
+            assert t["speedup"] > 0 and t["groups"][0]["measurement"]["samples_s"]
+        assert all(v["passed"] for v in analysis["verification"])
+    spectra = np.load(out / "spectra.npz")
+    assert len([k for k in spectra.files if k.startswith("svdvals:")]) == 12
+    s = spectra["svdvals:adapter0/layer0/up"]
+    assert s.shape == (32,) and s[0] > 0 and np.all(s[4:] < 1e-5 * s[0])  # rank 4
+    assert spectra["svd_topk:adapter2/layer1/down"].shape == (2,)
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_validate_plan_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", SMOKE]) == 0
+    assert main(["plan", SMOKE, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert plan["n_matrices"] == 12 and plan["steps"][0]["reason"]
+    assert main(["schema"]) == 0
+    assert "properties" in json.loads(capsys.readouterr().out)
+
+
+def test_spec_errors_exit_2_without_traceback(tmp_path: Path) -> None:
+    proc = harness("validate", SMOKE, "--set", "data.adapters=0", "--set", "analysis.0.strategy='nmupy'")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [
+        f"{SMOKE}: data.adapters: Input should be greater than or equal to 1",
+        f"{SMOKE}: analysis[0].strategy: unknown strategy 'nmupy'; did you mean 'numpy'? "
+        "svdvals strategies: factored, numpy, process_pool, torch",
+    ]
+
+
+def test_failed_verification_exits_3(tmp_path: Path) -> None:
+    proc = harness("run", SMOKE, "-o", str(tmp_path / "r"), "--set", "analysis.0.tolerance=1e-30")
+    assert proc.returncode == 3, proc.stderr
+    assert "verification failed" in proc.stderr
+    record = json.loads((tmp_path / "r" / "record.json").read_text())
+    assert record["complete"] and not all(v["passed"] for v in record["analyses"][0]["verification"])
+
+
+def test_existing_output_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "x").write_text("keep me")
+    proc = harness("run", SMOKE, "-o", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "not empty" in proc.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_an_incomplete_record_and_no_partial_files(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", SMOKE, "-o", str(out),
+         "--set", "data.modules={w=[1500,1200]}", "--set", "data.adapters=40",
+         "--set", "analysis.0.strategy='numpy'"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    record = json.loads((out / "record.json").read_text())
+    assert record["complete"] is False and record["finished"]
+    assert sorted(p.name for p in out.iterdir()) == ["record.json", "spectra.npz"]
+    assert os.path.getsize(out / "spectra.npz") > 0

@@ -1,0 +1,106 @@
+"""The planner's choices and reasons, with CUDA and torch faked present or absent."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.data.registry import build_source
+from harness.data.workload import Workload
+from harness.machine import probe
+from harness.plan import PlanError, compile_plan
+from harness.spec import Spec, load_spec
+from tests.conftest import CONFIGS
+
+
+def plan_for(overrides: list[str]):
+    spec = load_spec(CONFIGS / "smoke.toml", overrides)
+    workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
+    return compile_plan(spec, workload, probe())
+
+
+def step(plan, name: str):
+    return next(s for s in plan.steps if s.analysis == name)
+
+
+def test_auto_picks_factored_for_lora_and_says_why() -> None:
+    plan = plan_for(["data.modules={up=[600,400]}", "data.rank=8"])
+    svdvals = step(plan, "svdvals")
+    assert svdvals.strategy == "factored"
+    assert svdvals.reason.startswith("auto: fastest exact strategy")
+    assert "numpy est." in svdvals.reason
+
+
+def test_dense_workload_never_gets_factored_and_the_plan_says_why() -> None:
+    plan = plan_for(["data.form='dense'", "analysis.2.compare=['factored','torch']"])
+    for s in plan.steps:
+        assert s.strategy != "factored"
+    topk = step(plan, "svd_topk")
+    assert "factored not possible: needs LoRA factors" in topk.reason
+    assert [c.strategy for c in topk.skipped] == ["factored"]
+    assert "torch_lowrank" not in [t.strategy for t in topk.timed]
+
+
+def test_auto_leaves_out_randomized() -> None:
+    topk = step(plan_for(["data.form='dense'"]), "svd_topk")
+    assert topk.strategy != "torch_lowrank"
+    assert "torch_lowrank left out: randomized" in topk.reason
+
+
+def test_baseline_and_compare_roles() -> None:
+    s = step(plan_for([]), "svd")
+    assert [(t.strategy, t.role) for t in s.timed] == [("numpy", "baseline"), ("torch", "compare")]
+
+
+def test_tiny_memory_budget_chunks_the_groups() -> None:
+    # torch svd of a 48x32 float32 matrix: (2*48*32 + 48*32 + 32*32) * 4 bytes = 22,528
+    plan = plan_for(["execution.memory_budget=30000", "analysis.1.strategy='torch'"])
+    assert step(plan, "svd").batch_sizes == {"48x32r4": 1, "32x48r4": 1}
+    plan = plan_for(["execution.memory_budget=100000", "analysis.1.strategy='torch'"])
+    assert step(plan, "svd").batch_sizes == {"48x32r4": 4, "32x48r4": 4}
+
+
+def test_a_named_strategy_that_cannot_fit_is_an_error() -> None:
+    with pytest.raises(PlanError, match=r"analysis\[1\].strategy: numpy cannot run: one 48x32r4 matrix needs"):
+        plan_for(["execution.memory_budget=20000"])
+
+
+def test_cuda_requested_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(PlanError, match="execution.device: 'cuda' requested but torch sees no CUDA device"):
+        plan_for(["execution.device='cuda'"])
+
+
+def test_fake_cuda_puts_torch_on_the_gpu_within_free_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (40_000, 80 * 2**30))
+    plan = plan_for(["analysis.1.strategy='torch'", "data.form='dense'"])
+    s = step(plan, "svd")
+    assert s.device == "cuda"
+    # 80% of 40,000 free bytes = 32,000: one 48x32 float32 matrix with vectors per batch
+    assert s.batch_sizes == {"48x32": 1, "32x48": 1}
+    assert step(plan, "svdvals").strategy == "torch"  # the assumed GPU throughput wins
+
+
+def test_without_torch_the_plan_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    plan = plan_for(["data.form='dense'"])
+    svdvals = step(plan, "svdvals")
+    assert svdvals.strategy in {"numpy", "process_pool"}
+    assert "torch not possible: torch is not installed" in svdvals.reason
+    assert [c.strategy for c in svdvals.skipped] == ["torch"]
+    with pytest.raises(PlanError, match="torch cannot run: torch is not installed"):
+        plan_for(["analysis.1.strategy='torch'"])
+
+
+def test_k_larger_than_a_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(PlanError, match="no strategy can run svd_topk here"):
+        plan_for(["analysis.2.k=40"])
+
+
+def test_plan_round_trips_as_json() -> None:
+    plan = plan_for([])
+    assert type(plan).model_validate_json(plan.model_dump_json()) == plan
+    assert isinstance(Spec, type)
