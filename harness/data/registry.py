@@ -4,19 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from harness.data.arrays import ArraysData, ArraysSource
+from harness.data.checkpoint import CheckpointData, CheckpointSource
+from harness.data.peft import PeftData, PeftSource
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Source
 
-DataConfig = Annotated[SyntheticData, Field(discriminator="source")]
+DataConfig = Annotated[
+    SyntheticData | PeftData | CheckpointData | ArraysData, Field(discriminator="source")
+]
 
-DATA_MODELS: dict[str, type[BaseModel]] = {"synthetic": SyntheticData}
+DATA_MODELS: dict[str, type[BaseModel]] = {
+    "synthetic": SyntheticData,
+    "peft": PeftData,
+    "checkpoint": CheckpointData,
+    "arrays": ArraysData,
+}
 
-_BUILDERS: dict[str, Callable[[BaseModel, int, Path], Source]] = {
-    "synthetic": lambda config, seed, _base: SyntheticSource(config, seed),  # type: ignore[arg-type]
+_BUILDERS: dict[str, Callable[[Any, int, Path], Source]] = {
+    "synthetic": lambda config, seed, _base: SyntheticSource(config, seed),
+    "peft": lambda config, _seed, base: PeftSource(config, base),
+    "checkpoint": lambda config, _seed, base: CheckpointSource(config, base),
+    "arrays": lambda config, _seed, base: ArraysSource(config, base),
 }
 
 

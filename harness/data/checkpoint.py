@@ -1,0 +1,189 @@
+"""Fine-tuned minus base safetensors checkpoints: dW = W_ft - W_base, tensor by tensor.
+
+Only headers are read to build the workload; a load reads just the requested tensors of both
+checkpoints, one pair at a time, so neither model is ever held in memory whole.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
+from harness.data.paths import one_shape, unique_names
+from harness.data.safetensors_io import SafetensorsFile, TensorInfo, check_readable, is_float
+from harness.data.workload import DataError, MatrixRef, Source
+
+INDEX_SUFFIX = ".safetensors.index.json"
+
+
+class CheckpointData(FileData):
+    """`[data] source = "checkpoint"`: each of `paths` is a fine-tuned checkpoint, less `base`."""
+
+    source: Literal["checkpoint"] = "checkpoint"
+    base: str = Field(
+        description="the base checkpoint: a .safetensors file, a sharded set's "
+        f"*{INDEX_SUFFIX}, or a folder holding either"
+    )
+    include: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="fnmatch patterns on tensor names; only 2-D float tensors are taken",
+    )
+
+
+class Checkpoint:
+    """A single .safetensors file or a sharded set: tensor name -> the shard holding it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.index = _find_index(path)
+        if self.index is None:
+            shard = path if path.is_file() else _single_file(path)
+            self.weight_map = dict.fromkeys(SafetensorsFile(shard).tensors, shard)
+        else:
+            self.weight_map = _read_weight_map(self.index)
+
+    @property
+    def name(self) -> str:
+        """The adapter name: a .safetensors file's stem, else the checkpoint folder's name."""
+        if self.path.is_file() and self.index is None:
+            return self.path.stem
+        return (self.path if self.path.is_dir() else self.path.parent).name
+
+    @property
+    def files(self) -> list[Path]:
+        shards = list(dict.fromkeys(self.weight_map.values()))
+        return ([self.index] if self.index else []) + shards
+
+    def tensors(self) -> dict[str, TensorInfo]:
+        """Every tensor's header entry, each shard's header read once."""
+        files = {shard: SafetensorsFile(shard) for shard in set(self.weight_map.values())}
+        infos: dict[str, TensorInfo] = {}
+        for name, shard in self.weight_map.items():
+            if name not in files[shard].tensors:
+                raise DataError(f"{shard}: no tensor {name!r}, though {self.index} maps it here")
+            infos[name] = files[shard].tensors[name]
+        return infos
+
+
+def _find_index(path: Path) -> Path | None:
+    if path.is_file():
+        return path if path.name.endswith(INDEX_SUFFIX) else None
+    indexes = sorted(path.glob("*" + INDEX_SUFFIX))
+    if len(indexes) > 1:
+        raise DataError(f"{path}: holds several *{INDEX_SUFFIX}; name one of them")
+    return indexes[0] if indexes else None
+
+
+def _single_file(folder: Path) -> Path:
+    files = sorted(folder.glob("*.safetensors"))
+    if len(files) != 1:
+        raise DataError(
+            f"{folder}: expected one .safetensors file or a *{INDEX_SUFFIX}; found {len(files)} "
+            ".safetensors files"
+        )
+    return files[0]
+
+
+def _read_weight_map(index: Path) -> dict[str, Path]:
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        shards = {str(name): index.parent / shard for name, shard in weight_map.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise DataError(
+            f"{index}: expected JSON with a weight_map of tensor -> shard file ({e!r})"
+        ) from e
+    for name, shard in shards.items():
+        if not shard.is_file():
+            raise DataError(f"{index}: tensor {name!r} maps to {shard}, which does not exist")
+    return shards
+
+
+def _entry(
+    tuned: Checkpoint,
+    name: str,
+    info: TensorInfo,
+    base: Checkpoint,
+    base_infos: dict[str, TensorInfo],
+) -> Entry:
+    """One tensor's delta, checked against the base: present, same shape, readable dtypes."""
+    shard = tuned.weight_map[name]
+    if name not in base_infos:
+        raise DataError(f"{base.path}: no tensor {name!r}, which the fine-tuned {shard} has")
+    base_shard, base_info = base.weight_map[name], base_infos[name]
+    if base_info.shape != info.shape:
+        raise DataError(
+            f"{shard}: tensor {name!r} has shape {list(info.shape)}, "
+            f"but in the base {base_shard} it has {list(base_info.shape)}"
+        )
+    check_readable(shard, name, info)
+    check_readable(base_shard, name, base_info)
+    locator = {"tuned": str(shard), "base": str(base_shard), "tensor": name}
+    return Entry(tuned.name, name.removesuffix(".weight"), (info.shape[0], info.shape[1]), locator)
+
+
+def _read(files: dict[str, SafetensorsFile], path: str, ref: MatrixRef) -> np.ndarray:
+    """Tensor `ref.locator['tensor']` of `path`, which must still have the ref's shape."""
+    if path not in files:
+        files[path] = SafetensorsFile(Path(path))
+    tensor = ref.locator["tensor"]
+    array = files[path].read(tensor)
+    if array.shape != ref.shape:
+        raise DataError(
+            f"{path}: tensor {tensor!r} is now {list(array.shape)}; expected {list(ref.shape)}"
+        )
+    return array
+
+
+class CheckpointSource(Source):
+    """Dense deltas of fine-tuned checkpoints against one base; adapter = checkpoint name."""
+
+    has_factors = False
+
+    def __init__(self, config: CheckpointData, base_dir: Path) -> None:
+        self.config = config
+        self.base_dir = base_dir
+
+    def _checkpoints(self) -> tuple[list[Checkpoint], Checkpoint]:
+        tuned = [Checkpoint(path) for path in resolve_paths(self.config.paths, self.base_dir)]
+        unique_names([(ckpt.name, ckpt.path) for ckpt in tuned])
+        bases = resolve_paths([self.config.base], self.base_dir, field="base")
+        if len(bases) != 1:
+            raise DataError(f"base: {self.config.base!r} matches {len(bases)} paths; expected one")
+        return tuned, Checkpoint(bases[0])
+
+    def refs(self) -> list[MatrixRef]:
+        tuned, base = self._checkpoints()
+        base_infos = base.tensors()
+        entries = [
+            _entry(ckpt, name, info, base, base_infos)
+            for ckpt in tuned
+            for name, info in ckpt.tensors().items()
+            if len(info.shape) == 2 and is_float(info.dtype) and self._included(name)
+        ]
+        if not entries:
+            raise DataError(
+                f"no 2-D float tensor in {self.config.paths} matches include={self.config.include}"
+            )
+        return self.config.select(name_refs(entries))
+
+    def _included(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.config.include)
+
+    def fingerprint(self) -> str:
+        tuned, base = self._checkpoints()
+        return fingerprint_files(self.config, [f for ckpt in [*tuned, base] for f in ckpt.files])
+
+    def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
+        files: dict[str, SafetensorsFile] = {}
+        out = np.empty((len(refs), *one_shape(refs)), dtype=dtype)
+        for i, ref in enumerate(refs):
+            tuned = _read(files, ref.locator["tuned"], ref)
+            out[i] = np.subtract(tuned, _read(files, ref.locator["base"], ref), dtype=np.float64)
+        return out

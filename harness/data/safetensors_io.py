@@ -1,0 +1,117 @@
+"""Reading .safetensors files with numpy alone, bfloat16 included.
+
+numpy has no bfloat16, so `safe_open(framework="np")` cannot return BF16 tensors. We parse the
+header ourselves (8-byte little-endian length, then JSON of dtype, shape and data_offsets) and read
+each tensor's bytes at its offsets: one code path for every dtype, and only the tensors asked for
+are read. BF16 is the top half of an IEEE float32, so its bits shifted left by 16 are that float32.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.data.paths import require_finite
+from harness.data.workload import DataError
+
+# Readable dtypes, as stored (little-endian); BF16 is read as its raw bits.
+_DTYPES: dict[str, np.dtype] = {
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),
+    "F32": np.dtype("<f4"),
+    "F64": np.dtype("<f8"),
+}
+
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    """uint16 bfloat16 bit patterns -> the float32 values they stand for, exactly."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def is_float(dtype: str) -> bool:
+    """Whether a safetensors dtype is a floating type (readable or not: F8_E4M3 is one)."""
+    return dtype.startswith(("F", "BF"))
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    dtype: str
+    shape: tuple[int, ...]
+    start: int  # absolute byte offset of the data in the file
+
+
+class SafetensorsFile:
+    """One .safetensors file's header; reads tensors by name, checked finite."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tensors = _read_header(path)
+
+    def info(self, name: str) -> TensorInfo:
+        """The header entry of `name`; a missing tensor or an unreadable dtype raises."""
+        if name not in self.tensors:
+            raise DataError(f"{self.path}: no tensor {name!r}")
+        return check_readable(self.path, name, self.tensors[name])
+
+    def read(self, name: str) -> np.ndarray:
+        """The tensor as float16/32/64 (BF16 -> float32); NaN or Inf raises."""
+        info = self.info(name)
+        count = math.prod(info.shape)
+        data = np.fromfile(self.path, dtype=_DTYPES[info.dtype], count=count, offset=info.start)
+        if data.size != count:
+            raise DataError(f"{self.path}: tensor {name!r} is cut short; the file is truncated")
+        if info.dtype == "BF16":
+            data = bf16_to_f32(data)
+        return require_finite(data.reshape(info.shape), self.path, name)
+
+
+def check_readable(path: Path, name: str, info: TensorInfo) -> TensorInfo:
+    """`info` unchanged if its dtype can be read, else an error naming file and tensor."""
+    if info.dtype not in _DTYPES:
+        raise DataError(
+            f"{path}: tensor {name!r} has dtype {info.dtype}; expected one of {', '.join(_DTYPES)}"
+        )
+    return info
+
+
+def _read_header(path: Path) -> dict[str, TensorInfo]:
+    try:
+        with path.open("rb") as f:
+            size = path.stat().st_size
+            (length,) = struct.unpack("<Q", f.read(8))
+            if length > size - 8:
+                raise ValueError(f"header length {length} exceeds the file size {size}")
+            header = json.loads(f.read(length))
+            if not isinstance(header, dict):
+                raise ValueError("header is not a JSON object")
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: file not found") from e
+    except (OSError, struct.error, ValueError) as e:
+        raise DataError(f"{path}: not a readable safetensors file ({e})") from e
+    header.pop("__metadata__", None)
+    base = 8 + length
+    return {name: _tensor_info(path, name, entry, base, size) for name, entry in header.items()}
+
+
+def _tensor_info(path: Path, name: str, entry: object, base: int, size: int) -> TensorInfo:
+    """A header entry, checked against the file: offsets inside it, byte count matching shape."""
+    try:
+        dtype = str(entry["dtype"])  # type: ignore[index]
+        shape = tuple(int(d) for d in entry["shape"])  # type: ignore[index]
+        start, end = (int(o) for o in entry["data_offsets"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError) as e:
+        raise DataError(f"{path}: tensor {name!r} has a malformed header entry ({e!r})") from e
+    if not 0 <= start <= end <= size - base:
+        raise DataError(f"{path}: tensor {name!r} has data_offsets outside the file")
+    itemsize = _DTYPES[dtype].itemsize if dtype in _DTYPES else None
+    if itemsize is not None and end - start != math.prod(shape) * itemsize:
+        raise DataError(
+            f"{path}: tensor {name!r} has {end - start} bytes; {dtype} {list(shape)} needs "
+            f"{math.prod(shape) * itemsize}"
+        )
+    return TensorInfo(dtype, shape, base + start)

@@ -1,0 +1,300 @@
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.random import Generator
+
+from harness.data.checkpoint import CheckpointData, CheckpointSource
+from harness.data.workload import DataError, Workload
+
+Writer = Callable[..., Path]
+Tensors = dict[str, np.ndarray]
+
+M, N = 16, 12
+F64 = np.dtype(np.float64)
+
+
+def normal(rng: Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def model(rng: Generator, layers: int = 2) -> Tensors:
+    """A tiny decoder's state dict: 2-D weights plus tensors a delta must skip."""
+    tensors = {"model.embed_tokens.weight": normal(rng, (20, N))}
+    for i in range(layers):
+        tensors[f"model.layers.{i}.self_attn.q_proj.weight"] = normal(rng, (M, N))
+        tensors[f"model.layers.{i}.mlp.down_proj.weight"] = normal(rng, (N, M))
+        tensors[f"model.layers.{i}.input_layernorm.weight"] = np.ones(N, np.float32)  # 1-D
+    tensors["model.position_ids"] = np.arange(8, dtype=np.int64)[None]  # 2-D but integer
+    return tensors
+
+
+def tuned(base: Tensors, rng: Generator) -> Tensors:
+    """The base with every float tensor moved."""
+    return {k: v + normal(rng, v.shape) if v.dtype.kind == "f" else v for k, v in base.items()}
+
+
+def write_sharded(folder: Path, tensors: Tensors, write: Writer, shards: int = 2) -> Path:
+    """A Hugging Face sharded checkpoint: model-0000i-of-0000n.safetensors + the index."""
+    names = sorted(tensors)
+    weight_map: dict[str, str] = {}
+    for i in range(shards):
+        shard = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        part = {name: tensors[name] for name in names[i::shards]}
+        write(folder / shard, part)
+        weight_map |= dict.fromkeys(part, shard)
+    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return folder
+
+
+def source(base_dir: Path, paths: list[str], base: str, **kwargs: Any) -> CheckpointSource:
+    return CheckpointSource(CheckpointData(paths=paths, base=base, **kwargs), base_dir)
+
+
+def check_deltas(src: CheckpointSource, models: dict[str, Tensors], base: Tensors) -> None:
+    """Every delta equals ft - base computed here in float64."""
+    for group in Workload.from_source(src).groups():
+        dense = src.load_dense(group.refs, F64)
+        for i, ref in enumerate(group.refs):
+            name = ref.locator["tensor"]
+            want = models[ref.adapter][name].astype(np.float64) - base[name].astype(np.float64)
+            np.testing.assert_array_equal(dense[i], want)
+
+
+@pytest.fixture
+def rng() -> Generator:
+    return np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("tuned_sharded", [False, True])
+@pytest.mark.parametrize("base_sharded", [False, True])
+def test_single_and_sharded(
+    tmp_path: Path,
+    rng: Generator,
+    write_safetensors: Writer,
+    tuned_sharded: bool,
+    base_sharded: bool,
+) -> None:
+    base = model(rng)
+    ft = tuned(base, rng)
+    if base_sharded:
+        write_sharded(tmp_path / "base", base, write_safetensors)
+    else:
+        write_safetensors(tmp_path / "base" / "model.safetensors", base)
+    if tuned_sharded:
+        ft_path = write_sharded(tmp_path / "math_ft", ft, write_safetensors).name
+    else:
+        ft_path = write_safetensors(tmp_path / "math_ft.safetensors", ft).name
+    src = source(tmp_path, [ft_path], "base")
+    refs = src.refs()
+    assert [r.id for r in refs] == [
+        "math_ft/model.embed_tokens",
+        "math_ft/layer0/mlp.down_proj",
+        "math_ft/layer0/self_attn.q_proj",
+        "math_ft/layer1/mlp.down_proj",
+        "math_ft/layer1/self_attn.q_proj",
+    ]
+    assert refs[1].shape == (N, M) and refs[0].layer is None and not src.has_factors
+    check_deltas(src, {"math_ft": ft}, base)
+
+
+def test_several_models_include_and_filters(
+    tmp_path: Path, rng: Generator, write_safetensors: Writer
+) -> None:
+    base = model(rng, layers=4)
+    write_safetensors(tmp_path / "base.safetensors", base)
+    models = {name: tuned(base, rng) for name in ("code", "chat")}
+    for name, tensors in models.items():
+        write_safetensors(tmp_path / "ft" / f"{name}.safetensors", tensors)
+    include = ["*.self_attn.*", "*.mlp.*"]
+    src = source(tmp_path, ["ft/*.safetensors"], "base.safetensors", include=include, layers="1-2")
+    modules = ("mlp.down_proj", "self_attn.q_proj")
+    assert [r.id for r in src.refs()] == [
+        f"{name}/layer{i}/{module}"
+        for name in ("chat", "code")
+        for i in (1, 2)
+        for module in modules
+    ]
+    check_deltas(src, models, base)
+
+
+def test_bf16_checkpoints_are_exact(
+    tmp_path: Path, write_safetensors: Writer, bf16_exact: Callable[..., np.ndarray]
+) -> None:
+    rng = np.random.default_rng(1)
+    name = "model.layers.0.mlp.up_proj.weight"
+    base, ft = {name: bf16_exact(rng, (M, N))}, {name: bf16_exact(rng, (M, N))}
+    write_safetensors(tmp_path / "base.safetensors", base, bf16=True)
+    write_safetensors(tmp_path / "ft.safetensors", ft, bf16=True)
+    check_deltas(source(tmp_path, ["ft.safetensors"], "base.safetensors"), {"ft": ft}, base)
+
+
+def test_encoder_decoder_names_stay_unique(
+    tmp_path: Path, rng: Generator, write_safetensors: Writer
+) -> None:
+    """Layer 0 of both stacks would share 'layer0/layer.0.SelfAttention.q': they keep full paths."""
+    names = [
+        "encoder.block.0.layer.0.SelfAttention.q",
+        "decoder.block.0.layer.0.SelfAttention.q",
+        "encoder.block.1.layer.0.SelfAttention.q",
+    ]
+    base = {f"{name}.weight": normal(rng, (M, M)) for name in names}
+    write_safetensors(tmp_path / "base.safetensors", base)
+    write_safetensors(tmp_path / "t5.safetensors", tuned(base, rng))
+    refs = source(tmp_path, ["t5.safetensors"], "base.safetensors").refs()
+    assert [(r.id, r.layer) for r in refs] == [
+        ("t5/layer0/decoder.block.0.layer.0.SelfAttention.q", 0),
+        ("t5/layer0/encoder.block.0.layer.0.SelfAttention.q", 0),
+        ("t5/layer1/layer.0.SelfAttention.q", 1),
+    ]
+
+
+# Each writes a bad base/fine-tuned pair under `tmp` and returns (file the error names, detail).
+def _missing_in_base(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    ft = tuned(base, rng)
+    del base["model.layers.1.mlp.down_proj.weight"]
+    write(tmp / "base.safetensors", base)
+    write(tmp / "ft.safetensors", ft)
+    return tmp / "base.safetensors", "no tensor 'model.layers.1.mlp.down_proj.weight'"
+
+
+def _shape_mismatch(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    resized = {"model.embed_tokens.weight": np.ones((22, N), np.float32)}  # a grown vocabulary
+    write(tmp / "base.safetensors", base)
+    write(tmp / "ft.safetensors", tuned(base, rng) | resized)
+    return tmp / "ft.safetensors", "tensor 'model.embed_tokens.weight' has shape [22, 12]"
+
+
+def _missing_shard(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    write(tmp / "base.safetensors", base)
+    write_sharded(tmp / "ft", tuned(base, rng), write)
+    (tmp / "ft" / "model-00002-of-00002.safetensors").unlink()
+    return tmp / "ft" / "model.safetensors.index.json", "model-00002-of-00002.safetensors"
+
+
+def _bad_index(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    write(tmp / "base.safetensors", base)
+    write_sharded(tmp / "ft", tuned(base, rng), write)
+    (tmp / "ft" / "model.safetensors.index.json").write_text('{"metadata": {}}')
+    return tmp / "ft" / "model.safetensors.index.json", "weight_map"
+
+
+def _index_names_absent_tensor(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    write(tmp / "base.safetensors", base)
+    write_sharded(tmp / "ft", tuned(base, rng), write)
+    index = tmp / "ft" / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    data["weight_map"]["model.extra.weight"] = "model-00001-of-00002.safetensors"
+    index.write_text(json.dumps(data))
+    return tmp / "ft" / "model-00001-of-00002.safetensors", "no tensor 'model.extra.weight'"
+
+
+def _two_files_no_index(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    write(tmp / "base.safetensors", base)
+    write(tmp / "ft" / "a.safetensors", base)
+    write(tmp / "ft" / "b.safetensors", base)
+    return tmp / "ft", "found 2"
+
+
+def _no_base(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    write(tmp / "ft.safetensors", model(rng))
+    return Path("base"), "'base.safetensors' matches nothing"  # the spec field, not a file
+
+
+def _unreadable_float(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
+    base = model(rng)
+    write(tmp / "base.safetensors", base)
+    path = write(tmp / "ft.safetensors", tuned(base, rng))
+    raw = path.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + length])
+    header["model.layers.0.self_attn.q_proj.weight"]["dtype"] = "F8_E4M3"  # numpy has no float8
+    blob = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + length :])
+    return path, "tensor 'model.layers.0.self_attn.q_proj.weight' has dtype F8_E4M3"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _missing_in_base,
+        _shape_mismatch,
+        _missing_shard,
+        _bad_index,
+        _index_names_absent_tensor,
+        _two_files_no_index,
+        _no_base,
+        _unreadable_float,
+    ],
+)
+def test_bad_checkpoints_name_file_and_tensor(
+    tmp_path: Path, write_safetensors: Writer, make: Callable[..., tuple[Path, str]]
+) -> None:
+    file, detail = make(tmp_path, np.random.default_rng(2), write_safetensors)
+    ft = "ft" if (tmp_path / "ft").is_dir() else "ft.safetensors"
+    with pytest.raises(DataError) as info:
+        source(tmp_path, [ft], "base.safetensors").refs()
+    message = str(info.value)
+    assert message.startswith(f"{file}: ") and detail in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(("bad", "word"), [(np.nan, "NaN"), (np.inf, "Inf")])
+@pytest.mark.parametrize("which", ["ft", "base"])
+def test_nan_and_inf_raise_on_load(
+    tmp_path: Path, rng: Generator, write_safetensors: Writer, bad: float, word: str, which: str
+) -> None:
+    base = model(rng)
+    ft = tuned(base, rng)
+    name = "model.layers.1.self_attn.q_proj.weight"
+    (ft if which == "ft" else base)[name][3, 4] = bad
+    write_safetensors(tmp_path / "base.safetensors", base)
+    write_safetensors(tmp_path / "ft.safetensors", ft)
+    src = source(tmp_path, ["ft.safetensors"], "base.safetensors")
+    refs = [ref for ref in src.refs() if ref.shape == (M, N)]
+    with pytest.raises(DataError) as info:
+        src.load_dense(refs, np.dtype(np.float32))
+    file = tmp_path / f"{which}.safetensors"
+    assert str(info.value).startswith(f"{file}: tensor '{name}' contains {word}")
+
+
+def test_include_matching_nothing(
+    tmp_path: Path, rng: Generator, write_safetensors: Writer
+) -> None:
+    base = model(rng)
+    write_safetensors(tmp_path / "base.safetensors", base)
+    write_safetensors(tmp_path / "ft.safetensors", base)
+    src = source(tmp_path, ["ft.safetensors"], "base.safetensors", include=["*.o_proj.*"])
+    with pytest.raises(DataError, match=r"include=\['\*\.o_proj\.\*'\]"):
+        src.refs()
+
+
+def test_fingerprint_covers_base_and_shards(
+    tmp_path: Path, rng: Generator, write_safetensors: Writer
+) -> None:
+    base = model(rng)
+    write_safetensors(tmp_path / "base.safetensors", base)
+    write_sharded(tmp_path / "ft", tuned(base, rng), write_safetensors)
+    src = source(tmp_path, ["ft"], "base.safetensors")
+    first = src.fingerprint()
+    assert src.fingerprint() == first
+    shard = tmp_path / "ft" / "model-00002-of-00002.safetensors"
+    for changed in (tmp_path / "base.safetensors", shard):
+        stat = changed.stat()
+        os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        assert src.fingerprint() != first
+        first = src.fingerprint()
