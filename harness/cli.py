@@ -1,4 +1,4 @@
-"""`harness validate | plan | run | schema`: one small function per command, found by name.
+"""`harness validate | plan | run | report | compare | cache | schema`: one small function per command, found by name.
 
 Exit codes: 0 fine, 2 a user mistake (spec, data, plan), 3 a verification failed, 130 interrupted.
 """
@@ -15,15 +15,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 
-from harness.data.registry import build_source
+from harness.asv_bridge import machine_name
+from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
+from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.data.workload import DataError, Workload
 from harness.machine import probe
-from harness.plan import Plan, PlanError, compile_plan
-from harness.report.terminal import plan_table, run_table, wall_lines
-from harness.results import RecordError, RunRecord
+from harness.plan import Plan, PlanError
+from harness.prepare import prepare
+from harness.compare import compare_records
+from harness.report.html import write_compare, write_report
+from harness.report.terminal import compare_table, plan_table, run_table, wall_lines
+from harness.results import RecordError, RunRecord, load_record
 from harness.run import Runner, now
 from harness.spec import Spec, SpecError, load_spec
+from harness.units import format_bytes
 
 EXIT_USER_ERROR = 2
 EXIT_VERIFICATION_FAILED = 3
@@ -49,10 +56,7 @@ def spec_hash(spec: Spec) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Spec, Workload, Plan]:
-    spec = load_spec(args.spec, args.set)
-    source = build_source(spec.data, spec.experiment.seed, Path(args.spec).resolve().parent)
-    workload = Workload.from_source(source)
-    return spec, workload, compile_plan(spec, workload, probe())
+    return prepare(args.spec, args.set)
 
 
 @command("validate")
@@ -100,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=spec.benchmark.warmup,
         repeats=spec.benchmark.repeats,
         console=err,
+        cache=None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec)),
     )
     try:
         runner.run()
@@ -110,9 +115,85 @@ def run(args: argparse.Namespace) -> int:
     for line in wall_lines(record):
         out.print(line)
     out.print(f"results: {folder}")
+    if args.report:
+        out.print(f"report: {write_report(folder)}")
     if not record.passed:
         err.print("[bold red]verification failed[/] for at least one strategy (see 'passed')")
         return EXIT_VERIFICATION_FAILED
+    return 0
+
+
+@command("report")
+def report(args: argparse.Namespace) -> int:
+    out.print(f"report: {write_report(Path(args.run), Path(args.output) if args.output else None)}")
+    return 0
+
+
+@command("compare")
+def compare(args: argparse.Namespace) -> int:
+    """Every run against the first; RecordError (exit 2) when their specs differ."""
+    base = load_record(Path(args.base))
+    comparisons = [compare_records(base, load_record(Path(f)), (args.base, f)) for f in args.others]
+    for c in comparisons:
+        out.print(compare_table(c))
+    if args.html:
+        out.print(f"report: {write_compare(comparisons, Path(args.html))}")
+    return 0
+
+
+def _cache(root: Path) -> ResultCache:
+    return ResultCache(root, warn=lambda message: err.print(message, markup=False, highlight=False))
+
+
+@command("cache")
+def cache(args: argparse.Namespace) -> int:
+    """ls / verify / clear the result cache of `--dir`, else of SPEC, else ./.harness-cache."""
+    root = DEFAULT_CACHE_DIR
+    if args.dir:
+        root = Path(args.dir)
+    elif args.spec:
+        root = locate(load_spec(args.spec).execution.cache_dir, args.spec)
+    store = _cache(root)
+    if args.action == "clear":
+        count, size = store.clear(args.older_than)
+        out.print(f"removed {count} entries ({format_bytes(size)}) from {root}")
+        return 0
+    entries = list(store.entries())
+    table = Table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}",
+                  title_justify="left")
+    for column in ("key", "kind", "holds", "size", "last used"):
+        table.add_column(column, overflow="fold")
+    corrupt = 0
+    for entry in entries:
+        try:
+            header = read_header(entry)
+            kind, label = header.kind, header.label
+        except CorruptEntry as exc:
+            corrupt += 1
+            kind, label = "[bold red]corrupt[/]", str(exc)
+        used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
+        table.add_row(entry.key[:16], kind, label, format_bytes(entry.size), used)
+    if args.action == "ls" or corrupt:
+        out.print(table)
+    if args.action == "verify":
+        out.print(f"{len(entries) - corrupt} of {len(entries)} entries check out; corrupt ones are "
+                  "recomputed on their next use")
+        return EXIT_VERIFICATION_FAILED if corrupt else 0
+    return 0
+
+
+def _age(text: str) -> float:
+    """`30d`, `12h`, `15m` or `90s` in seconds."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    try:
+        return float(text[:-1]) * units[text[-1]]
+    except (ValueError, KeyError, IndexError):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 30d, 12h, 15m or 90s") from None
+
+
+@command("asv-machine")
+def asv_machine(args: argparse.Namespace) -> int:
+    print(machine_name(probe()))
     return 0
 
 
@@ -136,6 +217,23 @@ def parser() -> argparse.ArgumentParser:
                        help="override a spec value, e.g. --set data.adapters=4 (value parsed as TOML)")
     sub.choices["plan"].add_argument("--json", action="store_true", help="print the plan as JSON")
     sub.choices["run"].add_argument("-o", "--output", help="run folder (default results/<experiment>/<run-id>)")
+    sub.choices["run"].add_argument("--report", action="store_true", help="write report.html into the run folder")
+    rep = sub.add_parser("report", help="write a run's self-contained HTML report")
+    rep.add_argument("run", help="run folder (holds record.json)")
+    rep.add_argument("-o", "--output", help="HTML file (default RUN/report.html)")
+    cmp = sub.add_parser("compare", help="compare runs of one spec: timing ratios and their significance")
+    cmp.add_argument("base", metavar="RUN_A", help="run folder every other run is compared against")
+    cmp.add_argument("others", nargs="+", metavar="RUN_B", help="run folders of the same spec")
+    cmp.add_argument("--html", metavar="FILE", help="also write the comparison as an HTML page")
+    sub.choices["run"].add_argument("--no-cache", action="store_true",
+                                    help="compute everything; neither read nor write the result cache")
+    cache_parser = sub.add_parser("cache", help="list, verify or clear the result cache")
+    cache_parser.add_argument("action", choices=["ls", "verify", "clear"])
+    cache_parser.add_argument("spec", nargs="?", help="spec whose [execution] cache_dir to use")
+    cache_parser.add_argument("--dir", help=f"cache folder (default {DEFAULT_CACHE_DIR})")
+    cache_parser.add_argument("--older-than", type=_age, metavar="AGE",
+                              help="clear only entries unused for AGE, e.g. 30d, 12h")
+    sub.add_parser("asv-machine", help="print this machine's asv name: host and GPU model (or cpu)")
     sub.add_parser("schema", help="print the spec's JSON Schema")
     return p
 

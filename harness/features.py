@@ -269,3 +269,8 @@ def write_features_csv(rows: Iterable[FeatureRow], path: str | os.PathLike[str])
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+SUBSPACE_FEATURES = ("subspace_similarity", "principal_angles")  # need top-k vectors
+PAIRWISE_FEATURES = (*SUBSPACE_FEATURES, "delta_cosine")
+FULL_SPECTRUM_ONLY = ("nuclear_norm", "effective_rank", "condition_number")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
+from harness.data.layout import AdapterLayout
 from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, cuda_missing_reason, torch_module
+from harness.linalg.gram import block_columns
 from harness.machine import MachineInfo
-from harness.spec import Spec
+from harness.spec import PcaAnalysis, Spec
 from harness.strategies.base import OpRequest, Strategy
+from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import BASELINES, STRATEGIES
 from harness.units import format_bytes, format_seconds
 
@@ -47,6 +50,8 @@ class Step(BaseModel):
     op: str
     k: int | None
     tolerance: float
+    features: list[str] = []
+    energy_tau: float = 0.9
     strategy: str
     device: str
     batch_sizes: dict[str, int]
@@ -119,6 +124,37 @@ def evaluate(
     return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches)
 
 
+def evaluate_gram(
+    strategy: GramStrategy, layout: AdapterLayout, workload: Workload, machine: MachineInfo, spec: Spec
+) -> Candidate:
+    """Can `strategy` build the adapters' Gram here, at what cost; batch = dense block columns."""
+    device = spec.execution.device
+    if (reason := strategy.unavailable(workload, device)) is not None:
+        return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+    backend = strategy.backend(device)
+    budget = memory_budget(int(spec.execution.memory_budget), backend)
+    itemsize = np.dtype(spec.execution.dtype).itemsize
+    need = strategy.bytes_needed(layout, itemsize)
+    if need > budget:
+        reason = f"needs {format_bytes(need)} for one position, over the memory budget of {format_bytes(budget)}"
+        return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+    widest = max(p.size for p in layout.positions)
+    columns = block_columns(layout.n, widest, 8, max(budget - layout.n * widest * itemsize, 0))
+    return Candidate(
+        strategy=strategy.name,
+        device=backend,
+        estimate_s=strategy.seconds(layout, machine, backend),
+        batch_sizes={"columns": columns} if strategy.name == "dual_gram" else {},
+    )
+
+
+def pca_note(workload: Workload) -> str:
+    """Why the workload's form decides the PCA strategy, for the plan's reason."""
+    if workload.has_factors:
+        return "LoRA factors: factored_gram takes the Gram from B.T B and A A.T, no dense delta"
+    return "dense deltas: dual_gram streams each (layer, module) once into a float64 Gram"
+
+
 def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
     exact = [c for c in candidates if c.available and not STRATEGIES[c.strategy].approximate]
     if not exact:
@@ -148,7 +184,16 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
     for i, analysis in enumerate(spec.analysis):
         op = OpRequest(analysis.op, getattr(analysis, "k", None))
         serving = [s for s in STRATEGIES.values() if op.op in s.ops]
-        candidates = [evaluate(s, op, workload, groups, machine, spec) for s in serving]
+        if isinstance(analysis, PcaAnalysis):
+            layout = AdapterLayout.from_workload(workload)
+            if analysis.components > layout.n:
+                problems.append(f"analysis[{i}].components: {analysis.components} exceeds the "
+                                f"{layout.n} adapters of the workload")
+                continue
+            op = OpRequest("pca", analysis.components)
+            candidates = [evaluate_gram(s, layout, workload, machine, spec) for s in serving]  # type: ignore[arg-type]
+        else:
+            candidates = [evaluate(s, op, workload, groups, machine, spec) for s in serving]  # type: ignore[arg-type]
         by_name = {c.strategy: c for c in candidates}
         if analysis.strategy == "auto":
             try:
@@ -162,6 +207,8 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
                 problems.append(f"analysis[{i}].strategy: {chosen.strategy} cannot run: {chosen.reason}")
                 continue
             reason = f"named in the spec (est. {format_seconds(chosen.estimate_s)})"
+        if op.op == "pca":
+            reason = f"{reason}; {pca_note(workload)}"
         baseline = analysis.baseline or BASELINES[op.op]
         roles = {baseline: "baseline"}
         for name in [*analysis.compare, chosen.strategy]:
@@ -180,6 +227,8 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
                 op=op.op,
                 k=op.k,
                 tolerance=analysis.tolerance,
+                features=analysis.features,
+                energy_tau=analysis.energy_tau,
                 strategy=chosen.strategy,
                 device=chosen.device or "",
                 batch_sizes=chosen.batch_sizes,

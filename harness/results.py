@@ -20,6 +20,7 @@ from harness.verify import Verification
 SCHEMA_VERSION = 1
 RECORD = "record.json"
 SPECTRA = "spectra.npz"
+FEATURES = "features.csv"
 
 
 class GroupTiming(BaseModel):
@@ -42,6 +43,7 @@ class StrategyTiming(BaseModel):
     iqr_total_s: float
     extrapolated: bool
     speedup: float | None = None  # baseline's estimate_total_s / this one's
+    cached: bool = False  # measured by an earlier run on this machine, reused from the cache
 
 
 class Skipped(BaseModel):
@@ -58,9 +60,15 @@ class AnalysisRecord(BaseModel):
     reason: str
     n_matrices: int
     wall_s: float  # the full analysis with the chosen strategy, loading included
+    # chunks of the full analysis read from the result cache / computed by this run; when all
+    # came from the cache, wall_s is the time to read them, not to compute them
+    cached_chunks: int = 0
+    computed_chunks: int = 0
     timings: list[StrategyTiming] = []
     verification: list[Verification] = []
     skipped: list[Skipped] = []
+    # op pca: explained-variance ratio of the components per PCA ("global" or "layer3/mlp_up")
+    explained_variance_ratio: dict[str, list[float]] | None = None
 
     @property
     def passed(self) -> bool:

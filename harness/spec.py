@@ -17,9 +17,15 @@ from pydantic import (
 )
 
 from harness.data.registry import DATA_MODELS, DataConfig
+from harness.features import (
+    FULL_SPECTRUM_ONLY,
+    PAIRWISE_FEATURES,
+    SCALAR_FEATURES,
+    SUBSPACE_FEATURES,
+)
 from harness.strategies.registry import check_strategy_name
 
-Op = Literal["svdvals", "svd", "svd_topk"]
+Op = Literal["svdvals", "svd", "svd_topk", "pca"]
 
 
 class _Section(BaseModel):
@@ -38,6 +44,10 @@ class _AnalysisBase(_Section):
     compare: list[str] = Field(default_factory=list, description="strategies timed vs baseline")
     baseline: str | None = Field(None, description="defaults to the op's baseline strategy")
     tolerance: float = Field(1e-4, gt=0, description="max error relative to sigma_max")
+    features: list[str] = Field(
+        default_factory=list, description="spectral features written to features.csv"
+    )
+    energy_tau: float = Field(0.9, gt=0, le=1, description="threshold of the energy_rank feature")
 
     @property
     def label(self) -> str:
@@ -55,6 +65,27 @@ class _AnalysisBase(_Section):
             if (problem := check_strategy_name(name, cls.op_name())) is not None:
                 raise ValueError(problem)
         return name
+
+    @field_validator("features")
+    @classmethod
+    def _known_features(cls, names: list[str]) -> list[str]:
+        op = cls.op_name()
+        valid = [*SCALAR_FEATURES, *PAIRWISE_FEATURES]
+        problems = []
+        for name in names:
+            if op == "pca":
+                problems.append(f"{name!r}: pca analyses have no features; use an svd op")
+            elif name not in valid:
+                close = difflib.get_close_matches(name, valid, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                problems.append(f"unknown feature {name!r}; {hint}valid: {', '.join(valid)}")
+            elif name in SUBSPACE_FEATURES and op != "svd_topk":
+                problems.append(f"{name!r} compares top-k singular vectors: use it with op svd_topk")
+            elif name in FULL_SPECTRUM_ONLY and op == "svd_topk":
+                problems.append(f"{name!r} needs the full spectrum: use it with op svdvals or svd")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return names
 
     @field_validator("compare")
     @classmethod
@@ -78,13 +109,25 @@ class SvdTopkAnalysis(_AnalysisBase):
     k: int = Field(ge=1, description="number of leading singular triplets")
 
 
+class PcaAnalysis(_AnalysisBase):
+    """PCA across adapters: each adapter's deltas flattened to one vector (or one per position)."""
+
+    op: Literal["pca"]
+    components: int = Field(ge=1, description="leading principal components, at most the adapters")
+    center: bool = Field(True, description="centre the adapter vectors (PCA); false: uncentred SVD")
+    scope: Literal["global", "per_layer"] = Field(
+        "global", description="one PCA over whole adapters, or one per (layer, module)"
+    )
+
+
 Analysis = Annotated[
-    SvdvalsAnalysis | SvdAnalysis | SvdTopkAnalysis, Field(discriminator="op")
+    SvdvalsAnalysis | SvdAnalysis | SvdTopkAnalysis | PcaAnalysis, Field(discriminator="op")
 ]
 ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
     "svdvals": SvdvalsAnalysis,
     "svd": SvdAnalysis,
     "svd_topk": SvdTopkAnalysis,
+    "pca": PcaAnalysis,
 }
 
 
@@ -93,6 +136,11 @@ class Execution(_Section):
     workers: int | None = Field(None, ge=1, description="process workers; default: all cores")
     memory_budget: ByteSize = Field(ByteSize(4 * 2**30), description='e.g. "4GiB"')
     dtype: Literal["float32", "float64"] = "float32"
+    cache_dir: str | None = Field(
+        None,
+        description="result cache folder (relative: to the spec's folder); default "
+        "./.harness-cache in the working directory",
+    )
 
 
 class Benchmark(_Section):

@@ -19,3 +19,10 @@ def format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def format_speedup(x: float | None) -> str:
+    """Two decimals, but significant digits below 0.1 so a 500x slowdown is not '0.00x'."""
+    if x is None:
+        return "-"
+    return f"{x:.2f}x" if x >= 0.1 else f"{x:.2g}x"

@@ -7,8 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import cli
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Workload
+from harness.results import RunRecord, load_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -33,3 +35,11 @@ def lora_workload() -> Workload:
 def dense_workload() -> Workload:
     config = SyntheticData(form="dense", adapters=2, layers=2, modules={"w": (30, 20)})
     return Workload.from_source(SyntheticSource(config, seed=7))
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunRecord]:
+    """A real run of the smoke spec with --report, once per session (report and compare tests)."""
+    folder = tmp_path_factory.mktemp("smoke") / "run"
+    assert cli.main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder), "--report"]) == 0
+    return folder, load_record(folder)

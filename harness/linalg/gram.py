@@ -143,6 +143,7 @@ def _accumulate_numpy(blocks: Iterable[np.ndarray]) -> np.ndarray:
         if G is None:
             G = np.zeros((n, n), dtype=np.float64)
         G += Xb @ Xb.T
+        del Xb  # else the next block's copy is made while this one lives: twice the budget
     if G is None:
         raise ValueError("no blocks given; cannot infer n")
     return _symmetrize(G)

@@ -1,9 +1,10 @@
-"""Terminal tables of a plan and of a run record."""
+"""Terminal tables of a plan, of a run record and of a comparison of runs."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
+from harness.compare import Comparison
 from harness.plan import Plan
 from harness.results import AnalysisRecord, RunRecord
 from harness.units import format_bytes, format_seconds
@@ -74,7 +75,62 @@ def run_table(record: RunRecord) -> Table:
 
 
 def wall_lines(record: RunRecord) -> list[str]:
-    return [
+    lines = [
         f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {a.device} in {format_seconds(a.wall_s)}"
+        + _cache_note(a)
         for a in record.analyses
     ]
+    return lines + [line for a in record.analyses for line in _variance_lines(a)]
+
+
+def _cache_note(analysis: AnalysisRecord) -> str:
+    """Says when the wall time is that of reading the result cache, not of computing."""
+    chunks = analysis.cached_chunks + analysis.computed_chunks
+    notes = [f"{analysis.cached_chunks} of {chunks} chunks from the cache"] if analysis.cached_chunks else []
+    if any(t.cached for t in analysis.timings):
+        notes.append("timings reused from an earlier run on this machine")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _variance_lines(analysis: AnalysisRecord) -> list[str]:
+    """op pca: explained-variance ratios, one line for a global PCA, the range for per-layer."""
+    ratios = analysis.explained_variance_ratio
+    if not ratios:
+        return []
+    if list(ratios) == ["global"]:
+        return [f"{analysis.name}: explained variance ratio " + ", ".join(f"{r:.3f}" for r in ratios["global"])]
+    first = [r[0] for r in ratios.values()]
+    return [f"{analysis.name}: PC1 explains {min(first):.3f} to {max(first):.3f} of the variance "
+            f"across {len(ratios)} (layer, module) PCAs"]
+
+
+CHANGE_STYLE = {"slower": "bold red", "faster": "green", "same": "", "too few samples": "yellow"}
+
+
+def compare_table(comparison: Comparison) -> Table:
+    table = Table(
+        title=f"{comparison.experiment}: B = {comparison.b.folder} against A = {comparison.a.folder}",
+        title_justify="left",
+        caption=f"A: {comparison.a.machine}, {comparison.a.started}\nB: {comparison.b.machine}, "
+        f"{comparison.b.started}\nChanged: two-sided Mann-Whitney U p < {comparison.alpha} on the raw "
+        f"samples and B/A beyond {comparison.factor}x either way."
+        + "".join(f"\nnot compared: {u}" for u in comparison.unmatched),
+        caption_justify="left",
+    )
+    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", "B / A",
+                   "samples A, B", "p", "change"):
+        table.add_column(column, overflow="fold")
+    for r in comparison.rows:
+        style = CHANGE_STYLE[r.change]
+        table.add_row(
+            r.analysis,
+            r.strategy,
+            r.group,
+            format_seconds(r.median_a_s),
+            format_seconds(r.median_b_s),
+            f"{r.ratio:.3g}",
+            f"{r.n_a}, {r.n_b}",
+            "-" if r.p_value is None else f"{r.p_value:.1e}",
+            f"[{style}]{r.change}[/]" if style else r.change,
+        )
+    return table

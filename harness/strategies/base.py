@@ -54,7 +54,9 @@ class ExecContext:
     executor: Callable[[], Executor]
 
 
-class Strategy(ABC):
+class StrategyBase(ABC):
+    """What every strategy declares, whatever the shape of its work."""
+
     name: ClassVar[str]
     ops: ClassVar[frozenset[str]]
     summary: ClassVar[str]
@@ -78,6 +80,10 @@ class Strategy(ABC):
     def backend(self, device: str) -> Backend:
         """Where the math runs: numpy strategies ignore `device`; torch ones resolve it."""
         return resolve_device(device) if self.uses_torch else "numpy"
+
+
+class Strategy(StrategyBase):
+    """A per-matrix strategy: the runner hands it chunks of one shape group."""
 
     def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
         """Working memory one matrix of the group needs; sizes the batches."""

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import difflib
 
-from harness.strategies.base import Strategy
+from harness.strategies.base import StrategyBase
 from harness.strategies.factored import FactoredStrategy
+from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy, GramPairwiseStrategy
 from harness.strategies.numpy_lapack import NumpyStrategy
 from harness.strategies.process_pool import ProcessPoolStrategy
 from harness.strategies.scipy_svds import ScipySvdsStrategy
 from harness.strategies.torch_batched import TorchStrategy
 from harness.strategies.torch_lowrank import TorchLowrankStrategy
 
-STRATEGIES: dict[str, Strategy] = {
+STRATEGIES: dict[str, StrategyBase] = {
     s.name: s
     for s in (
         NumpyStrategy(),
@@ -21,10 +22,18 @@ STRATEGIES: dict[str, Strategy] = {
         ScipySvdsStrategy(),
         TorchLowrankStrategy(),
         FactoredStrategy(),
+        DualGramStrategy(),
+        FactoredGramStrategy(),
+        GramPairwiseStrategy(),
     )
 }
 
-BASELINES: dict[str, str] = {"svdvals": "numpy", "svd": "numpy", "svd_topk": "scipy_svds"}
+BASELINES: dict[str, str] = {
+    "svdvals": "numpy",
+    "svd": "numpy",
+    "svd_topk": "scipy_svds",
+    "pca": "gram_pairwise",
+}
 
 
 def check_strategy_name(name: str, op: str) -> str | None:

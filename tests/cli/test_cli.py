@@ -93,7 +93,10 @@ def test_ctrl_c_leaves_an_incomplete_record_and_no_partial_files(tmp_path: Path)
          "--set", "analysis.0.strategy='numpy'"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    time.sleep(4)
+    deadline = time.monotonic() + 120
+    while not (out / "record.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

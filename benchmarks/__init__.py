@@ -1,0 +1,28 @@
+"""asv suites, parameterised from the specs in configs/ and the strategy registry.
+
+The suites are thin: cases come from `harness.asv_bridge`, which prepares them along the code
+path `harness run` takes. asv owns timing and statistics per commit and machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.asv_bridge import Case, case_keys, strategies_for
+from harness.machine import probe
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+SPECS = [CONFIGS / "bench.toml", CONFIGS / "bench_dense.toml"]
+
+# Probed (torch imported) once at import: asv.conf.json's forkserver launch forks every benchmark
+# process from one that has done it, instead of paying seconds of start-up per case.
+probe()
+
+
+def case_params(op: str) -> list[list[str]]:
+    """asv `params` of a suite of `op`: strategy names x case labels."""
+    return [strategies_for(op), list(case_keys(SPECS, op))]
+
+
+def open_case(op: str, case: str, strategy: str) -> Case:
+    return Case(case_keys(SPECS, op)[case], strategy)

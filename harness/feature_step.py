@@ -1,0 +1,134 @@
+"""Spectral features of an analysis's results, as tidy rows for features.csv.
+
+Scalar features come from the recorded spectra. A truncated (top-k) spectrum gets the exact
+total energy ||W||_F^2 from a pass over the inputs (from the factors when there are factors), so
+energy fractions never use the truncated sum. Pairwise features compare adapters at each
+(layer, module) position: their top-k singular subspaces (recomputed per position with the
+analysis's strategy, since only spectra are kept) and the cosine of the deltas dW themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.data.layout import AdapterLayout
+from harness.data.workload import Factors, MatrixRef, Source, Workload
+from harness.features import (
+    PAIRWISE_FEATURES,
+    SUBSPACE_FEATURES,
+    FeatureRow,
+    Spectrum,
+    cosine_from_inner,
+    principal_angles,
+    scalar_features,
+    subspace_similarity,
+)
+from harness.linalg.factored import frobenius_inner, frobenius_norms
+from harness.plan import Step
+from harness.strategies.base import ExecContext, OpRequest
+from harness.strategies.registry import STRATEGIES
+
+def total_energies(source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
+    """||W||_F^2 of each matrix, float64: from the factors when the source has them."""
+    if source.has_factors:
+        f: Factors = source.load_factors(refs, dtype)
+        return frobenius_norms(f.B, f.A, f.scale) ** 2
+    W = source.load_dense(refs, np.dtype(np.float64))
+    return np.einsum("kmn,kmn->k", W, W)
+
+
+def _row(step: Step, ref: MatrixRef, metric: str, value: float, other: str | None = None) -> FeatureRow:
+    return FeatureRow(
+        analysis=step.analysis,
+        adapter=ref.adapter,
+        other_adapter=other,
+        layer=ref.layer,
+        module=ref.module,
+        metric=metric,
+        value=value,
+    )
+
+
+def scalar_rows(
+    step: Step, workload: Workload, spectra: dict[str, np.ndarray], dtype: np.dtype
+) -> tuple[list[FeatureRow], list[str]]:
+    """Rows, and notes on values that the spectrum cannot give (written as nan, never guessed):
+    energy_rank beyond the top k of a truncated spectrum."""
+    names = [f for f in step.features if f not in PAIRWISE_FEATURES]
+    if not names:
+        return [], []
+    truncated = step.op == "svd_topk"
+    rows, unknown = [], dict.fromkeys(names, 0)
+    for group in workload.groups():
+        energies = total_energies(workload.source, group.refs, dtype) if truncated else None
+        for i, ref in enumerate(group.refs):
+            spectrum = Spectrum(
+                spectra[f"{step.analysis}:{ref.id}"],
+                total_energy=None if energies is None else float(energies[i]),
+                truncated=truncated,
+            )
+            for name in names:
+                try:
+                    value = scalar_features(spectrum, [name], tau=step.energy_tau)[name]
+                except ValueError:
+                    value, unknown[name] = float("nan"), unknown[name] + 1
+                rows.append(_row(step, ref, name, value))
+    notes = [
+        f"{step.analysis}: {name} is beyond the top {step.k} singular values for {count} "
+        f"matrices (tau={step.energy_tau}); written as nan"
+        for name, count in unknown.items()
+        if count
+    ]
+    return rows, notes
+
+
+def pairwise_rows(step: Step, workload: Workload, ctx: ExecContext) -> list[FeatureRow]:
+    wanted = [f for f in step.features if f in PAIRWISE_FEATURES]
+    if not wanted:
+        return []
+    layout = AdapterLayout.from_workload(workload)
+    strategy = STRATEGIES[step.strategy]
+    k = step.k or 1
+    rows = []
+    for position in layout.positions:
+        refs = position.refs
+        U = None
+        if any(f in SUBSPACE_FEATURES for f in wanted):
+            data = strategy.load(workload.source, refs, ctx.dtype)
+            U = strategy.compute(OpRequest("svd_topk", k), data, ctx).U
+        cosine = _delta_cosines(workload.source, refs) if "delta_cosine" in wanted else None
+        for a in range(len(refs)):
+            for b in range(a + 1, len(refs)):
+                ref, other = refs[a], refs[b].adapter
+                if U is not None and "subspace_similarity" in wanted:
+                    phi = subspace_similarity(U[a], U[b], k, k)
+                    rows.append(_row(step, ref, "subspace_similarity", phi, other))
+                if U is not None and "principal_angles" in wanted:
+                    for i, angle in enumerate(principal_angles(U[a], U[b]), start=1):
+                        rows.append(_row(step, ref, f"principal_angle_{i}", float(angle), other))
+                if cosine is not None:
+                    rows.append(_row(step, ref, "delta_cosine", float(cosine[a, b]), other))
+    return rows
+
+
+def _delta_cosines(source: Source, refs: Sequence[MatrixRef]) -> np.ndarray:
+    """Cosine similarity of the deltas dW (not of flattened factors) of one position, float64."""
+    if source.has_factors:
+        f = source.load_factors(refs, np.dtype(np.float64))
+        G = frobenius_inner(f.B, f.A, f.scale, f.B, f.A, f.scale)
+    else:
+        W = source.load_dense(refs, np.dtype(np.float64)).reshape(len(refs), -1)
+        G = W @ W.T
+    norms = np.sqrt(np.clip(np.diag(G), 0.0, None))
+    return np.array([[cosine_from_inner(G[i, j], norms[i], norms[j]) for j in range(len(refs))]
+                     for i in range(len(refs))])
+
+
+def feature_rows(
+    step: Step, workload: Workload, spectra: dict[str, np.ndarray], ctx: ExecContext
+) -> tuple[list[FeatureRow], list[str]]:
+    """Every requested feature of one analysis, and notes for the user."""
+    rows, notes = scalar_rows(step, workload, spectra, ctx.dtype)
+    return rows + pairwise_rows(step, workload, ctx), notes

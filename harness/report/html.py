@@ -1,0 +1,119 @@
+"""The self-contained HTML report of a run folder, and of a comparison of runs: Jinja2 templates
+(package data) filled with the record's numbers and inline SVG charts; nothing is fetched when
+the page is opened."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from harness.compare import Comparison
+from harness.report import charts
+from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
+from harness.results import AnalysisRecord, RunRecord, load_record, write_atomic
+from harness.units import format_bytes, format_seconds, format_speedup
+
+REPORT = "report.html"
+
+
+@functools.cache
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("harness", "report/templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["seconds"] = format_seconds
+    env.filters["bytes"] = format_bytes
+    env.filters["speedup"] = format_speedup
+    env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
+    return env
+
+
+def _timing_rows(analysis: AnalysisRecord) -> list[dict[str, Any]]:
+    rows = []
+    for t, (q1, q3) in zip(analysis.timings, charts.quartile_totals(analysis)):
+        sampled = sum(g.sampled for g in t.groups)
+        rows.append(
+            {
+                "timing": t,
+                "chosen": t.strategy == analysis.strategy,
+                "per_matrix": sum(g.measurement.median_s for g in t.groups) / sampled,
+                "q1": q1,
+                "q3": q3,
+                "samples": sum(len(g.measurement.samples_s) for g in t.groups),
+                "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
+            }
+        )
+    return rows
+
+
+def _spectra(bands: dict[str, Any], analysis: str) -> Markup | None:
+    if analysis not in bands:
+        return None
+    return Markup(charts.decay_chart(bands[analysis], f"{analysis}: singular values, median and 10-90%"))
+
+
+def _pca(folder: Path) -> list[dict[str, Any]]:
+    sections = []
+    for analysis, arrays in sorted(read_pca(folder).items()):
+        scores, cosine = arrays.get("scores"), arrays.get("cosine")
+        n = next((len(a) for a in (scores, cosine) if a is not None), 0)
+        labels = [str(a) for a in arrays["adapters"]] if "adapters" in arrays else [f"#{i}" for i in range(n)]
+        ratio = arrays.get("explained_variance_ratio")
+        sections.append(
+            {
+                "analysis": analysis,
+                "ratio": None if ratio is None else [f"{100 * r:.1f}%" for r in np.atleast_1d(ratio)[:5]],
+                "scatter": None if scores is None or scores.ndim != 2 or scores.shape[0] != len(labels)
+                else Markup(charts.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
+                "cosine": None if cosine is None or cosine.shape != (len(labels), len(labels))
+                else Markup(charts.heatmap(cosine, labels, labels, f"{analysis}: cosine similarity")),
+            }
+        )
+    return sections
+
+
+def render_report(record: RunRecord, folder: Path) -> str:
+    bands = decay_bands(folder)
+    analyses = [
+        {
+            "record": a,
+            "rows": _timing_rows(a),
+            "checks": a.verification,
+            "chart": Markup(charts.timing_chart(a)) if a.timings else None,
+            "spectra": _spectra(bands, a.name),
+        }
+        for a in record.analyses
+    ]
+    heatmaps = [
+        {"title": f"{analysis}: {metric} ({module})",
+         "svg": Markup(charts.heatmap(grid, adapters, layers, f"{metric}, {module}: adapter x layer"))}
+        for (analysis, metric, module), (grid, adapters, layers) in feature_grids(read_features(folder)).items()
+    ]
+    return environment().get_template("report.html.j2").render(
+        record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder)
+    )
+
+
+def write_report(folder: Path, output: Path | None = None) -> Path:
+    """Render the run folder's report to `output` (default: the folder's report.html)."""
+    record = load_record(folder)
+    folder = folder if folder.is_dir() else folder.parent
+    path = output or folder / REPORT
+    html = render_report(record, folder)
+    write_atomic(path, lambda fh: fh.write(html.encode()))
+    return path
+
+
+def write_compare(comparisons: list[Comparison], path: Path) -> Path:
+    html = environment().get_template("compare.html.j2").render(comparisons=comparisons)
+    write_atomic(path, lambda fh: fh.write(html.encode()))
+    return path

@@ -1,0 +1,152 @@
+"""Strategies for the Gram matrix of adapter vectors, the input of PCA across adapters (op pca).
+
+Their work is workload-level, not per matrix: each returns one n x n float64 Gram per matrix
+position (see harness.data.layout), which the caller sums for one PCA over whole adapters or
+keeps apart for one PCA per position. Loading is part of the timed work here: streaming the
+deltas once is what dual_gram is about, and re-reading them per pair is what gram_pairwise costs.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import numpy as np
+
+from harness.data.layout import AdapterLayout, Position
+from harness.data.workload import Source
+from harness.linalg.device import Backend, resolve_device, torch_module
+from harness.linalg.factored import frobenius_gram
+from harness.linalg.gram import accumulate_gram, block_columns, iter_column_blocks
+from harness.machine import MachineInfo
+from harness.strategies.base import ExecContext, StrategyBase
+
+GEMM_GFLOPS_PER_CORE = 40.0  # float64 syrk/gemm, OpenBLAS, 2-core x86: ~80 GFLOPS measured
+LORA_DENSE_GFLOPS_PER_CORE = 20.0  # forming s * B @ A in float64 then casting, effective
+READ_BYTES_PER_S = 1e9  # streaming stored deltas (page cache or a fast disk): an assumption
+# Widest column block dual_gram uses whatever the budget: X @ X.T with n ~ 20 rows runs far from
+# BLAS peak, and worse the wider the block (18 rows, 2 cores: 16K columns 0.35 GB/s, 4M 0.04 GB/s).
+MAX_BLOCK_COLUMNS = 1 << 14
+
+
+def _gemm_rate(machine: MachineInfo) -> float:
+    return GEMM_GFLOPS_PER_CORE * 1e9 * machine.cores
+
+
+def dense_load_seconds(position: Position, count: int, itemsize: int, machine: MachineInfo) -> float:
+    """Producing `count` dense deltas of a position: forming them from LoRA factors, or reading."""
+    m, k = position.shape
+    if position.rank is not None:
+        return count * 2.0 * m * k * position.rank / (LORA_DENSE_GFLOPS_PER_CORE * 1e9 * machine.cores)
+    return count * m * k * itemsize / READ_BYTES_PER_S
+
+
+class GramStrategy(StrategyBase):
+    """A workload-level strategy: per-position Gram matrices of the adapters' vectors."""
+
+    ops = frozenset({"pca"})
+
+    def backend(self, device: str) -> Backend:
+        """CUDA when there (or torch on the CPU when named), else numpy: on the CPU numpy's syrk
+        beats torch's gemm for X @ X.T (14 vs 36 ms for 608 x 3072 float64, 2 cores)."""
+        if torch_module() is None:
+            return "numpy"
+        backend = resolve_device(device)
+        return "numpy" if device == "auto" and backend == "cpu" else backend
+
+    @abstractmethod
+    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+        """Least working memory for the largest position; over budget means it cannot run."""
+
+    @abstractmethod
+    def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
+        """A rough estimate, loading included, for the planner to compare."""
+
+    @abstractmethod
+    def grams(
+        self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
+    ) -> np.ndarray:
+        """(positions, n, n) float64: the Gram of each position's n matrices, flattened."""
+
+
+class DualGramStrategy(GramStrategy):
+    name = "dual_gram"
+    summary = "streams each position's n deltas once, column blocks into a float64 Gram"
+
+    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+        """One position's n deltas as stored, plus one float64 column of the block."""
+        return max(layout.n * p.size * itemsize for p in layout.positions) + layout.n * 8
+
+    def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
+        n = layout.n
+        load = sum(dense_load_seconds(p, n, 4, machine) for p in layout.positions)
+        return load + n * n * layout.d / _gemm_rate(machine)
+
+    def grams(
+        self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
+    ) -> np.ndarray:
+        out = np.empty((len(layout.positions), layout.n, layout.n))
+        for i, position in enumerate(layout.positions):
+            X = source.load_dense(position.refs, ctx.dtype).reshape(layout.n, -1)
+            columns = min(
+                block_columns(layout.n, X.shape[1], 8, max(memory_budget - X.nbytes, 0)), MAX_BLOCK_COLUMNS
+            )
+            out[i] = accumulate_gram(iter_column_blocks(X, columns), backend=ctx.backend)
+        return out
+
+
+class FactoredGramStrategy(GramStrategy):
+    name = "factored_gram"
+    summary = "<dW_i, dW_j> from B_i.T B_j and A_i A_j.T: no dense delta at all"
+    needs_factors = True
+
+    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+        """Factors in float64, and the two (n r) x (n r) cross-Grams."""
+        n = layout.n
+        return max(
+            8 * n * (p.rank or 0) * (p.shape[0] + p.shape[1]) + 2 * 8 * (n * (p.rank or 0)) ** 2
+            for p in layout.positions
+        )
+
+    def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
+        n = layout.n
+        flops = sum(n * n * (p.shape[0] + p.shape[1]) * (p.rank or 0) ** 2 for p in layout.positions)
+        return flops / _gemm_rate(machine)
+
+    def grams(
+        self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
+    ) -> np.ndarray:
+        out = np.empty((len(layout.positions), layout.n, layout.n))
+        for i, position in enumerate(layout.positions):
+            f = source.load_factors(position.refs, ctx.dtype)
+            out[i] = frobenius_gram(f.B, f.A, f.scale, backend=ctx.backend)
+        return out
+
+
+class GramPairwiseStrategy(GramStrategy):
+    name = "gram_pairwise"
+    summary = "G[i, j] one pair at a time, re-loading both vectors (the published loop)"
+
+    def backend(self, device: str) -> Backend:
+        return "numpy"
+
+    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+        """Two matrices, and their float64 copies."""
+        return max(2 * p.size * (itemsize + 8) for p in layout.positions)
+
+    def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
+        n = layout.n
+        pairs = n * (n + 1) // 2
+        load = sum(dense_load_seconds(p, 2 * pairs, 4, machine) for p in layout.positions)
+        return load + 2.0 * pairs * layout.d / (machine.cores * 1e9)
+
+    def grams(
+        self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
+    ) -> np.ndarray:
+        out = np.zeros((len(layout.positions), layout.n, layout.n))
+        for i in range(layout.n):
+            for j in range(i, layout.n):
+                for p, position in enumerate(layout.positions):
+                    xi = source.load_dense([position.refs[i]], ctx.dtype).astype(np.float64).ravel()
+                    xj = source.load_dense([position.refs[j]], ctx.dtype).astype(np.float64).ravel()
+                    out[p, i, j] = out[p, j, i] = float(xi @ xj)
+        return out

@@ -1,0 +1,137 @@
+"""`harness run` resumed after SIGKILL, concurrent runs on one cache, and `harness cache`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.results import SPECTRA, load_record
+
+# 40 dense 200x200 matrices in chunks of 2 (the budget fits two): 20 chunks of ~10 ms each after
+# a start-up of a second or more, so a run can be killed with some chunks cached and most not.
+SPEC = """
+[experiment]
+name = "resume"
+seed = 11
+
+[data]
+source = "synthetic"
+form = "dense"
+adapters = 40
+layers = 1
+modules = {{ w = [200, 200] }}
+
+[[analysis]]
+op = "svdvals"
+strategy = "numpy"
+
+[execution]
+dtype = "float64"
+memory_budget = "2MB"
+cache_dir = "{cache}"
+
+[benchmark]
+warmup = 0
+repeats = 1
+sample = 1
+"""
+CHUNKS = 20
+
+
+def write_spec(folder: Path, cache: Path) -> Path:
+    path = folder / "spec.toml"
+    path.write_text(SPEC.format(cache=cache))
+    return path
+
+
+def harness_run(spec: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(spec), "-o", str(out), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def spectra(folder: Path) -> dict[str, np.ndarray]:
+    with np.load(folder / SPECTRA) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return list(a) == list(b) and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_analysis_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    spec = write_spec(tmp_path, cache)
+    victim = harness_run(spec, tmp_path / "killed")
+    deadline = time.monotonic() + 120
+    while not any(cache.glob("*/*.entry")) and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    done = len(list(cache.glob("*/*.entry")))
+    assert 1 <= done < CHUNKS
+
+    resumed = harness_run(spec, tmp_path / "resumed")
+    assert resumed.wait() == 0, resumed.stderr.read().decode() if resumed.stderr else ""
+    analysis = load_record(tmp_path / "resumed").analyses[0]
+    assert analysis.cached_chunks >= done and analysis.computed_chunks >= 1
+    assert analysis.cached_chunks + analysis.computed_chunks == CHUNKS
+
+    fresh = harness_run(spec, tmp_path / "fresh", "--no-cache")
+    assert fresh.wait() == 0
+    assert same(spectra(tmp_path / "resumed"), spectra(tmp_path / "fresh"))
+
+
+@pytest.mark.slow
+def test_two_concurrent_runs_share_one_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    spec = write_spec(tmp_path, cache)
+    runs = [harness_run(spec, tmp_path / f"run{i}") for i in range(2)]
+    assert [r.wait() for r in runs] == [0, 0]
+    assert same(spectra(tmp_path / "run0"), spectra(tmp_path / "run1"))
+    assert main(["cache", "verify", "--dir", str(cache)]) == 0
+    warm = harness_run(spec, tmp_path / "warm")
+    assert warm.wait() == 0
+    assert load_record(tmp_path / "warm").analyses[0].cached_chunks == CHUNKS
+    assert same(spectra(tmp_path / "run0"), spectra(tmp_path / "warm"))
+
+
+def test_cache_ls_verify_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "cache"
+    spec = write_spec(tmp_path, cache)
+    assert main(["run", str(spec), "-o", str(tmp_path / "run"), "--set=data.adapters=2"]) == 0
+    entries = sorted(cache.glob("*/*.entry"))
+    assert len(entries) == 2  # one chunk, one timing
+    capsys.readouterr()
+
+    assert main(["cache", "ls", str(spec)]) == 0  # located through the spec's cache_dir
+    listing = capsys.readouterr().out
+    assert "2 entries" in listing and "chunk" in listing and "timing" in listing
+
+    entries[0].write_bytes(entries[0].read_bytes()[:-3])
+    assert main(["cache", "verify", "--dir", str(cache)]) == 3
+    assert "1 of 2 entries check out" in capsys.readouterr().out
+
+    assert main(["cache", "clear", "--dir", str(cache), "--older-than", "1d"]) == 0
+    assert len(list(cache.glob("*/*.entry"))) == 2
+    assert main(["cache", "clear", "--dir", str(cache)]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out
+    assert not list(cache.iterdir())
+
+
+def test_a_bad_age_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["cache", "clear", "--dir", str(tmp_path), "--older-than", "soon"])
+    assert exc.value.code == 2

@@ -1,0 +1,84 @@
+"""The asv suites import, parameterise from the bench specs, and run: a broken suite fails pytest,
+not only `asv run`. One case per suite, and the machine name for `harness asv-machine`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import SPECS, case_params
+from benchmarks.memory import SvdMemory
+from benchmarks.ops import Svd, Svdvals, SvdTopk
+from harness.asv_bridge import case_keys, machine_name
+from harness.cli import main
+from harness.machine import probe
+from harness.spec import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("suite", [Svdvals, Svd, SvdTopk])
+def test_op_suite_times_and_tracks_error(suite: type) -> None:
+    strategies, cases = suite.params
+    assert {"512x128r8", "256x256"} <= set(cases)
+    bench = suite()
+    strategy = strategies[0]  # factored: the LoRA case runs, the dense one is skipped
+    bench.setup(strategy, "512x128r8")
+    try:
+        bench.time_compute(strategy, "512x128r8")
+        error = bench.track_error(strategy, "512x128r8")
+    finally:
+        bench.teardown(strategy, "512x128r8")
+    assert 0.0 <= error < 1e-4
+
+
+def test_strategy_that_cannot_run_is_skipped_and_torn_down() -> None:
+    bench = Svdvals()
+    with pytest.raises(NotImplementedError, match="needs LoRA factors"):
+        bench.setup("factored", "256x256")
+    bench.teardown("factored", "256x256")
+
+
+def test_memory_suite_streams_a_group() -> None:
+    bench = SvdMemory()
+    bench.setup("numpy", "128x512r8")
+    try:
+        assert bench.peakmem_full_group("numpy", "128x512r8") is None
+    finally:
+        bench.teardown("numpy", "128x512r8")
+
+
+def test_params_cover_every_registered_strategy_of_the_op() -> None:
+    strategies, _cases = case_params("svd_topk")
+    assert strategies == ["factored", "scipy_svds", "torch", "torch_lowrank"]
+
+
+def test_named_analyses_label_cases_and_collisions_are_spec_errors(tmp_path: Path) -> None:
+    named = tmp_path / "named.toml"
+    named.write_text(
+        SPECS[1].read_text().replace('op = "svdvals"', 'name = "vals"\nop = "svdvals"')
+    )
+    assert list(case_keys([named], "svdvals")) == ["vals:256x256"]
+    with pytest.raises(SpecError, match="give this analysis a unique `name`"):
+        case_keys([SPECS[1], SPECS[1]], "svdvals")
+
+
+def test_machine_name_keeps_gpu_and_cpu_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    info = probe()
+    gpu = info.model_copy(update={"hostname": "Node_7", "cuda_device": "NVIDIA H100 80GB HBM3"})
+    cpu = info.model_copy(update={"hostname": "Node_7", "cuda_device": None})
+    assert machine_name(gpu) == "node-7-nvidia-h100-80gb-hbm3"
+    assert machine_name(cpu) == "node-7-cpu"
+    assert main(["asv-machine"]) == 0
+    assert capsys.readouterr().out.strip() == machine_name(info)
+
+
+def test_asv_conf_points_at_the_suites_and_results() -> None:
+    text = (ROOT / "asv.conf.json").read_text()
+    conf = json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+    assert (conf["benchmark_dir"], conf["results_dir"], conf["html_dir"]) == (
+        "benchmarks", "results/asv", "results/html"
+    )
+    assert any("torch==2.13.0" in c for c in conf["install_command"])
