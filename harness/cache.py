@@ -33,7 +33,9 @@ from pydantic import BaseModel, ValidationError
 import harness
 from harness.machine import MachineInfo
 from harness.plan import Step, Timed
-from harness.results import StrategyTiming, write_atomic
+from harness.features import FeatureRow
+from harness.atomic import write_atomic
+from harness.results import AnalysisRecord, StrategyTiming
 from harness.verify import Verification
 
 DEFAULT_DIR = Path(".harness-cache")
@@ -44,12 +46,13 @@ STALE_TMP_S = 3600.0  # a temporary file this old belongs to no live writer
 NUMERIC_SOURCES = ("linalg", "strategies", "data", "verify.py", "timing.py")
 
 M = TypeVar("M", bound=BaseModel)
+Kind = Literal["chunk", "timing", "step"]
 
 
 class Header(BaseModel):
     sha256: str
     size: int
-    kind: Literal["chunk", "timing"]
+    kind: Kind
     label: str  # what the entry holds, for `harness cache ls`
     created: float  # seconds since the epoch
 
@@ -161,7 +164,7 @@ class ResultCache:
             pass
         return payload
 
-    def put(self, key: str, payload: bytes, kind: Literal["chunk", "timing"], label: str) -> None:
+    def put(self, key: str, payload: bytes, kind: Kind, label: str) -> None:
         blob = encode({"kind": kind, "label": label, "created": time.time()}, payload)
         write_atomic(self.path(key), lambda fh: fh.write(blob))
 
@@ -186,8 +189,8 @@ class ResultCache:
         except ValidationError:  # written by another schema: not an answer to trust
             return None
 
-    def put_model(self, key: str, value: BaseModel, label: str) -> None:
-        self.put(key, value.model_dump_json().encode(), "timing", label)
+    def put_model(self, key: str, value: BaseModel, label: str, kind: Kind = "timing") -> None:
+        self.put(key, value.model_dump_json().encode(), kind, label)
 
     def entries(self) -> Iterator[Entry]:
         """Every entry file, oldest first."""
@@ -257,6 +260,20 @@ class Keys:
             "warmup": warmup, "repeats": repeats, "workers": workers, "machine": m.identity,
             "threads": {"torch": m.torch_threads, "blas": [p.threads for p in m.blas]},
         })
+
+    def step(self, step: Step, entry: str, **settings: Any) -> str:
+        """A whole step's product (features, a PCA with its timings): the step as planned,
+        plus the settings and, for anything timed, the machine."""
+        return cache_key({**self._base(step), "entry": entry, "step": step.model_dump(mode="json"),
+                          "settings": settings})
+
+
+class StepEntry(BaseModel):
+    """A cached step product: feature rows and notes, or a PCA's record (arrays beside it)."""
+
+    rows: list[FeatureRow] = []
+    notes: list[str] = []
+    record: AnalysisRecord | None = None
 
 
 class TimingEntry(BaseModel):

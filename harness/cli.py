@@ -1,4 +1,4 @@
-"""`harness validate | plan | run | report | compare | cache | schema`: one small function per command, found by name.
+"""`harness validate | plan | run | report | compare | cache | schema`: a small function each.
 
 Exit codes: 0 fine, 2 a user mistake (spec, data, plan), 3 a verification failed, 130 interrupted.
 """
@@ -17,15 +17,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.asv_bridge import machine_name
 from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.data.workload import DataError, Workload
 from harness.machine import probe
 from harness.plan import Plan, PlanError
 from harness.prepare import prepare
-from harness.compare import compare_records
-from harness.report.html import write_compare, write_report
 from harness.report.terminal import compare_table, plan_table, run_table, wall_lines
 from harness.results import RecordError, RunRecord, load_record
 from harness.run import Runner, now
@@ -116,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         out.print(line)
     out.print(f"results: {folder}")
     if args.report:
+        from harness.report.html import write_report  # matplotlib: only when a report is asked for
+
         out.print(f"report: {write_report(folder)}")
     if not record.passed:
         err.print("[bold red]verification failed[/] for at least one strategy (see 'passed')")
@@ -125,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
 
 @command("report")
 def report(args: argparse.Namespace) -> int:
+    from harness.report.html import write_report
+
     out.print(f"report: {write_report(Path(args.run), Path(args.output) if args.output else None)}")
     return 0
 
@@ -133,6 +134,9 @@ def report(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     """Every run against the first; RecordError (exit 2) when their specs differ."""
     base = load_record(Path(args.base))
+    from harness.compare import compare_records  # scipy.stats: only for compare
+    from harness.report.html import write_compare
+
     comparisons = [compare_records(base, load_record(Path(f)), (args.base, f)) for f in args.others]
     for c in comparisons:
         out.print(compare_table(c))
@@ -193,6 +197,8 @@ def _age(text: str) -> float:
 
 @command("asv-machine")
 def asv_machine(args: argparse.Namespace) -> int:
+    from harness.asv_bridge import machine_name
+
     print(machine_name(probe()))
     return 0
 

@@ -1,14 +1,19 @@
-"""Executors with the concurrent.futures interface that CPU fan-out strategies are handed."""
+"""Executors with the concurrent.futures interface: what the runner fans chunks out over, and
+what CPU fan-out strategies are handed. Nobody downstream knows which one it got."""
 
 from __future__ import annotations
 
 import multiprocessing
 import sys
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any
 
 
-def _init_worker(parent_path: list[str]) -> None:
-    """Give the worker the parent's import path and one BLAS/OpenMP thread.
+def _init_worker(parent_path: list[str], threads: int) -> None:
+    """Give the worker the parent's import path and `threads` BLAS/OpenMP threads (one for
+    per-matrix fan-out).
 
     With spawn, a worker starts a fresh interpreter: without the parent's sys.path it cannot
     import `harness` when the parent ran from a source checkout.
@@ -18,19 +23,19 @@ def _init_worker(parent_path: list[str]) -> None:
             sys.path.insert(0, entry)
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(limits=1)
+    threadpool_limits(limits=threads)
     try:
         import torch
     except ImportError:
         return
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
 
 
 def _ready() -> bool:
     return True
 
 
-def process_pool(workers: int) -> Executor:
+def process_pool(workers: int, threads: int = 1) -> Executor:
     """A spawn-based pool, started now so its start-up is never inside a timed region.
 
     Spawn rather than fork: forking a process that already runs OpenMP or torch threads can
@@ -40,8 +45,51 @@ def process_pool(workers: int) -> Executor:
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker,
-        initargs=(list(sys.path),),
+        initargs=(list(sys.path), threads),
     )
     for future in [pool.submit(_ready) for _ in range(workers)]:
         future.result()
     return pool
+
+
+class SerialExecutor(Executor):
+    """Runs each call at once in this process: what a chunk task running on a worker hands a
+    fan-out strategy, so workers never start pools of their own."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # delivered through the future, as a real executor does
+            future.set_exception(exc)
+        return future
+
+
+@contextmanager
+def dask_executor(address: str | None, workers: int, threads_per_worker: int) -> Iterator[Executor]:
+    """Client.get_executor() on the scheduler at `address`, or on a LocalCluster of `workers`
+    processes that lives as long as the run.
+
+    Our LocalCluster allows no silent retries (allowed-failures = 0): a chunk whose worker died
+    comes back as KilledWorker, and the runner resubmits it and records that it did. An existing
+    scheduler keeps its own setting, and may retry such chunks without the record knowing.
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    if address is not None:
+        with Client(address) as client:
+            yield client.get_executor(pure=False)
+        return
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            env={"OMP_NUM_THREADS": str(threads_per_worker)},
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client.get_executor(pure=False)

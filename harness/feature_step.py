@@ -20,12 +20,12 @@ from harness.features import (
     SUBSPACE_FEATURES,
     FeatureRow,
     Spectrum,
-    cosine_from_inner,
     principal_angles,
     scalar_features,
     subspace_similarity,
 )
-from harness.linalg.factored import frobenius_inner, frobenius_norms
+from harness.linalg.factored import frobenius_gram, frobenius_norms
+from harness.linalg.gram import cosine_from_gram
 from harness.plan import Step
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
@@ -91,14 +91,13 @@ def pairwise_rows(step: Step, workload: Workload, ctx: ExecContext) -> list[Feat
     layout = AdapterLayout.from_workload(workload)
     strategy = STRATEGIES[step.strategy]
     k = step.k or 1
+    subspaces = any(f in SUBSPACE_FEATURES for f in wanted)
     rows = []
     for position in layout.positions:
         refs = position.refs
-        U = None
-        if any(f in SUBSPACE_FEATURES for f in wanted):
-            data = strategy.load(workload.source, refs, ctx.dtype)
-            U = strategy.compute(OpRequest("svd_topk", k), data, ctx).U
-        cosine = _delta_cosines(workload.source, refs) if "delta_cosine" in wanted else None
+        data = strategy.load(workload.source, refs, ctx.dtype) if subspaces else _exact(workload.source, refs)
+        U = strategy.compute(OpRequest("svd_topk", k), data, ctx).U if subspaces else None
+        cosine = cosine_from_gram(_gram(data)) if "delta_cosine" in wanted else None
         for a in range(len(refs)):
             for b in range(a + 1, len(refs)):
                 ref, other = refs[a], refs[b].adapter
@@ -113,17 +112,19 @@ def pairwise_rows(step: Step, workload: Workload, ctx: ExecContext) -> list[Feat
     return rows
 
 
-def _delta_cosines(source: Source, refs: Sequence[MatrixRef]) -> np.ndarray:
-    """Cosine similarity of the deltas dW (not of flattened factors) of one position, float64."""
+def _exact(source: Source, refs: Sequence[MatrixRef]) -> Factors | np.ndarray:
+    """One position's deltas in float64: as factors when the source has them."""
     if source.has_factors:
-        f = source.load_factors(refs, np.dtype(np.float64))
-        G = frobenius_inner(f.B, f.A, f.scale, f.B, f.A, f.scale)
-    else:
-        W = source.load_dense(refs, np.dtype(np.float64)).reshape(len(refs), -1)
-        G = W @ W.T
-    norms = np.sqrt(np.clip(np.diag(G), 0.0, None))
-    return np.array([[cosine_from_inner(G[i, j], norms[i], norms[j]) for j in range(len(refs))]
-                     for i in range(len(refs))])
+        return source.load_factors(refs, np.dtype(np.float64))
+    return source.load_dense(refs, np.dtype(np.float64))
+
+
+def _gram(data: Factors | np.ndarray) -> np.ndarray:
+    """<dW_i, dW_j>_F of one position's deltas (the deltas, not their flattened factors), float64."""
+    if isinstance(data, Factors):
+        return frobenius_gram(data.B, data.A, data.scale)
+    X = data.reshape(len(data), -1).astype(np.float64)
+    return X @ X.T
 
 
 def feature_rows(

@@ -10,15 +10,18 @@ truncated sum; features that need the whole spectrum raise ValueError on a trunc
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from harness.atomic import write_atomic
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,30 +209,6 @@ def principal_angles(U_a: np.ndarray, U_b: np.ndarray) -> np.ndarray:
     return np.arccos(np.clip(cosines, -1.0, 1.0))
 
 
-def cosine_from_inner(inner_ab: float, norm_a: float, norm_b: float) -> float:
-    """<W_a, W_b>_F / (||W_a||_F ||W_b||_F), clipped to [-1, 1]; nan if a norm is 0.
-
-    For callers holding LoRA factors W = B A, where the inner product costs O(r^2 (m + n)):
-    <W_a, W_b>_F = trace((B_a^T B_b)(A_b A_a^T)) and ||W||_F^2 = trace((B^T B)(A A^T)).
-    """
-    if norm_a == 0 or norm_b == 0:
-        return math.nan
-    return float(np.clip(inner_ab / (norm_a * norm_b), -1.0, 1.0))
-
-
-def delta_cosine(W_a: np.ndarray, W_b: np.ndarray) -> float:
-    """Cosine similarity of the deltas dW_a, dW_b themselves, (m, n) each.
-
-    Not the cosine of flattened factors: B A = (B G)(G^-1 A) for any invertible G, so the
-    factors are not unique while the delta is.
-    """
-    if W_a.shape != W_b.shape:
-        raise ValueError(f"deltas differ in shape: {W_a.shape} vs {W_b.shape}")
-    return cosine_from_inner(
-        float(np.vdot(W_a, W_b).real), float(np.linalg.norm(W_a)), float(np.linalg.norm(W_b))
-    )
-
-
 class FeatureRow(BaseModel):
     """One row of the tidy feature table; other_adapter is set for pairwise metrics only."""
 
@@ -248,26 +227,18 @@ CSV_COLUMNS: tuple[str, ...] = tuple(FeatureRow.model_fields)
 
 
 def write_features_csv(rows: Iterable[FeatureRow], path: str | os.PathLike[str]) -> Path:
-    """Write rows as a tidy CSV (header CSV_COLUMNS; None as empty) atomically; return path.
-
-    Writes a temp file in the target's directory, fsyncs it and os.replace()s it over the
-    target, so readers see the old file or the whole new one, never a partial one. The file
-    gets mode 0644, not mkstemp's 0600.
-    """
+    """Write rows as a tidy CSV (header CSV_COLUMNS; None as empty), atomically; return path."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-            writer.writeheader()
-            writer.writerows(row.model_dump() for row in rows)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(fh: IO[bytes]) -> None:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(row.model_dump() for row in rows)
+        text.flush()
+        text.detach()  # leave fh open for write_atomic's fsync
+
+    write_atomic(path, write)
     return path
 
 

@@ -12,23 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from functools import partial
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from harness.atomic import write_atomic
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.linalg.gram import cosine_from_gram
 from harness.linalg.pca import DualPCA, dual_pca
-from harness.plan import Step
+from harness.plan import Plan, Step
 from harness.results import (
     AnalysisRecord,
     GroupTiming,
-    RunRecord,
     Skipped,
     StrategyTiming,
-    write_atomic,
 )
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext
@@ -89,18 +89,15 @@ def gram_errors(
 
 def run_pca_step(
     step: Step,
-    record: RunRecord,
+    analysis: PcaAnalysis,
+    plan: Plan,
     workload: Workload,
-    folder: Path,
     context: Callable[[str], ExecContext],
     *,
     warmup: int,
     repeats: int,
-) -> AnalysisRecord:
-    plan = record.plan
-    analysis = PcaAnalysis.model_validate(
-        next(a for a in record.spec["analysis"] if (a.get("name") or a["op"]) == step.analysis)
-    )
+) -> tuple[AnalysisRecord, dict[str, np.ndarray]]:
+    """The step's record, and its pca.npz arrays (the caller saves them)."""
     layout = AdapterLayout.from_workload(workload)
     source = workload.source
     chosen = STRATEGIES[step.strategy]
@@ -115,7 +112,6 @@ def run_pca_step(
         ratios[key] = pca.explained_variance_ratio.tolist()
         arrays.update(pca_arrays(step.analysis, analysis.scope, key, G, pca, layout.adapters))
     wall = time.perf_counter() - start
-    save_pca(arrays, folder)
 
     sub = layout.head(plan.sample)
     ctx64 = dataclasses.replace(context("numpy"), dtype=np.dtype(np.float64), backend="numpy")
@@ -127,7 +123,7 @@ def run_pca_step(
         assert isinstance(strategy, GramStrategy)
         ctx = context(timed.device)
         measurement, result = measure(
-            lambda: strategy.grams(source, sub, ctx, plan.memory_budget),
+            partial(strategy.grams, source, sub, ctx, plan.memory_budget),
             warmup=warmup,
             repeats=repeats,
             backend=ctx.backend,
@@ -163,7 +159,7 @@ def run_pca_step(
     for t in timings:
         if baseline is not None and t.estimate_total_s > 0:
             t.speedup = baseline.estimate_total_s / t.estimate_total_s
-    return AnalysisRecord(
+    analysis_record = AnalysisRecord(
         name=step.analysis,
         op=step.op,
         k=step.k,
@@ -177,3 +173,4 @@ def run_pca_step(
         skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
         explained_variance_ratio=ratios,
     )
+    return analysis_record, arrays

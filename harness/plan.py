@@ -67,6 +67,9 @@ class Plan(BaseModel):
     dtype: str
     memory_budget: int
     workers: int
+    executor: str = "local"
+    threads_per_worker: int = 1
+    dask_address: str | None = None
     sample: int
     n_matrices: int
     groups: list[GroupInfo]
@@ -246,6 +249,9 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
         dtype=spec.execution.dtype,
         memory_budget=int(spec.execution.memory_budget),
         workers=spec.execution.workers or machine.cores,
+        executor=spec.execution.executor,
+        threads_per_worker=spec.execution.threads_per_worker,
+        dask_address=spec.execution.dask_address,
         sample=spec.benchmark.sample,
         n_matrices=len(workload),
         groups=[GroupInfo(label=g.label, shape=g.shape, rank=g.rank, count=len(g)) for g in groups],

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from harness.atomic import write_atomic
 from harness.machine import MachineInfo
 from harness.plan import Plan
 from harness.timing import Measurement
@@ -46,6 +44,18 @@ class StrategyTiming(BaseModel):
     cached: bool = False  # measured by an earlier run on this machine, reused from the cache
 
 
+class ChunkPlacement(BaseModel):
+    """Where and when one chunk of a full analysis ran."""
+
+    group: str
+    first: str  # id of its first matrix
+    count: int
+    worker: str
+    started: float  # seconds since the epoch, on the worker
+    seconds: float  # loading and computing, on the worker
+    attempts: int = 1  # more than one: its worker was lost and it was submitted again
+
+
 class Skipped(BaseModel):
     strategy: str
     reason: str
@@ -62,6 +72,7 @@ class AnalysisRecord(BaseModel):
     wall_s: float  # the full analysis with the chosen strategy, loading included
     # chunks of the full analysis read from the result cache / computed by this run; when all
     # came from the cache, wall_s is the time to read them, not to compute them
+    placements: list[ChunkPlacement] = []
     cached_chunks: int = 0
     computed_chunks: int = 0
     timings: list[StrategyTiming] = []
@@ -98,21 +109,6 @@ class RunRecord(BaseModel):
 
 class RecordError(ValueError):
     """A run folder without a readable record of a schema this harness knows."""
-
-
-def write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write through a temporary file in the same folder, fsync, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_record(record: RunRecord, folder: Path) -> Path:

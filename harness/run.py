@@ -4,8 +4,10 @@ every compared strategy on the same sample of matrices, recorded step by step.""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from functools import partial
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,14 +17,18 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from harness.cache import Keys, ResultCache, TimingEntry
+from harness.cache import Keys, ResultCache, StepEntry, TimingEntry
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
-from harness.executors import process_pool
+from harness.chunk_task import ChunkOutcome, ChunkTask, run_chunk
+from harness.executors import dask_executor, process_pool
 from harness.feature_step import feature_rows
 from harness.features import FeatureRow, write_features_csv
-from harness.pca_step import run_pca_step
+from harness.pca_step import run_pca_step, save_pca
 from harness.plan import Plan, Step
+from harness.spec import PcaAnalysis
 from harness.results import (
+    SPECTRA,
+    ChunkPlacement,
     FEATURES,
     AnalysisRecord,
     GroupTiming,
@@ -37,6 +43,20 @@ from harness.strategies.numpy_lapack import stack_results
 from harness.strategies.registry import STRATEGIES
 from harness.timing import measure
 from harness.verify import Verification, reference_values, verify
+
+
+Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
+MAX_ATTEMPTS = 3
+
+
+def lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """What a future raises when its worker process died, for every executor we hand out
+    (distributed is imported only by runs that fan out)."""
+    try:
+        from distributed import KilledWorker
+    except ImportError:
+        return (BrokenProcessPool,)
+    return (BrokenProcessPool, KilledWorker)
 
 
 def sample_refs(group: ShapeGroup, sample: int) -> tuple[MatrixRef, ...]:
@@ -98,15 +118,28 @@ class Runner:
         self.dtype = np.dtype(self.plan.dtype)
         self.spectra: dict[str, np.ndarray] = {}
         self.features: list[FeatureRow] = []
+        self._saved_spectra = 0  # how many spectra the file on disk holds
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
         self._stack = ExitStack()
         self._pool: Executor | None = None
 
     def _executor(self) -> Executor:
+        """The run's one executor, started on first use and closed with the run."""
         if self._pool is None:
-            self._pool = self._stack.enter_context(process_pool(self.plan.workers))
+            plan = self.plan
+            if plan.executor == "dask":
+                manager = dask_executor(plan.dask_address, plan.workers, plan.threads_per_worker)
+                self._pool = self._stack.enter_context(manager)
+            else:
+                self._pool = self._stack.enter_context(process_pool(plan.workers, plan.threads_per_worker))
         return self._pool
+
+    def _replace_broken_pool(self, broken: Executor) -> None:
+        """A process pool whose worker died refuses all work; the next call starts a new one."""
+        if self._pool is broken:
+            broken.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def _context(self, device: str) -> ExecContext:
         return exec_context(self.plan, device, self.seed, self._executor)
@@ -122,28 +155,28 @@ class Runner:
                 self.record.complete = True
             finally:
                 self.record.finished = now()
-                self._save()
+                self._save(final=True)
         return self.record
 
-    def _save(self) -> None:
-        save_spectra(self.spectra, self.folder)
-        if self.features:
+    def _save(self, final: bool = False) -> None:
+        """Write the spectra when they grew, features.csv once at the end (a resumed run gets
+        its rows back from the cache), then the record, which says how far the run got."""
+        if len(self.spectra) != self._saved_spectra or not (self.folder / SPECTRA).exists():
+            save_spectra(self.spectra, self.folder)
+            self._saved_spectra = len(self.spectra)
+        if final and self.features:
             write_features_csv(self.features, self.folder / FEATURES)
         save_record(self.record, self.folder)
 
     def _step(self, step: Step) -> AnalysisRecord:
         if step.op == "pca":
-            return run_pca_step(step, self.record, self.workload, self.folder, self._context,
-                                warmup=self.warmup, repeats=self.repeats)
+            return self._pca(step)
         op = OpRequest(step.op, step.k)
         strategy = STRATEGIES[step.strategy]
         groups = self.workload.groups()
-        wall, cached, computed = self._full(step, op, strategy, groups)
+        wall, cached, placements = self._full(step, op, strategy, groups)
         timings, checks = self._benchmark(step, op, groups)
-        rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device))
-        self.features += rows
-        for note in notes:
-            self.console.print(f"[yellow]note:[/] {note}")
+        self._features(step)
         return AnalysisRecord(
             name=step.analysis,
             op=step.op,
@@ -154,19 +187,63 @@ class Runner:
             n_matrices=len(self.workload),
             wall_s=wall,
             cached_chunks=cached,
-            computed_chunks=computed,
+            computed_chunks=len(placements),
+            placements=placements,
             timings=timings,
             verification=checks,
             skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
         )
 
+    def _analysis_spec(self, step: Step) -> dict[str, object]:
+        """The resolved `[[analysis]]` table of a step: every option belongs in its cache keys."""
+        return next(a for a in self.record.spec["analysis"] if (a.get("name") or a["op"]) == step.analysis)
+
+    def _features(self, step: Step) -> None:
+        """features.csv rows of one analysis, from the cache when it holds them."""
+        if not step.features:
+            return
+        key = self.keys.step(step, "features", analysis=self._analysis_spec(step))
+        hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
+        if hit is None:
+            rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device))
+            hit = StepEntry(rows=rows, notes=notes)
+            if self.cache is not None:
+                self.cache.put_model(key, hit, f"{step.analysis}: features", kind="step")
+        self.features += hit.rows
+        for note in hit.notes:
+            self.console.print(f"[yellow]note:[/] {note}")
+
+    def _pca(self, step: Step) -> AnalysisRecord:
+        """A pca step, whole from the cache when this machine ran it before (it holds timings)."""
+        start = time.perf_counter()
+        key = self.keys.step(step, "pca", analysis=self._analysis_spec(step), warmup=self.warmup, repeats=self.repeats,
+                             sample=self.plan.sample, budget=self.plan.memory_budget,
+                             machine=self.record.machine.identity)
+        hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
+        arrays = self.cache.get_arrays(key + "-arrays") if hit is not None and self.cache else None
+        if hit is not None and hit.record is not None and arrays is not None:
+            record = hit.record
+            record.wall_s = time.perf_counter() - start  # reading the cache, as for other steps
+            record.cached_chunks, record.computed_chunks = 1, 0
+            for t in record.timings:
+                t.cached = True
+        else:
+            analysis = PcaAnalysis.model_validate(self._analysis_spec(step))
+            record, arrays = run_pca_step(step, analysis, self.plan, self.workload, self._context,
+                                          warmup=self.warmup, repeats=self.repeats)
+            record.computed_chunks = 1
+            if self.cache is not None:
+                self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
+                self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
+        save_pca(arrays, self.folder)
+        return record
+
     def _full(
         self, step: Step, op: OpRequest, strategy: Strategy, groups: list[ShapeGroup]
-    ) -> tuple[float, int, int]:
-        """The analysis itself over every matrix, chunked to the planned batch sizes; returns
-        the wall time and how many chunks came from the cache and how many were computed."""
-        ctx = self._context(step.device)
-        counts = [0, 0]
+    ) -> tuple[float, int, list[ChunkPlacement]]:
+        """The analysis itself over every matrix, chunked to the planned batch sizes: cached
+        chunks first, the rest computed here or on the executor's workers, each cached as it
+        completes. Returns the wall time, the chunks from the cache and where the rest ran."""
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
@@ -174,31 +251,82 @@ class Runner:
             TimeRemainingColumn(),
         )
         start = time.perf_counter()
+        cached = 0
+        placements: list[ChunkPlacement] = []
         with Progress(*columns, console=self.console, transient=True) as progress:
             task = progress.add_task(f"{step.analysis} [{step.strategy}]", total=len(self.workload))
+            todo: list[Item] = []
             for group in groups:
                 for chunk in chunks(group.refs, step.batch_sizes[group.label]):
-                    S, cached = self._chunk(step, op, strategy, chunk, ctx)
-                    counts[not cached] += 1
-                    for ref, values in zip(chunk, S):
-                        self.spectra[f"{step.analysis}:{ref.id}"] = values
-                    progress.advance(task, len(chunk))
-        return time.perf_counter() - start, counts[0], counts[1]
+                    key = self.keys.chunk(step, [ref.id for ref in chunk])
+                    hit = self.cache.get_arrays(key) if self.cache is not None else None
+                    if hit is not None and "S" in hit and len(hit["S"]) == len(chunk):
+                        self._store(step, chunk, hit["S"])
+                        cached += 1
+                        progress.advance(task, len(chunk))
+                    else:
+                        todo.append((group.label, key, self._task(step, op, chunk)))
+            for (label, key, chunk_task), outcome, attempts in self._outcomes(todo):
+                self._store(step, chunk_task.refs, outcome.S)
+                if self.cache is not None:
+                    what = f"{step.analysis}: {step.op} by {step.strategy}, {len(chunk_task.refs)} from {chunk_task.refs[0].id}"
+                    self.cache.put_arrays(key, {"S": outcome.S}, what)
+                placements.append(ChunkPlacement(
+                    group=label, first=chunk_task.refs[0].id, count=len(chunk_task.refs),
+                    worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
+                    attempts=attempts,
+                ))
+                progress.advance(task, len(chunk_task.refs))
+        return time.perf_counter() - start, cached, placements
 
-    def _chunk(
-        self, step: Step, op: OpRequest, strategy: Strategy, chunk: Sequence[MatrixRef], ctx: ExecContext
-    ) -> tuple[np.ndarray, bool]:
-        """One chunk's singular values in float64, from the cache when it holds them."""
-        key = self.keys.chunk(step, [ref.id for ref in chunk])
-        hit = self.cache.get_arrays(key) if self.cache is not None else None
-        if hit is not None and "S" in hit and len(hit["S"]) == len(chunk):
-            return hit["S"], True
-        data = strategy.load(self.workload.source, chunk, self.dtype)
-        S = strategy.compute(op, data, ctx).S.astype(np.float64)
-        if self.cache is not None:
-            label = f"{step.analysis}: {step.op} by {step.strategy}, {len(chunk)} from {chunk[0].id}"
-            self.cache.put_arrays(key, {"S": S}, label)
-        return S, False
+    def _task(self, step: Step, op: OpRequest, chunk: Sequence[MatrixRef]) -> ChunkTask:
+        return ChunkTask(
+            source=self.workload.source, refs=tuple(chunk), strategy=step.strategy, op=op,
+            dtype=self.plan.dtype, device=step.device, seed=self.seed,
+            threads=None if self.plan.executor == "local" else self.plan.threads_per_worker,
+        )
+
+    def _store(self, step: Step, refs: Sequence[MatrixRef], S: np.ndarray) -> None:
+        for ref, values in zip(refs, S):
+            self.spectra[f"{step.analysis}:{ref.id}"] = values
+
+    def _outcomes(self, todo: list[Item]) -> Iterator[tuple[Item, ChunkOutcome, int]]:
+        """Each item's chunk outcome, in order of completion, with the attempts it took.
+
+        `local` computes here, in order; otherwise chunks go to the executor, and a chunk lost
+        with its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
+        """
+        if self.plan.executor == "local":
+            for item in todo:
+                yield item, run_chunk(item[2], self._executor), 1
+            return
+        attempts = dict.fromkeys(range(len(todo)), 1)
+        lost = lost_worker_errors()
+        pending: dict[Future[ChunkOutcome], tuple[int, Executor]] = {}
+
+        def submit(i: int) -> None:
+            executor = self._executor()
+            pending[executor.submit(run_chunk, todo[i][2])] = (i, executor)
+
+        for i in range(len(todo)):
+            submit(i)
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                i, executor = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except lost as exc:
+                    if attempts[i] >= MAX_ATTEMPTS:
+                        first = todo[i][2].refs[0].id
+                        raise RuntimeError(f"the chunk from {first} was lost with its worker "
+                                           f"{attempts[i]} times: {exc}") from exc
+                    attempts[i] += 1
+                    if isinstance(exc, BrokenProcessPool):
+                        self._replace_broken_pool(executor)
+                    submit(i)
+                    continue
+                yield todo[i], outcome, attempts[i]
 
     def _benchmark(
         self, step: Step, op: OpRequest, groups: list[ShapeGroup]
@@ -231,7 +359,7 @@ class Runner:
                 refs = samples[group.label]
                 batches = load_batches(strategy, source, refs, timed.batch_sizes[group.label], self.dtype)
                 measurement, result = measure(
-                    lambda: compute_batches(strategy, op, batches, ctx),
+                    partial(compute_batches, strategy, op, batches, ctx),
                     warmup=self.warmup,
                     repeats=self.repeats,
                     backend=ctx.backend,

@@ -14,6 +14,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from harness.data.registry import DATA_MODELS, DataConfig
@@ -134,6 +135,13 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
 class Execution(_Section):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     workers: int | None = Field(None, ge=1, description="process workers; default: all cores")
+    executor: Literal["local", "process_pool", "dask"] = Field(
+        "local",
+        description="where full analyses run, chunk by chunk: in this process, a local process "
+        "pool, or Dask (dask_address, else a LocalCluster of `workers` processes)",
+    )
+    dask_address: str | None = Field(None, description='an existing scheduler, "tcp://host:8786"')
+    threads_per_worker: int = Field(1, ge=1, description="BLAS threads per worker process")
     memory_budget: ByteSize = Field(ByteSize(4 * 2**30), description='e.g. "4GiB"')
     dtype: Literal["float32", "float64"] = "float32"
     cache_dir: str | None = Field(
@@ -141,6 +149,13 @@ class Execution(_Section):
         description="result cache folder (relative: to the spec's folder); default "
         "./.harness-cache in the working directory",
     )
+
+
+    @model_validator(mode="after")
+    def _address_needs_dask(self) -> Execution:
+        if self.dask_address is not None and self.executor != "dask":
+            raise ValueError('dask_address is set but executor is not "dask"')
+        return self
 
 
 class Benchmark(_Section):

@@ -16,8 +16,6 @@ from harness.features import (
     FeatureRow,
     Spectrum,
     condition_number,
-    cosine_from_inner,
-    delta_cosine,
     effective_rank,
     energy_rank,
     frobenius_norm,
@@ -231,31 +229,6 @@ def test_principal_angles_match_scipy_ascending() -> None:
     angles = principal_angles(U_a, U_b)
     assert angles.shape == (3,) and np.all(np.diff(angles) >= 0)
     np.testing.assert_allclose(angles, np.sort(scipy.linalg.subspace_angles(U_a, U_b)), atol=1e-12)
-
-
-def test_delta_cosine_matches_vdot() -> None:
-    rng = np.random.default_rng(RNG_SEED)
-    W_a, W_b = rng.standard_normal((2, 7, 5))
-    expected = np.vdot(W_a, W_b) / math.sqrt(np.vdot(W_a, W_a) * np.vdot(W_b, W_b))
-    assert delta_cosine(W_a, W_b) == pytest.approx(expected, rel=1e-12)
-    assert delta_cosine(W_a, 2.5 * W_a) == pytest.approx(1.0)
-    assert delta_cosine(W_a, -W_a) == pytest.approx(-1.0)
-
-
-def test_cosine_from_lora_factors_matches_delta_cosine() -> None:
-    rng = np.random.default_rng(RNG_SEED)
-    (B_a, B_b), (A_a, A_b) = rng.standard_normal((2, 9, 3)), rng.standard_normal((2, 3, 8))
-    inner = np.trace((B_a.T @ B_b) @ (A_b @ A_a.T))
-    norm_a = math.sqrt(np.trace((B_a.T @ B_a) @ (A_a @ A_a.T)))
-    norm_b = math.sqrt(np.trace((B_b.T @ B_b) @ (A_b @ A_b.T)))
-    assert cosine_from_inner(inner, norm_a, norm_b) == pytest.approx(
-        delta_cosine(B_a @ A_a, B_b @ A_b), rel=1e-12
-    )
-
-
-def test_cosine_of_a_zero_delta_is_nan() -> None:
-    assert math.isnan(delta_cosine(np.zeros((2, 2)), np.eye(2)))
-    assert math.isnan(cosine_from_inner(0.0, 0.0, 1.0))
 
 
 ROWS = [

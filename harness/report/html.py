@@ -15,7 +15,8 @@ from markupsafe import Markup
 from harness.compare import Comparison
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
-from harness.results import AnalysisRecord, RunRecord, load_record, write_atomic
+from harness.atomic import write_atomic
+from harness.results import AnalysisRecord, RunRecord, load_record
 from harness.units import format_bytes, format_seconds, format_speedup
 
 REPORT = "report.html"

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
-from harness.compare import Comparison
 from harness.plan import Plan
 from harness.results import AnalysisRecord, RunRecord
 from harness.units import format_bytes, format_seconds
+
+if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
+    from harness.compare import Comparison
+
+
+def executor_label(plan: Plan) -> str:
+    """Where full analyses run, as the plan and the record say it."""
+    if plan.executor == "local":
+        return f"executor local (in this process; {plan.workers} workers for fan-out strategies)"
+    where = f" at {plan.dask_address}" if plan.dask_address else (" (LocalCluster)" if plan.executor == "dask" else "")
+    return f"executor {plan.executor}{where}, {plan.workers} workers x {plan.threads_per_worker} threads"
 
 
 def plan_table(plan: Plan) -> Table:
     groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
     table = Table(
         title=f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, "
-        f"budget {format_bytes(plan.memory_budget)}, {plan.workers} workers",
+        f"budget {format_bytes(plan.memory_budget)}, {executor_label(plan)}",
         title_justify="left",
         show_lines=True,
     )
@@ -84,9 +96,15 @@ def wall_lines(record: RunRecord) -> list[str]:
 
 
 def _cache_note(analysis: AnalysisRecord) -> str:
-    """Says when the wall time is that of reading the result cache, not of computing."""
+    """Says when the wall time is that of reading the result cache, not of computing, and where
+    the computed chunks ran."""
     chunks = analysis.cached_chunks + analysis.computed_chunks
     notes = [f"{analysis.cached_chunks} of {chunks} chunks from the cache"] if analysis.cached_chunks else []
+    workers = {p.worker for p in analysis.placements}
+    if len(workers) > 1:
+        notes.append(f"{len(analysis.placements)} chunks on {len(workers)} workers")
+    if retried := sum(p.attempts > 1 for p in analysis.placements):
+        notes.append(f"{retried} chunks resubmitted after losing their worker")
     if any(t.cached for t in analysis.timings):
         notes.append("timings reused from an earlier run on this machine")
     return f" ({'; '.join(notes)})" if notes else ""
