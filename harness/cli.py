@@ -9,6 +9,7 @@ import argparse
 import hashlib
 import json
 import shlex
+import shutil
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -103,11 +104,16 @@ def run(args: argparse.Namespace) -> int:
         console=err,
         cache=None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec)),
     )
+    created = not folder.exists()
     try:
         runner.run()
     except KeyboardInterrupt:
         err.print(f"interrupted: {folder} holds a record marked incomplete")
         return EXIT_INTERRUPTED
+    except DataError:
+        if created:  # a bad input file found while loading: leave nothing behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     out.print(run_table(record))
     for line in wall_lines(record):
         out.print(line)

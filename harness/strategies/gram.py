@@ -16,16 +16,13 @@ from harness.data.layout import AdapterLayout, Position
 from harness.data.workload import Source
 from harness.linalg.device import Backend, resolve_device, torch_module
 from harness.linalg.factored import frobenius_gram
-from harness.linalg.gram import accumulate_gram, block_columns, iter_column_blocks
+from harness.linalg.gram import SUM_COLUMNS, accumulate_gram
 from harness.machine import MachineInfo
 from harness.strategies.base import ExecContext, StrategyBase
 
 GEMM_GFLOPS_PER_CORE = 40.0  # float64 syrk/gemm, OpenBLAS, 2-core x86: ~80 GFLOPS measured
 LORA_DENSE_GFLOPS_PER_CORE = 20.0  # forming s * B @ A in float64 then casting, effective
 READ_BYTES_PER_S = 1e9  # streaming stored deltas (page cache or a fast disk): an assumption
-# Widest column block dual_gram uses whatever the budget: X @ X.T with n ~ 20 rows runs far from
-# BLAS peak, and worse the wider the block (18 rows, 2 cores: 16K columns 0.35 GB/s, 4M 0.04 GB/s).
-MAX_BLOCK_COLUMNS = 1 << 14
 
 
 def _gemm_rate(machine: MachineInfo) -> float:
@@ -70,11 +67,18 @@ class GramStrategy(StrategyBase):
 
 class DualGramStrategy(GramStrategy):
     name = "dual_gram"
-    summary = "streams each position's n deltas once, column blocks into a float64 Gram"
+    summary = "streams each position's n deltas once, column slices into a float64 Gram"
+
+    def backend(self, device: str) -> Backend:
+        """Torch wherever it is there: on the CPU, MKL's batched float32 product beats OpenBLAS's
+        syrk for n ~ 20 rows (18 rows, 2 cores: ~8 vs ~6 GB/s, benchmarks/gram_memmap.py)."""
+        if torch_module() is None:
+            return "numpy"
+        return resolve_device(device)
 
     def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
-        """One position's n deltas as stored, plus one float64 column of the block."""
-        return max(layout.n * p.size * itemsize for p in layout.positions) + layout.n * 8
+        """One position's n deltas as stored, plus the float64 copy of one column slice."""
+        return max(layout.n * p.size * itemsize + layout.n * min(p.size, SUM_COLUMNS) * 8 for p in layout.positions)
 
     def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
         n = layout.n
@@ -84,13 +88,12 @@ class DualGramStrategy(GramStrategy):
     def grams(
         self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
     ) -> np.ndarray:
+        """The position's deltas are in memory already, so the whole matrix is one block: its
+        slices are views, copied one at a time (numpy) or not at all (torch on the CPU)."""
         out = np.empty((len(layout.positions), layout.n, layout.n))
         for i, position in enumerate(layout.positions):
             X = source.load_dense(position.refs, ctx.dtype).reshape(layout.n, -1)
-            columns = min(
-                block_columns(layout.n, X.shape[1], 8, max(memory_budget - X.nbytes, 0)), MAX_BLOCK_COLUMNS
-            )
-            out[i] = accumulate_gram(iter_column_blocks(X, columns), backend=ctx.backend)
+            out[i] = accumulate_gram([X], backend=ctx.backend)
         return out
 
 

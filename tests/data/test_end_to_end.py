@@ -66,3 +66,17 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, write_adapter, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "adapter_model.safetensors" in err
     assert not out.exists()
+
+
+def test_nan_found_while_loading_exits_2_and_leaves_no_folder(tmp_path: Path, capsys) -> None:
+    W = np.ones((6, 4), dtype=np.float32)
+    W[2, 3] = np.nan
+    np.save(tmp_path / "bad.npy", W)
+    np.save(tmp_path / "good.npy", np.eye(6, 4, dtype=np.float32))
+    (tmp_path / "spec.toml").write_text(SPEC.replace('source = "peft"\npaths = ["adapters/*"]',
+                                                     'source = "arrays"\npaths = ["good.npy", "bad.npy"]'))
+    out = tmp_path / "run"
+    assert main(["run", str(tmp_path / "spec.toml"), "-o", str(out), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.npy" in err[0] and "NaN" in err[0]
+    assert not out.exists()

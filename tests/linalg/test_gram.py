@@ -7,6 +7,7 @@ import pytest
 
 from harness.linalg.device import cuda_available, torch_module
 from harness.linalg.gram import (
+    SUM_COLUMNS,
     accumulate_gram,
     block_columns,
     center_gram,
@@ -32,10 +33,21 @@ def data(n: int = 6, d: int = 1000, seed: int = 0, dtype=np.float64) -> np.ndarr
 
 
 def representable(n: int, d: int, seed: int = 0) -> np.ndarray:
-    """float32 values m / 1024 with |m| < 2048: every product and every sum of d of them is
-    exact in float64, so a float64-accumulated Gram has one right answer."""
+    """float32 values m / 32 with |m| < 32: a product is a multiple of 2**-10 below 1, so a sum
+    of SUM_COLUMNS = 2**14 of them is exact in float32 (< 2**24 units) and every sum of d of
+    them is exact in float64: a Gram with float32 slices and float64 accumulation across them
+    has one right answer."""
     rng = np.random.default_rng(seed)
-    return (rng.integers(-2047, 2048, size=(n, d)) / 1024).astype(np.float32)
+    return (rng.integers(-31, 32, size=(n, d)) / 32).astype(np.float32)
+
+
+FLOAT32_RTOL = 1e-5  # accumulate_gram's float32 model: ~sqrt(SUM_COLUMNS) * 2**-24 = 8e-6
+
+
+def assert_gram_close(G: np.ndarray, exact: np.ndarray, rtol: float) -> None:
+    """|G - exact| <= rtol * |x_i| |x_j|: the scale roundoff is relative to, entry by entry."""
+    norms = np.sqrt(np.diag(exact))
+    assert np.all(np.abs(G - exact) <= rtol * np.outer(norms, norms) + 1e-300), np.abs(G - exact).max()
 
 
 def budget_for(columns: int, n: int, itemsize: int) -> int:
@@ -100,25 +112,35 @@ def test_accumulate_uneven_mixed_blocks(backend: str) -> None:
     blocks = (X[:, a:b].astype(t) for a, b, t in spans)  # a generator
     G = accumulate_gram(blocks, backend=backend)
     Xq64 = Xq.astype(np.float64)
-    np.testing.assert_allclose(G, Xq64 @ Xq64.T, rtol=1e-12, atol=1e-9)
+    assert_gram_close(G, Xq64 @ Xq64.T, FLOAT32_RTOL)  # float32 / float16 blocks: float32 products
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("columns", [7, 1000])
+@pytest.mark.parametrize("columns", [7, 1000, 1 << 18])
 def test_float32_input_accumulates_in_float64(backend: str, columns: int) -> None:
-    X32 = representable(6, 1000)
+    X32 = representable(4, 1 << 18)
     X64 = X32.astype(np.float64)
     exact = X64 @ X64.T  # exact: all partial sums are representable
-    G = gram_from_array(X32, memory_budget=budget_for(columns, 6, 4), backend=backend)
+    G = gram_from_array(X32, memory_budget=budget_for(columns, 4, 4), backend=backend)
     assert G.dtype == np.float64
-    np.testing.assert_allclose(G, exact, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(G, exact)
 
 
 def test_float32_accumulation_would_not_be_exact() -> None:
-    """Guard that the case above can tell float64 from float32 accumulation."""
-    X32 = representable(6, 1000)
+    """Guard that the case above can tell float64 from float32 accumulation across slices."""
+    X32 = representable(4, 1 << 18)
     X64 = X32.astype(np.float64)
     assert not np.array_equal((X32 @ X32.T).astype(np.float64), X64 @ X64.T)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [6, 20])  # 20 > TOP_ROWS: the torch path's mirrored block
+def test_float32_precision_model(backend: str, n: int) -> None:
+    """Random float32 data with an offset (large, nearly parallel vectors), several slices."""
+    X32 = data(n, 5 * SUM_COLUMNS + 123, seed=1, dtype=np.float32) + np.float32(3.0)
+    X64 = X32.astype(np.float64)
+    G = gram_from_array(X32, memory_budget=1 << 30, backend=backend)
+    assert_gram_close(G, X64 @ X64.T, FLOAT32_RTOL)
 
 
 @pytest.mark.filterwarnings("error")  # e.g. torch's warning on a read-only array
@@ -136,28 +158,26 @@ def test_memmap_input(tmp_path, backend: str, dtype, columns: int) -> None:
     itemsize = np.dtype(dtype).itemsize
     G = gram_from_array(ro, memory_budget=budget_for(columns, 6, itemsize), backend=backend)
     X64 = X.astype(np.float64)
-    np.testing.assert_allclose(G, X64 @ X64.T, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(gram_pairwise(ro), G, rtol=1e-12, atol=1e-9)
+    rtol = 1e-12 if dtype == np.float64 else FLOAT32_RTOL
+    assert_gram_close(G, X64 @ X64.T, rtol)
+    assert_gram_close(G, gram_pairwise(ro), rtol)
 
 
 @pytest.mark.parametrize("n", [1, 2, 6])
 def test_gram_pairwise_equals_streamed(n: int) -> None:
     X = data(n, 1000, dtype=np.float32)
-    np.testing.assert_allclose(
-        gram_pairwise(X), gram_from_array(X, memory_budget=1 << 16), rtol=1e-12, atol=1e-9
-    )
+    assert_gram_close(gram_from_array(X, memory_budget=1 << 16), gram_pairwise(X), FLOAT32_RTOL)
 
 
 @pytest.mark.parametrize("backend", TORCH_BACKENDS)
 def test_torch_backend_equals_numpy(backend: str) -> None:
     X = data(6, 1000, dtype=np.float32)
     budget = budget_for(64, 6, 4)
-    np.testing.assert_allclose(
-        gram_from_array(X, memory_budget=budget, backend=backend),
-        gram_from_array(X, memory_budget=budget, backend="numpy"),
-        rtol=1e-13,
-        atol=1e-10,
-    )
+    G = gram_from_array(X, memory_budget=budget, backend=backend)
+    assert_gram_close(G, gram_from_array(X, memory_budget=budget, backend="numpy"), FLOAT32_RTOL)
+    X64 = X.astype(np.float64)
+    G64 = gram_from_array(X64, memory_budget=budget_for(64, 6, 8), backend=backend)
+    np.testing.assert_allclose(G64, X64 @ X64.T, rtol=1e-13, atol=1e-10)
 
 
 def test_accumulate_rejects_bad_blocks() -> None:

@@ -96,3 +96,15 @@ def test_layout_rejects_adapters_with_different_matrices() -> None:
     w2.refs[-1] = MatrixRef(**{**bad.model_dump(), "shape": (5, 5)})
     with pytest.raises(DataError, match="has shape"):
         AdapterLayout.from_workload(w2)
+
+
+def test_factored_gram_float32_factors_within_float32_model() -> None:
+    """float32 factors: float32 cross-Grams, float64 products and sums (frobenius_gram)."""
+    w = workload(5)
+    layout = AdapterLayout.from_workload(w)
+    exact = STRATEGIES["factored_gram"].grams(w.source, layout, ctx(), 2**20)  # type: ignore[attr-defined]
+    single = STRATEGIES["factored_gram"].grams(w.source, layout, ctx(np.float32), 2**20)  # type: ignore[attr-defined]
+    f32 = [w.source.load_factors(p.refs, np.dtype(np.float32)) for p in layout.positions]
+    assert all(f.B.dtype == np.float32 for f in f32)
+    norms = np.sqrt(np.einsum("pii->pi", exact))
+    assert np.all(np.abs(single - exact) <= 1e-5 * norms[:, :, None] * norms[:, None, :])
