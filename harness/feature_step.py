@@ -121,8 +121,9 @@ def _exact(source: Source, refs: Sequence[MatrixRef]) -> Factors | np.ndarray:
 
 def _gram(data: Factors | np.ndarray) -> np.ndarray:
     """<dW_i, dW_j>_F of one position's deltas (the deltas, not their flattened factors), float64."""
-    if isinstance(data, Factors):
-        return frobenius_gram(data.B, data.A, data.scale)
+    if isinstance(data, Factors):  # float64 factors: frobenius_gram keeps float32 products float32
+        f64 = np.float64
+        return frobenius_gram(data.B.astype(f64), data.A.astype(f64), data.scale.astype(f64))
     X = data.reshape(len(data), -1).astype(np.float64)
     return X @ X.T
 
