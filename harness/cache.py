@@ -43,7 +43,10 @@ SUFFIX = ".entry"
 STALE_TMP_S = 3600.0  # a temporary file this old belongs to no live writer
 # The modules whose code determines cached numbers and timings: an edit to them invalidates the
 # store even while harness.__version__ stays the same (an editable install under development).
-NUMERIC_SOURCES = ("linalg", "strategies", "data", "verify.py", "timing.py")
+NUMERIC_SOURCES = (
+    "linalg", "strategies", "data", "verify.py", "timing.py", "features.py", "feature_step.py",
+    "pca_step.py", "chunk_task.py",
+)
 
 M = TypeVar("M", bound=BaseModel)
 Kind = Literal["chunk", "timing", "step"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,17 @@ from harness.results import RunRecord, load_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def work_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Runs write results/ and .harness-cache/ into the working directory: keep the checkout
+    clean, and no test reads another's cache."""
+    here = Path.cwd()
+    folder = tmp_path_factory.mktemp("cwd")
+    os.chdir(folder)
+    yield folder
+    os.chdir(here)
 
 
 def known_spectrum(m: int, n: int, s: np.ndarray, seed: int = 0) -> np.ndarray:

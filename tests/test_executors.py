@@ -81,7 +81,7 @@ def test_a_killed_dask_worker_costs_a_resubmission(tmp_path: Path) -> None:
     out, cache = tmp_path / "killed", tmp_path / "cache"
     sets = [*DENSE, "execution.executor='dask'", "execution.workers=2", f"execution.cache_dir='{cache}'"]
     cmd = [sys.executable, "-m", "harness", "run", SMOKE, "-o", str(out), *[f"--set={s}" for s in sets]]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline, killed = time.monotonic() + 120, False
     while time.monotonic() < deadline and proc.poll() is None:
         entries = list(cache.glob("??/*.entry")) if cache.exists() else []

@@ -17,7 +17,7 @@ from tests.conftest import CONFIGS, ROOT
 SMOKE = str(CONFIGS / "smoke.toml")
 
 
-def harness(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def harness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=600
     )
@@ -91,7 +91,7 @@ def test_ctrl_c_leaves_an_incomplete_record_and_no_partial_files(tmp_path: Path)
         [sys.executable, "-m", "harness", "run", SMOKE, "-o", str(out),
          "--set", "data.modules={w=[1500,1200]}", "--set", "data.adapters=40",
          "--set", "analysis.0.strategy='numpy'"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 120
     while not (out / "record.json").exists() and time.monotonic() < deadline:
