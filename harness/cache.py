@@ -33,7 +33,6 @@ from pydantic import BaseModel, ValidationError
 import harness
 from harness.machine import MachineInfo
 from harness.plan import Step, Timed
-from harness.features import FeatureRow
 from harness.atomic import write_atomic
 from harness.results import AnalysisRecord, StrategyTiming
 from harness.verify import Verification
@@ -274,7 +273,7 @@ class Keys:
 class StepEntry(BaseModel):
     """A cached step product: feature rows and notes, or a PCA's record (arrays beside it)."""
 
-    rows: list[FeatureRow] = []
+    csv: str = ""  # feature rows, as features.csv lines
     notes: list[str] = []
     record: AnalysisRecord | None = None
 

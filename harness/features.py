@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -226,19 +225,21 @@ class FeatureRow(BaseModel):
 CSV_COLUMNS: tuple[str, ...] = tuple(FeatureRow.model_fields)
 
 
-def write_features_csv(rows: Iterable[FeatureRow], path: str | os.PathLike[str]) -> Path:
-    """Write rows as a tidy CSV (header CSV_COLUMNS; None as empty), atomically; return path."""
+def csv_rows(rows: Iterable[FeatureRow]) -> str:
+    """The rows as CSV lines without the header (None as empty, floats as repr), so the lines of
+    several analyses, or of a cache, can be joined under one header."""
+    text = io.StringIO()
+    csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator="\n").writerows(
+        row.model_dump() for row in rows
+    )
+    return text.getvalue()
+
+
+def write_features_csv(bodies: Iterable[str], path: str | os.PathLike[str]) -> Path:
+    """features.csv from `csv_rows` bodies under one header (CSV_COLUMNS), atomically."""
     path = Path(path)
-
-    def write(fh: IO[bytes]) -> None:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-        writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(row.model_dump() for row in rows)
-        text.flush()
-        text.detach()  # leave fh open for write_atomic's fsync
-
-    write_atomic(path, write)
+    header = ",".join(CSV_COLUMNS) + "\n"
+    write_atomic(path, lambda fh: fh.write((header + "".join(bodies)).encode()))
     return path
 
 

@@ -22,7 +22,7 @@ from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunk
 from harness.chunk_task import ChunkOutcome, ChunkTask, run_chunk
 from harness.executors import dask_executor, process_pool
 from harness.feature_step import feature_rows
-from harness.features import FeatureRow, write_features_csv
+from harness.features import csv_rows, write_features_csv
 from harness.pca_step import run_pca_step, save_pca
 from harness.plan import Plan, Step
 from harness.spec import PcaAnalysis
@@ -117,7 +117,7 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.dtype = np.dtype(self.plan.dtype)
         self.spectra: dict[str, np.ndarray] = {}
-        self.features: list[FeatureRow] = []
+        self.features: list[str] = []  # features.csv lines, one string per analysis
         self._saved_spectra = 0  # how many spectra the file on disk holds
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
@@ -206,10 +206,10 @@ class Runner:
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
         if hit is None:
             rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device))
-            hit = StepEntry(rows=rows, notes=notes)
+            hit = StepEntry(csv=csv_rows(rows), notes=notes)
             if self.cache is not None:
                 self.cache.put_model(key, hit, f"{step.analysis}: features", kind="step")
-        self.features += hit.rows
+        self.features.append(hit.csv)
         for note in hit.notes:
             self.console.print(f"[yellow]note:[/] {note}")
 

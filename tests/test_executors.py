@@ -14,7 +14,7 @@ import pytest
 
 from harness.cli import main
 from harness.executors import SerialExecutor
-from tests.conftest import CONFIGS, ROOT
+from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")
 

@@ -25,6 +25,7 @@ from harness.features import (
     spectral_norm,
     stable_rank,
     subspace_similarity,
+    csv_rows,
     write_features_csv,
 )
 
@@ -244,7 +245,7 @@ ROWS = [
 def test_write_features_csv_round_trip(tmp_path) -> None:
     path = tmp_path / "features.csv"
     path.write_text("stale")
-    assert write_features_csv(iter(ROWS), path) == path
+    assert write_features_csv([csv_rows(ROWS[:2]), csv_rows(iter(ROWS[2:]))], path) == path
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames) == CSV_COLUMNS == (
@@ -263,11 +264,11 @@ def test_write_features_csv_round_trip(tmp_path) -> None:
 
 def test_write_features_csv_keeps_old_file_on_failure(tmp_path) -> None:
     path = tmp_path / "features.csv"
-    write_features_csv(ROWS[:1], path)
+    write_features_csv([csv_rows(ROWS[:1])], path)
     before = path.read_text()
 
     def failing():
-        yield ROWS[1]
+        yield csv_rows(ROWS[1:2])
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from tests.conftest import CONFIGS, ROOT
+from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")
 
