@@ -11,7 +11,7 @@ from harness.linalg.device import Backend, cuda_missing_reason, torch_module
 from harness.linalg.gram import block_columns
 from harness.machine import MachineInfo
 from harness.spec import PcaAnalysis, Spec
-from harness.strategies.base import OpRequest, Strategy
+from harness.strategies.base import OpRequest, Strategy, StrategyBase
 from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import BASELINES, STRATEGIES
 from harness.units import format_bytes, format_seconds
@@ -94,6 +94,20 @@ def memory_budget(requested: int, backend: Backend) -> int:
     return requested
 
 
+def _cannot_run(strategy: StrategyBase, workload: Workload, spec: Spec) -> Candidate | None:
+    """The candidate that says why `strategy` cannot run here at all, or None."""
+    if (reason := strategy.unavailable(workload, spec.execution.device)) is None:
+        return None
+    return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+
+
+def _resources(strategy: StrategyBase, spec: Spec) -> tuple[Backend, int, int]:
+    """Where the strategy would run, the memory budget there, and the item size."""
+    backend = strategy.backend(spec.execution.device)
+    budget = memory_budget(int(spec.execution.memory_budget), backend)
+    return backend, budget, np.dtype(spec.execution.dtype).itemsize
+
+
 def evaluate(
     strategy: Strategy,
     op: OpRequest,
@@ -103,12 +117,9 @@ def evaluate(
     spec: Spec,
 ) -> Candidate:
     """Can `strategy` run this op here, with what batches, at what estimated cost."""
-    device = spec.execution.device
-    if (reason := strategy.unavailable(workload, device)) is not None:
-        return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
-    backend = strategy.backend(device)
-    budget = memory_budget(int(spec.execution.memory_budget), backend)
-    itemsize = np.dtype(spec.execution.dtype).itemsize
+    if (cannot := _cannot_run(strategy, workload, spec)) is not None:
+        return cannot
+    backend, budget, itemsize = _resources(strategy, spec)
     batches: dict[str, int] = {}
     total = 0.0
     for group in groups:
@@ -131,12 +142,9 @@ def evaluate_gram(
     strategy: GramStrategy, layout: AdapterLayout, workload: Workload, machine: MachineInfo, spec: Spec
 ) -> Candidate:
     """Can `strategy` build the adapters' Gram here, at what cost; batch = dense block columns."""
-    device = spec.execution.device
-    if (reason := strategy.unavailable(workload, device)) is not None:
-        return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
-    backend = strategy.backend(device)
-    budget = memory_budget(int(spec.execution.memory_budget), backend)
-    itemsize = np.dtype(spec.execution.dtype).itemsize
+    if (cannot := _cannot_run(strategy, workload, spec)) is not None:
+        return cannot
+    backend, budget, itemsize = _resources(strategy, spec)
     need = strategy.bytes_needed(layout, itemsize)
     if need > budget:
         reason = f"needs {format_bytes(need)} for one position, over the memory budget of {format_bytes(budget)}"
