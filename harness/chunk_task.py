@@ -1,4 +1,5 @@
-"""One shape-group chunk of a full analysis as a task a worker runs on its own.
+"""Tasks a worker runs on its own: one shape-group chunk of a full analysis, or the Grams of a
+range of (layer, module) positions for a PCA (summed by the client).
 
 The task carries the source's description (paths, keys, synthetic seed), never the matrices: a
 worker loads its chunk itself, so a cluster does not ship gigabytes through the scheduler.
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, Source
 from harness.executors import SerialExecutor
-from harness.strategies.base import ExecContext, OpRequest
+from harness.strategies.base import ExecContext, OpRequest, Strategy
+from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import STRATEGIES
 
 
@@ -35,8 +38,20 @@ class ChunkTask:
 
 
 @dataclass(frozen=True)
+class GramTask:
+    source: Source
+    layout: AdapterLayout  # the adapters, and the positions this task covers
+    strategy: str
+    dtype: str
+    device: str
+    seed: int
+    threads: int | None
+    memory_budget: int
+
+
+@dataclass(frozen=True)
 class ChunkOutcome:
-    S: np.ndarray  # (len(refs), q) float64
+    result: np.ndarray  # a chunk's S, (len(refs), q); or a GramTask's (positions, n, n); float64
     worker: str
     started: float  # time.time() on the worker
     seconds: float  # load and compute, on the worker
@@ -52,19 +67,34 @@ def worker_name() -> str:
         return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def run_chunk(task: ChunkTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:
-    """Load and compute one chunk. On a worker, a fan-out strategy gets a SerialExecutor: workers
-    never start pools of their own."""
-    started, start = time.time(), time.perf_counter()
-    strategy = STRATEGIES[task.strategy]
-    ctx = ExecContext(
+def _context(task: ChunkTask | GramTask, executor: Callable[[], Executor]) -> ExecContext:
+    return ExecContext(
         dtype=np.dtype(task.dtype),
         backend=task.device,  # type: ignore[arg-type]
         workers=1,
         seed=task.seed,
         executor=executor,
     )
+
+
+def run_chunk(task: ChunkTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:
+    """Load and compute one chunk. On a worker, a fan-out strategy gets a SerialExecutor: workers
+    never start pools of their own."""
+    started, start = time.time(), time.perf_counter()
+    strategy = STRATEGIES[task.strategy]
+    assert isinstance(strategy, Strategy)
+    ctx = _context(task, executor)
     with threadpool_limits(limits=task.threads):
         data = strategy.load(task.source, task.refs, ctx.dtype)
         S = strategy.compute(task.op, data, ctx).S.astype(np.float64)
-    return ChunkOutcome(S=S, worker=worker_name(), started=started, seconds=time.perf_counter() - start)
+    return ChunkOutcome(result=S, worker=worker_name(), started=started, seconds=time.perf_counter() - start)
+
+
+def run_gram_task(task: GramTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:
+    """The Grams of the task's positions, loaded and accumulated on the worker."""
+    started, start = time.time(), time.perf_counter()
+    strategy = STRATEGIES[task.strategy]
+    assert isinstance(strategy, GramStrategy)
+    with threadpool_limits(limits=task.threads):
+        grams = strategy.grams(task.source, task.layout, _context(task, executor), task.memory_budget)
+    return ChunkOutcome(result=grams, worker=worker_name(), started=started, seconds=time.perf_counter() - start)

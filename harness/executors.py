@@ -87,7 +87,7 @@ def dask_executor(address: str | None, workers: int, threads_per_worker: int) ->
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: never collide with a cluster already here
             env={"OMP_NUM_THREADS": str(threads_per_worker)},
         ) as cluster,
         Client(cluster) as client,

@@ -1,4 +1,4 @@
-"""Executing one `pca` step: the adapters' Gram with the chosen strategy over the whole workload,
+"""Executing one `pca` step: from the chosen strategy's Grams over the whole workload,
 dual PCA, the arrays in the run folder's pca.npz, then timing and verification of every compared
 strategy on a sub-workload.
 
@@ -93,25 +93,28 @@ def run_pca_step(
     plan: Plan,
     workload: Workload,
     context: Callable[[str], ExecContext],
+    full_grams: np.ndarray,
+    gram_seconds: float,
     *,
     warmup: int,
     repeats: int,
 ) -> tuple[AnalysisRecord, dict[str, np.ndarray]]:
-    """The step's record, and its pca.npz arrays (the caller saves them)."""
+    """The step's record, and its pca.npz arrays (the caller saves them). `full_grams` are the
+    chosen strategy's (positions, n, n) Grams of the whole workload, computed by the caller in
+    `gram_seconds` (here or on workers); this times and verifies every strategy on the
+    sub-workload."""
     layout = AdapterLayout.from_workload(workload)
     source = workload.source
-    chosen = STRATEGIES[step.strategy]
-    assert isinstance(chosen, GramStrategy)
 
     start = time.perf_counter()
-    grams = scoped_grams(chosen.grams(source, layout, context(step.device), plan.memory_budget), layout, analysis.scope)
+    grams = scoped_grams(full_grams, layout, analysis.scope)
     ratios: dict[str, list[float]] = {}
     arrays: dict[str, np.ndarray] = {}
     for key, G in grams.items():
         pca = dual_pca(G, analysis.components, center=analysis.center)
         ratios[key] = pca.explained_variance_ratio.tolist()
         arrays.update(pca_arrays(step.analysis, analysis.scope, key, G, pca, layout.adapters))
-    wall = time.perf_counter() - start
+    wall = gram_seconds + time.perf_counter() - start
 
     sub = layout.head(plan.sample)
     ctx64 = dataclasses.replace(context("numpy"), dtype=np.dtype(np.float64), backend="numpy")

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness.cache import Keys, ResultCache, StepEntry, TimingEntry
+from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
-from harness.chunk_task import ChunkOutcome, ChunkTask, run_chunk
+from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_gram_task
 from harness.executors import dask_executor, process_pool
 from harness.feature_step import feature_rows
 from harness.features import csv_rows, write_features_csv
@@ -46,6 +48,7 @@ from harness.verify import Verification, reference_values, verify
 
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
+Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
 
 
@@ -229,9 +232,11 @@ class Runner:
                 t.cached = True
         else:
             analysis = PcaAnalysis.model_validate(self._analysis_spec(step))
+            grams, placements = self._fanned_grams(step)
             record, arrays = run_pca_step(step, analysis, self.plan, self.workload, self._context,
+                                          grams, time.perf_counter() - start,
                                           warmup=self.warmup, repeats=self.repeats)
-            record.computed_chunks = 1
+            record.placements, record.computed_chunks = placements, len(placements)
             if self.cache is not None:
                 self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
                 self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
@@ -266,11 +271,12 @@ class Runner:
                         progress.advance(task, len(chunk))
                     else:
                         todo.append((group.label, key, self._task(step, op, chunk)))
-            for (label, key, chunk_task), outcome, attempts in self._outcomes(todo):
-                self._store(step, chunk_task.refs, outcome.S)
+            for i, outcome, attempts in self._outcomes([t for _, _, t in todo], run_chunk):
+                label, key, chunk_task = todo[i]
+                self._store(step, chunk_task.refs, outcome.result)
                 if self.cache is not None:
                     what = f"{step.analysis}: {step.op} by {step.strategy}, {len(chunk_task.refs)} from {chunk_task.refs[0].id}"
-                    self.cache.put_arrays(key, {"S": outcome.S}, what)
+                    self.cache.put_arrays(key, {"S": outcome.result}, what)
                 placements.append(ChunkPlacement(
                     group=label, first=chunk_task.refs[0].id, count=len(chunk_task.refs),
                     worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
@@ -282,33 +288,38 @@ class Runner:
     def _task(self, step: Step, op: OpRequest, chunk: Sequence[MatrixRef]) -> ChunkTask:
         return ChunkTask(
             source=self.workload.source, refs=tuple(chunk), strategy=step.strategy, op=op,
-            dtype=self.plan.dtype, device=step.device, seed=self.seed,
-            threads=None if self.plan.executor == "local" else self.plan.threads_per_worker,
+            dtype=self.plan.dtype, device=step.device, seed=self.seed, threads=self._threads(),
         )
+
+    def _threads(self) -> int | None:
+        """BLAS threads for a task: as they are in this process, or the workers' setting."""
+        return None if self.plan.executor == "local" else self.plan.threads_per_worker
 
     def _store(self, step: Step, refs: Sequence[MatrixRef], S: np.ndarray) -> None:
         for ref, values in zip(refs, S):
             self.spectra[f"{step.analysis}:{ref.id}"] = values
 
-    def _outcomes(self, todo: list[Item]) -> Iterator[tuple[Item, ChunkOutcome, int]]:
-        """Each item's chunk outcome, in order of completion, with the attempts it took.
+    def _outcomes(
+        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome]
+    ) -> Iterator[tuple[int, ChunkOutcome, int]]:
+        """(index, outcome, attempts) of each task, in order of completion.
 
-        `local` computes here, in order; otherwise chunks go to the executor, and a chunk lost
-        with its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
+        `local` runs them here, in order; otherwise they go to the executor, and a task lost with
+        its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
         """
         if self.plan.executor == "local":
-            for item in todo:
-                yield item, run_chunk(item[2], self._executor), 1
+            for i, task in enumerate(tasks):
+                yield i, run_task(task, self._executor), 1
             return
-        attempts = dict.fromkeys(range(len(todo)), 1)
+        attempts = dict.fromkeys(range(len(tasks)), 1)
         lost = lost_worker_errors()
         pending: dict[Future[ChunkOutcome], tuple[int, Executor]] = {}
 
         def submit(i: int) -> None:
             executor = self._executor()
-            pending[executor.submit(run_chunk, todo[i][2])] = (i, executor)
+            pending[executor.submit(run_task, tasks[i])] = (i, executor)
 
-        for i in range(len(todo)):
+        for i in range(len(tasks)):
             submit(i)
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -318,15 +329,41 @@ class Runner:
                     outcome = future.result()
                 except lost as exc:
                     if attempts[i] >= MAX_ATTEMPTS:
-                        first = todo[i][2].refs[0].id
-                        raise RuntimeError(f"the chunk from {first} was lost with its worker "
-                                           f"{attempts[i]} times: {exc}") from exc
+                        raise RuntimeError(f"a task was lost with its worker {attempts[i]} times: "
+                                           f"{exc}") from exc
                     attempts[i] += 1
                     if isinstance(exc, BrokenProcessPool):
                         self._replace_broken_pool(executor)
                     submit(i)
                     continue
-                yield todo[i], outcome, attempts[i]
+                yield i, outcome, attempts[i]
+
+    def _fanned_grams(self, step: Step) -> tuple[np.ndarray, list[ChunkPlacement]]:
+        """The chosen strategy's Grams of every position, split into position ranges over the
+        executor's workers (or computed here for `local`), in position order."""
+        layout = AdapterLayout.from_workload(self.workload)
+        parts = 1 if self.plan.executor == "local" else min(len(layout.positions), 2 * self.plan.workers)
+        bounds = np.linspace(0, len(layout.positions), parts + 1).round().astype(int)
+        tasks = [
+            GramTask(
+                source=self.workload.source,
+                layout=replace(layout, positions=layout.positions[a:b]),
+                strategy=step.strategy, dtype=self.plan.dtype, device=step.device, seed=self.seed,
+                threads=self._threads(), memory_budget=self.plan.memory_budget,
+            )
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
+        results: dict[int, np.ndarray] = {}
+        placements = []
+        for i, outcome, attempts in self._outcomes(tasks, run_gram_task):
+            results[i] = outcome.result
+            first = tasks[i].layout.positions[0]
+            placements.append(ChunkPlacement(
+                group="positions", first=first.label, count=len(tasks[i].layout.positions),
+                worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
+                attempts=attempts,
+            ))
+        return np.concatenate([results[i] for i in range(len(tasks))]), placements
 
     def _benchmark(
         self, step: Step, op: OpRequest, groups: list[ShapeGroup]

@@ -50,6 +50,12 @@ def test_fanned_out_runs_match_a_local_run(tmp_path: Path, executor: str) -> Non
     assert all(p["attempts"] == 1 and p["seconds"] > 0 for p in svd["placements"])
     if executor == "dask":
         assert all(p["worker"].startswith("tcp://127.0.0.1:") for p in svd["placements"])
+    # the PCA's Grams, split over position ranges on the workers and summed in order
+    geometry = next(a for a in fanned["analyses"] if a["name"] == "geometry")
+    assert len(geometry["placements"]) == 4 and {p["group"] for p in geometry["placements"]} == {"positions"}
+    local_pca, fanned_pca = np.load(tmp_path / "local" / "pca.npz"), np.load(tmp_path / executor / "pca.npz")
+    for key in local_pca.files:
+        np.testing.assert_array_equal(local_pca[key], fanned_pca[key])
     assert local["plan"]["executor"] == "local"
 
 
