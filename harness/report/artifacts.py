@@ -15,7 +15,6 @@ from harness.results import SPECTRA, RecordError
 
 FEATURES = "features.csv"
 PCA = "pca.npz"
-TINY = 1e-300  # log-scale floor for exact zeros
 
 Band = tuple[np.ndarray, np.ndarray, np.ndarray]  # median, 10th, 90th percentile per index
 
@@ -36,7 +35,7 @@ def decay_bands(folder: Path) -> dict[str, dict[str, Band]]:
         bands[analysis] = {}
         for module, arrays in sorted(modules.items()):
             n = min(len(a) for a in arrays)
-            stack = np.maximum(np.stack([a[:n] for a in arrays]), TINY)
+            stack = np.stack([a[:n] for a in arrays])
             low, median, high = np.percentile(stack, [10, 50, 90], axis=0)
             bands[analysis][module] = (median, low, high)
     return bands

@@ -82,13 +82,21 @@ def timing_chart(analysis: AnalysisRecord) -> str:
 
 
 def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> str:
-    """Singular values by index per module: median line and 10-90% band, log scale."""
+    """Singular values by index per module: median line and 10-90% band, log scale.
+
+    Exact zeros (the min(m, n) - r zeros of a rank-r LoRA spectrum) have no place on a log axis:
+    they are left out, so the line ends at the rank instead of the axis reaching 1e-300."""
     fig = _figure(6.0, 3.0)
     ax = fig.subplots()
+    zeros = False
     for module, (median, low, high) in bands.items():
         i = np.arange(1, len(median) + 1)
+        zeros |= bool(np.any(median <= 0))
+        median, low, high = (np.where(a > 0, a, np.nan) for a in (median, low, high))
         (line,) = ax.plot(i, median, lw=1.5, label=module)
         ax.fill_between(i, low, high, color=line.get_color(), alpha=0.2, lw=0)
+    if zeros:
+        title += " (exact zeros not drawn)"
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("index i")
