@@ -7,6 +7,7 @@ path `harness run` takes. asv owns timing and statistics per commit and machine.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from harness.asv_bridge import Case, case_keys, strategies_for
 from harness.machine import probe
@@ -26,3 +27,20 @@ def case_params(op: str) -> list[list[str]]:
 
 def open_case(op: str, case: str, strategy: str) -> Case:
     return Case(case_keys(SPECS, op)[case], strategy)
+
+
+class CaseSuite:
+    """A suite over (strategy, case) of one op: opens the case in setup, closes it after."""
+
+    op: ClassVar[str]
+    param_names = ["strategy", "case"]
+    case: Case
+    timeout = 120
+
+    def setup(self, strategy: str, case: str) -> None:
+        self.case = open_case(self.op, case, strategy)
+
+    def teardown(self, strategy: str, case: str) -> None:
+        # asv also tears down after a setup that skipped (raised NotImplementedError)
+        if (opened := getattr(self, "case", None)) is not None:
+            opened.close()

@@ -8,26 +8,10 @@ op lands, `class Pca(_MemorySuite): op = "pca"` with an analysis in configs/benc
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from benchmarks import case_params, open_case
-from harness.asv_bridge import Case
+from benchmarks import CaseSuite, case_params
 
 
-class _MemorySuite:
-    op: ClassVar[str]
-    param_names = ["strategy", "case"]
-    case: Case
-    timeout = 120
-
-    def setup(self, strategy: str, case: str) -> None:
-        self.case = open_case(self.op, case, strategy)
-
-    def teardown(self, strategy: str, case: str) -> None:
-        # asv also tears down after a setup that skipped (raised NotImplementedError)
-        if (opened := getattr(self, "case", None)) is not None:
-            opened.close()
-
+class _MemorySuite(CaseSuite):
     def peakmem_full_group(self, strategy: str, case: str) -> None:
         self.case.stream_group()
 

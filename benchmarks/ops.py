@@ -5,29 +5,18 @@ A new op gets a three-line subclass naming it, once configs/bench*.toml have an 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
-from benchmarks import case_params, open_case
-from harness.asv_bridge import Case
+from benchmarks import CaseSuite, case_params
 
 
-class _OpSuite:
-    op: ClassVar[str]
-    param_names = ["strategy", "case"]
-    case: Case
-    timeout = 120
-
+class _OpSuite(CaseSuite):
     def setup(self, strategy: str, case: str) -> None:
-        self.case = open_case(self.op, case, strategy)
+        super().setup(strategy, case)
         self.batches: list[Any] = self.case.load_sample()
         # Warm-up, untimed as in `harness run`: starts worker pools and torch's lazy init; the
         # answer is what track_error checks.
         self.result = self.case.compute(self.batches)
-
-    def teardown(self, strategy: str, case: str) -> None:
-        # asv also tears down after a setup that skipped (raised NotImplementedError)
-        if (opened := getattr(self, "case", None)) is not None:
-            opened.close()
 
     def time_compute(self, strategy: str, case: str) -> None:
         self.case.compute(self.batches)

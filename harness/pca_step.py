@@ -27,8 +27,9 @@ from harness.plan import Plan, Step
 from harness.results import (
     AnalysisRecord,
     GroupTiming,
-    Skipped,
     StrategyTiming,
+    analysis_record,
+    apply_speedups,
 )
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext
@@ -147,33 +148,9 @@ def run_pca_step(
         gram_error, eig_error = gram_errors(
             scoped_grams(result, sub, analysis.scope), refs, analysis.components, analysis.center
         )
-        worst = max(gram_error, eig_error)
-        checks.append(
-            Verification(
-                strategy=timed.strategy,
-                n_checked=len(sub.positions) * sub.n,
-                tolerance=step.tolerance,
-                values_error=worst,
-                vectors_error=None,
-                passed=bool(np.isfinite(worst) and worst <= step.tolerance),
-            )
-        )
-    baseline = next((t for t in timings if t.role == "baseline"), None)
-    for t in timings:
-        if baseline is not None and t.estimate_total_s > 0:
-            t.speedup = baseline.estimate_total_s / t.estimate_total_s
-    analysis_record = AnalysisRecord(
-        name=step.analysis,
-        op=step.op,
-        k=step.k,
-        strategy=step.strategy,
-        device=step.device,
-        reason=step.reason,
-        n_matrices=len(workload),
-        wall_s=wall,
-        timings=timings,
-        verification=checks,
-        skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
-        explained_variance_ratio=ratios,
-    )
-    return analysis_record, arrays
+        checks.append(Verification.judged(
+            timed.strategy, len(sub.positions) * sub.n, step.tolerance, max(gram_error, eig_error)
+        ))
+    apply_speedups(timings)
+    record = analysis_record(step, len(workload), wall, timings, checks, explained_variance_ratio=ratios)
+    return record, arrays

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.atomic import write_atomic
 from harness.machine import MachineInfo
-from harness.plan import Plan
+from harness.plan import Plan, Step
 from harness.timing import Measurement
 from harness.verify import Verification
 
@@ -56,6 +56,14 @@ class ChunkPlacement(BaseModel):
     attempts: int = 1  # more than one: its worker was lost and it was submitted again
 
 
+def apply_speedups(timings: list[StrategyTiming]) -> None:
+    """Each timing's speedup: the baseline's workload total over its own."""
+    baseline = next((t for t in timings if t.role == "baseline"), None)
+    for t in timings:
+        if baseline is not None and t.estimate_total_s > 0:
+            t.speedup = baseline.estimate_total_s / t.estimate_total_s
+
+
 class Skipped(BaseModel):
     strategy: str
     reason: str
@@ -84,6 +92,27 @@ class AnalysisRecord(BaseModel):
     @property
     def passed(self) -> bool:
         return all(v.passed for v in self.verification)
+
+
+def analysis_record(
+    step: Step, n_matrices: int, wall_s: float, timings: list[StrategyTiming],
+    verification: list[Verification], **extra: Any,
+) -> AnalysisRecord:
+    """The record of a planned step: what the plan said, and what running it measured."""
+    return AnalysisRecord(
+        name=step.analysis,
+        op=step.op,
+        k=step.k,
+        strategy=step.strategy,
+        device=step.device,
+        reason=step.reason,
+        n_matrices=n_matrices,
+        wall_s=wall_s,
+        timings=timings,
+        verification=verification,
+        skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
+        **extra,
+    )
 
 
 class RunRecord(BaseModel):

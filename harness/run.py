@@ -35,8 +35,9 @@ from harness.results import (
     AnalysisRecord,
     GroupTiming,
     RunRecord,
-    Skipped,
     StrategyTiming,
+    analysis_record,
+    apply_speedups,
     save_record,
     save_spectra,
 )
@@ -180,21 +181,9 @@ class Runner:
         wall, cached, placements = self._full(step, op, strategy, groups)
         timings, checks = self._benchmark(step, op, groups)
         self._features(step)
-        return AnalysisRecord(
-            name=step.analysis,
-            op=step.op,
-            k=step.k,
-            strategy=step.strategy,
-            device=step.device,
-            reason=step.reason,
-            n_matrices=len(self.workload),
-            wall_s=wall,
-            cached_chunks=cached,
-            computed_chunks=len(placements),
-            placements=placements,
-            timings=timings,
-            verification=checks,
-            skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
+        return analysis_record(
+            step, len(self.workload), wall, timings, checks,
+            cached_chunks=cached, computed_chunks=len(placements), placements=placements,
         )
 
     def _analysis_spec(self, step: Step) -> dict[str, object]:
@@ -410,10 +399,7 @@ class Runner:
             if self.cache is not None:
                 label = f"{step.analysis}: timing of {timed.strategy} on {timed.device}"
                 self.cache.put_model(key, TimingEntry(timing=timings[-1], verification=checks[-1]), label)
-        baseline = next((t for t in timings if t.role == "baseline"), None)
-        for t in timings:
-            if baseline is not None and t.estimate_total_s > 0:
-                t.speedup = baseline.estimate_total_s / t.estimate_total_s
+        apply_speedups(timings)
         return timings, checks
 
 

@@ -23,6 +23,18 @@ class Verification(BaseModel):
     vectors_error: float | None
     passed: bool
 
+    @classmethod
+    def judged(
+        cls, strategy: str, n_checked: int, tolerance: float, values_error: float,
+        vectors_error: float | None = None,
+    ) -> Verification:
+        """The verdict: passed when the worst error is finite and within the tolerance."""
+        worst = max(values_error, vectors_error or 0.0)
+        return cls(
+            strategy=strategy, n_checked=n_checked, tolerance=tolerance, values_error=values_error,
+            vectors_error=vectors_error, passed=bool(np.isfinite(worst) and worst <= tolerance),
+        )
+
 
 def reference_values(W64: np.ndarray) -> np.ndarray:
     """S of each matrix, float64 LAPACK (gesdd). W64: (b, m, n) float64."""
@@ -58,13 +70,4 @@ def verify(
     strategy: str, result: OpResult, W64: np.ndarray, S_ref: np.ndarray, tolerance: float
 ) -> Verification:
     v_err = vectors_error(result, W64, S_ref) if result.U is not None else None
-    s_err = values_error(result.S, S_ref)
-    worst = max(s_err, v_err or 0.0)
-    return Verification(
-        strategy=strategy,
-        n_checked=len(W64),
-        tolerance=tolerance,
-        values_error=s_err,
-        vectors_error=v_err,
-        passed=bool(np.isfinite(worst) and worst <= tolerance),
-    )
+    return Verification.judged(strategy, len(W64), tolerance, values_error(result.S, S_ref), v_err)
