@@ -1,18 +1,25 @@
-"""Benchmark: streamed dual-Gram vs the per-pair loop on an n x d float32 memmap, and the
-factored Gram of the task-geometry adapters. A standalone script, not an asv suite:
+"""Benchmark: streamed dual-Gram vs the per-pair loop on an n x d float32 memmap, the streamed
+principal axes, and the factored Gram of the task-geometry adapters. A standalone script, not an
+asv suite (it needs a multi-GB file):
 
-    python benchmarks/gram_memmap.py [--n 18] [--d 50000000] [--budget-mib 1024]
+    python benchmarks/gram_memmap.py [--n 18] [--d 50000000] [--budget-mib 1024] [--repeats 3] [--cold]
 
 Makes the memmap in a temporary folder (n * d * 4 bytes; 3.6 GB by default) and deletes it.
-The file is written just before it is read, so it is in the page cache when RAM allows it: the
-figures are page-cache throughputs, not disk ones (the script says which it believes).
-Peak anonymous memory (RssAnon, so not the memmap's file pages) is sampled every 5 ms by a
-thread, from /proc/self/status, above its level before the call.
+Reads and Grams alternate, `--repeats` times, and medians are reported, so a noisy machine
+moves both alike. "In page cache": the file was just written and is smaller than MemAvailable.
+"Cold" (`--cold`): the file's pages are dropped before each read or Gram with
+posix_fadvise(DONTNEED), which needs no root. The plain sequential read is timed with two
+buffer sizes, since they differ by 2x in page cache (a 1 MiB buffer stays in L2). The kernel
+ceiling is the same Gram on an in-memory array: arithmetic only, no file. Peak anonymous memory
+(RssAnon, so not the memmap's file pages) is sampled every 5 ms by a thread, from
+/proc/self/status, above its level before the call.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import tempfile
 import threading
 import time
@@ -23,17 +30,19 @@ from typing import TypeVar
 
 import numpy as np
 
+from harness.atomic import atomic_npy
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.workload import Workload
-from harness.linalg.device import torch_module
+from harness.linalg.device import Backend, torch_module
 from harness.linalg.factored import frobenius_gram
-from harness.linalg.gram import gram_from_array, gram_pairwise
+from harness.linalg.gram import accumulate_gram, block_columns, gram_from_array, gram_pairwise, iter_column_blocks
+from harness.linalg.pca import dual_pca, principal_axes
 from harness.spec import load_spec
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
-GiB = 2**30
+MiB = 2**20
 
 
 def rss_anon() -> int:
@@ -64,7 +73,7 @@ def peak_anon(fn: Callable[[], T], period_s: float = 0.005) -> tuple[T, float, i
     return result, elapsed, max(peak[0], rss_anon()) - base
 
 
-def make_memmap(path: Path, n: int, d: int, chunk: int = 1 << 24) -> np.memmap:
+def make_memmap(path: Path, n: int, d: int, chunk: int = 1 << 24) -> None:
     X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
     rng = np.random.default_rng(0)
     for i in range(n):
@@ -73,18 +82,25 @@ def make_memmap(path: Path, n: int, d: int, chunk: int = 1 << 24) -> np.memmap:
             X[i, start:stop] = rng.standard_normal(stop - start, dtype=np.float32) + np.float32(0.1 * i)
     X.flush()
     del X
-    return np.load(path, mmap_mode="r")
 
 
-def sequential_read(path: Path, block: int = 64 << 20) -> tuple[float, int]:
-    """Seconds to read the whole file in `block`-byte reads into one buffer, and bytes read."""
-    buffer = bytearray(block)
-    total = 0
+def drop_from_page_cache(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # dirty pages cannot be dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def sequential_read(path: Path, buffer_bytes: int) -> float:
+    """Seconds to read the whole file into one reused buffer."""
+    buffer = bytearray(buffer_bytes)
     start = time.perf_counter()
     with open(path, "rb", buffering=0) as fh:
-        while (got := fh.readinto(buffer)) > 0:
-            total += got
-    return time.perf_counter() - start, total
+        while fh.readinto(buffer) > 0:
+            pass
+    return time.perf_counter() - start
 
 
 def in_page_cache(nbytes: int) -> bool:
@@ -111,45 +127,108 @@ def factored_gram_task_geometry() -> tuple[float, float, int, int]:
     return generation, time.perf_counter() - start, layout.n, len(layout.positions)
 
 
+def stream_axes(path: Path, out: Path, components: int, budget: int) -> float:
+    """Principal axes of the memmap's rows into a .npy file, one column block at a time;
+    returns max |A A^T - I| read back from the file."""
+    X = np.load(path, mmap_mode="r")
+    n, d = X.shape
+    pca = dual_pca(gram_from_array(X, memory_budget=budget, backend="numpy"), components)
+    columns = min(block_columns(n, d, 4, budget), 1 << 16)
+    with atomic_npy(out, (components, d), np.dtype(np.float32)) as axes:
+        for b, piece in enumerate(principal_axes(iter_column_blocks(X, columns), pca)):
+            axes.write(b * columns, piece)
+    A = np.load(out, mmap_mode="r")
+    return float(np.max(np.abs(gram_from_array(A, memory_budget=budget) - np.eye(components))))
+
+
+def median_line(label: str, seconds: list[float], nbytes: int) -> str:
+    s = statistics.median(seconds)
+    runs = ", ".join(f"{x:.2f}" for x in seconds)
+    return f"{label}: median {s:.2f} s = {nbytes / s / 1e9:.2f} GB/s (runs {runs} s)"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=18)
     p.add_argument("--d", type=int, default=50_000_000)
     p.add_argument("--budget-mib", type=int, default=1024, help="dual_gram's memory budget")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--components", type=int, default=3, help="principal axes to stream (0: skip)")
+    p.add_argument("--cold", action="store_true", help="also time with the file out of page cache")
     p.add_argument("--skip-pairwise", action="store_true")
+    p.add_argument("--skip-factored", action="store_true")
     args = p.parse_args()
-    budget = args.budget_mib * 2**20
+    budget = args.budget_mib * MiB
     nbytes = args.n * args.d * 4
+    backend: Backend = "cpu" if torch_module() is not None else "numpy"  # dual_gram's choice on a CPU
+    warm = np.ones((args.n, 1 << 16), np.float32)
+    accumulate_gram([warm], backend=backend)  # BLAS and thread-pool start-up
+
+    def dual_gram() -> np.ndarray:  # as a user runs it: open the file, one pass
+        return gram_from_array(np.load(path, mmap_mode="r"), memory_budget=budget, backend=backend)
+
     with tempfile.TemporaryDirectory(prefix="gram_memmap_") as tmp:
         path = Path(tmp) / "X.npy"
         start = time.perf_counter()
-        X = make_memmap(path, args.n, args.d)
+        make_memmap(path, args.n, args.d)
         print(f"memmap {args.n} x {args.d:,} float32 = {nbytes / 1e9:.2f} GB written in "
-              f"{time.perf_counter() - start:.1f} s; in page cache (written just now, and "
-              f"smaller than MemAvailable): {in_page_cache(nbytes)}")
-        read_s, read_bytes = sequential_read(path)
-        read_s, read_bytes = sequential_read(path)  # second pass: the steady (cached) state
-        read_gbs = read_bytes / read_s / 1e9
-        print(f"sequential read: {read_s:.2f} s, {read_gbs:.2f} GB/s")
-        backend = "cpu" if torch_module() is not None else "numpy"  # dual_gram's choice on a CPU
-        gram_from_array(np.ones((args.n, 1 << 16), np.float32), memory_budget=budget, backend=backend)  # BLAS start-up
-        G, dual_s, dual_mem = peak_anon(partial(gram_from_array, X, memory_budget=budget, backend=backend))
-        dual_gbs = nbytes / dual_s / 1e9
-        print(f"dual_gram (backend {backend}, float32 slices, float64 accumulation, budget "
-              f"{args.budget_mib} MiB): {dual_s:.2f} s, {dual_gbs:.2f} GB/s = {dual_gbs / read_gbs:.0%} "
-              f"of sequential read; peak RssAnon +{dual_mem / 2**20:.0f} MiB")
-        _, np_s, np_mem = peak_anon(partial(gram_from_array, X, memory_budget=budget))
-        print(f"dual_gram (backend numpy): {np_s:.2f} s, {nbytes / np_s / 1e9:.2f} GB/s = "
-              f"{nbytes / np_s / 1e9 / read_gbs:.0%} of sequential read; peak RssAnon +{np_mem / 2**20:.0f} MiB")
+              f"{time.perf_counter() - start:.1f} s; in page cache: {in_page_cache(nbytes)}; "
+              f"dual_gram backend {backend}, budget {args.budget_mib} MiB")
+        sequential_read(path, MiB)  # settle the page cache (written pages, first mapping)
+
+        reads: dict[int, list[float]] = {MiB: [], 64 * MiB: []}
+        grams: list[float] = []
+        mems: list[int] = []
+        G = np.empty(0)
+        for _ in range(args.repeats):
+            for size, times in reads.items():
+                times.append(sequential_read(path, size))
+            G, seconds, mem = peak_anon(dual_gram)
+            grams.append(seconds)
+            mems.append(mem)
+        read_s = min(statistics.median(t) for t in reads.values())
+        gram_s = statistics.median(grams)
+        print("in page cache:")
+        for size, times in reads.items():
+            print("  " + median_line(f"sequential read, {size // MiB} MiB buffer", times, nbytes))
+        print("  " + median_line("dual_gram (float32 slices, float64 accumulation)", grams, nbytes)
+              + f"; peak RssAnon +{max(mems) / MiB:.0f} MiB")
+        print(f"  dual_gram / fastest read: {read_s / gram_s:.0%} of the read throughput")
+
+        ram = np.array(np.load(path, mmap_mode="r")[:, : min(args.d, 1 << 23)])
+        kernel = [peak_anon(partial(accumulate_gram, [ram], backend=backend))[1] for _ in range(args.repeats)]
+        print("  " + median_line(f"kernel ceiling (same Gram of an in-memory {ram.nbytes / 1e9:.2f} GB array)",
+                                 kernel, ram.nbytes))
+        del ram
+
+        if args.cold:
+            cold_reads: list[float] = []
+            cold_grams: list[float] = []
+            for _ in range(args.repeats):
+                drop_from_page_cache(path)
+                cold_reads.append(sequential_read(path, 64 * MiB))
+                drop_from_page_cache(path)
+                cold_grams.append(peak_anon(dual_gram)[1])
+            print("cold (dropped from page cache before each):")
+            print("  " + median_line("sequential read, 64 MiB buffer", cold_reads, nbytes))
+            print("  " + median_line("dual_gram", cold_grams, nbytes))
+            print(f"  dual_gram / read: {statistics.median(cold_reads) / statistics.median(cold_grams):.0%}")
+
+        if args.components:
+            sequential_read(path, MiB)  # back in page cache
+            error, seconds, mem = peak_anon(lambda: stream_axes(path, Path(tmp) / "axes.npy", args.components, budget))
+            print(f"principal axes ({args.components} x {args.d:,} float32, Gram included, written and fsynced): "
+                  f"{seconds:.2f} s, peak RssAnon +{mem / MiB:.0f} MiB; max |A A^T - I| = {error:.1e}")
+
         if not args.skip_pairwise:
-            G_pair, pair_s, pair_mem = peak_anon(partial(gram_pairwise, X))
+            G_pair, pair_s, pair_mem = peak_anon(lambda: gram_pairwise(np.load(path, mmap_mode="r")))
             error = np.abs(G - G_pair).max() / np.abs(G_pair).max()
-            print(f"gram_pairwise: {pair_s:.2f} s, peak RssAnon +{pair_mem / 2**20:.0f} MiB; "
-                  f"dual_gram speedup {pair_s / dual_s:.1f}x; max |G - G_pair| / max |G| = {error:.1e}")
-        del X
-    generation, math_only, n, positions = factored_gram_task_geometry()
-    print(f"factored_gram, task geometry ({n} adapters x {positions} positions, float32 factors): "
-          f"{math_only:.2f} s for the Gram math; generating the synthetic factors took {generation:.2f} s")
+            print(f"gram_pairwise: {pair_s:.2f} s, peak RssAnon +{pair_mem / MiB:.0f} MiB; dual_gram "
+                  f"speedup {pair_s / gram_s:.1f}x (median); max |G - G_pair| / max |G| = {error:.1e}")
+    if not args.skip_factored:
+        generation, math_only, n, positions = factored_gram_task_geometry()
+        print(f"factored_gram, task geometry ({n} adapters x {positions} positions, float32 factors): "
+              f"{math_only:.2f} s for the Gram math; generating the synthetic factors took {generation:.2f} s")
 
 
 if __name__ == "__main__":

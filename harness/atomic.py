@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+import numpy as np
 
 
 def _umask() -> int:
@@ -15,20 +18,67 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write through a temporary file in the same folder, fsync, then rename over `path`.
+@contextmanager
+def _replacing(path: Path) -> Iterator[str]:
+    """A temporary file in `path`'s folder, renamed over `path` when the block exits normally.
 
-    The file gets the mode a plain open() would give it (0666 less the umask), not mkstemp's 0600.
+    The file gets the mode a plain open() would give it (0666 less the umask), not mkstemp's
+    0600; on any exception it is removed and `path` is untouched.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write through a temporary file in the same folder, fsync, then rename over `path`."""
+    with _replacing(path) as tmp, open(tmp, "wb") as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+class NpyColumns:
+    """A (rows, columns) C-order .npy file being written column range by column range.
+
+    Each piece is a few pwrite calls, one per row: writing through a memmap instead cost 20 to
+    200x more on a fresh file (a page fault per page, 0.2-2.5 s against 0.01 s for 47 MB here).
+    """
+
+    def __init__(self, path: str, fd: int, offset: int, shape: tuple[int, int], dtype: np.dtype) -> None:
+        self.path, self.fd, self.offset, self.shape, self.dtype = path, fd, offset, shape, dtype
+
+    def write(self, column: int, values: np.ndarray) -> None:
+        """`values` (rows, w) become columns [column, column + w) of every row."""
+        rows, columns = self.shape
+        if values.shape[0] != rows or not 0 <= column <= column + values.shape[1] <= columns:
+            raise ValueError(f"a ({values.shape}) piece at column {column} does not fit shape {self.shape}")
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        for j in range(rows):
+            data = memoryview(values[j]).cast("B")
+            at = self.offset + (j * columns + column) * self.dtype.itemsize
+            while data:  # pwrite may write less than asked (at most ~2 GiB a call on Linux)
+                written = os.pwrite(self.fd, data, at)
+                data, at = data[written:], at + written
+
+
+@contextmanager
+def atomic_npy(path: Path, shape: tuple[int, int], dtype: np.dtype) -> Iterator[NpyColumns]:
+    """A .npy file written in pieces (:class:`NpyColumns`) that becomes `path` only if the block
+    exits normally, fsynced; for arrays too large to build in memory (principal axes are as long
+    as an adapter). Inside the block the file can be read back at ``.path``."""
+    with _replacing(path) as tmp, open(tmp, "r+b") as fh:
+        header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+        np.lib.format.write_array_header_1_0(fh, header)
+        fh.flush()
+        offset = fh.tell()
+        fh.truncate(offset + int(np.prod(shape)) * dtype.itemsize)
+        yield NpyColumns(tmp, fh.fileno(), offset, shape, dtype)
+        os.fsync(fh.fileno())

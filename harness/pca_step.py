@@ -49,9 +49,14 @@ def scoped_grams(grams: np.ndarray, layout: AdapterLayout, scope: str) -> dict[s
     return {p.label: g for p, g in zip(layout.positions, grams)}
 
 
+def pca_prefix(analysis: str, scope: str, key: str) -> str:
+    """pca.npz names of one PCA start `<analysis>:`, or `<analysis>:<layer/module>:`."""
+    return analysis if scope == GLOBAL else f"{analysis}:{key}"
+
+
 def pca_arrays(analysis: str, scope: str, key: str, G: np.ndarray, pca: DualPCA, adapters: tuple[str, ...]) -> dict[str, np.ndarray]:
     """pca.npz entries of one PCA: `<analysis>:<name>`, or `<analysis>:<layer/module>:<name>`."""
-    prefix = analysis if scope == GLOBAL else f"{analysis}:{key}"
+    prefix = pca_prefix(analysis, scope, key)
     return {
         f"{prefix}:eigenvalues": pca.eigenvalues,
         f"{prefix}:explained_variance_ratio": pca.explained_variance_ratio,
@@ -59,6 +64,19 @@ def pca_arrays(analysis: str, scope: str, key: str, G: np.ndarray, pca: DualPCA,
         f"{prefix}:cosine": cosine_from_gram(G),
         f"{prefix}:adapters": np.array(adapters),
     }
+
+
+def pca_from_arrays(arrays: dict[str, np.ndarray], prefix: str, center: bool) -> DualPCA:
+    """The DualPCA whose pca.npz entries start `prefix` (as cached, so no Gram is needed)."""
+    eigenvalues = arrays[f"{prefix}:eigenvalues"]
+    scores = arrays[f"{prefix}:scores"]
+    return DualPCA(
+        eigenvalues=eigenvalues,
+        explained_variance_ratio=arrays[f"{prefix}:explained_variance_ratio"],
+        singular_values=np.sqrt(eigenvalues * max(scores.shape[0] - 1, 1)),
+        scores=scores,
+        centered=center,
+    )
 
 
 def save_pca(arrays: dict[str, np.ndarray], folder: Path) -> Path:

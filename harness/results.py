@@ -69,6 +69,19 @@ class Skipped(BaseModel):
     reason: str
 
 
+class AxesRecord(BaseModel):
+    """op pca with axes = true: where the principal axes went, and how well they check out."""
+
+    file: str  # in the run folder: a (components, parameters) .npy
+    components: int
+    parameters: int
+    dtype: str
+    seconds: float  # streaming every delta once and writing the file
+    # max |A A^T - I| over the nonzero components of every PCA, read back from the file: it
+    # fails when the streamed deltas are not the vectors whose Gram gave the PCA
+    orthonormality_error: float
+
+
 class AnalysisRecord(BaseModel):
     name: str
     op: str
@@ -88,6 +101,7 @@ class AnalysisRecord(BaseModel):
     skipped: list[Skipped] = []
     # op pca: explained-variance ratio of the components per PCA ("global" or "layer3/mlp_up")
     explained_variance_ratio: dict[str, list[float]] | None = None
+    axes: AxesRecord | None = None
 
     @property
     def passed(self) -> bool:

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness.cache import Keys, ResultCache, StepEntry, TimingEntry
 from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
+from harness.axes_step import axes_backend, write_axes
 from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_gram_task
 from harness.executors import dask_executor, process_pool
 from harness.feature_step import feature_rows
@@ -211,6 +212,7 @@ class Runner:
         key = self.keys.step(step, "pca", analysis=self._analysis_spec(step), warmup=self.warmup, repeats=self.repeats,
                              sample=self.plan.sample, budget=self.plan.memory_budget,
                              machine=self.record.machine.identity)
+        analysis = PcaAnalysis.model_validate(self._analysis_spec(step))
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
         arrays = self.cache.get_arrays(key + "-arrays") if hit is not None and self.cache else None
         if hit is not None and hit.record is not None and arrays is not None:
@@ -220,7 +222,6 @@ class Runner:
             for t in record.timings:
                 t.cached = True
         else:
-            analysis = PcaAnalysis.model_validate(self._analysis_spec(step))
             grams, placements = self._fanned_grams(step)
             record, arrays = run_pca_step(step, analysis, self.plan, self.workload, self._context,
                                           grams, time.perf_counter() - start,
@@ -229,6 +230,14 @@ class Runner:
             if self.cache is not None:
                 self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
                 self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
+        if analysis.axes:  # never cached: as large as `components` adapters
+            record.axes, check, index = write_axes(
+                step.analysis, analysis, arrays, self.workload, self.folder, dtype=self.dtype,
+                backend=axes_backend(self._context(step.device).backend), memory_budget=self.plan.memory_budget,
+                tolerance=step.tolerance, console=self.console,
+            )
+            record.verification.append(check)
+            arrays = {**arrays, **index}
         save_pca(arrays, self.folder)
         return record
 

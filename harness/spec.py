@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -119,6 +120,19 @@ class PcaAnalysis(_AnalysisBase):
     scope: Literal["global", "per_layer"] = Field(
         "global", description="one PCA over whole adapters, or one per (layer, module)"
     )
+    axes: bool = Field(
+        False,
+        description="also write the principal axes in parameter space to axes-<name>.npy "
+        "(components x parameters: as large as `components` adapters)",
+    )
+
+    @model_validator(mode="after")
+    def _axes_file_name(self) -> PcaAnalysis:
+        if self.axes and not re.fullmatch(r"[A-Za-z0-9_.-]+", self.label):
+            raise ValueError(
+                f"name {self.label!r} names the file axes-{self.label}.npy: use letters, digits, _ . -"
+            )
+        return self
 
 
 Analysis = Annotated[

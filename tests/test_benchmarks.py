@@ -82,3 +82,21 @@ def test_asv_conf_points_at_the_suites_and_results() -> None:
         "benchmarks", "results/asv", "results/html"
     )
     assert any("torch==2.13.0" in c for c in conf["install_command"])
+
+
+def test_gram_memmap_script_runs_and_reports_every_figure() -> None:
+    """The standalone Gram benchmark on a tiny file: every line it reports, and a sane check."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gram_memmap.py"), "--n", "4", "--d", "200000",
+         "--repeats", "1", "--cold", "--skip-factored", "--budget-mib", "1"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for text in ("sequential read, 1 MiB buffer", "dual_gram / fastest read", "kernel ceiling",
+                 "cold (dropped", "principal axes (3 x 200,000 float32", "gram_pairwise"):
+        assert text in proc.stdout
+    error = float(proc.stdout.split("max |A A^T - I| = ")[1].split()[0])
+    assert error < 1e-5

@@ -115,7 +115,7 @@ class SyntheticSource(Source):
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         if self.has_factors:
-            return self.load_factors(refs, np.dtype(np.float64)).dense().astype(dtype)
+            return self.load_factors(refs, np.dtype(np.float64)).dense(dtype)
         return np.stack([self._dense(ref) for ref in refs]).astype(dtype)
 
     def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:

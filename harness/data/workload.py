@@ -44,9 +44,21 @@ class Factors:
     A: np.ndarray
     scale: np.ndarray
 
-    def dense(self) -> np.ndarray:
-        """The deltas themselves, (k, m, n), in the factors' dtype."""
-        return (self.B @ self.A) * self.scale.astype(self.B.dtype)[:, None, None]
+    def dense(self, dtype: np.dtype | None = None) -> np.ndarray:
+        """The deltas themselves, (k, m, n): formed in the factors' dtype one matrix at a time
+        into one reused buffer, and stored as `dtype` (the factors' by default); the scale goes
+        on the m x r factor, not the m x n product. A fresh product per matrix cost more than
+        the product itself (numpy asks for huge pages on large arrays, and each new one is
+        faulted in): 38 3072 x 768 float64 deltas took 0.09 s this way against 0.2-0.4 s."""
+        k, m, n = len(self.B), self.B.shape[1], self.A.shape[2]
+        out = np.empty((k, m, n), dtype=dtype or self.B.dtype)
+        product = None if out.dtype == self.B.dtype else np.empty((m, n), dtype=self.B.dtype)
+        for i in range(k):
+            target = out[i] if product is None else product
+            np.matmul(self.B[i] * self.B.dtype.type(self.scale[i]), self.A[i], out=target)
+            if product is not None:
+                out[i] = product
+        return out
 
 
 class DataError(ValueError):

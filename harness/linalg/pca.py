@@ -12,7 +12,7 @@ Schoelkopf, Smola & Mueller 1998). Conventions follow scikit-learn's ``PCA``:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,39 +142,31 @@ def dual_pca(G: np.ndarray, components: int, *, center: bool = True) -> DualPCA:
 
 
 def principal_axes(
-    blocks: Iterable[np.ndarray],
-    pca: DualPCA,
-    *,
-    out: np.ndarray | None = None,
-    backend: Backend = "numpy",
-) -> np.ndarray:
-    """Principal axes ``A_k = Xc^T v_k / s_k`` streamed over column blocks of X.
+    blocks: Iterable[np.ndarray], pca: DualPCA, *, backend: Backend = "numpy"
+) -> Iterator[np.ndarray]:
+    """Principal axes ``A_k = Xc^T v_k / s_k``, streamed: the axes' columns of each column block.
 
     No mean vector is needed: ``Xc^T v = X^T H v`` and, for a centred PCA, each eigenvector v
     of ``H G H`` with nonzero eigenvalue is orthogonal to the ones vector, so ``H v = v`` and
     ``Xc^T v = X^T v``. v is recovered as ``scores_k / s_k`` and re-centred (``v - mean(v)``)
     so roundoff along the ones vector does not pick up the mean. Axes of zero-variance
-    components are undefined and returned as zeros.
+    components are undefined and come out as zeros. Concatenated along columns, the pieces are
+    scikit-learn's ``components_``: orthonormal rows (the nonzero ones).
 
     Parameters
     ----------
     blocks : iterable of ndarray of shape (n, c_b)
-        Column blocks of the same n x d data matrix the Gram matrix came from, in column order
-        (e.g. :func:`harness.linalg.gram.iter_column_blocks`); read once.
+        Column blocks of the same n x d data matrix the Gram matrix came from (e.g.
+        :func:`harness.linalg.gram.iter_column_blocks`); read once, in any order.
     pca : DualPCA
         From :func:`dual_pca`.
-    out : ndarray of shape (components, d), optional
-        Where to write the axes (e.g. a float32 np.memmap); values are computed in float64
-        and cast on store. Without it the axes are assembled in memory as float64.
     backend : {"numpy", "cpu", "cuda"}
 
-    Returns
-    -------
-    axes : ndarray of shape (components, d)
-        Orthonormal rows (the nonzero ones), scikit-learn's ``components_``; ``out`` if given.
+    Yields
+    ------
+    ndarray of shape (components, c_b), float64: the axes' entries for that block's columns.
     """
     s = pca.singular_values
-    k = pca.n_components
     W = np.zeros_like(pca.scores)
     positive = s > 0
     W[:, positive] = pca.scores[:, positive] / (s[positive] ** 2)  # v_k / s_k
@@ -188,30 +180,10 @@ def principal_axes(
         product = _product_torch(W, backend)
     else:
         raise ValueError(f"unknown backend {backend!r}; expected 'numpy', 'cpu' or 'cuda'")
-
-    if out is not None and (out.ndim != 2 or out.shape[0] != k):
-        raise ValueError(f"out must have shape ({k}, d), got {out.shape}")
-    parts: list[np.ndarray] = []
-    offset = 0
     for block in blocks:
         if block.ndim != 2 or block.shape[0] != n:
             raise ValueError(f"every block must have shape ({n}, c), got {block.shape}")
-        width = block.shape[1]
-        part = product(block)
-        if out is None:
-            parts.append(part)
-        else:
-            if offset + width > out.shape[1]:
-                raise ValueError(f"blocks have more columns than out ({out.shape[1]})")
-            out[:, offset : offset + width] = part
-        offset += width
-    if out is not None:
-        if offset != out.shape[1]:
-            raise ValueError(f"blocks covered {offset} columns, out has {out.shape[1]}")
-        return out
-    if not parts:
-        return np.zeros((k, 0), dtype=np.float64)
-    return np.concatenate(parts, axis=1)
+        yield product(block)
 
 
 def _product_numpy(W: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

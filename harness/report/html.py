@@ -15,6 +15,7 @@ from markupsafe import Markup
 from harness.compare import Comparison
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
+from harness.report.terminal import axes_summary
 from harness.atomic import write_atomic
 from harness.results import AnalysisRecord, RunRecord, load_record
 from harness.units import format_bytes, format_seconds, format_speedup
@@ -62,8 +63,9 @@ def _spectra(bands: dict[str, Any], analysis: str) -> Markup | None:
     return Markup(charts.decay_chart(bands[analysis], f"{analysis}: singular values, median and 10-90%"))
 
 
-def _pca(folder: Path) -> list[dict[str, Any]]:
+def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
     sections = []
+    axes = {a.name: axes_summary(a) for a in record.analyses}
     for analysis, arrays in sorted(read_pca(folder).items()):
         scores, cosine = arrays.get("scores"), arrays.get("cosine")
         n = next((len(a) for a in (scores, cosine) if a is not None), 0)
@@ -72,6 +74,7 @@ def _pca(folder: Path) -> list[dict[str, Any]]:
         sections.append(
             {
                 "analysis": analysis,
+                "axes": axes.get(analysis),
                 "ratio": None if ratio is None else [f"{100 * r:.1f}%" for r in np.atleast_1d(ratio)[:5]],
                 "scatter": None if scores is None or scores.ndim != 2 or scores.shape[0] != len(labels)
                 else Markup(charts.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
@@ -100,7 +103,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
         for (analysis, metric, module), (grid, adapters, layers) in feature_grids(read_features(folder)).items()
     ]
     return environment().get_template("report.html.j2").render(
-        record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder)
+        record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record)
     )
 
 

@@ -92,7 +92,7 @@ def wall_lines(record: RunRecord) -> list[str]:
         + _cache_note(a)
         for a in record.analyses
     ]
-    return lines + [line for a in record.analyses for line in _variance_lines(a)]
+    return lines + [line for a in record.analyses for line in _variance_lines(a) + _axes_lines(a)]
 
 
 def _cache_note(analysis: AnalysisRecord) -> str:
@@ -120,6 +120,23 @@ def _variance_lines(analysis: AnalysisRecord) -> list[str]:
     first = [r[0] for r in ratios.values()]
     return [f"{analysis.name}: PC1 explains {min(first):.3f} to {max(first):.3f} of the variance "
             f"across {len(ratios)} (layer, module) PCAs"]
+
+
+def axes_summary(analysis: AnalysisRecord) -> str | None:
+    """op pca with axes = true: the file, its size, its time and its check, in one line."""
+    axes = analysis.axes
+    if axes is None:
+        return None
+    size = axes.components * axes.parameters * (4 if axes.dtype == "float32" else 8)
+    passed = next((v.passed for v in analysis.verification if v.strategy == "axes"), False)
+    return (f"principal axes ({axes.components} x {axes.parameters:,} {axes.dtype}, {format_bytes(size)}) "
+            f"in {axes.file}, written in {format_seconds(axes.seconds)}; max |A A^T - I| = "
+            f"{axes.orthonormality_error:.1e}" + ("" if passed else ", over the tolerance: FAILED"))
+
+
+def _axes_lines(analysis: AnalysisRecord) -> list[str]:
+    summary = axes_summary(analysis)
+    return [] if summary is None else [f"{analysis.name}: {summary}"]
 
 
 CHANGE_STYLE = {"slower": "bold red", "faster": "green", "same": "", "too few samples": "yellow"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,11 @@ BACKENDS = [
     ),
     pytest.param("cuda", marks=pytest.mark.skipif(not cuda_available(), reason="no CUDA")),
 ]
+
+
+def axes_of(blocks: Iterable[np.ndarray], pca: DualPCA, backend: str = "numpy") -> np.ndarray:
+    """The streamed pieces put together: the (components, d) axes."""
+    return np.concatenate(list(principal_axes(blocks, pca, backend=backend)), axis=1)
 
 
 def data(n: int, d: int = 1000, seed: int = 0) -> np.ndarray:
@@ -71,7 +78,7 @@ def test_matches_svd_of_centred_data(n: int, components: str) -> None:
 def test_scores_are_projections_on_axes() -> None:
     X = data(6)
     pca = dual_pca(X @ X.T, 5)
-    axes = principal_axes(iter_column_blocks(X, 7), pca)
+    axes = axes_of(iter_column_blocks(X, 7), pca)
     Xc = X - X.mean(axis=0)
     np.testing.assert_allclose(Xc @ axes.T, pca.scores, rtol=1e-9, atol=1e-9)
 
@@ -84,7 +91,7 @@ def test_principal_axes_match_vt(backend: str, columns: int) -> None:
     ref = reference(X)
     G = gram_from_array(X, memory_budget=columns * n * 16, backend=backend)
     pca = dual_pca(G, n - 1)
-    axes = principal_axes(iter_column_blocks(X, columns), pca, backend=backend)
+    axes = axes_of(iter_column_blocks(X, columns), pca, backend=backend)
     assert axes.shape == (n - 1, 1000)
     np.testing.assert_allclose(axes, align(axes, ref["axes"][: n - 1], axis=1), atol=1e-9)
     np.testing.assert_allclose(axes @ axes.T, np.eye(n - 1), atol=1e-10)
@@ -98,23 +105,20 @@ def test_principal_axes_from_read_only_memmap(tmp_path, backend: str) -> None:
     np.save(path, X.astype(np.float32))
     ro = np.load(path, mmap_mode="r")
     pca = dual_pca(gram_from_array(ro, memory_budget=1 << 20, backend=backend), 3)
-    axes = principal_axes([ro], pca, backend=backend)  # one full-width read-only block
-    np.testing.assert_allclose(axes, principal_axes([np.array(ro)], pca), atol=1e-10)
+    axes = axes_of([ro], pca, backend=backend)  # one full-width read-only block
+    np.testing.assert_allclose(axes, axes_of([np.array(ro)], pca), atol=1e-10)
 
 
-def test_principal_axes_into_memmap(tmp_path) -> None:
+def test_principal_axes_stream_one_piece_per_block_in_the_blocks_order() -> None:
     n, d = 6, 1000
     X = data(n, d)
     pca = dual_pca(X @ X.T, 3)
-    out = np.lib.format.open_memmap(
-        tmp_path / "axes.npy", mode="w+", dtype=np.float32, shape=(3, d)
-    )
-    result = principal_axes(iter_column_blocks(X, 7), pca, out=out)
-    assert result is out
-    expected = principal_axes(iter_column_blocks(X, d), pca)
-    np.testing.assert_allclose(np.asarray(out), expected, atol=1e-6)
-    with pytest.raises(ValueError, match="covered"):
-        principal_axes(iter_column_blocks(X[:, :500], 7), pca, out=out)
+    blocks = list(iter_column_blocks(X, 300))[::-1]
+    pieces = list(principal_axes(blocks, pca))
+    assert [p.shape for p in pieces] == [(3, 100), (3, 300), (3, 300), (3, 300)]
+    np.testing.assert_allclose(np.concatenate(pieces[::-1], axis=1), axes_of([X], pca), atol=1e-12)
+    with pytest.raises(ValueError, match=r"shape \(6, c\)"):
+        list(principal_axes([X[:5]], pca))
 
 
 def test_components_beyond_rank_have_zero_variance() -> None:
@@ -123,7 +127,7 @@ def test_components_beyond_rank_have_zero_variance() -> None:
     pca = dual_pca(X @ X.T, n)  # centred rank is n - 1
     assert pca.eigenvalues[-1] == 0 and pca.explained_variance_ratio[-1] == 0
     np.testing.assert_array_equal(pca.scores[:, -1], 0)
-    axes = principal_axes(iter_column_blocks(X, 100), pca)
+    axes = axes_of(iter_column_blocks(X, 100), pca)
     np.testing.assert_array_equal(axes[-1], 0)
     assert not np.isnan(axes).any()
 
@@ -140,7 +144,7 @@ def test_single_sample_has_zero_variance() -> None:
         assert not np.isnan(array).any()
         np.testing.assert_array_equal(array, 0)
     assert pca.scores.shape == (1, 1)
-    axes = principal_axes([X], pca)
+    axes = axes_of([X], pca)
     np.testing.assert_array_equal(axes, 0)
 
 
@@ -161,7 +165,7 @@ def test_uncentred_matches_svd_of_raw_data() -> None:
     pca = dual_pca(X @ X.T, 5, center=False)
     np.testing.assert_allclose(pca.singular_values, s, rtol=1e-10)
     np.testing.assert_allclose(pca.eigenvalues, s**2 / 4, rtol=1e-10)
-    axes = principal_axes(iter_column_blocks(X, 7), pca)
+    axes = axes_of(iter_column_blocks(X, 7), pca)
     np.testing.assert_allclose(axes, align(axes, Vt, axis=1), atol=1e-9)
 
 
