@@ -7,4 +7,4 @@ python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q torch==2.13.0
-python -m pip install -q -e '.[torch,dask,bench,test]'
+python -m pip install -q -e '.[torch,fast,dask,bench,test]'

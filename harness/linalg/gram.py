@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator
+from itertools import chain
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -123,39 +125,64 @@ def _check_block(block: Any, n: int | None) -> int:
     return shape[0]
 
 
-def accumulate_gram(blocks: Iterable[np.ndarray], *, backend: Backend = "numpy") -> np.ndarray:
+def accumulate_gram(
+    blocks: Iterable[np.ndarray], *, backend: Backend = "numpy", compiled: bool = True
+) -> np.ndarray:
     """Gram matrix ``G = sum_b X_b @ X_b.T`` of column blocks, accumulated in float64.
 
-    Each block is cut into slices of at most ``SUM_COLUMNS`` columns; a slice's product
-    is computed in the block's own precision (float32 for float32 and narrower floats, float64
-    otherwise) and added into a float64 ``G``. Float32 products matter for speed: with n ~ 20
-    rows the product is far from BLAS peak, and a float64 cast costs a copy and halves the
-    SIMD width. Precision for float32 data: each float32 partial sum covers at most
-    ``SUM_COLUMNS`` columns, so an entry's error is about ``sqrt(SUM_COLUMNS) * 2**-24 ~ 8e-6``
-    of ``|x_i| |x_j|`` at worst in practice (random-order roundoff; observed ~1e-8), and the
-    float64 accumulation across slices and blocks adds nothing at that level whatever d is.
-    Float64 data keeps float64 products (exact to about ``1e-16 * sqrt(d)``).
+    On the CPU, float32 blocks whose rows are contiguous go through the compiled kernel of
+    :mod:`harness.linalg.gram_kernel` when numba is installed (the ``fast`` extra): about 2x
+    the fastest BLAS route for n ~ 20 rows. Otherwise each block is cut into slices of at most
+    ``SUM_COLUMNS`` columns; a slice's product is computed in the block's own precision
+    (float32 for float32 and narrower floats, float64 otherwise) and added into a float64 ``G``.
+    Float32 products matter for speed: with n ~ 20 rows the product is far from BLAS peak, and a
+    float64 cast costs a copy and halves the SIMD width. Precision for float32 data: each
+    float32 partial sum covers at most ``SUM_COLUMNS`` columns (the kernel: 1024), so an entry's
+    error is about ``sqrt(SUM_COLUMNS) * 2**-24 ~ 8e-6`` of ``|x_i| |x_j|`` at worst in practice
+    (random-order roundoff; observed ~1e-8), and the float64 accumulation across slices and
+    blocks adds nothing at that level whatever d is. Float64 data keeps float64 products (exact
+    to about ``1e-16 * sqrt(d)``).
 
     Parameters
     ----------
     blocks : iterable of ndarray of shape (n, c_b)
         Column blocks of the n x d data matrix, in any order; same n, any widths, any real
-        dtype. A generator is consumed once. Blocks may be strided views (of a memmap): numpy
-        copies one slice at a time, torch on the CPU none.
+        dtype. A generator is consumed once. Blocks may be strided views (of a memmap): the
+        kernel and torch on the CPU read them in place, numpy copies one slice at a time.
     backend : {"numpy", "cpu", "cuda"}
         ``"numpy"`` uses numpy (BLAS syrk on each contiguous slice); ``"cpu"`` / ``"cuda"`` use
-        torch (on the CPU, MKL's batched product of the slices: the fastest measured for
-        n = 18 on 2 cores, see benchmarks/gram_memmap.py).
+        torch (on the CPU, MKL's batched product of the slices, the fastest BLAS route measured
+        for n = 18 on 2 cores, see benchmarks/gram_memmap.py).
+    compiled : bool, default True
+        Use the compiled kernel where it applies (not on ``"cuda"``); False forces the backend's
+        own route, for comparisons.
 
     Returns
     -------
     G : ndarray of shape (n, n), float64, exactly symmetric.
     """
+    if backend not in ("numpy", "cpu", "cuda"):
+        raise ValueError(f"unknown backend {backend!r}; expected 'numpy', 'cpu' or 'cuda'")
+    blocks = iter(blocks)
+    if compiled and backend != "cuda" and (kernel := _compiled_kernel()) is not None:
+        first = next(blocks, None)
+        if first is None:
+            raise ValueError("no blocks given; cannot infer n")
+        blocks = chain([first], blocks)
+        if isinstance(first, np.ndarray) and kernel.usable(first):
+            return _accumulate_compiled(blocks, kernel)
     if backend == "numpy":
         return _accumulate_numpy(blocks)
-    if backend in ("cpu", "cuda"):
-        return _accumulate_torch(blocks, backend)
-    raise ValueError(f"unknown backend {backend!r}; expected 'numpy', 'cpu' or 'cuda'")
+    return _accumulate_torch(blocks, backend)
+
+
+def _compiled_kernel() -> ModuleType | None:
+    """harness.linalg.gram_kernel when numba is installed, else None."""
+    try:
+        from harness.linalg import gram_kernel
+    except ImportError:
+        return None
+    return gram_kernel
 
 
 def _product_dtype(dtype: np.dtype) -> np.dtype:
@@ -163,6 +190,14 @@ def _product_dtype(dtype: np.dtype) -> np.dtype:
     if np.issubdtype(dtype, np.floating) and dtype.itemsize <= 4:
         return np.dtype(np.float32)
     return np.dtype(np.float64)
+
+
+def _add_numpy(G: np.ndarray, block: np.ndarray) -> None:
+    dtype = _product_dtype(block.dtype)
+    for start in range(0, block.shape[1], SUM_COLUMNS):
+        # a C-contiguous chunk makes ``A @ A.T`` one syrk (half the flops of a gemm)
+        Xc = np.ascontiguousarray(block[:, start : start + SUM_COLUMNS], dtype=dtype)
+        G += Xc @ Xc.T
 
 
 def _accumulate_numpy(blocks: Iterable[np.ndarray]) -> np.ndarray:
@@ -173,13 +208,27 @@ def _accumulate_numpy(blocks: Iterable[np.ndarray]) -> np.ndarray:
         block = to_numpy(block)
         if G is None:
             G = np.zeros((n, n), dtype=np.float64)
-        dtype = _product_dtype(block.dtype)
-        for start in range(0, block.shape[1], SUM_COLUMNS):
-            # a C-contiguous chunk makes ``A @ A.T`` one syrk (half the flops of a gemm)
-            Xc = np.ascontiguousarray(block[:, start : start + SUM_COLUMNS], dtype=dtype)
-            G += Xc @ Xc.T
+        _add_numpy(G, block)
     if G is None:
         raise ValueError("no blocks given; cannot infer n")
+    return _symmetrize(G)
+
+
+def _accumulate_compiled(blocks: Iterable[np.ndarray], kernel: ModuleType) -> np.ndarray:
+    """The kernel for every usable block, numpy's route for any other (e.g. a float64 one)."""
+    G: np.ndarray | None = None
+    n: int | None = None
+    threads = kernel.kernel_threads()
+    for block in blocks:
+        n = _check_block(block, n)
+        block = to_numpy(block)
+        if G is None:
+            G = np.zeros((n, n), dtype=np.float64)
+        if kernel.usable(block):
+            kernel.add_gram(G, block, threads)
+        else:
+            _add_numpy(G, block)
+    assert G is not None  # accumulate_gram saw a first block
     return _symmetrize(G)
 
 

@@ -71,7 +71,8 @@ class DualGramStrategy(GramStrategy):
 
     def backend(self, device: str) -> Backend:
         """Torch wherever it is there: on the CPU, MKL's batched float32 product beats OpenBLAS's
-        syrk for n ~ 20 rows (18 rows, 2 cores: ~8 vs ~6 GB/s, benchmarks/gram_memmap.py)."""
+        syrk for n ~ 20 rows (18 rows, 2 cores: ~8 vs ~6 GB/s, benchmarks/gram_memmap.py). With
+        numba installed, float32 data takes the compiled kernel on either CPU backend (~2x)."""
         if torch_module() is None:
             return "numpy"
         return resolve_device(device)

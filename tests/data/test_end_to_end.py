@@ -80,3 +80,20 @@ def test_nan_found_while_loading_exits_2_and_leaves_no_folder(tmp_path: Path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.npy" in err[0] and "NaN" in err[0]
     assert not out.exists()
+
+
+def test_peft_adapters_give_the_principal_axes_of_their_deltas(tmp_path: Path, write_adapter) -> None:
+    deltas = write_adapters(tmp_path, write_adapter, n=3)
+    spec = SPEC.replace('op = "svdvals"\ncompare = ["numpy", "factored"]',
+                        'name = "geo"\nop = "pca"\ncomponents = 2\naxes = true')
+    (tmp_path / "spec.toml").write_text(spec)
+    out = tmp_path / "run"
+    assert main(["run", str(tmp_path / "spec.toml"), "-o", str(out)]) == 0
+    with np.load(out / "pca.npz") as z:
+        assert list(z["geo:axes_positions"]) == ["layer0/self_attn.q_proj", "layer1/self_attn.q_proj"]
+    X = np.stack([np.concatenate([deltas[f"svdvals:task{a}/layer{layer}/self_attn.q_proj"].ravel()
+                                  for layer in range(2)]) for a in range(3)])
+    want = np.linalg.svd(X - X.mean(axis=0), full_matrices=False)[2][:2]
+    axes = np.load(out / "axes-geo.npy").astype(np.float64)
+    signs = np.sign(np.sum(axes * want, axis=1, keepdims=True))
+    np.testing.assert_allclose(axes * signs, want, atol=1e-6)

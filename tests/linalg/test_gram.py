@@ -1,10 +1,12 @@
-"""Streaming Gram kernels against direct numpy computation."""
+"""Streaming Gram kernels against direct numpy computation, through the compiled kernel (when
+numba is installed) and through each backend's BLAS route."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from harness.linalg import gram as gram_module
 from harness.linalg.device import cuda_available, torch_module
 from harness.linalg.gram import (
     SUM_COLUMNS,
@@ -24,6 +26,16 @@ TORCH_BACKENDS = [
     pytest.param("cuda", marks=pytest.mark.skipif(not cuda_available(), reason="no CUDA")),
 ]
 BACKENDS = [pytest.param("numpy"), *TORCH_BACKENDS]
+
+
+@pytest.fixture(autouse=True, params=["compiled", "blas"])
+def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs twice: float32 blocks through the compiled kernel, and without it."""
+    if request.param == "blas":
+        monkeypatch.setattr(gram_module, "_compiled_kernel", lambda: None)
+    elif gram_module._compiled_kernel() is None:
+        pytest.skip("numba not installed (the `fast` extra)")
+    return request.param
 
 
 def data(n: int = 6, d: int = 1000, seed: int = 0, dtype=np.float64) -> np.ndarray:
