@@ -1,9 +1,9 @@
 """Peak memory of a full analysis of one shape group: loading and computing chunk by chunk at the
 planned batch size, as `harness run` does. asv measures the whole benchmark process's peak RSS.
 
-Memory-bound ops are tracked here: a subclass per op. `svd` is the one that exists now (dense
-strategies hold the matrix, U and Vh; `factored` never builds the dense delta). When the "pca"
-op lands, `class Pca(_MemorySuite): op = "pca"` with an analysis in configs/bench.toml adds it.
+Memory-bound per-matrix ops are tracked here: a subclass per op. `svd` is the one (dense
+strategies hold the matrix, U and Vh; `factored` never builds the dense delta). The workload-level
+op `pca` streams instead: benchmarks/gram_memmap.py measures its peak anonymous memory.
 """
 
 from __future__ import annotations

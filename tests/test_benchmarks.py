@@ -100,3 +100,17 @@ def test_gram_memmap_script_runs_and_reports_every_figure() -> None:
         assert text in proc.stdout
     error = float(proc.stdout.split("max |A A^T - I| = ")[1].split()[0])
     assert error < 1e-5
+
+
+@pytest.mark.parametrize("route", ["compiled", "torch", "numpy"])
+def test_gram_routes_suite_times_and_tracks_error(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchmarks.gram as suite
+
+    monkeypatch.setattr(suite, "VALUES", 1 << 21)
+    bench = suite.GramRoutes()
+    try:
+        bench.setup(route, 18)
+    except NotImplementedError:
+        pytest.skip(f"{route} cannot run here")
+    bench.time_gram(route, 18)
+    assert 0.0 < bench.track_error(route, 18) < 1e-5
