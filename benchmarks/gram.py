@@ -28,6 +28,7 @@ class GramRoutes:
         self.X = rng.standard_normal((n, VALUES // n), dtype=np.float32) + np.float32(0.5)
         self.backend = "cpu" if route == "torch" else "numpy"
         self.compiled = route == "compiled"
+        accumulate_gram([self.X[:, :4096]], backend=self.backend, compiled=self.compiled)  # type: ignore[arg-type]  # JIT, threads
 
     def _gram(self) -> np.ndarray:
         return accumulate_gram([self.X], backend=self.backend, compiled=self.compiled)  # type: ignore[arg-type]
