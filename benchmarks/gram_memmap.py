@@ -31,13 +31,14 @@ from typing import TypeVar
 import numpy as np
 
 from harness.atomic import atomic_npy
+from harness.axes_step import orthonormality_error, stream_axes
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.workload import Workload
 from harness.linalg.device import Backend, torch_module
 from harness.linalg.factored import frobenius_gram
-from harness.linalg.gram import accumulate_gram, block_columns, gram_from_array, gram_pairwise, iter_column_blocks
-from harness.linalg.pca import dual_pca, principal_axes
+from harness.linalg.gram import accumulate_gram, gram_from_array, gram_pairwise
+from harness.linalg.pca import dual_pca
 from harness.spec import load_spec
 
 T = TypeVar("T")
@@ -133,18 +134,14 @@ def factored_gram_task_geometry() -> tuple[float, float, int, int]:
     return generation, time.perf_counter() - start, layout.n, len(layout.positions)
 
 
-def stream_axes(path: Path, out: Path, components: int, budget: int) -> float:
+def axes_of_memmap(path: Path, out: Path, components: int, budget: int) -> float:
     """Principal axes of the memmap's rows into a .npy file, one column block at a time;
     returns max |A A^T - I| read back from the file."""
     X = np.load(path, mmap_mode="r")
-    n, d = X.shape
     pca = dual_pca(gram_from_array(X, memory_budget=budget, backend="numpy"), components)
-    columns = min(block_columns(n, d, 4, budget), 1 << 16)
-    with atomic_npy(out, (components, d), np.dtype(np.float32)) as axes:
-        for b, piece in enumerate(principal_axes(iter_column_blocks(X, columns), pca)):
-            axes.write(b * columns, piece)
-    A = np.load(out, mmap_mode="r")
-    return float(np.max(np.abs(gram_from_array(A, memory_budget=budget) - np.eye(components))))
+    with atomic_npy(out, (components, X.shape[1]), np.dtype(np.float32)) as axes:
+        stream_axes(axes, 0, X, pca, memory_budget=budget, backend="numpy")
+    return orthonormality_error(np.load(out, mmap_mode="r"), pca, budget, "numpy")
 
 
 def median_line(label: str, seconds: list[float], nbytes: int) -> str:
@@ -219,7 +216,7 @@ def main() -> None:
 
         if args.components:
             sequential_read(path, MiB)  # back in page cache
-            error, axes_s, mem = peak_anon(lambda: stream_axes(path, Path(tmp) / "axes.npy", args.components, budget))
+            error, axes_s, mem = peak_anon(lambda: axes_of_memmap(path, Path(tmp) / "axes.npy", args.components, budget))
             print(f"principal axes ({args.components} x {args.d:,} float32, Gram included, written and fsynced): "
                   f"{axes_s:.2f} s, peak RssAnon +{mem / MiB:.0f} MiB; max |A A^T - I| = {error:.1e}")
 

@@ -19,7 +19,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
-from harness.atomic import atomic_npy
+from harness.atomic import NpyColumns, atomic_npy
 from harness.data.layout import AdapterLayout
 from harness.data.workload import DataError, Workload
 from harness.linalg.device import Backend
@@ -60,6 +60,17 @@ def orthonormality_error(A: np.ndarray, pca: DualPCA, memory_budget: int, backen
     return float(np.max(np.abs(gram - expected)))
 
 
+def stream_axes(
+    out: NpyColumns, column: int, X: np.ndarray, pca: DualPCA, *, memory_budget: int, backend: Backend
+) -> None:
+    """The axes' entries for the columns of an n x c data matrix X, into columns
+    [column, column + c) of `out`, one column block at a time."""
+    n, c = X.shape
+    columns = min(block_columns(n, c, X.dtype.itemsize, memory_budget), PIECE_COLUMNS)
+    for b, piece in enumerate(principal_axes(iter_column_blocks(X, columns), pca, backend=backend)):
+        out.write(column + b * columns, piece)
+
+
 def write_axes(
     name: str,
     analysis: PcaAnalysis,
@@ -94,10 +105,7 @@ def write_axes(
         for p, position in enumerate(layout.positions):
             X = workload.source.load_dense(position.refs, dtype).reshape(layout.n, -1)
             pca = pcas[GLOBAL if analysis.scope == GLOBAL else position.label]
-            columns = min(block_columns(layout.n, X.shape[1], dtype.itemsize, memory_budget), PIECE_COLUMNS)
-            blocks = iter_column_blocks(X, columns)
-            for b, piece in enumerate(principal_axes(blocks, pca, backend=backend)):
-                out.write(int(offsets[p]) + b * columns, piece)
+            stream_axes(out, int(offsets[p]), X, pca, memory_budget=memory_budget, backend=backend)
             progress.advance(task)
         A = np.load(out.path, mmap_mode="r")
         if analysis.scope == GLOBAL:

@@ -30,12 +30,15 @@ from harness.strategies.registry import check_strategy_name
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
 
 
+FILE_NAME = r"[A-Za-z0-9_.-]+"  # names that become file or folder names
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class Experiment(_Section):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="used as the results folder name")
+    name: str = Field(pattern=rf"^{FILE_NAME}$", description="used as the results folder name")
     seed: int = 0
     description: str = ""
 
@@ -128,7 +131,7 @@ class PcaAnalysis(_AnalysisBase):
 
     @model_validator(mode="after")
     def _axes_file_name(self) -> PcaAnalysis:
-        if self.axes and not re.fullmatch(r"[A-Za-z0-9_.-]+", self.label):
+        if self.axes and not re.fullmatch(FILE_NAME, self.label):
             raise ValueError(
                 f"name {self.label!r} names the file axes-{self.label}.npy: use letters, digits, _ . -"
             )

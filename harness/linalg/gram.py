@@ -166,11 +166,9 @@ def accumulate_gram(
     blocks = iter(blocks)
     if compiled and backend != "cuda" and (kernel := _compiled_kernel()) is not None:
         first = next(blocks, None)
-        if first is None:
-            raise ValueError("no blocks given; cannot infer n")
-        blocks = chain([first], blocks)
+        blocks = chain([] if first is None else [first], blocks)
         if isinstance(first, np.ndarray) and kernel.usable(first):
-            return _accumulate_compiled(blocks, kernel)
+            return _accumulate_numpy(blocks, kernel)
     if backend == "numpy":
         return _accumulate_numpy(blocks)
     return _accumulate_torch(blocks, backend)
@@ -200,35 +198,23 @@ def _add_numpy(G: np.ndarray, block: np.ndarray) -> None:
         G += Xc @ Xc.T
 
 
-def _accumulate_numpy(blocks: Iterable[np.ndarray]) -> np.ndarray:
+def _accumulate_numpy(blocks: Iterable[np.ndarray], kernel: ModuleType | None = None) -> np.ndarray:
+    """numpy's route; with `kernel`, the compiled kernel for every block it reads in place (and
+    numpy's route for any other, e.g. a float64 one)."""
     G: np.ndarray | None = None
     n: int | None = None
+    threads = kernel.kernel_threads() if kernel is not None else 1
     for block in blocks:
         n = _check_block(block, n)
         block = to_numpy(block)
         if G is None:
             G = np.zeros((n, n), dtype=np.float64)
-        _add_numpy(G, block)
-    if G is None:
-        raise ValueError("no blocks given; cannot infer n")
-    return _symmetrize(G)
-
-
-def _accumulate_compiled(blocks: Iterable[np.ndarray], kernel: ModuleType) -> np.ndarray:
-    """The kernel for every usable block, numpy's route for any other (e.g. a float64 one)."""
-    G: np.ndarray | None = None
-    n: int | None = None
-    threads = kernel.kernel_threads()
-    for block in blocks:
-        n = _check_block(block, n)
-        block = to_numpy(block)
-        if G is None:
-            G = np.zeros((n, n), dtype=np.float64)
-        if kernel.usable(block):
+        if kernel is not None and kernel.usable(block):
             kernel.add_gram(G, block, threads)
         else:
             _add_numpy(G, block)
-    assert G is not None  # accumulate_gram saw a first block
+    if G is None:
+        raise ValueError("no blocks given; cannot infer n")
     return _symmetrize(G)
 
 

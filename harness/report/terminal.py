@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rich.table import Table
 
 from harness.plan import Plan
@@ -127,7 +128,7 @@ def axes_summary(analysis: AnalysisRecord) -> str | None:
     axes = analysis.axes
     if axes is None:
         return None
-    size = axes.components * axes.parameters * (4 if axes.dtype == "float32" else 8)
+    size = axes.components * axes.parameters * np.dtype(axes.dtype).itemsize
     passed = next((v.passed for v in analysis.verification if v.strategy == "axes"), False)
     return (f"principal axes ({axes.components} x {axes.parameters:,} {axes.dtype}, {format_bytes(size)}) "
             f"in {axes.file}, written in {format_seconds(axes.seconds)}; max |A A^T - I| = "
