@@ -18,11 +18,13 @@ from harness.executors import process_pool
 from harness.machine import MachineInfo
 from harness.prepare import load_workload, prepare
 from harness.data.workload import chunks
-from harness.run import compute_batches, exec_context, load_batches, sample_refs
+from harness.bench.phase import compute_batches, load_batches, sample_refs
+from harness.bench.references import References, operator
+from harness.run import exec_context
 from harness.spec import SpecError, load_spec
 from harness.strategies.base import OpRequest, OpResult
 from harness.strategies.registry import STRATEGIES
-from harness.verify import reference_values, verify
+from harness.verify import verify
 
 
 def machine_name(info: MachineInfo) -> str:
@@ -109,10 +111,10 @@ class Case:
         return compute_batches(self.strategy, self.op, batches, self.ctx)
 
     def error(self, result: OpResult) -> float:
-        """The worst of the values and vectors errors relative to sigma_1 against float64 LAPACK,
-        the number `harness run` checks against the tolerance."""
-        W64 = self.source.load_dense(self.refs, np.dtype(np.float64))
-        check = verify(self.name, result, W64, reference_values(W64), self.tolerance)
+        """The worst of the values and vectors errors relative to sigma_1 against the float64
+        references, the number `harness run` checks against the tolerance."""
+        W = operator(self.source, self.refs) if result.U is not None else None
+        check = verify(self.name, result, W, References(self.source).values(self.refs), self.tolerance)
         return max(check.values_error, check.vectors_error or 0.0)
 
     def stream_group(self) -> None:

@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
-from rich.progress import Progress
 
 from harness.atomic import NpyColumns, atomic_npy
 from harness.data.layout import AdapterLayout
@@ -26,6 +24,7 @@ from harness.linalg.device import Backend
 from harness.linalg.gram import block_columns, gram_from_array, iter_column_blocks
 from harness.linalg.pca import DualPCA, principal_axes
 from harness.pca_step import GLOBAL, pca_from_arrays, pca_prefix
+from harness.progress import Display
 from harness.results import AxesRecord
 from harness.spec import PcaAnalysis
 from harness.units import format_bytes
@@ -82,7 +81,7 @@ def write_axes(
     backend: Backend,
     memory_budget: int,
     tolerance: float,
-    console: Console,
+    display: Display,
 ) -> tuple[AxesRecord, Verification, dict[str, np.ndarray]]:
     """Write axes-<name>.npy for the PCA(s) in `arrays`: its record, the verdict of its
     orthonormality (judged against `tolerance`) and the file's pca.npz index."""
@@ -100,13 +99,14 @@ def write_axes(
     keys = [GLOBAL] if analysis.scope == GLOBAL else [p.label for p in layout.positions]
     pcas = {key: pca_from_arrays(arrays, pca_prefix(name, analysis.scope, key), analysis.center) for key in keys}
 
-    with atomic_npy(path, (k, d), dtype) as out, Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"{name}: principal axes", total=len(layout.positions))
+    with atomic_npy(path, (k, d), dtype) as out, display.phase(f"{name}: principal axes", len(layout.positions)) as phase:
         for p, position in enumerate(layout.positions):
+            phase.item(position.label)
             X = workload.source.load_dense(position.refs, dtype).reshape(layout.n, -1)
             pca = pcas[GLOBAL if analysis.scope == GLOBAL else position.label]
             stream_axes(out, int(offsets[p]), X, pca, memory_budget=memory_budget, backend=backend)
-            progress.advance(task)
+            phase.advance()
+        phase.item("checking A A^T = I")
         A = np.load(out.path, mmap_mode="r")
         if analysis.scope == GLOBAL:
             error = orthonormality_error(A, pcas[GLOBAL], memory_budget, backend)

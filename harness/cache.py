@@ -43,12 +43,12 @@ STALE_TMP_S = 3600.0  # a temporary file this old belongs to no live writer
 # The modules whose code determines cached numbers and timings: an edit to them invalidates the
 # store even while harness.__version__ stays the same (an editable install under development).
 NUMERIC_SOURCES = (
-    "linalg", "strategies", "data", "verify.py", "timing.py", "features.py", "feature_step.py",
+    "linalg", "strategies", "data", "verify.py", "bench", "features.py", "feature_step.py",
     "pca_step.py", "chunk_task.py",
 )
 
 M = TypeVar("M", bound=BaseModel)
-Kind = Literal["chunk", "timing", "step"]
+Kind = Literal["chunk", "timing", "step", "reference"]
 
 
 class Header(BaseModel):
@@ -177,10 +177,10 @@ class ResultCache:
         with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
             return {name: npz[name] for name in npz.files}
 
-    def put_arrays(self, key: str, arrays: dict[str, np.ndarray], label: str) -> None:
+    def put_arrays(self, key: str, arrays: dict[str, np.ndarray], label: str, kind: Kind = "chunk") -> None:
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
-        self.put(key, buffer.getvalue(), "chunk", label)
+        self.put(key, buffer.getvalue(), kind, label)
 
     def get_model(self, key: str, model: type[M]) -> M | None:
         payload = self.get(key)
@@ -252,22 +252,26 @@ class Keys:
 
     def timing(
         self, step: Step, timed: Timed, samples: Mapping[str, Sequence[str]],
-        *, warmup: int, repeats: int, workers: int,
+        *, budget_s: float, threads: int, workers: int,
     ) -> str:
-        m = self.machine
+        """Its allocation (matrices, warm-up, repeats per group) is in `timed`."""
         return cache_key({
-            **self._base(step), "entry": "timing", "strategy": timed.strategy,
-            "device": timed.device, "batch_sizes": timed.batch_sizes, "tolerance": step.tolerance,
-            "samples": {label: list(ids) for label, ids in samples.items()},
-            "warmup": warmup, "repeats": repeats, "workers": workers, "machine": m.identity,
-            "threads": {"torch": m.torch_threads, "blas": [p.threads for p in m.blas]},
+            **self._base(step), "entry": "timing", "timed": timed.model_dump(mode="json"),
+            "tolerance": step.tolerance, "samples": {label: list(ids) for label, ids in samples.items()},
+            "budget": budget_s, "threads": threads, "workers": workers, "machine": self.machine.identity,
         })
 
+    def reference(self, kind: str, name: str) -> str:
+        """A float64 reference (`values` of a matrix, `gram` of a position): only the data and
+        the code that computed it matter, not the step."""
+        return cache_key({"entry": "reference", "kind": kind, "name": name, "workload": self.workload,
+                          "seed": self.seed, "versions": versions(self.machine)})
+
     def step(self, step: Step, entry: str, **settings: Any) -> str:
-        """A whole step's product (features, a PCA with its timings): the step as planned,
-        plus the settings and, for anything timed, the machine."""
-        return cache_key({**self._base(step), "entry": entry, "step": step.model_dump(mode="json"),
-                          "settings": settings})
+        """A whole step's product (features, a PCA's arrays): the step as planned, less what
+        only the benchmark or the plan's wording depends on, plus the settings."""
+        planned = step.model_dump(mode="json", exclude={"timed", "skipped", "candidates", "reason", "estimate_s"})
+        return cache_key({**self._base(step), "entry": entry, "step": planned, "settings": settings})
 
 
 class StepEntry(BaseModel):

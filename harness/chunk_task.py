@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -35,6 +36,7 @@ class ChunkTask:
     device: str
     seed: int
     threads: int | None  # BLAS threads on the worker; None leaves them as they are
+    keep_vectors: bool = False  # return U too (top-k bases, kept for pairwise features)
 
 
 @dataclass(frozen=True)
@@ -55,16 +57,19 @@ class ChunkOutcome:
     worker: str
     started: float  # time.time() on the worker
     seconds: float  # load and compute, on the worker
+    vectors: np.ndarray | None = None  # a chunk's U, (len(refs), m, k), when the task kept them
 
 
 def worker_name() -> str:
-    """The Dask worker's address, else host and process id."""
-    try:
-        from distributed import get_worker
-
-        return str(get_worker().address)
-    except (ImportError, ValueError):  # not inside a Dask worker
-        return f"{socket.gethostname()}:{os.getpid()}"
+    """The Dask worker's address, else host and process id. A Dask worker has imported
+    distributed already; importing it just to ask would cost a local run ~0.3-1.8 s."""
+    distributed = sys.modules.get("distributed")
+    if distributed is not None:
+        try:
+            return str(distributed.get_worker().address)
+        except ValueError:  # distributed is loaded, but this is not one of its workers
+            pass
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _context(task: ChunkTask | GramTask, executor: Callable[[], Executor]) -> ExecContext:
@@ -86,8 +91,9 @@ def run_chunk(task: ChunkTask, executor: Callable[[], Executor] = SerialExecutor
     ctx = _context(task, executor)
     with threadpool_limits(limits=task.threads):
         data = strategy.load(task.source, task.refs, ctx.dtype)
-        S = strategy.compute(task.op, data, ctx).S.astype(np.float64)
-    return ChunkOutcome(result=S, worker=worker_name(), started=started, seconds=time.perf_counter() - start)
+        result = strategy.compute(task.op, data, ctx)
+    return ChunkOutcome(result=result.S.astype(np.float64), worker=worker_name(), started=started,
+                        seconds=time.perf_counter() - start, vectors=result.U if task.keep_vectors else None)
 
 
 def run_gram_task(task: GramTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:

@@ -1,4 +1,4 @@
-"""`harness validate | plan | run | report | compare | cache | schema`: a small function each.
+"""`harness validate | plan | run | report | compare | cache | system | schema`: a small function each.
 
 Exit codes: 0 fine, 2 a user mistake (spec, data, plan), 3 a verification failed, 130 interrupted.
 """
@@ -18,13 +18,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+import harness
 from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.data.workload import DataError, Workload
 from harness.machine import probe
 from harness.plan import Plan, PlanError
 from harness.prepare import prepare
-from harness.report.terminal import compare_table, plan_table, run_table, wall_lines
+from harness.progress import Display
+from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines
 from harness.results import RecordError, RunRecord, load_record
 from harness.run import Runner, now
 from harness.spec import Spec, SpecError, load_spec
@@ -53,8 +55,14 @@ def spec_hash(spec: Spec) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """--set values, and --budget as the override it is."""
+    budget = getattr(args, "budget", None)
+    return [*args.set, *([f"benchmark.budget={json.dumps(budget)}"] if budget is not None else [])]
+
+
 def _prepare(args: argparse.Namespace) -> tuple[Spec, Workload, Plan]:
-    return prepare(args.spec, args.set)
+    return prepare(args.spec, _overrides(args))
 
 
 @command("validate")
@@ -76,44 +84,42 @@ def plan(args: argparse.Namespace) -> int:
 
 @command("run")
 def run(args: argparse.Namespace) -> int:
-    spec, workload, the_plan = _prepare(args)
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    digest = spec_hash(spec)
-    folder = Path(args.output) if args.output else Path("results") / spec.experiment.name / f"{run_id}-{digest[:8]}"
-    if folder.exists() and any(folder.iterdir()):
-        raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
-    record = RunRecord(
-        harness_version=probe().harness,
-        experiment=spec.experiment.name,
-        spec_path=str(args.spec),
-        spec=spec.model_dump(mode="json"),
-        spec_hash=digest,
-        workload_fingerprint=workload.fingerprint(),
-        command=shlex.join(["harness", "run", str(args.spec)] + [f"--set={s}" for s in args.set]),
-        started=now(),
-        machine=probe(),
-        plan=the_plan,
-    )
-    runner = Runner(
-        record,
-        workload,
-        folder,
-        seed=spec.experiment.seed,
-        warmup=spec.benchmark.warmup,
-        repeats=spec.benchmark.repeats,
-        console=err,
-        cache=None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec)),
-    )
-    created = not folder.exists()
-    try:
-        runner.run()
-    except KeyboardInterrupt:
+    interrupted = False
+    with Display(err) as display:
+        with display.phase("loading the spec, the workload and the machine") as phase:
+            phase.item(str(args.spec))
+            spec, workload, the_plan = _prepare(args)
+        digest = spec_hash(spec)
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = Path(args.output) if args.output else Path("results") / spec.experiment.name / f"{run_id}-{digest[:8]}"
+        if folder.exists() and any(folder.iterdir()):
+            raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+        record = RunRecord(
+            harness_version=probe().harness,
+            experiment=spec.experiment.name,
+            spec_path=str(args.spec),
+            spec=spec.model_dump(mode="json"),
+            spec_hash=digest,
+            workload_fingerprint=workload.fingerprint(),
+            command=shlex.join(["harness", "run", str(args.spec)] + [f"--set={s}" for s in _overrides(args)]),
+            started=now(),
+            machine=probe(),
+            plan=the_plan,
+        )
+        cache = None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec))
+        runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache)
+        created = not folder.exists()
+        try:
+            runner.run()
+        except KeyboardInterrupt:
+            interrupted = True
+        except DataError:
+            if created:  # a bad input file found while loading: leave nothing behind
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+    if interrupted:
         err.print(f"interrupted: {folder} holds a record marked incomplete")
         return EXIT_INTERRUPTED
-    except DataError:
-        if created:  # a bad input file found while loading: leave nothing behind
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
     out.print(run_table(record))
     for line in wall_lines(record):
         out.print(line)
@@ -209,6 +215,17 @@ def asv_machine(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("system")
+def system(args: argparse.Namespace) -> int:
+    """What would make timings unreliable on this machine right now, as `pyperf system show`."""
+    from harness.bench.conditions import sample_conditions
+
+    machine = probe()
+    for line in system_lines(machine, sample_conditions(args.seconds, machine.cores)):
+        out.print(line)
+    return 0
+
+
 @command("schema")
 def schema(args: argparse.Namespace) -> int:
     print(json.dumps(Spec.model_json_schema(), indent=2))
@@ -217,6 +234,7 @@ def schema(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"%(prog)s {harness.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in [
         ("validate", "check a spec and report every problem"),
@@ -228,6 +246,10 @@ def parser() -> argparse.ArgumentParser:
         c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a spec value, e.g. --set data.adapters=4 (value parsed as TOML)")
     sub.choices["plan"].add_argument("--json", action="store_true", help="print the plan as JSON")
+    for name in ("plan", "run"):
+        sub.choices[name].add_argument("--budget", metavar="DURATION",
+                                       help='time for timing the compared strategies, e.g. "20s" '
+                                       "(overrides [benchmark] budget)")
     sub.choices["run"].add_argument("-o", "--output", help="run folder (default results/<experiment>/<run-id>)")
     sub.choices["run"].add_argument("--report", action="store_true", help="write report.html into the run folder")
     rep = sub.add_parser("report", help="write a run's self-contained HTML report")
@@ -246,6 +268,8 @@ def parser() -> argparse.ArgumentParser:
     cache_parser.add_argument("--older-than", type=_age, metavar="AGE",
                               help="clear only entries unused for AGE, e.g. 30d, 12h")
     sub.add_parser("asv-machine", help="print this machine's asv name: host and GPU model (or cpu)")
+    sys_parser = sub.add_parser("system", help="show what would make timings unreliable here right now")
+    sys_parser.add_argument("--seconds", type=float, default=1.0, help="how long to watch the machine (default 1)")
     sub.add_parser("schema", help="print the spec's JSON Schema")
     return p
 

@@ -4,6 +4,7 @@ what CPU fan-out strategies are handed. Nobody downstream knows which one it got
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -16,19 +17,18 @@ def _init_worker(parent_path: list[str], threads: int) -> None:
     per-matrix fan-out).
 
     With spawn, a worker starts a fresh interpreter: without the parent's sys.path it cannot
-    import `harness` when the parent ran from a source checkout.
+    import `harness` when the parent ran from a source checkout. torch is not imported here (a
+    second or more per worker, for numpy work): OMP_NUM_THREADS sets its pool if a task
+    imports it later.
     """
     for entry in reversed(parent_path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(threads)
+    import harness.chunk_task  # noqa: F401  (what tasks run: imported at start, not in a timed call)
 
 
 def _ready() -> bool:

@@ -9,7 +9,7 @@ analysis's strategy, since only spectra are kept) and the cosine of the deltas d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -20,9 +20,9 @@ from harness.features import (
     SUBSPACE_FEATURES,
     FeatureRow,
     Spectrum,
-    principal_angles,
+    pairwise_principal_angles,
+    pairwise_subspace_similarity,
     scalar_features,
-    subspace_similarity,
 )
 from harness.linalg.factored import frobenius_gram, frobenius_norms
 from harness.linalg.gram import cosine_from_gram
@@ -84,7 +84,15 @@ def scalar_rows(
     return rows, notes
 
 
-def pairwise_rows(step: Step, workload: Workload, ctx: ExecContext) -> list[FeatureRow]:
+def pairwise_rows(
+    step: Step, workload: Workload, ctx: ExecContext, bases: Mapping[str, np.ndarray] | None = None
+) -> list[FeatureRow]:
+    """Rows of every pair of adapters a < b at each position, ordered by position, pair, metric.
+
+    Each metric is computed for all pairs of a position at once (one Gram of the stacked bases,
+    one of the deltas), so the per-pair work left is building the rows. `bases` are the top-k
+    left singular vectors (m, k) by matrix id that the full analysis computed with the same
+    strategy; a position missing any is computed again."""
     wanted = [f for f in step.features if f in PAIRWISE_FEATURES]
     if not wanted:
         return []
@@ -92,23 +100,25 @@ def pairwise_rows(step: Step, workload: Workload, ctx: ExecContext) -> list[Feat
     strategy = STRATEGIES[step.strategy]
     k = step.k or 1
     subspaces = any(f in SUBSPACE_FEATURES for f in wanted)
+    first, second = (side.tolist() for side in np.triu_indices(len(layout.adapters), 1))
     rows = []
     for position in layout.positions:
         refs = position.refs
         data = strategy.load(workload.source, refs, ctx.dtype) if subspaces else _exact(workload.source, refs)
-        U = strategy.compute(OpRequest("svd_topk", k), data, ctx).U if subspaces else None
-        cosine = cosine_from_gram(_gram(data)) if "delta_cosine" in wanted else None
-        for a in range(len(refs)):
-            for b in range(a + 1, len(refs)):
-                ref, other = refs[a], refs[b].adapter
-                if U is not None and "subspace_similarity" in wanted:
-                    phi = subspace_similarity(U[a], U[b], k, k)
-                    rows.append(_row(step, ref, "subspace_similarity", phi, other))
-                if U is not None and "principal_angles" in wanted:
-                    for i, angle in enumerate(principal_angles(U[a], U[b]), start=1):
-                        rows.append(_row(step, ref, f"principal_angle_{i}", float(angle), other))
-                if cosine is not None:
-                    rows.append(_row(step, ref, "delta_cosine", float(cosine[a, b]), other))
+        values: dict[str, list[float]] = {}  # metric: its value for each pair, in row order
+        if subspaces:
+            U = (np.stack([bases[ref.id] for ref in refs]) if bases and all(ref.id in bases for ref in refs)
+                 else strategy.compute(OpRequest("svd_topk", k), data, ctx).U)
+            if "subspace_similarity" in wanted:
+                values["subspace_similarity"] = pairwise_subspace_similarity(U).tolist()
+            if "principal_angles" in wanted:
+                for i, angles in enumerate(pairwise_principal_angles(U).T.tolist(), start=1):
+                    values[f"principal_angle_{i}"] = angles
+        if "delta_cosine" in wanted:
+            values["delta_cosine"] = cosine_from_gram(_gram(data))[first, second].tolist()
+        for pair, (a, b) in enumerate(zip(first, second)):
+            for metric, column in values.items():
+                rows.append(_row(step, refs[a], metric, column[pair], refs[b].adapter))
     return rows
 
 
@@ -129,8 +139,9 @@ def _gram(data: Factors | np.ndarray) -> np.ndarray:
 
 
 def feature_rows(
-    step: Step, workload: Workload, spectra: dict[str, np.ndarray], ctx: ExecContext
+    step: Step, workload: Workload, spectra: dict[str, np.ndarray], ctx: ExecContext,
+    bases: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[list[FeatureRow], list[str]]:
     """Every requested feature of one analysis, and notes for the user."""
     rows, notes = scalar_rows(step, workload, spectra, ctx.dtype)
-    return rows + pairwise_rows(step, workload, ctx), notes
+    return rows + pairwise_rows(step, workload, ctx, bases), notes

@@ -76,7 +76,8 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def _cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), not the host's."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -93,7 +94,7 @@ def probe() -> MachineInfo:
         hostname=socket.gethostname(),
         platform=platform.platform(),
         cpu=_cpu_name(),
-        cores=_cores(),
+        cores=usable_cores(),
         memory_total=total,
         memory_available=mem.get("MemAvailable", total),
         python=platform.python_version(),

@@ -1,42 +1,19 @@
-"""Executing one `pca` step: from the chosen strategy's Grams over the whole workload,
-dual PCA, the arrays in the run folder's pca.npz, then timing and verification of every compared
-strategy on a sub-workload.
-
-The sub-workload is the first `benchmark.sample` matrix positions ((layer, module) slots) of
-every adapter (all of them for 0); each strategy's cost is linear in the positions, so its
-time is scaled by positions / sampled. The reference is dual_gram in float64 with numpy on
-the same positions.
+"""One `pca` step's numbers: from the chosen strategy's Grams over the whole workload, dual PCA
+and the arrays of the run folder's pca.npz; and the errors of a strategy's Grams against the
+float64 references, by which the benchmark phase (harness.bench.phase) verifies them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from functools import partial
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from harness.atomic import write_atomic
 from harness.data.layout import AdapterLayout
-from harness.data.workload import Workload
 from harness.linalg.gram import cosine_from_gram
 from harness.linalg.pca import DualPCA, dual_pca
-from harness.plan import Plan, Step
-from harness.results import (
-    AnalysisRecord,
-    GroupTiming,
-    StrategyTiming,
-    analysis_record,
-    apply_speedups,
-)
 from harness.spec import PcaAnalysis
-from harness.strategies.base import ExecContext
-from harness.strategies.gram import DualGramStrategy, GramStrategy
-from harness.strategies.registry import STRATEGIES
-from harness.timing import measure
-from harness.verify import Verification
 
 PCA_FILE = "pca.npz"
 GLOBAL = "global"
@@ -106,69 +83,15 @@ def gram_errors(
     return gram_error, eig_error
 
 
-def run_pca_step(
-    step: Step,
-    analysis: PcaAnalysis,
-    plan: Plan,
-    workload: Workload,
-    context: Callable[[str], ExecContext],
-    full_grams: np.ndarray,
-    gram_seconds: float,
-    *,
-    warmup: int,
-    repeats: int,
-) -> tuple[AnalysisRecord, dict[str, np.ndarray]]:
-    """The step's record, and its pca.npz arrays (the caller saves them). `full_grams` are the
-    chosen strategy's (positions, n, n) Grams of the whole workload, computed by the caller in
-    `gram_seconds` (here or on workers); this times and verifies every strategy on the
-    sub-workload."""
-    layout = AdapterLayout.from_workload(workload)
-    source = workload.source
-
-    start = time.perf_counter()
-    grams = scoped_grams(full_grams, layout, analysis.scope)
+def pca_results(
+    name: str, analysis: PcaAnalysis, layout: AdapterLayout, full_grams: np.ndarray
+) -> tuple[dict[str, list[float]], dict[str, np.ndarray]]:
+    """The explained-variance ratios per PCA, and the pca.npz arrays, of the chosen strategy's
+    (positions, n, n) Grams of the whole workload."""
     ratios: dict[str, list[float]] = {}
     arrays: dict[str, np.ndarray] = {}
-    for key, G in grams.items():
+    for key, G in scoped_grams(full_grams, layout, analysis.scope).items():
         pca = dual_pca(G, analysis.components, center=analysis.center)
         ratios[key] = pca.explained_variance_ratio.tolist()
-        arrays.update(pca_arrays(step.analysis, analysis.scope, key, G, pca, layout.adapters))
-    wall = gram_seconds + time.perf_counter() - start
-
-    sub = layout.head(plan.sample)
-    ctx64 = dataclasses.replace(context("numpy"), dtype=np.dtype(np.float64), backend="numpy")
-    refs = scoped_grams(DualGramStrategy().grams(source, sub, ctx64, plan.memory_budget), sub, analysis.scope)
-    timings: list[StrategyTiming] = []
-    checks: list[Verification] = []
-    for timed in step.timed:
-        strategy = STRATEGIES[timed.strategy]
-        assert isinstance(strategy, GramStrategy)
-        ctx = context(timed.device)
-        measurement, result = measure(
-            partial(strategy.grams, source, sub, ctx, plan.memory_budget),
-            warmup=warmup,
-            repeats=repeats,
-            backend=ctx.backend,
-        )
-        scale = len(layout.positions) / len(sub.positions)
-        timings.append(
-            StrategyTiming(
-                strategy=timed.strategy,
-                role=timed.role,
-                device=timed.device,
-                groups=[GroupTiming(group="positions", sampled=len(sub.positions),
-                                    total=len(layout.positions), measurement=measurement)],
-                estimate_total_s=measurement.median_s * scale,
-                iqr_total_s=measurement.iqr_s * scale,
-                extrapolated=scale > 1,
-            )
-        )
-        gram_error, eig_error = gram_errors(
-            scoped_grams(result, sub, analysis.scope), refs, analysis.components, analysis.center
-        )
-        checks.append(Verification.judged(
-            timed.strategy, len(sub.positions) * sub.n, step.tolerance, max(gram_error, eig_error)
-        ))
-    apply_speedups(timings)
-    record = analysis_record(step, len(workload), wall, timings, checks, explained_variance_ratio=ratios)
-    return record, arrays
+        arrays.update(pca_arrays(name, analysis.scope, key, G, pca, layout.adapters))
+    return ratios, arrays

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
+from harness.bench.budget import POSITIONS, Allocation, Want, allocate, cut_note
+from harness.bench.references import reference_seconds
 from harness.data.layout import AdapterLayout
 from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, cuda_missing_reason, torch_module
@@ -31,6 +33,7 @@ class Candidate(BaseModel):
     device: str | None
     estimate_s: float | None
     batch_sizes: dict[str, int] = {}
+    per_matrix_s: dict[str, float] = {}  # estimate per shape group (pca: per position)
     reason: str | None = None  # why it cannot run, when it cannot
 
     @property
@@ -43,6 +46,12 @@ class Timed(BaseModel):
     role: str  # "baseline", "compare" or "chosen"
     device: str
     batch_sizes: dict[str, int]
+    allocations: list[Allocation] = []  # its share of the benchmark budget, per shape group
+    cut: str | None = None  # what the budget cut, and why
+
+    @property
+    def estimate_s(self) -> float:
+        return sum(a.estimate_s for a in self.allocations)
 
 
 class Step(BaseModel):
@@ -62,6 +71,19 @@ class Step(BaseModel):
     candidates: list[Candidate]
 
 
+class BenchPlan(BaseModel):
+    """The benchmark phase as planned: its budget, what a strategy gets when the budget allows,
+    the threads of every in-process timing, and the estimated seconds of it all."""
+
+    budget_s: float
+    warmup: int
+    repeats: int
+    sample: int
+    threads: int
+    references_s: float  # float64 references of the sampled matrices, once per run
+    estimate_s: float  # every allocation, and the references
+
+
 class Plan(BaseModel):
     device_requested: str
     dtype: str
@@ -74,6 +96,14 @@ class Plan(BaseModel):
     n_matrices: int
     groups: list[GroupInfo]
     steps: list[Step]
+    bench: BenchPlan | None = None  # None only in records of schema version 1
+    load_s: float = 0.0  # estimated loading of every matrix by the full analyses
+
+    @property
+    def estimate_s(self) -> float:
+        """The whole run: full analyses, their loading, and the benchmark phase."""
+        bench = self.bench.estimate_s if self.bench is not None else 0.0
+        return sum(s.estimate_s for s in self.steps) + self.load_s + bench
 
 
 class PlanError(Exception):
@@ -121,7 +151,7 @@ def evaluate(
         return cannot
     backend, budget, itemsize = _resources(strategy, spec)
     batches: dict[str, int] = {}
-    total = 0.0
+    per_matrix: dict[str, float] = {}
     for group in groups:
         if op.k is not None and op.k > min(group.shape):
             reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
@@ -134,8 +164,10 @@ def evaluate(
             )
             return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
         batches[group.label] = max(1, min(len(group), budget // per))
-        total += strategy.seconds_per_matrix(op, group, machine, backend) * len(group)
-    return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches)
+        per_matrix[group.label] = strategy.seconds_per_matrix(op, group, machine, backend)
+    total = sum(per_matrix[g.label] * len(g) for g in groups)
+    return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches,
+                     per_matrix_s=per_matrix)
 
 
 def evaluate_gram(
@@ -151,11 +183,13 @@ def evaluate_gram(
         return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
     widest = max(p.size for p in layout.positions)
     columns = block_columns(layout.n, widest, 8, max(budget - layout.n * widest * itemsize, 0))
+    seconds = strategy.seconds(layout, machine, backend)
     return Candidate(
         strategy=strategy.name,
         device=backend,
-        estimate_s=strategy.seconds(layout, machine, backend),
+        estimate_s=seconds,
         batch_sizes={"columns": columns} if strategy.name == "dual_gram" else {},
+        per_matrix_s={POSITIONS: seconds / len(layout.positions)},
     )
 
 
@@ -186,12 +220,62 @@ def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 
 
+def item_key(analysis: str, strategy: str, group: str) -> str:
+    """One item of the benchmark phase: a strategy of an analysis on one shape group."""
+    return f"{analysis}|{strategy}|{group}"
+
+
+def _want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Want:
+    """What a strategy gets on a group when the budget allows; a fan-out strategy is timed on
+    one matrix per worker at least, or its fan-out would not be measured."""
+    b = spec.benchmark
+    most = size if b.sample == 0 else min(b.sample, size)
+    least = min(workers, size) if STRATEGIES[candidate.strategy].fans_out else 1
+    return Want(group=group, per_matrix_s=candidate.per_matrix_s[group], matrices=max(most, least),
+                min_matrices=least, warmup=b.warmup, repeats=b.repeats)
+
+
+def _plan_benchmark(
+    spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], wants: dict[str, Want]
+) -> BenchPlan:
+    """Share the budget, less the references' estimate, across every timed strategy and group,
+    and note on each strategy what was cut."""
+    b = spec.benchmark
+    pca = {s.analysis for s in steps if s.op == "pca"}
+
+    def references(counts: dict[str, int]) -> float:
+        """References are shared by matrix (and position), so each group needs the most
+        matrices any item of it times."""
+        per_group: dict[str, int] = {}
+        positions = 0
+        for key, n in counts.items():
+            analysis, _strategy, group = key.split("|")
+            if analysis in pca:
+                positions = max(positions, n)
+            else:
+                per_group[group] = max(per_group.get(group, 0), n)
+        return reference_seconds(workload, machine, per_group, positions)
+
+    allocations = allocate(wants, max(b.budget - references({k: w.matrices for k, w in wants.items()}), 0.0))
+    for step in steps:
+        for t in step.timed:
+            keys = [k for k in wants if k.startswith(item_key(step.analysis, t.strategy, ""))]
+            t.allocations = [allocations[k] for k in keys]
+            t.cut = cut_note(t.allocations, [wants[k] for k in keys])
+    refs = references({k: a.matrices for k, a in allocations.items()})
+    return BenchPlan(budget_s=b.budget, warmup=b.warmup, repeats=b.repeats, sample=b.sample,
+                     threads=b.threads or machine.cores, references_s=refs,
+                     estimate_s=refs + sum(a.estimate_s for a in allocations.values()))
+
+
 def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
     if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
         raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
     groups = workload.groups()
     steps: list[Step] = []
     problems: list[str] = []
+    wants: dict[str, Want] = {}
+    workers = spec.execution.workers or machine.cores
     for i, analysis in enumerate(spec.analysis):
         op = OpRequest(analysis.op, getattr(analysis, "k", None))
         serving = [s for s in STRATEGIES.values() if op.op in s.ops]
@@ -225,11 +309,15 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
         for name in [*analysis.compare, chosen.strategy]:
             roles.setdefault(name, "compare" if name in analysis.compare else "chosen")
         timed, skipped = [], []
+        sizes = ({POSITIONS: len(AdapterLayout.from_workload(workload).positions)} if op.op == "pca"
+                 else {g.label: len(g) for g in groups})
         for name, role in roles.items():
             c = by_name[name]
             if c.available:
                 timed.append(Timed(strategy=name, role=role, device=c.device or "",
                                    batch_sizes=c.batch_sizes))
+                for group, size in sizes.items():
+                    wants[item_key(analysis.label, name, group)] = _want(spec, c, group, size, workers)
             else:
                 skipped.append(c)
         steps.append(
@@ -253,10 +341,12 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
     if problems:
         raise PlanError(problems)
     return Plan(
+        bench=_plan_benchmark(spec, workload, machine, steps, wants),
+        load_s=workload.source.load_seconds(workload.refs),
         device_requested=spec.execution.device,
         dtype=spec.execution.dtype,
         memory_budget=int(spec.execution.memory_budget),
-        workers=spec.execution.workers or machine.cores,
+        workers=workers,
         executor=spec.execution.executor,
         threads_per_worker=spec.execution.threads_per_worker,
         dask_address=spec.execution.dask_address,

@@ -12,10 +12,11 @@ from pydantic import BaseModel, ValidationError
 from harness.atomic import write_atomic
 from harness.machine import MachineInfo
 from harness.plan import Plan, Step
-from harness.timing import Measurement
+from harness.bench.measure import Measurement
 from harness.verify import Verification
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the benchmark's budget, cuts, threads, conditions and noise verdicts
+READABLE_VERSIONS = (1, 2)  # version 1 records read with those fields at their defaults
 RECORD = "record.json"
 SPECTRA = "spectra.npz"
 FEATURES = "features.csv"
@@ -42,6 +43,12 @@ class StrategyTiming(BaseModel):
     extrapolated: bool
     speedup: float | None = None  # baseline's estimate_total_s / this one's
     cached: bool = False  # measured by an earlier run on this machine, reused from the cache
+    cut: str | None = None  # what the benchmark budget cut, and why
+
+    @property
+    def unstable(self) -> list[str]:
+        """`group: reason` of every group measured under unreliable conditions."""
+        return [f"{g.group}: {r}" for g in self.groups for r in g.measurement.reasons]
 
 
 class ChunkPlacement(BaseModel):
@@ -91,6 +98,7 @@ class AnalysisRecord(BaseModel):
     reason: str
     n_matrices: int
     wall_s: float  # the full analysis with the chosen strategy, loading included
+    bench_s: float = 0.0  # timing and verifying the compared strategies (references included)
     # chunks of the full analysis read from the result cache / computed by this run; when all
     # came from the cache, wall_s is the time to read them, not to compute them
     placements: list[ChunkPlacement] = []
@@ -129,6 +137,18 @@ def analysis_record(
     )
 
 
+class BenchRecord(BaseModel):
+    """The benchmark phase of a run, over every analysis."""
+
+    budget_s: float
+    spent_s: float = 0.0
+    threads: int
+    references_computed: int = 0
+    references_cached: int = 0
+    references_s: float = 0.0
+    unstable: int = 0  # measurements flagged unstable
+
+
 class RunRecord(BaseModel):
     schema_version: int = SCHEMA_VERSION
     harness_version: str
@@ -144,6 +164,7 @@ class RunRecord(BaseModel):
     machine: MachineInfo
     plan: Plan
     analyses: list[AnalysisRecord] = []
+    bench: BenchRecord | None = None
 
     @property
     def passed(self) -> bool:
@@ -175,9 +196,10 @@ def load_record(folder: Path) -> RunRecord:
     except ValueError as exc:
         raise RecordError(f"{path}: not valid JSON ({exc})") from None
     version = raw.get("schema_version") if isinstance(raw, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise RecordError(
-            f"{path}: record schema version {version!r}; this harness reads version {SCHEMA_VERSION}"
+            f"{path}: record schema version {version!r}; this harness reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     try:
         return RunRecord.model_validate(raw)

@@ -1,10 +1,10 @@
-"""Executing a plan: the full analysis with the chosen strategy, then timing and verification of
-every compared strategy on the same sample of matrices, recorded step by step."""
+"""Executing a plan: per analysis, the full analysis with the chosen strategy, then the
+benchmark phase (harness.bench) and the features, recorded step by step. The runner only
+orchestrates: what a phase does lives in its own module."""
 
 from __future__ import annotations
 
 import time
-from functools import partial
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -12,46 +12,30 @@ from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from harness.cache import Keys, ResultCache, StepEntry, TimingEntry
-from harness.data.layout import AdapterLayout
-from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
 from harness.axes_step import axes_backend, write_axes
+from harness.bench.phase import BenchPhase
+from harness.cache import Keys, ResultCache, StepEntry
 from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_gram_task
+from harness.data.layout import AdapterLayout
+from harness.data.memo import MemoSource
+from harness.data.workload import MatrixRef, Workload, chunks
 from harness.executors import dask_executor, process_pool
 from harness.feature_step import feature_rows
-from harness.features import csv_rows, write_features_csv
-from harness.pca_step import run_pca_step, save_pca
+from harness.features import SUBSPACE_FEATURES, csv_rows, write_features_csv
+from harness.pca_step import pca_results, save_pca
 from harness.plan import Plan, Step
+from harness.progress import Display, Phase
+from harness.results import FEATURES, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.spec import PcaAnalysis
-from harness.results import (
-    SPECTRA,
-    ChunkPlacement,
-    FEATURES,
-    AnalysisRecord,
-    GroupTiming,
-    RunRecord,
-    StrategyTiming,
-    analysis_record,
-    apply_speedups,
-    save_record,
-    save_spectra,
-)
-from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
-from harness.strategies.numpy_lapack import stack_results
-from harness.strategies.registry import STRATEGIES
-from harness.timing import measure
-from harness.verify import Verification, reference_values, verify
-
+from harness.strategies.base import ExecContext, OpRequest
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
+MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
 
 
 def lost_worker_errors() -> tuple[type[BaseException], ...]:
@@ -62,14 +46,6 @@ def lost_worker_errors() -> tuple[type[BaseException], ...]:
     except ImportError:
         return (BrokenProcessPool,)
     return (BrokenProcessPool, KilledWorker)
-
-
-def sample_refs(group: ShapeGroup, sample: int) -> tuple[MatrixRef, ...]:
-    """`sample` matrices spread evenly over the group (all of them for 0)."""
-    if sample == 0 or sample >= len(group):
-        return group.refs
-    picks = np.unique(np.linspace(0, len(group) - 1, sample).round().astype(int))
-    return tuple(group.refs[i] for i in picks)
 
 
 def now() -> str:
@@ -87,18 +63,6 @@ def exec_context(plan: Plan, device: str, seed: int, executor: Callable[[], Exec
     )
 
 
-def load_batches(
-    strategy: Strategy, source: Source, refs: Sequence[MatrixRef], batch_size: int, dtype: np.dtype
-) -> list[Any]:
-    """The strategy's inputs for `refs` in planned chunks; loading is never timed."""
-    return [strategy.load(source, chunk, dtype) for chunk in chunks(refs, batch_size)]
-
-
-def compute_batches(strategy: Strategy, op: OpRequest, batches: list[Any], ctx: ExecContext) -> OpResult:
-    """The timed unit of work (here and in benchmarks/): every batch, results stacked."""
-    return stack_results([strategy.compute(op, b, ctx) for b in batches])
-
-
 class Runner:
     def __init__(
         self,
@@ -107,25 +71,25 @@ class Runner:
         folder: Path,
         *,
         seed: int,
-        warmup: int,
-        repeats: int,
-        console: Console | None = None,
+        display: Display,
         cache: ResultCache | None = None,
     ) -> None:
         self.record = record
         self.plan = record.plan
-        self.workload = workload
+        limit = min(self.plan.memory_budget, record.machine.memory_available // MEMO_SHARE)
+        memo = MemoSource(workload.source, limit, np.dtype(self.plan.dtype))
+        self.workload = Workload(source=memo, refs=workload.refs)
         self.folder = folder
         self.seed = seed
-        self.warmup = warmup
-        self.repeats = repeats
-        self.console = console or Console(stderr=True)
-        self.dtype = np.dtype(self.plan.dtype)
+        self.display = display
         self.spectra: dict[str, np.ndarray] = {}
+        self.bases: dict[str, np.ndarray] = {}  # top-k U by matrix id, for subspace features
         self.features: list[str] = []  # features.csv lines, one string per analysis
         self._saved_spectra = 0  # how many spectra the file on disk holds
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
+        self.bench = BenchPhase(self.plan, self.workload, self._context, display, record.machine.cores,
+                                cache, self.keys)
         self._stack = ExitStack()
         self._pool: Executor | None = None
 
@@ -133,11 +97,13 @@ class Runner:
         """The run's one executor, started on first use and closed with the run."""
         if self._pool is None:
             plan = self.plan
-            if plan.executor == "dask":
-                manager = dask_executor(plan.dask_address, plan.workers, plan.threads_per_worker)
-                self._pool = self._stack.enter_context(manager)
-            else:
-                self._pool = self._stack.enter_context(process_pool(plan.workers, plan.threads_per_worker))
+            with self.display.phase(f"starting {plan.workers} {plan.executor} workers") as phase:
+                if plan.executor == "dask":
+                    manager = dask_executor(plan.dask_address, plan.workers, plan.threads_per_worker)
+                    self._pool = self._stack.enter_context(manager)
+                else:
+                    self._pool = self._stack.enter_context(process_pool(plan.workers, plan.threads_per_worker))
+                phase.advance()
         return self._pool
 
     def _replace_broken_pool(self, broken: Executor) -> None:
@@ -154,13 +120,22 @@ class Runner:
         with self._stack:
             try:
                 self._save()  # from the start, the folder says the run is not complete
-                for step in self.plan.steps:
-                    self.record.analyses.append(self._step(step))
-                    self._save()
+                with self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
+                    for i, step in enumerate(self.plan.steps):
+                        run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
+                                 f"{self.bench.clock.spent_s:.1f} of {self.bench.clock.budget_s:.1f} s")
+                        self.record.analyses.append(self._step(step))
+                        self.record.bench = self.bench.record()
+                        self._save()
+                        run.advance()
+                    run.summary = f"{len(self.plan.steps)} analyses"
                 self.record.complete = True
             finally:
                 self.record.finished = now()
-                self._save(final=True)
+                self.record.bench = self.bench.record()
+                with self.display.phase("writing results") as phase:
+                    phase.item(str(self.folder))
+                    self._save(final=True)
         return self.record
 
     def _save(self, final: bool = False) -> None:
@@ -176,14 +151,13 @@ class Runner:
     def _step(self, step: Step) -> AnalysisRecord:
         if step.op == "pca":
             return self._pca(step)
-        op = OpRequest(step.op, step.k)
-        strategy = STRATEGIES[step.strategy]
-        groups = self.workload.groups()
-        wall, cached, placements = self._full(step, op, strategy, groups)
-        timings, checks = self._benchmark(step, op, groups)
+        wall, cached, placements = self._full(step, OpRequest(step.op, step.k))
+        start = time.perf_counter()
+        timings, checks = self.bench.time_step(step)
+        bench_s = time.perf_counter() - start
         self._features(step)
         return analysis_record(
-            step, len(self.workload), wall, timings, checks,
+            step, len(self.workload), wall, timings, checks, bench_s=bench_s,
             cached_chunks=cached, computed_chunks=len(placements), placements=placements,
         )
 
@@ -198,107 +172,111 @@ class Runner:
         key = self.keys.step(step, "features", analysis=self._analysis_spec(step))
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
         if hit is None:
-            rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device))
-            hit = StepEntry(csv=csv_rows(rows), notes=notes)
+            with self.display.phase(f"{step.analysis}: features") as phase:
+                phase.item(", ".join(step.features))
+                rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device),
+                                           self.bases)
+                hit = StepEntry(csv=csv_rows(rows), notes=notes)
+                phase.advance(len(rows))
             if self.cache is not None:
                 self.cache.put_model(key, hit, f"{step.analysis}: features", kind="step")
+        self.bases.clear()  # used: the next analysis keeps its own
         self.features.append(hit.csv)
         for note in hit.notes:
-            self.console.print(f"[yellow]note:[/] {note}")
+            self.display.note(f"[yellow]note:[/] {note}")
 
     def _pca(self, step: Step) -> AnalysisRecord:
-        """A pca step, whole from the cache when this machine ran it before (it holds timings)."""
+        """A pca step: its PCA from the cache when this workload's Grams were computed before,
+        then the benchmark phase and, when asked, the principal axes."""
         start = time.perf_counter()
-        key = self.keys.step(step, "pca", analysis=self._analysis_spec(step), warmup=self.warmup, repeats=self.repeats,
-                             sample=self.plan.sample, budget=self.plan.memory_budget,
-                             machine=self.record.machine.identity)
         analysis = PcaAnalysis.model_validate(self._analysis_spec(step))
+        layout = AdapterLayout.from_workload(self.workload)
+        key = self.keys.step(step, "pca", analysis=self._analysis_spec(step), budget=self.plan.memory_budget)
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
         arrays = self.cache.get_arrays(key + "-arrays") if hit is not None and self.cache else None
         if hit is not None and hit.record is not None and arrays is not None:
             record = hit.record
             record.wall_s = time.perf_counter() - start  # reading the cache, as for other steps
             record.cached_chunks, record.computed_chunks = 1, 0
-            for t in record.timings:
-                t.cached = True
         else:
             grams, placements = self._fanned_grams(step)
-            record, arrays = run_pca_step(step, analysis, self.plan, self.workload, self._context,
-                                          grams, time.perf_counter() - start,
-                                          warmup=self.warmup, repeats=self.repeats)
-            record.placements, record.computed_chunks = placements, len(placements)
+            ratios, arrays = pca_results(step.analysis, analysis, layout, grams)
+            record = analysis_record(step, len(self.workload), time.perf_counter() - start, [], [],
+                                     explained_variance_ratio=ratios, placements=placements,
+                                     computed_chunks=len(placements))
             if self.cache is not None:
                 self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
                 self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
+        bench_start = time.perf_counter()
+        record.timings, record.verification = self.bench.time_pca(step, analysis)
+        record.bench_s = time.perf_counter() - bench_start
         if analysis.axes:  # never cached: as large as `components` adapters
             record.axes, check, index = write_axes(
-                step.analysis, analysis, arrays, self.workload, self.folder, dtype=self.dtype,
+                step.analysis, analysis, arrays, self.workload, self.folder, dtype=np.dtype(self.plan.dtype),
                 backend=axes_backend(self._context(step.device).backend), memory_budget=self.plan.memory_budget,
-                tolerance=step.tolerance, console=self.console,
+                tolerance=step.tolerance, display=self.display,
             )
             record.verification.append(check)
             arrays = {**arrays, **index}
         save_pca(arrays, self.folder)
         return record
 
-    def _full(
-        self, step: Step, op: OpRequest, strategy: Strategy, groups: list[ShapeGroup]
-    ) -> tuple[float, int, list[ChunkPlacement]]:
+    def _full(self, step: Step, op: OpRequest) -> tuple[float, int, list[ChunkPlacement]]:
         """The analysis itself over every matrix, chunked to the planned batch sizes: cached
         chunks first, the rest computed here or on the executor's workers, each cached as it
         completes. Returns the wall time, the chunks from the cache and where the rest ran."""
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-        )
         start = time.perf_counter()
         cached = 0
         placements: list[ChunkPlacement] = []
-        with Progress(*columns, console=self.console, transient=True) as progress:
-            task = progress.add_task(f"{step.analysis} [{step.strategy}]", total=len(self.workload))
+        with self.display.phase(f"{step.analysis}: {step.op} by {step.strategy} on {step.device}",
+                                len(self.workload)) as phase:
             todo: list[Item] = []
-            for group in groups:
+            for group in self.workload.groups():
                 for chunk in chunks(group.refs, step.batch_sizes[group.label]):
                     key = self.keys.chunk(step, [ref.id for ref in chunk])
                     hit = self.cache.get_arrays(key) if self.cache is not None else None
                     if hit is not None and "S" in hit and len(hit["S"]) == len(chunk):
-                        self._store(step, chunk, hit["S"])
+                        self._store(step, chunk, hit["S"], hit.get("U"))
                         cached += 1
-                        progress.advance(task, len(chunk))
+                        phase.advance(len(chunk))
                     else:
                         todo.append((group.label, key, self._task(step, op, chunk)))
-            for i, outcome, attempts in self._outcomes([t for _, _, t in todo], run_chunk):
+            for i, outcome, attempts in self._outcomes([t for _, _, t in todo], run_chunk, phase):
                 label, key, chunk_task = todo[i]
-                self._store(step, chunk_task.refs, outcome.result)
+                self._store(step, chunk_task.refs, outcome.result, outcome.vectors)
                 if self.cache is not None:
                     what = f"{step.analysis}: {step.op} by {step.strategy}, {len(chunk_task.refs)} from {chunk_task.refs[0].id}"
-                    self.cache.put_arrays(key, {"S": outcome.result}, what)
+                    kept = {"U": outcome.vectors} if outcome.vectors is not None else {}
+                    self.cache.put_arrays(key, {"S": outcome.result, **kept}, what)
                 placements.append(ChunkPlacement(
                     group=label, first=chunk_task.refs[0].id, count=len(chunk_task.refs),
                     worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
                     attempts=attempts,
                 ))
-                progress.advance(task, len(chunk_task.refs))
+                phase.advance(len(chunk_task.refs))
         return time.perf_counter() - start, cached, placements
 
     def _task(self, step: Step, op: OpRequest, chunk: Sequence[MatrixRef]) -> ChunkTask:
+        """Top-k bases come back too when subspace features will compare them (m x k each)."""
+        keep = step.op == "svd_topk" and any(f in SUBSPACE_FEATURES for f in step.features)
         return ChunkTask(
             source=self.workload.source, refs=tuple(chunk), strategy=step.strategy, op=op,
             dtype=self.plan.dtype, device=step.device, seed=self.seed, threads=self._threads(),
+            keep_vectors=keep,
         )
 
     def _threads(self) -> int | None:
         """BLAS threads for a task: as they are in this process, or the workers' setting."""
         return None if self.plan.executor == "local" else self.plan.threads_per_worker
 
-    def _store(self, step: Step, refs: Sequence[MatrixRef], S: np.ndarray) -> None:
+    def _store(self, step: Step, refs: Sequence[MatrixRef], S: np.ndarray, U: np.ndarray | None = None) -> None:
         for ref, values in zip(refs, S):
             self.spectra[f"{step.analysis}:{ref.id}"] = values
+        if U is not None:
+            self.bases.update((ref.id, u) for ref, u in zip(refs, U))
 
     def _outcomes(
-        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome]
+        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome], phase: Phase
     ) -> Iterator[tuple[int, ChunkOutcome, int]]:
         """(index, outcome, attempts) of each task, in order of completion.
 
@@ -307,6 +285,7 @@ class Runner:
         """
         if self.plan.executor == "local":
             for i, task in enumerate(tasks):
+                phase.item(f"chunk {i + 1} of {len(tasks)}")
                 yield i, run_task(task, self._executor), 1
             return
         attempts = dict.fromkeys(range(len(tasks)), 1)
@@ -320,6 +299,7 @@ class Runner:
         for i in range(len(tasks)):
             submit(i)
         while pending:
+            phase.item(f"{len(pending)} tasks on {self.plan.workers} workers")
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 i, executor = pending.pop(future)
@@ -353,98 +333,15 @@ class Runner:
         ]
         results: dict[int, np.ndarray] = {}
         placements = []
-        for i, outcome, attempts in self._outcomes(tasks, run_gram_task):
-            results[i] = outcome.result
-            first = tasks[i].layout.positions[0]
-            placements.append(ChunkPlacement(
-                group="positions", first=first.label, count=len(tasks[i].layout.positions),
-                worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
-                attempts=attempts,
-            ))
+        with self.display.phase(f"{step.analysis}: Grams by {step.strategy} on {step.device}",
+                                len(layout.positions)) as phase:
+            for i, outcome, attempts in self._outcomes(tasks, run_gram_task, phase):
+                results[i] = outcome.result
+                first = tasks[i].layout.positions[0]
+                placements.append(ChunkPlacement(
+                    group="positions", first=first.label, count=len(tasks[i].layout.positions),
+                    worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
+                    attempts=attempts,
+                ))
+                phase.advance(len(tasks[i].layout.positions))
         return np.concatenate([results[i] for i in range(len(tasks))]), placements
-
-    def _benchmark(
-        self, step: Step, op: OpRequest, groups: list[ShapeGroup]
-    ) -> tuple[list[StrategyTiming], list[Verification]]:
-        """Time and verify each compared strategy on the same sample of every group."""
-        source = self.workload.source
-        samples = {g.label: sample_refs(g, self.plan.sample) for g in groups}
-        sample_ids = {label: [ref.id for ref in refs] for label, refs in samples.items()}
-        refs64: dict[str, np.ndarray] = {}  # the float64 reference, loaded on the first miss
-        S_ref: dict[str, np.ndarray] = {}
-        timings: list[StrategyTiming] = []
-        checks: list[Verification] = []
-        for timed in step.timed:
-            key = self.keys.timing(step, timed, sample_ids, warmup=self.warmup,
-                                   repeats=self.repeats, workers=self.plan.workers)
-            hit = self.cache.get_model(key, TimingEntry) if self.cache is not None else None
-            if hit is not None:
-                hit.timing.role, hit.timing.cached = timed.role, True
-                timings.append(hit.timing)
-                checks.append(hit.verification)
-                continue
-            if not refs64:
-                refs64.update((label, source.load_dense(refs, np.dtype(np.float64))) for label, refs in samples.items())
-                S_ref.update((label, reference_values(W)) for label, W in refs64.items())
-            strategy = STRATEGIES[timed.strategy]
-            ctx = self._context(timed.device)
-            group_timings = []
-            results: list[OpResult] = []
-            for group in groups:
-                refs = samples[group.label]
-                batches = load_batches(strategy, source, refs, timed.batch_sizes[group.label], self.dtype)
-                measurement, result = measure(
-                    partial(compute_batches, strategy, op, batches, ctx),
-                    warmup=self.warmup,
-                    repeats=self.repeats,
-                    backend=ctx.backend,
-                )
-                group_timings.append(
-                    GroupTiming(group=group.label, sampled=len(refs), total=len(group), measurement=measurement)
-                )
-                results.append(result)
-            timings.append(_summarise(timed.strategy, timed.role, timed.device, group_timings))
-            checks.append(_verify_groups(timed.strategy, results, groups, samples, refs64, S_ref, step.tolerance))
-            if self.cache is not None:
-                label = f"{step.analysis}: timing of {timed.strategy} on {timed.device}"
-                self.cache.put_model(key, TimingEntry(timing=timings[-1], verification=checks[-1]), label)
-        apply_speedups(timings)
-        return timings, checks
-
-
-def _summarise(strategy: str, role: str, device: str, groups: Sequence[GroupTiming]) -> StrategyTiming:
-    scale = [g.total / g.sampled for g in groups]
-    return StrategyTiming(
-        strategy=strategy,
-        role=role,
-        device=device,
-        groups=list(groups),
-        estimate_total_s=sum(g.measurement.median_s * s for g, s in zip(groups, scale)),
-        iqr_total_s=sum(g.measurement.iqr_s * s for g, s in zip(groups, scale)),
-        extrapolated=any(g.sampled < g.total for g in groups),
-    )
-
-
-def _verify_groups(
-    strategy: str,
-    results: list[OpResult],
-    groups: list[ShapeGroup],
-    samples: dict[str, tuple[MatrixRef, ...]],
-    refs64: dict[str, np.ndarray],
-    S_ref: dict[str, np.ndarray],
-    tolerance: float,
-) -> Verification:
-    """One verdict over every group: the worst error of any sampled matrix."""
-    per_group = [
-        verify(strategy, result, refs64[g.label], S_ref[g.label], tolerance)
-        for g, result in zip(groups, results)
-    ]
-    vectors = [v.vectors_error for v in per_group if v.vectors_error is not None]
-    return Verification(
-        strategy=strategy,
-        n_checked=sum(len(samples[g.label]) for g in groups),
-        tolerance=tolerance,
-        values_error=max(v.values_error for v in per_group),
-        vectors_error=max(vectors) if vectors else None,
-        passed=all(v.passed for v in per_group),
-    )

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ByteSize,
     ConfigDict,
     Field,
@@ -26,6 +27,7 @@ from harness.features import (
     SUBSPACE_FEATURES,
 )
 from harness.strategies.registry import check_strategy_name
+from harness.units import parse_duration
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
 
@@ -175,10 +177,26 @@ class Execution(_Section):
         return self
 
 
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+DEFAULT_BUDGET_S = 5.0
+
+
 class Benchmark(_Section):
-    warmup: int = Field(1, ge=0)
-    repeats: int = Field(3, ge=1)
-    sample: int = Field(4, ge=0, description="matrices per shape group to time; 0 = all")
+    """How compared strategies are timed. `warmup`, `repeats` and `sample` are what a strategy
+    gets when the budget allows; the plan cuts matrices first, then warm-up, then repeats."""
+
+    budget: Seconds = Field(
+        DEFAULT_BUDGET_S,
+        description='time for timing every compared strategy, e.g. "20s" or "2m"; at least one '
+        "timed call per strategy and shape group is always made",
+    )
+    warmup: int = Field(1, ge=0, description="untimed calls before timing, when the budget allows")
+    repeats: int = Field(3, ge=1, description="timed calls, when the budget allows")
+    sample: int = Field(4, ge=0, description="at most this many matrices per shape group to time; 0 = all")
+    threads: int | None = Field(
+        None, ge=1, description="BLAS, OpenMP and torch threads of every in-process timing; "
+        "default: the machine's cores (process pool workers: 1 each)",
+    )
 
 
 class Spec(_Section):

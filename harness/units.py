@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
 
 def format_seconds(s: float | None) -> str:
     if s is None:
@@ -26,3 +30,17 @@ def format_speedup(x: float | None) -> str:
     if x is None:
         return "-"
     return f"{x:.2f}x" if x >= 0.1 else f"{x:.2g}x"
+
+
+def parse_duration(value: str | float | int) -> float:
+    """Seconds from a number (seconds) or a string like "20s", "500ms", "1.5m", "2h"."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|min|m|h)?\s*", str(value))
+        if match is None:
+            raise ValueError(f"{value!r} is not a duration; expected e.g. \"20s\", \"500ms\", \"2m\"")
+        seconds = float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"{value!r}: a duration must be a finite number of seconds >= 0")
+    return seconds

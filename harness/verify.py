@@ -9,10 +9,15 @@ inside a repeated singular value.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from pydantic import BaseModel
 
 from harness.strategies.base import OpResult
+
+if TYPE_CHECKING:
+    from harness.bench.references import Operator
 
 
 class Verification(BaseModel):
@@ -36,11 +41,6 @@ class Verification(BaseModel):
         )
 
 
-def reference_values(W64: np.ndarray) -> np.ndarray:
-    """S of each matrix, float64 LAPACK (gesdd). W64: (b, m, n) float64."""
-    return np.linalg.svd(W64, compute_uv=False)
-
-
 def values_error(S: np.ndarray, S_ref: np.ndarray) -> float:
     """max_i |s_i - s_ref_i| / s_ref_1 over the values the strategy returned."""
     q = S.shape[1]
@@ -48,16 +48,17 @@ def values_error(S: np.ndarray, S_ref: np.ndarray) -> float:
     return float(np.max(np.abs(S.astype(np.float64) - S_ref[:, :q]) / scale))
 
 
-def vectors_error(result: OpResult, W64: np.ndarray, S_ref: np.ndarray) -> float:
-    """Largest singular-triplet residual (relative to s_ref_1) or orthonormality defect."""
+def vectors_error(result: OpResult, W: Operator, S_ref: np.ndarray) -> float:
+    """Largest singular-triplet residual (relative to s_ref_1) or orthonormality defect; W
+    applies the float64 matrices (dense, or their factors)."""
     assert result.U is not None and result.Vh is not None
     U = result.U.astype(np.float64)
     V = np.swapaxes(result.Vh.astype(np.float64), 1, 2)
     q = U.shape[2]
     S = result.S[:, :q].astype(np.float64)[:, None, :]
     scale = np.maximum(S_ref[:, :1, None], np.finfo(np.float64).tiny)
-    left = np.linalg.norm(W64 @ V - U * S, axis=1) / scale[:, 0]
-    right = np.linalg.norm(np.swapaxes(W64, 1, 2) @ U - V * S, axis=1) / scale[:, 0]
+    left = np.linalg.norm(W.matmat(V) - U * S, axis=1) / scale[:, 0]
+    right = np.linalg.norm(W.rmatmat(U) - V * S, axis=1) / scale[:, 0]
     eye = np.eye(q)
     orth = max(
         np.max(np.abs(np.swapaxes(U, 1, 2) @ U - eye)),
@@ -67,7 +68,10 @@ def vectors_error(result: OpResult, W64: np.ndarray, S_ref: np.ndarray) -> float
 
 
 def verify(
-    strategy: str, result: OpResult, W64: np.ndarray, S_ref: np.ndarray, tolerance: float
+    strategy: str, result: OpResult, W: Operator | None, S_ref: np.ndarray, tolerance: float
 ) -> Verification:
-    v_err = vectors_error(result, W64, S_ref) if result.U is not None else None
-    return Verification.judged(strategy, len(W64), tolerance, values_error(result.S, S_ref), v_err)
+    """W (the float64 matrices) is needed only when the result has vectors."""
+    if result.U is not None and W is None:
+        raise ValueError("checking singular vectors needs the matrices (W)")
+    v_err = vectors_error(result, W, S_ref) if result.U is not None and W is not None else None
+    return Verification.judged(strategy, len(S_ref), tolerance, values_error(result.S, S_ref), v_err)

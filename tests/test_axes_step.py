@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.data.layout import AdapterLayout
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Workload
+from harness.progress import Display
 from harness.results import load_record
 from harness.spec import PcaAnalysis
 from tests.test_pca_step import SPEC as PCA_SPEC
@@ -102,7 +103,7 @@ def test_axes_of_another_pca_fail_the_orthonormality_check(tmp_path: Path) -> No
     analysis = PcaAnalysis.model_validate({"op": "pca", "name": "geo", "components": 3, "axes": True})
     workload = Workload.from_source(SyntheticSource(CONFIG, seed=0))
     record, check, _ = write_axes("geo", analysis, arrays, workload, tmp_path, dtype=np.dtype(np.float32),
-                                  backend="numpy", memory_budget=1 << 20, tolerance=1e-4, console=Console(quiet=True))
+                                  backend="numpy", memory_budget=1 << 20, tolerance=1e-4, display=Display(Console(quiet=True)))
     assert record.orthonormality_error > 1e-2
     assert not check.passed
 

@@ -18,7 +18,7 @@ def run_with_features(tmp_path: Path) -> tuple[list[dict[str, str]], np.lib.npyi
     code = main([
         "run", SMOKE, "-o", str(out),
         "--set", "analysis.0.features=['stable_rank','effective_rank','frobenius_norm']",
-        "--set", "analysis.2.features=['stable_rank','subspace_similarity','delta_cosine']",
+        "--set", "analysis.2.features=['stable_rank','subspace_similarity','principal_angles','delta_cosine']",
         "--set", "analysis.2.strategy='factored'",
     ])
     assert code == 0
@@ -54,7 +54,14 @@ def test_features_csv(tmp_path: Path) -> None:
     U2 = np.linalg.svd(W2)[0][:, :2]
     phi = np.linalg.norm(U1.T @ U2) ** 2 / 2
     assert value(rows, **dict(pair, metric="subspace_similarity")) == pytest.approx(phi, abs=1e-5)
+    angles = np.arccos(np.linalg.svd(U1.T @ U2, compute_uv=False))
+    for i, angle in enumerate(angles, start=1):
+        assert value(rows, **dict(pair, metric=f"principal_angle_{i}")) == pytest.approx(angle, abs=1e-4)
     assert len([r for r in rows if r["metric"] == "delta_cosine"]) == 3 * 4  # 3 pairs x 4 positions
+    pairwise = [(r["adapter"], r["other_adapter"], r["metric"]) for r in rows if r["other_adapter"]]
+    metrics = ["subspace_similarity", "principal_angle_1", "principal_angle_2", "delta_cosine"]
+    pairs = [("adapter0", "adapter1"), ("adapter0", "adapter2"), ("adapter1", "adapter2")]
+    assert pairwise[:12] == [(a, b, m) for a, b in pairs for m in metrics]  # position, pair, metric
 
 
 @pytest.mark.parametrize("op,features,message", [

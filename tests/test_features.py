@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 from fractions import Fraction
 
@@ -20,6 +21,8 @@ from harness.features import (
     energy_rank,
     frobenius_norm,
     nuclear_norm,
+    pairwise_principal_angles,
+    pairwise_subspace_similarity,
     principal_angles,
     scalar_features,
     spectral_norm,
@@ -232,6 +235,17 @@ def test_principal_angles_match_scipy_ascending() -> None:
     np.testing.assert_allclose(angles, np.sort(scipy.linalg.subspace_angles(U_a, U_b)), atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_pairwise_features_equal_the_pair_by_pair_ones(dtype: type, rtol: float) -> None:
+    n, k = 5, 3
+    U = np.linalg.qr(np.random.default_rng(RNG_SEED).standard_normal((n, 40, k)))[0].astype(dtype)
+    pairs = list(zip(*np.triu_indices(n, 1)))
+    phi, angles = pairwise_subspace_similarity(U), pairwise_principal_angles(U)
+    assert phi.dtype == angles.dtype == dtype and angles.shape == (len(pairs), k)
+    np.testing.assert_allclose(phi, [subspace_similarity(U[a], U[b], k, k) for a, b in pairs], rtol=rtol)
+    np.testing.assert_allclose(angles, [principal_angles(U[a], U[b]) for a, b in pairs], rtol=rtol)
+
+
 ROWS = [
     FeatureRow(analysis="spectrum", adapter="a", other_adapter=None, layer=3,
                module="q_proj", metric="stable_rank", value=1 / 3),
@@ -240,6 +254,12 @@ ROWS = [
     FeatureRow(analysis="spectrum", adapter="c", layer=0, module="mlp.down",
                metric="condition_number", value=math.nan),
 ]
+
+
+def test_csv_rows_writes_what_dictwriter_writes_from_model_dump() -> None:
+    text = io.StringIO()
+    csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator="\n").writerows(r.model_dump() for r in ROWS)
+    assert csv_rows(ROWS) == text.getvalue()
 
 
 def test_write_features_csv_round_trip(tmp_path) -> None:

@@ -104,3 +104,32 @@ def test_plan_round_trips_as_json() -> None:
     plan = plan_for([])
     assert type(plan).model_validate_json(plan.model_dump_json()) == plan
     assert isinstance(Spec, type)
+
+
+def test_the_budget_is_shared_and_every_timed_strategy_gets_a_share() -> None:
+    big = ["data.modules={up=[600,400]}", "data.rank=8", "benchmark.sample=4", "analysis.0.compare=['numpy','torch']"]
+    roomy, tight = plan_for([*big, "benchmark.budget='10m'"]), plan_for([*big, "benchmark.budget='0.2s'"])
+    for plan in (roomy, tight):
+        assert plan.bench is not None
+        for s in plan.steps:
+            for t in s.timed:
+                assert [a.group for a in t.allocations] == (
+                    ["positions"] if s.op == "pca" else [g.label for g in plan.groups])
+                assert all(a.matrices >= 1 and a.repeats >= 1 for a in t.allocations)
+    assert all(t.cut is None for s in roomy.steps for t in s.timed)
+    numpy = next(t for t in step(tight, "svdvals").timed if t.strategy == "numpy")
+    assert numpy.cut is not None and "one call costs" in numpy.cut
+    assert tight.bench.estimate_s < roomy.bench.estimate_s  # type: ignore[union-attr]
+    assert roomy.estimate_s > roomy.bench.estimate_s  # the whole run: analyses and loading too
+
+
+def test_a_fan_out_strategy_is_timed_on_a_matrix_per_worker() -> None:
+    plan = plan_for(["analysis.0.compare=['process_pool']", "execution.workers=2", "benchmark.budget=0"])
+    pool = next(t for t in step(plan, "svdvals").timed if t.strategy == "process_pool")
+    assert all(a.matrices == 2 and a.min_matrices == 2 for a in pool.allocations)
+
+
+def test_threads_default_to_the_cores() -> None:
+    plan = plan_for([])
+    assert plan.bench is not None and plan.bench.threads == probe().cores
+    assert plan_for(["benchmark.threads=1"]).bench.threads == 1  # type: ignore[union-attr]

@@ -129,3 +129,13 @@ def test_schema_is_json_schema() -> None:
 
     schema = json.loads(json.dumps(Spec.model_json_schema()))
     assert {"experiment", "data", "analysis"} <= set(schema["properties"])
+
+
+def test_benchmark_budget_is_a_duration() -> None:
+    spec = load_spec(CONFIGS / "smoke.toml", ["benchmark.budget='1.5m'"])
+    assert spec.benchmark.budget == 90.0
+    assert load_spec(CONFIGS / "smoke.toml", ["benchmark.budget=20"]).benchmark.budget == 20.0
+    with pytest.raises(SpecError) as exc:
+        load_spec(CONFIGS / "smoke.toml", ["benchmark.budget='soon'"])
+    assert exc.value.lines == [f"{CONFIGS / 'smoke.toml'}: benchmark.budget: 'soon' is not a duration; "
+                               'expected e.g. "20s", "500ms", "2m"']

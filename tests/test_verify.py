@@ -3,7 +3,8 @@
 import numpy as np
 
 from harness.strategies.base import OpResult
-from harness.verify import reference_values, verify
+from harness.bench.references import Operator
+from harness.verify import verify
 from tests.conftest import known_spectrum
 
 
@@ -13,7 +14,8 @@ def exact(W: np.ndarray, k: int) -> OpResult:
 
 
 W = np.stack([known_spectrum(20, 10, np.array([4.0, 2, 2, 1, 0.5, 0.1, 0, 0, 0, 0]), seed=1)])
-S_REF = reference_values(W)
+S_REF = np.linalg.svd(W, compute_uv=False)
+OP = Operator(dense=W)
 
 
 def test_exact_passes_even_with_flipped_signs_and_repeated_values() -> None:
@@ -25,22 +27,29 @@ def test_exact_passes_even_with_flipped_signs_and_repeated_values() -> None:
     R = np.array([[c, -s], [s, c]])
     r.U[0, :, 1:3] = r.U[0, :, 1:3] @ R
     r.Vh[0, 1:3] = R.T @ r.Vh[0, 1:3]
-    v = verify("x", r, W, S_REF, 1e-12)
+    v = verify("x", r, OP, S_REF, 1e-12)
     assert v.passed and v.vectors_error is not None and v.vectors_error < 1e-12
 
 
 def test_wrong_values_fail() -> None:
     r = OpResult(S=S_REF * (1 + 1e-3))
-    v = verify("x", r, W, S_REF, 1e-4)
+    v = verify("x", r, OP, S_REF, 1e-4)
     assert not v.passed and abs(v.values_error - 1e-3) < 1e-12
 
 
 def test_wrong_vectors_fail() -> None:
     r = exact(W, 3)
     r.U[0, :, [0, 1]] = r.U[0, :, [1, 0]]  # swapped vectors, right values
-    assert not verify("x", r, W, S_REF, 1e-4).passed
+    assert not verify("x", r, OP, S_REF, 1e-4).passed
 
 
 def test_nan_fails() -> None:
     r = OpResult(S=np.full_like(S_REF, np.nan))
-    assert not verify("x", r, W, S_REF, 1.0).passed
+    assert not verify("x", r, OP, S_REF, 1.0).passed
+
+
+def test_vectors_need_the_matrices() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="needs the matrices"):
+        verify("x", exact(W, 2), None, S_REF, 1e-4)

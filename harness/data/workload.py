@@ -69,6 +69,15 @@ class Source(ABC):
     """Loads matrices of a workload. Subclasses are picklable descriptions, not data."""
 
     has_factors: bool = False
+    load_bytes_per_s: float = 1e9  # reading stored tensors (page cache or a fast disk): an estimate
+
+    def load_seconds(self, refs: Sequence[MatrixRef]) -> float:
+        """Estimated seconds to load `refs` once, as factors when the source has them."""
+        def size(ref: MatrixRef) -> int:
+            m, n = ref.shape
+            return 4 * (ref.rank * (m + n) if self.has_factors and ref.rank else m * n)
+
+        return sum(size(ref) for ref in refs) / self.load_bytes_per_s
 
     @abstractmethod
     def refs(self) -> list[MatrixRef]:

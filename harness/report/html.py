@@ -51,10 +51,17 @@ def _timing_rows(analysis: AnalysisRecord) -> list[dict[str, Any]]:
                 "q1": q1,
                 "q3": q3,
                 "samples": sum(len(g.measurement.samples_s) for g in t.groups),
+                "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),
                 "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
             }
         )
     return rows
+
+
+def _threads(counts: dict[str, int]) -> str:
+    """`2` when every pool had 2 threads, else each pool's count."""
+    values = set(counts.values())
+    return str(values.pop()) if len(values) == 1 else ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
 def _spectra(bands: dict[str, Any], analysis: str) -> Markup | None:

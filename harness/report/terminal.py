@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.table import Table
 
-from harness.plan import Plan
+import os
+
+from harness.bench.conditions import Conditions
+from harness.bench.noise import condition_reasons
+from harness.machine import MachineInfo
+from harness.plan import Plan, Timed
 from harness.results import AnalysisRecord, RunRecord
 from harness.units import format_bytes, format_seconds
 
@@ -23,18 +28,37 @@ def executor_label(plan: Plan) -> str:
     return f"executor {plan.executor}{where}, {plan.workers} workers x {plan.threads_per_worker} threads"
 
 
+def _timed_label(t: Timed) -> str:
+    """`numpy (baseline) ~390 ms`, and what the budget cut."""
+    label = f"{t.strategy} ({t.role})"
+    if t.allocations:
+        label += f" ~{format_seconds(t.estimate_s)}"
+    return label + (f": {t.cut}" if t.cut else "")
+
+
+def bench_plan_line(plan: Plan) -> str:
+    b = plan.bench
+    if b is None:
+        return ""
+    return (f"Benchmark: budget {format_seconds(b.budget_s)}, est. {format_seconds(b.estimate_s)} "
+            f"(float64 references {format_seconds(b.references_s)}), {b.threads} threads per timing; "
+            f"whole run est. {format_seconds(plan.estimate_s)} (loading {format_seconds(plan.load_s)})")
+
+
 def plan_table(plan: Plan) -> Table:
     groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
     table = Table(
         title=f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, "
         f"budget {format_bytes(plan.memory_budget)}, {executor_label(plan)}",
         title_justify="left",
+        caption=bench_plan_line(plan),
+        caption_justify="left",
         show_lines=True,
     )
-    for column in ("analysis", "strategy", "device", "batch", "est. time", "timed vs baseline", "reason"):
+    for column in ("analysis", "strategy", "device", "batch", "est. time", "timed vs baseline (est.)", "reason"):
         table.add_column(column, overflow="fold")
     for step in plan.steps:
-        timed = ", ".join(f"{t.strategy} ({t.role})" for t in step.timed)
+        timed = "\n".join(_timed_label(t) for t in step.timed)
         skipped = "".join(f"\nskipped {c.strategy}: {c.reason}" for c in step.skipped)
         op = step.op + (f" k={step.k}" if step.k else "")
         table.add_row(
@@ -60,7 +84,7 @@ def _analysis_rows(table: Table, analysis: AnalysisRecord) -> None:
             t.strategy + (" *" if t.strategy == analysis.strategy else ""),
             t.role,
             t.device,
-            format_seconds(per_matrix),
+            format_seconds(per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
             ("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s) + f" ± {format_seconds(t.iqr_total_s)}",
             f"{t.speedup:.1f}x" if t.speedup is not None else "-",
             errors,
@@ -74,9 +98,9 @@ def run_table(record: RunRecord) -> Table:
     table = Table(
         title=f"{record.experiment}: {record.plan.n_matrices} matrices on {record.machine.describe()}",
         title_justify="left",
-        caption="* computed the recorded results. Time: median per matrix on the sample; total "
-        "scaled to the workload (~ = extrapolated) ± IQR. Error: max |s - s_ref| / s_1 vs float64 "
-        "LAPACK / max singular-triplet residual.",
+        caption="* computed the recorded results. ! measured under unreliable conditions (below). "
+        "Time: median per matrix on the sample; total scaled to the workload (~ = extrapolated) ± IQR. "
+        "Error: max |s - s_ref| / s_1 vs float64 references / max singular-triplet residual.",
         caption_justify="left",
     )
     for column in ("analysis", "strategy", "role", "device", "per matrix", "workload total",
@@ -87,13 +111,34 @@ def run_table(record: RunRecord) -> Table:
     return table
 
 
+def bench_lines(record: RunRecord) -> list[str]:
+    """The benchmark phase: its budget and threads, the references, what was cut, what is unstable."""
+    b = record.bench
+    if b is None:
+        return []
+    lines = [f"benchmark: {format_seconds(b.spent_s)} of a {format_seconds(b.budget_s)} budget, "
+             f"{b.threads} threads per timing; float64 references: {b.references_computed} computed, "
+             f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
+    for a in record.analyses:
+        for t in a.timings:
+            if t.cut and not t.cached:
+                lines.append(f"{a.name}: {t.strategy}: {t.cut}")
+            for reason in t.unstable:
+                lines.append(f"[bold yellow]unstable[/] {a.name}: {t.strategy} on {reason}")
+    if b.unstable:
+        lines.append(f"[bold yellow]{b.unstable} measurements were unstable[/]: compare their speedups "
+                     "with care, or re-run on a quiet machine (`harness system` says what is busy)")
+    return lines
+
+
 def wall_lines(record: RunRecord) -> list[str]:
     lines = [
         f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {a.device} in {format_seconds(a.wall_s)}"
         + _cache_note(a)
         for a in record.analyses
     ]
-    return lines + [line for a in record.analyses for line in _variance_lines(a) + _axes_lines(a)]
+    return (lines + [line for a in record.analyses for line in _variance_lines(a) + _axes_lines(a)]
+            + bench_lines(record))
 
 
 def _cache_note(analysis: AnalysisRecord) -> str:
@@ -170,3 +215,35 @@ def compare_table(comparison: Comparison) -> Table:
             f"[{style}]{r.change}[/]" if style else r.change,
         )
     return table
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:
+    """`harness system`: the machine, its thread settings, and what would make timings
+    unreliable right now, with a verdict."""
+    pools = "; ".join(f"{p.api} {p.version or ''} {p.threads} threads" for p in machine.blas) or "none found"
+    env = ", ".join(f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ) or "none set"
+
+    def share(x: float | None) -> str:
+        return "unreadable" if x is None else f"{100 * x:.0f}%"
+
+    load = "unreadable" if c.load_before is None else f"{c.load_before:.2f}"
+    lines = [
+        f"machine: {machine.describe()}",
+        f"threads: {pools}; torch {machine.torch_threads or '-'}; environment: {env}",
+        f"memory available: {format_bytes(machine.memory_available)} of {format_bytes(machine.memory_total)}",
+        f"load average (1 min): {load} on {c.cores} cores; runnable tasks now: {c.running_after or '?'}",
+        f"CPU taken by other processes: {share(c.others_cpu)}; CPU steal: {share(c.steal)}",
+        f"frequency governor: {c.governor or 'unreadable (typical of a VM or container)'}",
+    ]
+    reasons = condition_reasons(c)
+    if c.governor is not None and c.governor != "performance":
+        reasons.append(f"frequency governor {c.governor!r}: clocks change under load ('performance' holds them)")
+    if reasons:
+        lines += [f"[bold yellow]warning:[/] {r}" for r in reasons]
+        lines.append("[bold yellow]timings taken now would be unreliable[/]")
+    else:
+        lines.append("[green]nothing now would make timings unreliable[/]")
+    return lines

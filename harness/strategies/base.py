@@ -63,6 +63,7 @@ class StrategyBase(ABC):
     needs_factors: ClassVar[bool] = False
     uses_torch: ClassVar[bool] = False
     approximate: ClassVar[bool] = False
+    fans_out: ClassVar[bool] = False  # spreads a call's matrices over the executor's workers
 
     def unavailable(self, workload: Workload, device: str) -> str | None:
         """Why this strategy cannot run this workload on the requested device, or None."""

@@ -23,6 +23,7 @@ class ProcessPoolStrategy(Strategy):
     name = "process_pool"
     ops = frozenset({"svdvals", "svd"})
     summary = "np.linalg.svd per matrix across worker processes (BLAS pinned to 1 thread each)"
+    fans_out = True
 
     def seconds_per_matrix(
         self, op: OpRequest, group: ShapeGroup, machine: MachineInfo, backend: Backend

@@ -112,21 +112,21 @@ def test_cache_ls_verify_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str
     spec = write_spec(tmp_path, cache)
     assert main(["run", str(spec), "-o", str(tmp_path / "run"), "--set=data.adapters=2"]) == 0
     entries = sorted(cache.glob("*/*.entry"))
-    assert len(entries) == 2  # one chunk, one timing
+    assert len(entries) == 3  # one chunk, one timing, the reference of the one timed matrix
     capsys.readouterr()
 
     assert main(["cache", "ls", str(spec)]) == 0  # located through the spec's cache_dir
     listing = capsys.readouterr().out
-    assert "2 entries" in listing and "chunk" in listing and "timing" in listing
+    assert "3 entries" in listing and "chunk" in listing and "timing" in listing and "reference" in listing
 
     entries[0].write_bytes(entries[0].read_bytes()[:-3])
     assert main(["cache", "verify", "--dir", str(cache)]) == 3
-    assert "1 of 2 entries check out" in capsys.readouterr().out
+    assert "2 of 3 entries check out" in capsys.readouterr().out
 
     assert main(["cache", "clear", "--dir", str(cache), "--older-than", "1d"]) == 0
-    assert len(list(cache.glob("*/*.entry"))) == 2
+    assert len(list(cache.glob("*/*.entry"))) == 3
     assert main(["cache", "clear", "--dir", str(cache)]) == 0
-    assert "removed 2 entries" in capsys.readouterr().out
+    assert "removed 3 entries" in capsys.readouterr().out
     assert not list(cache.iterdir())
 
 

@@ -29,7 +29,7 @@ def test_run_smoke_writes_record_and_spectra(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "speedup" in proc.stdout and "results:" in proc.stdout
     record = json.loads((out / "record.json").read_text())
-    assert record["schema_version"] == 1 and record["complete"] is True
+    assert record["schema_version"] == 2 and record["complete"] is True
     assert record["experiment"] == "smoke" and len(record["spec_hash"]) == 64
     assert record["machine"]["cores"] >= 1
     names = [a["name"] for a in record["analyses"]]
@@ -105,3 +105,29 @@ def test_ctrl_c_leaves_an_incomplete_record_and_no_partial_files(tmp_path: Path)
     assert record["complete"] is False and record["finished"]
     assert sorted(p.name for p in out.iterdir()) == ["record.json", "spectra.npz"]
     assert os.path.getsize(out / "spectra.npz") > 0
+
+
+def test_version_and_system() -> None:
+    proc = harness("--version")
+    assert proc.returncode == 0 and proc.stdout.strip().startswith("harness ")
+    proc = harness("system", "--seconds", "0.2")
+    assert proc.returncode == 0, proc.stderr
+    assert "load average" in proc.stdout and "CPU steal" in proc.stdout
+    assert "timings taken now would be unreliable" in proc.stdout or "nothing now would make" in proc.stdout
+
+
+def test_plan_shows_the_benchmark_estimate_and_the_budget_flag(tmp_path: Path) -> None:
+    proc = harness("plan", SMOKE, "--budget", "7s")
+    assert proc.returncode == 0, proc.stderr
+    assert "Benchmark: budget 7.00 s, est." in proc.stdout and "whole run est." in proc.stdout
+    proc = harness("plan", SMOKE, "--budget", "later")
+    assert proc.returncode == 2 and "benchmark.budget: 'later' is not a duration" in proc.stderr
+
+
+def test_run_without_a_terminal_prints_one_line_per_phase(tmp_path: Path) -> None:
+    proc = harness("run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    for phase in ("loading the spec", "svdvals: svdvals by ", "svdvals: timing numpy on 48x32r4",
+                  "geometry: Grams by", "geometry: timing dual_gram on positions", "writing results"):
+        assert any(line.startswith(phase) for line in lines), (phase, lines)

@@ -11,7 +11,8 @@ from harness.executors import process_pool
 from harness.linalg.device import torch_module
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
-from harness.verify import reference_values, verify
+from harness.bench.references import Operator, operator, exact_values
+from harness.verify import verify
 from tests.conftest import known_spectrum
 
 OPS = [OpRequest("svdvals"), OpRequest("svd"), OpRequest("svd_topk", 3)]
@@ -49,9 +50,9 @@ def test_exact_dense_strategies_match_lapack(name, op, shape, dtype, tol, pool) 
     strategy = STRATEGIES[name]
     W = DenseSource(shape).W
     result = strategy.compute(op, W.astype(dtype), context(name, dtype, pool))
-    S_ref = reference_values(W)
+    S_ref = np.linalg.svd(W, compute_uv=False)
     assert result.S.shape == (3, op.width(shape))
-    check = verify(name, result, W, S_ref, tol)
+    check = verify(name, result, Operator(dense=W), S_ref, tol)
     assert check.passed, check
     assert (result.U is None) == (op.op == "svdvals")
 
@@ -62,9 +63,10 @@ def test_every_strategy_on_lora_deltas(name, op, dtype, tol, lora_workload: Work
     strategy = STRATEGIES[name]
     group = lora_workload.groups()[0]
     data = strategy.load(lora_workload.source, group.refs, np.dtype(dtype))
-    W = lora_workload.source.load_dense(group.refs, np.dtype(np.float64))
+    W = operator(lora_workload.source, group.refs)
+    S_ref = exact_values(lora_workload.source, group.refs)
     result = strategy.compute(op, data, context(name, dtype, pool))
-    check = verify(name, result, W, reference_values(W), max(tol, 1e-4) if strategy.approximate else tol)
+    check = verify(name, result, W, S_ref, max(tol, 1e-4) if strategy.approximate else tol)
     assert check.passed, check
 
 
@@ -74,11 +76,11 @@ def test_randomized_accuracy_depends_on_decay_and_verify_says_so(pool) -> None:
     W = DenseSource((50, 30)).W
     op = OpRequest("svd_topk", 3)
     ctx = context("torch_lowrank", "float64", pool)
-    S_ref = reference_values(W)
+    S_ref = np.linalg.svd(W, compute_uv=False)
     fast = STRATEGIES["torch_lowrank"].compute(op, W[2:], ctx)  # 0.5 ** i
-    assert verify("torch_lowrank", fast, W[2:], S_ref[2:], 1e-6).passed
+    assert verify("torch_lowrank", fast, Operator(dense=W[2:]), S_ref[2:], 1e-6).passed
     flat = STRATEGIES["torch_lowrank"].compute(op, W[:1], ctx)  # 2 .. 1, no decay
-    assert not verify("torch_lowrank", flat, W[:1], S_ref[:1], 1e-4).passed
+    assert not verify("torch_lowrank", flat, Operator(dense=W[:1]), S_ref[:1], 1e-4).passed
 
 
 def test_factored_pads_the_exact_zeros(lora_workload: Workload, pool) -> None:

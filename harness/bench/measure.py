@@ -1,0 +1,87 @@
+"""Measuring one call: warm-up, repeats within a time allowance, median and IQR, raw samples
+kept, the device synchronised, the threads and the machine's conditions recorded, and the result
+judged for noise.
+
+Measuring, recording (results.py) and presenting (report/) stay separate, as in
+torch.utils.benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TypeVar, cast
+
+import numpy as np
+from pydantic import BaseModel
+
+from harness.bench.conditions import Conditions, between, snapshot
+from harness.bench.noise import judge
+from harness.bench.threads import thread_counts
+from harness.linalg.device import Backend, synchronize
+
+T = TypeVar("T")
+
+MIN_TIME_S = 0.1  # fast calls repeat until this much is sampled, so the median is stable
+MAX_REPEATS = 200
+
+
+class Measurement(BaseModel):
+    samples_s: list[float]
+    median_s: float
+    iqr_s: float
+    warmup: int
+    threads: dict[str, int]
+    conditions: Conditions | None = None
+    unstable: bool = False
+    reasons: list[str] = []  # why it is unstable
+
+
+def measure(
+    fn: Callable[[], T],
+    *,
+    warmup: int,
+    repeats: int,
+    backend: Backend,
+    cores: int = 1,
+    allowance_s: float = math.inf,
+    min_time_s: float = MIN_TIME_S,
+    on_call: Callable[[str], None] = lambda what: None,
+) -> tuple[Measurement, T]:
+    """Time `fn` after `warmup` untimed calls: `repeats` times, and for fast calls until
+    `min_time_s` of samples (at most MAX_REPEATS), as torch.utils.benchmark's blocked_autorange
+    does; but never start a call that would end past `allowance_s` from the start, once one
+    timed call is made. `on_call` hears which call starts. Returns the last result too."""
+    start = time.perf_counter()
+    before = snapshot()
+    result: T | None = None
+    for i in range(warmup):
+        on_call(f"warm-up {i + 1} of {warmup}")
+        result = fn()
+    synchronize(backend)
+    samples: list[float] = []
+    while True:
+        on_call(f"call {len(samples) + 1}" + (f" of {repeats}" if len(samples) < repeats else ""))
+        t0 = time.perf_counter()
+        result = fn()
+        synchronize(backend)
+        samples.append(time.perf_counter() - t0)
+        wanted = len(samples) < repeats or (sum(samples) < min_time_s and len(samples) < MAX_REPEATS)
+        fits = time.perf_counter() - start + float(np.median(samples)) <= allowance_s
+        if not (wanted and fits):
+            break
+    conditions = between(before, snapshot(), cores)
+    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    reasons = judge(samples, conditions)
+    measurement = Measurement(
+        samples_s=samples,
+        median_s=float(median),
+        iqr_s=float(q3 - q1),
+        warmup=warmup,
+        threads=thread_counts(),
+        conditions=conditions,
+        unstable=bool(reasons),
+        reasons=reasons,
+    )
+    return measurement, cast(T, result)  # one timed call at least, so fn ran

@@ -1,0 +1,54 @@
+"""Is a measurement trustworthy? Its dispersion and its conditions, judged as pyperf does: a
+measurement gets `unstable` with every reason that applies, in words a user can act on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.bench.conditions import Conditions
+from harness.units import format_seconds
+
+MAX_IQR = 0.25  # IQR / median above this: the samples disagree
+MAX_SPREAD_FEW = 1.5  # max / min of 2 samples
+BIMODAL_GAP = 1.3  # consecutive sorted samples this far apart split two modes
+MAX_OTHERS_CPU = 0.25  # share of the machine's CPU time other processes may take
+MAX_STEAL = 0.05
+LOAD_PER_CORE = 1.5  # the load average counts this process too
+
+
+def dispersion_reasons(samples: list[float]) -> list[str]:
+    s = np.sort(np.asarray(samples, dtype=float))
+    if len(s) < 2 or s[0] <= 0:
+        return []
+    if len(s) == 2:
+        ratio = s[1] / s[0]
+        return [f"its 2 samples differ by {ratio:.1f}x"] if ratio > MAX_SPREAD_FEW else []
+    reasons = []
+    q1, median, q3 = np.percentile(s, [25, 50, 75])
+    if (q3 - q1) / median > MAX_IQR:
+        reasons.append(f"IQR {100 * (q3 - q1) / median:.0f}% of median")
+    if len(s) >= 6:
+        gaps = s[1:] / s[:-1]
+        cut = int(np.argmax(gaps)) + 1
+        if gaps[cut - 1] > BIMODAL_GAP and min(cut, len(s) - cut) >= 2:
+            low, high = np.median(s[:cut]), np.median(s[cut:])
+            reasons.append(f"bimodal: {cut} samples near {format_seconds(low)}, "
+                           f"{len(s) - cut} near {format_seconds(high)}")
+    return reasons
+
+
+def condition_reasons(c: Conditions) -> list[str]:
+    reasons = []
+    if c.others_cpu is not None and c.others_cpu > MAX_OTHERS_CPU:
+        reasons.append(f"other processes took {100 * c.others_cpu:.0f}% of the {c.cores} CPUs")
+    if c.steal is not None and c.steal > MAX_STEAL:
+        reasons.append(f"CPU steal {100 * c.steal:.0f}% (the hypervisor ran other guests)")
+    loads = [x for x in (c.load_before, c.load_after) if x is not None]
+    if loads and max(loads) > LOAD_PER_CORE * c.cores:
+        reasons.append(f"load {max(loads):.1f} on {c.cores} cores")
+    return reasons
+
+
+def judge(samples: list[float], conditions: Conditions | None) -> list[str]:
+    """Why the measurement is unreliable; empty when it is not."""
+    return dispersion_reasons(samples) + (condition_reasons(conditions) if conditions else [])

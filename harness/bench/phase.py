@@ -1,0 +1,237 @@
+"""The benchmark phase of one analysis: every compared strategy timed on its share of the
+budget, under the plan's thread counts, verified against the run's float64 references, and
+cached per strategy when its measurements were stable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from harness.bench.budget import POSITIONS, Allocation, BudgetClock, cut_note, fit
+from harness.bench.measure import Measurement, measure
+from harness.bench.references import References, operator
+from harness.bench.threads import pinned
+from harness.cache import Keys, ResultCache, TimingEntry
+from harness.data.layout import AdapterLayout
+from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
+from harness.pca_step import gram_errors, scoped_grams
+from harness.plan import Plan, Step, Timed, item_key
+from harness.progress import Display, Phase
+from harness.results import BenchRecord, GroupTiming, StrategyTiming, apply_speedups
+from harness.spec import PcaAnalysis
+from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
+from harness.strategies.gram import GramStrategy
+from harness.strategies.numpy_lapack import stack_results
+from harness.strategies.registry import STRATEGIES
+from harness.units import format_seconds
+from harness.verify import Verification, verify
+
+# One group of one strategy: its timing and its verdict, given the allocation, the seconds
+# allowed and the phase to report progress to.
+Item = Callable[[Timed, Allocation, float, Phase], tuple[GroupTiming, Verification]]
+
+
+def sample_refs(group: ShapeGroup, sample: int) -> tuple[MatrixRef, ...]:
+    """`sample` matrices spread evenly over the group (all of them for 0). A strategy given
+    fewer takes the first ones, so strategies share matrices, and references."""
+    if sample == 0 or sample >= len(group):
+        return group.refs
+    picks = np.unique(np.linspace(0, len(group) - 1, sample).round().astype(int))
+    return tuple(group.refs[i] for i in picks)
+
+
+def load_batches(
+    strategy: Strategy, source: Source, refs: Sequence[MatrixRef], batch_size: int, dtype: np.dtype
+) -> list[object]:
+    """The strategy's inputs for `refs` in planned chunks; loading is never timed."""
+    return [strategy.load(source, chunk, dtype) for chunk in chunks(refs, batch_size)]
+
+
+def compute_batches(strategy: Strategy, op: OpRequest, batches: list[object], ctx: ExecContext) -> OpResult:
+    """The timed unit of work (here and in benchmarks/): every batch, results stacked."""
+    return stack_results([strategy.compute(op, b, ctx) for b in batches])
+
+
+def summarise(strategy: str, role: str, device: str, groups: Sequence[GroupTiming]) -> StrategyTiming:
+    """Per-matrix medians scaled to every matrix of the workload."""
+    scale = [g.total / g.sampled for g in groups]
+    return StrategyTiming(
+        strategy=strategy,
+        role=role,
+        device=device,
+        groups=list(groups),
+        estimate_total_s=sum(g.measurement.median_s * s for g, s in zip(groups, scale)),
+        iqr_total_s=sum(g.measurement.iqr_s * s for g, s in zip(groups, scale)),
+        extrapolated=any(g.sampled < g.total for g in groups),
+    )
+
+
+def combine(strategy: str, checks: Sequence[Verification]) -> Verification:
+    """One verdict over every group: the worst error of any sampled matrix."""
+    vectors = [v.vectors_error for v in checks if v.vectors_error is not None]
+    return Verification(
+        strategy=strategy,
+        n_checked=sum(v.n_checked for v in checks),
+        tolerance=checks[0].tolerance,
+        values_error=max(v.values_error for v in checks),
+        vectors_error=max(vectors) if vectors else None,
+        passed=all(v.passed for v in checks),
+    )
+
+
+def _matrices(n: int, group: str) -> str:
+    one, many = ("position", "positions") if group == POSITIONS else ("matrix", "matrices")
+    return f"{n} {one if n == 1 else many}"
+
+
+@dataclass
+class BenchPhase:
+    """The run's benchmark phase, one analysis at a time; one budget clock and one set of
+    references for the whole run."""
+
+    plan: Plan
+    workload: Workload
+    context: Callable[[str], ExecContext]
+    display: Display
+    cores: int
+    cache: ResultCache | None = None
+    keys: Keys | None = None
+    clock: BudgetClock = field(init=False)
+    references: References = field(init=False)
+    unstable: int = 0
+
+    def __post_init__(self) -> None:
+        assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
+        planned = {item_key(s.analysis, t.strategy, a.group): a.estimate_s
+                   for s in self.plan.steps for t in s.timed for a in t.allocations}
+        self.clock = BudgetClock(self.plan.bench.budget_s, planned)
+        self.references = References(self.workload.source, self.cache, self.keys)
+
+    def record(self) -> BenchRecord:
+        bench = self.plan.bench
+        assert bench is not None
+        r = self.references
+        return BenchRecord(budget_s=bench.budget_s, spent_s=self.clock.spent_s, threads=bench.threads,
+                           references_computed=r.computed, references_cached=r.cached,
+                           references_s=r.seconds, unstable=self.unstable)
+
+    def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
+        """Every compared strategy of a per-matrix op, on the sample of every shape group."""
+        op = OpRequest(step.op, step.k)
+        groups = {g.label: g for g in self.workload.groups()}
+        most = {a.group: a.max_matrices for t in step.timed for a in t.allocations}
+        samples = {label: sample_refs(g, most.get(label, 1)) for label, g in groups.items()}
+
+        def item(timed: Timed, a: Allocation, allowance: float, phase: Phase) -> tuple[GroupTiming, Verification]:
+            strategy = STRATEGIES[timed.strategy]
+            assert isinstance(strategy, Strategy)
+            ctx = self.context(timed.device)
+            refs = samples[a.group][: a.matrices]
+            phase.item(f"loading {_matrices(len(refs), a.group)}")
+            batches = load_batches(strategy, self.workload.source, refs, timed.batch_sizes[a.group], ctx.dtype)
+            measurement, result = self._measure(partial(compute_batches, strategy, op, batches, ctx),
+                                                a, allowance, ctx, phase)
+            phase.item("verifying")
+            W = operator(self.workload.source, refs) if result.U is not None else None
+            check = verify(timed.strategy, result, W, self.references.values(refs), step.tolerance)
+            return GroupTiming(group=a.group, sampled=len(refs), total=len(groups[a.group]),
+                               measurement=measurement), check
+
+        ids = {label: [r.id for r in refs] for label, refs in samples.items()}
+        return self._time(step, ids, item)
+
+    def time_pca(self, step: Step, analysis: PcaAnalysis) -> tuple[list[StrategyTiming], list[Verification]]:
+        """Every compared Gram strategy on the first positions of every adapter, loading
+        included (streaming the deltas once is what dual_gram is about); scaled by positions."""
+        layout = AdapterLayout.from_workload(self.workload)
+        plan = self.plan
+
+        def item(timed: Timed, a: Allocation, allowance: float, phase: Phase) -> tuple[GroupTiming, Verification]:
+            strategy = STRATEGIES[timed.strategy]
+            assert isinstance(strategy, GramStrategy)
+            ctx = self.context(timed.device)
+            sub = layout.head(a.matrices)
+            measurement, grams = self._measure(
+                partial(strategy.grams, self.workload.source, sub, ctx, plan.memory_budget), a, allowance, ctx, phase)
+            phase.item("verifying")
+            refs = scoped_grams(self.references.grams(sub), sub, analysis.scope)
+            gram_error, eig_error = gram_errors(scoped_grams(grams, sub, analysis.scope), refs,
+                                                analysis.components, analysis.center)
+            check = Verification.judged(timed.strategy, len(sub.positions) * sub.n, step.tolerance,
+                                        max(gram_error, eig_error))
+            return GroupTiming(group=POSITIONS, sampled=len(sub.positions), total=len(layout.positions),
+                               measurement=measurement), check
+
+        most = max((a.max_matrices for t in step.timed for a in t.allocations), default=1)
+        return self._time(step, {POSITIONS: [p.label for p in layout.head(most).positions]}, item)
+
+    def _measure(
+        self, fn: Callable[[], object], a: Allocation, allowance: float, ctx: ExecContext, phase: Phase
+    ) -> tuple[Measurement, object]:
+        bench = self.plan.bench
+        assert bench is not None
+        what = _matrices(a.matrices, a.group)
+        calls = a.warmup + a.repeats
+
+        def on_call(call: str) -> None:
+            if phase.done < calls:
+                phase.advance()
+            phase.item(f"{what}, {call}")
+
+        with pinned(bench.threads):
+            return measure(fn, warmup=a.warmup, repeats=a.repeats, backend=ctx.backend, cores=self.cores,
+                           allowance_s=allowance, min_time_s=a.min_time_s, on_call=on_call)
+
+    def _time(
+        self, step: Step, sample_ids: dict[str, list[str]], item: Item
+    ) -> tuple[list[StrategyTiming], list[Verification]]:
+        bench = self.plan.bench
+        assert bench is not None
+        timings: list[StrategyTiming] = []
+        checks: list[Verification] = []
+        for timed in step.timed:
+            key = None
+            if self.cache is not None and self.keys is not None:
+                key = self.keys.timing(step, timed, sample_ids, budget_s=bench.budget_s,
+                                       threads=bench.threads, workers=self.plan.workers)
+            hit = self.cache.get_model(key, TimingEntry) if self.cache is not None and key else None
+            if hit is not None:
+                hit.timing.role, hit.timing.cached = timed.role, True
+                timings.append(hit.timing)
+                checks.append(hit.verification)
+                for a in timed.allocations:
+                    self.clock.done(item_key(step.analysis, timed.strategy, a.group), timed.strategy, 0.0, None)
+                continue
+            groups, group_checks, done = [], [], []
+            for planned in timed.allocations:
+                name = item_key(step.analysis, timed.strategy, planned.group)
+                start = time.perf_counter()
+                allowance = self.clock.allowance(name)
+                want = planned.want(bench.warmup, bench.repeats, self.clock.correction(timed.strategy))
+                a = fit(want, allowance)
+                title = f"{step.analysis}: timing {timed.strategy} on {planned.group}"
+                with self.display.phase(title, a.warmup + a.repeats) as phase:
+                    group, check = item(timed, a, allowance, phase)
+                    m = group.measurement
+                    phase.summary = (f"{_matrices(group.sampled, a.group)}, {len(m.samples_s)} calls, median "
+                                     f"{format_seconds(m.median_s)}" + (", UNSTABLE" if m.unstable else ""))
+                per_matrix = group.measurement.median_s / group.sampled
+                self.clock.done(name, timed.strategy, time.perf_counter() - start, per_matrix / planned.per_matrix_s)
+                self.unstable += group.measurement.unstable
+                groups.append(group)
+                group_checks.append(check)
+                done.append(a.model_copy(update={"per_matrix_s": per_matrix,
+                                                 "repeats": len(group.measurement.samples_s)}))
+            timing = summarise(timed.strategy, timed.role, timed.device, groups)
+            timing.cut = cut_note(done, [p.want(bench.warmup, bench.repeats) for p in timed.allocations])
+            timings.append(timing)
+            checks.append(combine(timed.strategy, group_checks))
+            if self.cache is not None and key and not timing.unstable:
+                label = f"{step.analysis}: timing of {timed.strategy} on {timed.device}"
+                self.cache.put_model(key, TimingEntry(timing=timing, verification=checks[-1]), label)
+        apply_speedups(timings)
+        return timings, checks

@@ -1,0 +1,157 @@
+"""float64 references of the sampled matrices: computed once per run, shared by every analysis
+and strategy, and kept in the result cache.
+
+For LoRA inputs the reference is exact from float64 factors (two thin QRs and an r x r SVD for
+the values, the factored Gram for PCA), milliseconds where a dense float64 SVD of a 3072 x 768
+delta takes a second; tests prove both equal dense LAPACK. Vectors are checked through
+residuals, which need W v and W^T u, never the dense W: `Operator` applies the factors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from harness.data.layout import AdapterLayout, Position
+from harness.data.workload import Factors, MatrixRef, Source, Workload
+from harness.linalg.factored import factored_svdvals, frobenius_gram, pad_spectrum
+from harness.linalg.gram import accumulate_gram
+from harness.machine import MachineInfo
+from harness.strategies import cost
+from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy
+
+if TYPE_CHECKING:  # harness.cache imports the plan, which estimates references with this module
+    from harness.cache import Keys, ResultCache
+
+F64 = np.dtype(np.float64)
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A stack of float64 matrices W, (b, m, n), as dense arrays or as LoRA factors."""
+
+    dense: np.ndarray | None = None
+    factors: Factors | None = None
+
+    def matmat(self, V: np.ndarray) -> np.ndarray:
+        """W @ V for V (b, n, q)."""
+        if self.dense is not None:
+            return self.dense @ V
+        f = self.factors
+        assert f is not None
+        return f.scale[:, None, None] * (f.B @ (f.A @ V))
+
+    def rmatmat(self, U: np.ndarray) -> np.ndarray:
+        """W^T @ U for U (b, m, q)."""
+        if self.dense is not None:
+            return np.swapaxes(self.dense, 1, 2) @ U
+        f = self.factors
+        assert f is not None
+        return f.scale[:, None, None] * (np.swapaxes(f.A, 1, 2) @ (np.swapaxes(f.B, 1, 2) @ U))
+
+
+def operator(source: Source, refs: Sequence[MatrixRef]) -> Operator:
+    """The matrices of `refs` in float64, as factors when the source has them."""
+    if source.has_factors:
+        return Operator(factors=source.load_factors(refs, F64))
+    return Operator(dense=source.load_dense(refs, F64))
+
+
+def exact_values(source: Source, refs: Sequence[MatrixRef]) -> np.ndarray:
+    """All min(m, n) singular values of each matrix, float64: from float64 factors (padded
+    with the rank-r delta's exact zeros), else LAPACK's gesdd on the dense matrix."""
+    if source.has_factors:
+        f = source.load_factors(refs, F64)
+        return pad_spectrum(factored_svdvals(f.B, f.A, f.scale), min(refs[0].shape))
+    return np.linalg.svd(source.load_dense(refs, F64), compute_uv=False)
+
+
+def exact_gram(source: Source, position: Position) -> np.ndarray:
+    """The (n, n) Gram of one position's deltas in float64: factored, else dense."""
+    if source.has_factors:
+        f = source.load_factors(position.refs, F64)
+        return frobenius_gram(f.B, f.A, f.scale)
+    X = source.load_dense(position.refs, F64).reshape(len(position.refs), -1)
+    return accumulate_gram([X], backend="numpy")
+
+
+@dataclass
+class References:
+    """The run's references, by matrix id and by position, from memory, the cache, or computed."""
+
+    source: Source
+    cache: ResultCache | None = None
+    keys: Keys | None = None
+    values_by_id: dict[str, np.ndarray] = field(default_factory=dict)
+    grams_by_position: dict[str, np.ndarray] = field(default_factory=dict)
+    computed: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+
+    def _key(self, kind: str, name: str) -> str | None:
+        return None if self.cache is None or self.keys is None else self.keys.reference(kind, name)
+
+    def _lookup(self, kind: str, name: str) -> np.ndarray | None:
+        key = self._key(kind, name)
+        hit = self.cache.get_arrays(key) if key is not None and self.cache is not None else None
+        if hit is not None and "ref" in hit:
+            self.cached += 1
+            return hit["ref"]
+        return None
+
+    def _store(self, kind: str, name: str, value: np.ndarray) -> None:
+        self.computed += 1
+        key = self._key(kind, name)
+        if key is not None and self.cache is not None:
+            self.cache.put_arrays(key, {"ref": value}, f"float64 reference: {kind} of {name}", kind="reference")
+
+    def values(self, refs: Sequence[MatrixRef]) -> np.ndarray:
+        """(len(refs), min(m, n)) float64 singular values; refs share one shape group."""
+        start = time.perf_counter()
+        for ref in refs:
+            if ref.id not in self.values_by_id and (hit := self._lookup("values", ref.id)) is not None:
+                self.values_by_id[ref.id] = hit
+        missing = [ref for ref in refs if ref.id not in self.values_by_id]
+        if missing:
+            for ref, S in zip(missing, exact_values(self.source, missing)):
+                self.values_by_id[ref.id] = S
+                self._store("values", ref.id, S)
+        self.seconds += time.perf_counter() - start
+        return np.stack([self.values_by_id[ref.id] for ref in refs])
+
+    def grams(self, layout: AdapterLayout) -> np.ndarray:
+        """(positions, n, n) float64 Grams of the layout's positions."""
+        start = time.perf_counter()
+        for p in layout.positions:
+            name = f"{p.label}:{','.join(layout.adapters)}"
+            if name not in self.grams_by_position:
+                hit = self._lookup("gram", name)
+                if hit is None:
+                    hit = exact_gram(self.source, p)
+                    self._store("gram", name, hit)
+                self.grams_by_position[name] = hit
+        self.seconds += time.perf_counter() - start
+        return np.stack([self.grams_by_position[f"{p.label}:{','.join(layout.adapters)}"]
+                         for p in layout.positions])
+
+
+def reference_seconds(workload: Workload, machine: MachineInfo, per_group: dict[str, int], positions: int) -> float:
+    """Estimated seconds of the references of `per_group` matrices of each shape group and of
+    the first `positions` positions of a PCA."""
+    total = 0.0
+    rate = cost.cpu_flops_per_s(machine)
+    for group in workload.groups():
+        n = per_group.get(group.label, 0)
+        if workload.has_factors:
+            total += n * cost.factored_flops(group.shape, group.rank or min(group.shape)) / rate
+        else:
+            total += n * 2.0 * cost.svd_flops(group.shape, vectors=False) / rate  # float64: ~2x
+    if positions:
+        layout = AdapterLayout.from_workload(workload).head(positions)
+        gram = FactoredGramStrategy() if workload.has_factors else DualGramStrategy()
+        total += gram.seconds(layout, machine, "numpy")
+    return total

@@ -1,0 +1,74 @@
+"""The factors a run has loaded, kept in memory so that its analyses (spectra, top-k, features,
+PCA) load each matrix once: generating or reading 2,128 LoRA factor pairs costs ~2 s, and a run
+of the main job loaded them four times.
+
+`MemoSource` wraps a source in the client process only: pickled for a worker process or a Dask
+worker it becomes the plain source again, so no memo travels. It keeps factors in the run's dtype
+until its byte limit, then stops adding (a run's passes are sequential scans, which an LRU would
+thrash); float64 loads (references, exact features) pass through.
+Dense loads go straight to the source: they are large, and formed on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.data.workload import Factors, MatrixRef, Source
+
+
+def _itself(source: Source) -> Source:
+    return source
+
+
+class MemoSource(Source):
+    def __init__(self, inner: Source, limit_bytes: int, dtype: np.dtype) -> None:
+        self.inner = inner
+        self.dtype = np.dtype(dtype)  # the run's: loads in any other dtype pass through
+        self.has_factors = inner.has_factors
+        self.load_bytes_per_s = inner.load_bytes_per_s
+        self.limit_bytes = limit_bytes
+        self.held_bytes = 0
+        self._factors: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, float]] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled, it is the source it wraps: workers load for themselves."""
+        return _itself, (self.inner,)
+
+    def refs(self) -> list[MatrixRef]:
+        return self.inner.refs()
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint()
+
+    def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
+        return self.inner.load_dense(refs, dtype)
+
+    def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
+        dtype = np.dtype(dtype)
+        if dtype != self.dtype:
+            return self.inner.load_factors(refs, dtype)
+        keys = [(ref.id, dtype.str) for ref in refs]
+        found = {key: self._factors[key] for key in keys if key in self._factors}
+        missing = [ref for ref, key in zip(refs, keys) if key not in found]
+        if len(missing) == len(refs) and self.held_bytes >= self.limit_bytes:
+            return self.inner.load_factors(refs, dtype)  # full: serve without keeping
+        if missing:
+            loaded = self.inner.load_factors(missing, dtype)
+            fresh = {(ref.id, dtype.str): (loaded.B[i], loaded.A[i], float(loaded.scale[i]))
+                     for i, ref in enumerate(missing)}
+            found.update(fresh)
+            size = loaded.B.nbytes + loaded.A.nbytes
+            if self.held_bytes + size <= self.limit_bytes:
+                self._factors.update(fresh)
+                self.held_bytes += size
+            if len(missing) == len(refs):
+                return loaded  # kept as views of these arrays: no copy to hand out
+        held = [found[key] for key in keys]
+        return Factors(
+            B=np.stack([b for b, _, _ in held]),
+            A=np.stack([a for _, a, _ in held]),
+            scale=np.array([s for _, _, s in held]),
+        )

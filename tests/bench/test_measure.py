@@ -1,0 +1,44 @@
+"""measure(): warm-up, repeats within an allowance, device synchronisation, the record of
+threads and conditions."""
+
+import pytest
+
+from harness.bench import measure as measuring
+
+
+def test_repeats_samples_and_result() -> None:
+    calls = []
+    m, result = measuring.measure(lambda: calls.append(1) or len(calls), warmup=2, repeats=3,
+                                  backend="numpy", min_time_s=0.0)
+    assert len(calls) == 5 and result == 5
+    assert len(m.samples_s) == 3 and m.warmup == 2
+    assert m.median_s == sorted(m.samples_s)[1] and m.iqr_s >= 0
+    assert m.threads  # thread pools are recorded
+    assert m.conditions is not None and m.conditions.cores == 1
+
+
+def test_fast_calls_repeat_until_min_time() -> None:
+    m, _ = measuring.measure(lambda: None, warmup=0, repeats=1, backend="numpy")
+    assert len(m.samples_s) == measuring.MAX_REPEATS
+
+
+def test_allowance_stops_repeats_after_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call 'takes' 1 s on a fake clock: with 1.5 s allowed, one call is made of the 5
+    asked for, since a second would end past the allowance."""
+    clock = iter(range(0, 1000))
+    monkeypatch.setattr(measuring.time, "perf_counter", lambda: float(next(clock)))
+    m, _ = measuring.measure(lambda: None, warmup=0, repeats=5, backend="numpy", allowance_s=1.5)
+    assert len(m.samples_s) == 1
+
+
+def test_calls_are_announced() -> None:
+    heard: list[str] = []
+    measuring.measure(lambda: None, warmup=1, repeats=2, backend="numpy", min_time_s=0.0, on_call=heard.append)
+    assert heard == ["warm-up 1 of 1", "call 1 of 2", "call 2 of 2"]
+
+
+def test_cuda_is_synchronised_around_each_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    monkeypatch.setattr(measuring, "synchronize", lambda backend: events.append(f"sync:{backend}"))
+    measuring.measure(lambda: events.append("call"), warmup=1, repeats=2, backend="cuda", min_time_s=0.0)
+    assert events == ["call", "sync:cuda", "call", "sync:cuda", "call", "sync:cuda"]

@@ -1,0 +1,108 @@
+"""Noise: the verdicts on dispersion and conditions, and a real measurement beside busy
+processes, which must be flagged."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from harness.bench import conditions
+from harness.bench.conditions import Conditions, Snapshot, between
+from harness.bench.measure import measure
+from harness.bench.noise import condition_reasons, dispersion_reasons, judge
+
+QUIET = Conditions(cores=2, load_before=0.3, load_after=0.5, running_before=1, running_after=2,
+                   others_cpu=0.02, steal=0.0)
+
+
+def test_a_steady_measurement_is_not_flagged() -> None:
+    assert judge([0.100, 0.101, 0.099, 0.102, 0.100], QUIET) == []
+    assert judge([0.1, 0.11], QUIET) == []
+    assert judge([0.1], None) == []
+
+
+def test_dispersion_reasons() -> None:
+    assert dispersion_reasons([0.1, 0.1, 0.2, 0.2]) == ["IQR 67% of median"]
+    assert dispersion_reasons([0.1, 0.2]) == ["its 2 samples differ by 2.0x"]
+    bimodal = dispersion_reasons([0.010, 0.011, 0.010, 0.030, 0.031, 0.030, 0.029])
+    assert bimodal[-1] == "bimodal: 3 samples near 10.0 ms, 4 near 30.0 ms"
+
+
+def test_condition_reasons() -> None:
+    busy = QUIET.model_copy(update={"load_after": 18.4, "others_cpu": 0.85, "steal": 0.12})
+    assert condition_reasons(busy) == [
+        "other processes took 85% of the 2 CPUs",
+        "CPU steal 12% (the hypervisor ran other guests)",
+        "load 18.4 on 2 cores",
+    ]
+
+
+def test_others_share_is_all_cpu_time_less_ours() -> None:
+    before = Snapshot(load=1.0, running=1, cpu_total=1000, cpu_busy=100, cpu_steal=0, own=50)
+    after = Snapshot(load=1.0, running=3, cpu_total=1200, cpu_busy=280, cpu_steal=10, own=80)
+    c = between(before, after, cores=2)
+    assert c.others_cpu == pytest.approx((180 - 30) / 200)
+    assert c.steal == pytest.approx(10 / 200)
+    assert c.running_after == 3
+
+
+def test_too_short_an_interval_says_nothing() -> None:
+    s = Snapshot(load=1.0, running=1, cpu_total=1000, cpu_busy=100, cpu_steal=0, own=50)
+    t = Snapshot(load=1.0, running=1, cpu_total=1005, cpu_busy=105, cpu_steal=0, own=50)
+    assert between(s, t, 2).others_cpu is None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc")
+def test_own_time_counts_child_processes() -> None:
+    """A pool's workers are ours: their CPU time must not read as other processes'."""
+    before = conditions.own_jiffies()
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nx = 0\nfor i in range(20_000_000): x += i\n"
+         "print('done', flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "done"
+        fields = conditions._stat_fields(open(f"/proc/{child.pid}/stat").read())
+        child_jiffies = int(fields[11]) + int(fields[12])
+        after = conditions.own_jiffies()
+    finally:
+        child.communicate("")
+    assert before is not None and after is not None
+    assert child_jiffies > 10 and after - before >= child_jiffies
+
+
+SPIN = "print('ready', flush=True)\nwhile True: pass"
+# started by a parent that exits at once, so the spinner is not our descendant (our own
+# children count as this process's work, as a pool's workers must)
+DETACH = ("import subprocess, sys\n"
+          "p = subprocess.Popen([sys.executable, '-c', sys.argv[1]])\n"
+          "print(p.pid, flush=True)")
+
+
+@pytest.fixture
+def busy_processes() -> Iterator[int]:
+    """One spinning process per core, not ours, each running once it has said so."""
+    cores = len(os.sched_getaffinity(0))
+    pids = []
+    try:
+        for _ in range(cores):
+            starter = subprocess.Popen([sys.executable, "-c", DETACH, SPIN], stdout=subprocess.PIPE, text=True)
+            assert starter.stdout is not None
+            pids.append(int(starter.stdout.readline()))
+            assert starter.stdout.readline().strip() == "ready"
+            starter.wait()
+        yield cores
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc")
+def test_a_measurement_beside_busy_processes_is_flagged(busy_processes: int) -> None:
+    m, _ = measure(lambda: time.sleep(0.05), warmup=0, repeats=6, backend="numpy", cores=busy_processes)
+    assert m.unstable, m
+    assert any(r.startswith("other processes took") for r in m.reasons), m.reasons

@@ -1,0 +1,63 @@
+"""The benchmark phase end to end on the smoke spec: within a budget no strategy is dropped,
+references are shared, threads are explicit, and unstable timings are said and never cached."""
+
+from pathlib import Path
+
+import pytest
+
+from harness.bench import measure as measuring
+from harness.cli import main
+from harness.report.terminal import bench_lines
+from harness.results import load_record
+from tests.conftest import CONFIGS
+
+SMOKE = str(CONFIGS / "smoke.toml")
+
+
+def test_a_zero_budget_still_times_every_strategy_on_every_group(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", SMOKE, "-o", str(out), "--no-cache", "--budget", "0s",
+                 "--set", "benchmark.repeats=5", "--set", "benchmark.sample=3"]) == 0
+    record = load_record(out)
+    assert record.bench is not None and record.bench.budget_s == 0.0
+    for analysis, step in zip(record.analyses, record.plan.steps):
+        assert [t.strategy for t in analysis.timings] == [t.strategy for t in step.timed]
+        for timing in analysis.timings:
+            assert timing.groups and all(len(g.measurement.samples_s) >= 1 for g in timing.groups)
+            assert timing.cut, f"{analysis.name}: {timing.strategy} was cut but says nothing"
+        assert all(v.passed for v in analysis.verification)
+    assert any("matrix per group" in (t.cut or "") for a in record.analyses for t in a.timings)
+
+
+def test_threads_are_the_plans_and_references_are_shared(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", SMOKE, "-o", str(out), "--no-cache", "--set", "benchmark.threads=1"]) == 0
+    record = load_record(out)
+    assert record.plan.bench is not None and record.plan.bench.threads == 1
+    for analysis in record.analyses:
+        for timing in analysis.timings:
+            for g in timing.groups:
+                assert set(g.measurement.threads.values()) == {1}, g.measurement.threads
+                assert g.measurement.conditions is not None
+    # svdvals, svd and svd_topk time the same 2 matrices of each of the 2 groups: 4 value
+    # references for all three; the pca's 2 positions add 2 Gram references
+    assert record.bench is not None
+    assert record.bench.references_computed == 4 + 2
+
+
+def test_unstable_measurements_are_said_and_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(measuring, "judge", lambda samples, conditions: ["load 18.4 on 2 cores"])
+    spec = ["--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy']}]",
+            "--set", f"execution.cache_dir='{tmp_path / 'cache'}'"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    first = load_record(tmp_path / "a")
+    assert first.bench is not None and first.bench.unstable == 4  # 2 strategies x 2 groups
+    lines = bench_lines(first)
+    assert any("unstable" in line and "load 18.4 on 2 cores" in line for line in lines)
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *spec]) == 0
+    second = load_record(tmp_path / "b")
+    assert not any(t.cached for t in second.analyses[0].timings)  # measured again
+    monkeypatch.setattr(measuring, "judge", lambda samples, conditions: [])  # steady, whatever the machine
+    assert main(["run", SMOKE, "-o", str(tmp_path / "c"), *spec]) == 0
+    assert main(["run", SMOKE, "-o", str(tmp_path / "d"), *spec]) == 0
+    assert all(t.cached for t in load_record(tmp_path / "d").analyses[0].timings)  # steady: reused

@@ -1,0 +1,74 @@
+"""The float64 references: exact from LoRA factors, proven equal to dense LAPACK here (never at
+run time), computed once per run and kept in the result cache."""
+
+from pathlib import Path
+
+import numpy as np
+
+from harness.bench.references import References, exact_gram, exact_values, operator
+from harness.cache import Keys, ResultCache
+from harness.data.layout import AdapterLayout
+from harness.data.synthetic import SyntheticData, SyntheticSource
+from harness.data.workload import Workload
+from harness.machine import probe
+
+
+def lora() -> Workload:
+    config = SyntheticData(adapters=3, layers=2, modules={"up": (60, 24), "down": (24, 60)}, rank=5)
+    return Workload.from_source(SyntheticSource(config, seed=3))
+
+
+def test_factored_values_equal_dense_lapack() -> None:
+    w = lora()
+    for group in w.groups():
+        dense = w.source.load_dense(group.refs, np.dtype(np.float64))
+        S_lapack = np.linalg.svd(dense, compute_uv=False)
+        S = exact_values(w.source, group.refs)
+        assert S.shape == S_lapack.shape == (len(group), 24)
+        assert np.max(np.abs(S - S_lapack)) <= 1e-13 * S_lapack[:, 0].max()
+        assert np.all(S[:, 5:] == 0.0)  # the rank-5 delta's exact zeros
+
+
+def test_factored_operator_applies_the_dense_matrix() -> None:
+    w = lora()
+    refs = w.groups()[0].refs
+    dense = w.source.load_dense(refs, np.dtype(np.float64))
+    V = np.random.default_rng(0).standard_normal((len(refs), 24, 3))
+    U = np.random.default_rng(1).standard_normal((len(refs), 60, 3))
+    W = operator(w.source, refs)
+    assert W.factors is not None and W.dense is None  # never formed
+    np.testing.assert_allclose(W.matmat(V), dense @ V, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(W.rmatmat(U), np.swapaxes(dense, 1, 2) @ U, rtol=1e-13, atol=1e-13)
+
+
+def test_factored_gram_equals_dense_gram() -> None:
+    w = lora()
+    position = AdapterLayout.from_workload(w).positions[1]
+    X = w.source.load_dense(position.refs, np.dtype(np.float64)).reshape(len(position.refs), -1)
+    G = X @ X.T
+    assert np.max(np.abs(exact_gram(w.source, position) - G)) <= 1e-13 * np.abs(G).max()
+
+
+def test_dense_sources_use_lapack(dense_workload: Workload) -> None:
+    refs = dense_workload.groups()[0].refs
+    dense = dense_workload.source.load_dense(refs, np.dtype(np.float64))
+    np.testing.assert_array_equal(exact_values(dense_workload.source, refs), np.linalg.svd(dense, compute_uv=False))
+    assert operator(dense_workload.source, refs).dense is not None
+
+
+def test_computed_once_per_run_and_then_read_from_the_cache(tmp_path: Path) -> None:
+    w = lora()
+    group = w.groups()[0]
+    keys = Keys("float32", 3, w.fingerprint(), probe())
+    refs = References(w.source, ResultCache(tmp_path), keys)
+    first = refs.values(group.refs[:2])
+    refs.values(group.refs[:3])  # shared: only the new matrix is computed
+    assert refs.computed == 3 and refs.cached == 0
+    layout = AdapterLayout.from_workload(w).head(1)
+    refs.grams(layout)
+    refs.grams(layout)
+    assert refs.computed == 4
+    again = References(w.source, ResultCache(tmp_path), keys)  # the next run
+    np.testing.assert_array_equal(again.values(group.refs[:2]), first)
+    again.grams(layout)
+    assert again.computed == 0 and again.cached == 3
