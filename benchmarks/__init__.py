@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.asv_bridge import Case, case_keys, strategies_for
+from harness.linalg.device import torch_module
 from harness.machine import probe
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 SPECS = [CONFIGS / "bench.toml", CONFIGS / "bench_dense.toml"]
 
-# Probed (torch imported) once at import: asv.conf.json's forkserver launch forks every benchmark
-# process from one that has done it, instead of paying seconds of start-up per case.
+# Probed and torch imported once at import: asv.conf.json's forkserver launch forks every
+# benchmark process from one that has done it, instead of paying seconds of start-up per case.
+torch_module()
 probe()
 
 

@@ -219,7 +219,9 @@ def asv_machine(args: argparse.Namespace) -> int:
 def system(args: argparse.Namespace) -> int:
     """What would make timings unreliable on this machine right now, as `pyperf system show`."""
     from harness.bench.conditions import sample_conditions
+    from harness.linalg.device import torch_module
 
+    torch_module()  # its thread pool is part of what timings run with
     machine = probe()
     for line in system_lines(machine, sample_conditions(args.seconds, machine.cores)):
         out.print(line)

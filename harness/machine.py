@@ -6,6 +6,7 @@ import functools
 import os
 import platform
 import socket
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from pydantic import BaseModel
 from threadpoolctl import threadpool_info
 
 import harness
-from harness.linalg.device import cuda_available, torch_missing_reason, torch_module
+from harness.linalg.device import cuda_available, torch_missing_reason, torch_version
 
 
 class ThreadPool(BaseModel):
@@ -37,7 +38,7 @@ class MachineInfo(BaseModel):
     scipy: str
     torch: str | None
     torch_missing: str | None
-    torch_threads: int | None
+    torch_threads: int | None  # None: torch was not loaded when the machine was probed
     blas: list[ThreadPool]
     cuda_device: str | None = None
     cuda_memory_total: int | None = None
@@ -89,7 +90,8 @@ def probe() -> MachineInfo:
     mem = _meminfo()
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
     total = mem.get("MemTotal") or page * os.sysconf("SC_PHYS_PAGES")
-    torch = torch_module()
+    missing = torch_missing_reason()  # imports a CUDA build of torch, never a CPU one
+    loaded = sys.modules.get("torch")
     info = MachineInfo(
         hostname=socket.gethostname(),
         platform=platform.platform(),
@@ -101,9 +103,9 @@ def probe() -> MachineInfo:
         harness=harness.__version__,
         numpy=np.__version__,
         scipy=scipy.__version__,
-        torch=torch.__version__ if torch is not None else None,
-        torch_missing=torch_missing_reason(),
-        torch_threads=torch.get_num_threads() if torch is not None else None,
+        torch=torch_version(),
+        torch_missing=missing,
+        torch_threads=loaded.get_num_threads() if loaded is not None else None,
         blas=[
             ThreadPool(
                 api=p["internal_api"],
@@ -115,7 +117,7 @@ def probe() -> MachineInfo:
         ],
     )
     if cuda_available():
-        assert torch is not None
+        torch = sys.modules["torch"]
         free, total_gpu = torch.cuda.mem_get_info()
         info.cuda_device = torch.cuda.get_device_name()
         info.cuda_memory_total, info.cuda_memory_free = int(total_gpu), int(free)

@@ -31,6 +31,7 @@ from harness.progress import Display, Phase
 from harness.results import FEATURES, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
+from harness.strategies.registry import STRATEGIES
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
@@ -77,8 +78,12 @@ class Runner:
         self.record = record
         self.plan = record.plan
         limit = min(self.plan.memory_budget, record.machine.memory_available // MEMO_SHARE)
-        memo = MemoSource(workload.source, limit, np.dtype(self.plan.dtype))
-        self.workload = Workload(source=memo, refs=workload.refs)
+        self.memo = MemoSource(workload.source, limit, np.dtype(self.plan.dtype))
+        self.workload = Workload(source=self.memo, refs=workload.refs)
+        # the last step whose own results come from factors: after it, the memo goes, before
+        # its benchmark forms dense deltas
+        factored = [i for i, s in enumerate(self.plan.steps) if STRATEGIES[s.strategy].needs_factors]
+        self._last_factored = factored[-1] if factored else -1
         self.folder = folder
         self.seed = seed
         self.display = display
@@ -124,7 +129,7 @@ class Runner:
                     for i, step in enumerate(self.plan.steps):
                         run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
                                  f"{self.bench.clock.spent_s:.1f} of {self.bench.clock.budget_s:.1f} s")
-                        self.record.analyses.append(self._step(step))
+                        self.record.analyses.append(self._step(step, last_factored=i == self._last_factored))
                         self.record.bench = self.bench.record()
                         self._save()
                         run.advance()
@@ -139,23 +144,28 @@ class Runner:
         return self.record
 
     def _save(self, final: bool = False) -> None:
-        """Write the spectra when they grew, features.csv once at the end (a resumed run gets
-        its rows back from the cache), then the record, which says how far the run got."""
-        if len(self.spectra) != self._saved_spectra or not (self.folder / SPECTRA).exists():
+        """Write the record, which says how far the run got; the spectra at the end, or after
+        each step when there is no cache to get them back from after a kill (thousands of small
+        arrays: ~0.4 s a write); features.csv at the end (a resumed run gets its rows back from
+        the cache)."""
+        wanted = final or self.cache is None or not (self.folder / SPECTRA).exists()
+        if wanted and (len(self.spectra) != self._saved_spectra or not (self.folder / SPECTRA).exists()):
             save_spectra(self.spectra, self.folder)
             self._saved_spectra = len(self.spectra)
         if final and self.features:
             write_features_csv(self.features, self.folder / FEATURES)
         save_record(self.record, self.folder)
 
-    def _step(self, step: Step) -> AnalysisRecord:
+    def _step(self, step: Step, last_factored: bool) -> AnalysisRecord:
         if step.op == "pca":
-            return self._pca(step)
+            return self._pca(step, last_factored)
         wall, cached, placements = self._full(step, OpRequest(step.op, step.k))
+        self._features(step)
+        if last_factored:
+            self.memo.release()
         start = time.perf_counter()
         timings, checks = self.bench.time_step(step)
         bench_s = time.perf_counter() - start
-        self._features(step)
         return analysis_record(
             step, len(self.workload), wall, timings, checks, bench_s=bench_s,
             cached_chunks=cached, computed_chunks=len(placements), placements=placements,
@@ -185,7 +195,7 @@ class Runner:
         for note in hit.notes:
             self.display.note(f"[yellow]note:[/] {note}")
 
-    def _pca(self, step: Step) -> AnalysisRecord:
+    def _pca(self, step: Step, last_factored: bool) -> AnalysisRecord:
         """A pca step: its PCA from the cache when this workload's Grams were computed before,
         then the benchmark phase and, when asked, the principal axes."""
         start = time.perf_counter()
@@ -207,6 +217,8 @@ class Runner:
             if self.cache is not None:
                 self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
                 self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
+        if last_factored:
+            self.memo.release()
         bench_start = time.perf_counter()
         record.timings, record.verification = self.bench.time_pca(step, analysis)
         record.bench_s = time.perf_counter() - bench_start

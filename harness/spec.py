@@ -178,7 +178,7 @@ class Execution(_Section):
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
-DEFAULT_BUDGET_S = 5.0
+DEFAULT_BUDGET_S = 4.0
 
 
 class Benchmark(_Section):

@@ -1,6 +1,7 @@
 """The benchmark phase of one analysis: every compared strategy timed on its share of the
 budget, under the plan's thread counts, verified against the run's float64 references, and
-cached per strategy when its measurements were stable."""
+cached per strategy (an unstable measurement keeps its reasons: a re-run that reuses it says so,
+and `harness run --no-cache` measures again)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, TimingEntry
 from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
+from harness.linalg.device import load_for
 from harness.pca_step import gram_errors, scoped_grams
 from harness.plan import Plan, Step, Timed, item_key
 from harness.progress import Display, Phase
@@ -176,6 +178,7 @@ class BenchPhase:
         assert bench is not None
         what = _matrices(a.matrices, a.group)
         calls = a.warmup + a.repeats
+        load_for(ctx.backend)  # torch's import is never inside a timed call, nor unpinned
 
         def on_call(call: str) -> None:
             if phase.done < calls:
@@ -230,7 +233,7 @@ class BenchPhase:
             timing.cut = cut_note(done, [p.want(bench.warmup, bench.repeats) for p in timed.allocations])
             timings.append(timing)
             checks.append(combine(timed.strategy, group_checks))
-            if self.cache is not None and key and not timing.unstable:
+            if self.cache is not None and key:
                 label = f"{step.analysis}: timing of {timed.strategy} on {timed.device}"
                 self.cache.put_model(key, TimingEntry(timing=timing, verification=checks[-1]), label)
         apply_speedups(timings)

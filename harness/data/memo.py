@@ -37,6 +37,11 @@ class MemoSource(Source):
         """Pickled, it is the source it wraps: workers load for themselves."""
         return _itself, (self.inner,)
 
+    def release(self) -> None:
+        """Drop every kept factor: the run has no more use for them."""
+        self._factors.clear()
+        self.held_bytes = 0
+
     def refs(self) -> list[MatrixRef]:
         return self.inner.refs()
 

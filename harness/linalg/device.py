@@ -1,11 +1,17 @@
 """Device resolution shared by every kernel: CUDA, else torch on the CPU, else numpy.
 
-torch is optional. Every function here works, and says why, when it cannot be imported.
+torch is optional. Every function here works, and says why, when it cannot be imported. Nothing
+here imports torch (1.3 s or more) when a question can be answered without it: an installed CPU
+build (version `+cpu`) has no CUDA, so planning, a warm run that reads everything from the cache,
+`validate` and `report` never pay for the import; the first kernel that uses torch does.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
+import sys
 from types import ModuleType
 from typing import Any, Literal
 
@@ -23,15 +29,49 @@ def torch_module() -> ModuleType | None:
         return None
 
 
+MISSING = "torch is not installed (pip install 'spectral-harness[torch]')"
+
+
+def _cpu_only_build() -> bool:
+    """An installed torch whose version says it was built without CUDA (`2.13.0+cpu`)."""
+    try:
+        return importlib.metadata.version("torch").endswith("+cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def torch_version() -> str | None:
+    """The installed torch's version, without importing it when it is not loaded yet."""
+    if "torch" in sys.modules or importlib.util.find_spec("torch") is None:
+        torch = torch_module()
+        return None if torch is None else str(torch.__version__)
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = torch_module()
+        return None if torch is None else str(torch.__version__)
+
+
 def torch_missing_reason() -> str | None:
-    if torch_module() is None:
-        return "torch is not installed (pip install 'spectral-harness[torch]')"
-    return None
+    """Why torch cannot be used, or None. A CPU build that is installed but not loaded yet
+    counts as usable without importing it; a CUDA build is imported (its devices are asked for
+    anyway), so a broken install of one is found here."""
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None and _cpu_only_build():
+        return None
+    return MISSING if torch_module() is None else None
 
 
 def cuda_available() -> bool:
+    if "torch" not in sys.modules and _cpu_only_build():
+        return False
     torch = torch_module()
     return bool(torch is not None and torch.cuda.is_available())
+
+
+def load_for(backend: Backend) -> None:
+    """Import torch before timing a torch backend, so no timed call pays for the import."""
+    if backend != "numpy":
+        torch_module()
 
 
 def cuda_missing_reason() -> str | None:
@@ -50,7 +90,7 @@ def resolve_device(device: str = "auto") -> Backend:
     if device == "auto":
         if cuda_available():
             return "cuda"
-        return "cpu" if torch_module() is not None else "numpy"
+        return "cpu" if torch_missing_reason() is None else "numpy"
     if device == "cuda":
         if (reason := cuda_missing_reason()) is not None:
             raise RuntimeError(f"device 'cuda' requested but {reason}")

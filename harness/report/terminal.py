@@ -123,8 +123,9 @@ def bench_lines(record: RunRecord) -> list[str]:
         for t in a.timings:
             if t.cut and not t.cached:
                 lines.append(f"{a.name}: {t.strategy}: {t.cut}")
+            then = " (measured by an earlier run; --no-cache measures again)" if t.cached else ""
             for reason in t.unstable:
-                lines.append(f"[bold yellow]unstable[/] {a.name}: {t.strategy} on {reason}")
+                lines.append(f"[bold yellow]unstable[/] {a.name}: {t.strategy} on {reason}{then}")
     if b.unstable:
         lines.append(f"[bold yellow]{b.unstable} measurements were unstable[/]: compare their speedups "
                      "with care, or re-run on a quiet machine (`harness system` says what is busy)")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from harness.data.workload import Factors, MatrixRef, ShapeGroup, Source
-from harness.linalg.device import Backend, resolve_device, torch_module
+from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.factored import factored_svd, pad_spectrum
 from harness.machine import MachineInfo
 from harness.strategies import cost
@@ -23,7 +23,7 @@ class FactoredStrategy(Strategy):
 
     def backend(self, device: str) -> Backend:
         """torch when it is there (batched QR on CUDA or CPU), else numpy: both are exact."""
-        return "numpy" if torch_module() is None else resolve_device(device)
+        return "numpy" if torch_missing_reason() is not None else resolve_device(device)
 
     def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
         m, n = group.shape

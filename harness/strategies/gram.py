@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.data.layout import AdapterLayout, Position
 from harness.data.workload import Source
-from harness.linalg.device import Backend, resolve_device, torch_module
+from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.factored import frobenius_gram
 from harness.linalg.gram import SUM_COLUMNS, accumulate_gram
 from harness.machine import MachineInfo
@@ -45,7 +45,7 @@ class GramStrategy(StrategyBase):
     def backend(self, device: str) -> Backend:
         """CUDA when there (or torch on the CPU when named), else numpy: on the CPU numpy's syrk
         beats torch's gemm for X @ X.T (14 vs 36 ms for 608 x 3072 float64, 2 cores)."""
-        if torch_module() is None:
+        if torch_missing_reason() is not None:
             return "numpy"
         backend = resolve_device(device)
         return "numpy" if device == "auto" and backend == "cpu" else backend
@@ -73,7 +73,7 @@ class DualGramStrategy(GramStrategy):
         """Torch wherever it is there: on the CPU, MKL's batched float32 product beats OpenBLAS's
         syrk for n ~ 20 rows (18 rows, 2 cores: ~8 vs ~6 GB/s, benchmarks/gram_memmap.py). With
         numba installed, float32 data takes the compiled kernel on either CPU backend (~2x)."""
-        if torch_module() is None:
+        if torch_missing_reason() is not None:
             return "numpy"
         return resolve_device(device)
 
