@@ -12,9 +12,13 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def _init_worker(parent_path: list[str], threads: int) -> None:
+START_TIMEOUT_S = 300.0  # every worker has started by then, or the pool is broken
+
+
+def _init_worker(parent_path: list[str], threads: int, started: Any) -> None:
     """Give the worker the parent's import path and `threads` BLAS/OpenMP threads (one for
-    per-matrix fan-out).
+    per-matrix fan-out), then wait at the `started` barrier for the other workers: the pool is
+    handed out when all of them can take work, so no first timed call waits for a start.
 
     With spawn, a worker starts a fresh interpreter: without the parent's sys.path it cannot
     import `harness` when the parent ran from a source checkout. torch is not imported here (a
@@ -30,6 +34,8 @@ def _init_worker(parent_path: list[str], threads: int) -> None:
     threadpool_limits(limits=threads)
     import harness.chunk_task  # noqa: F401  (what tasks run: imported at start, not in a timed call)
 
+    started.wait(START_TIMEOUT_S)
+
 
 def _ready() -> bool:
     return True
@@ -41,12 +47,14 @@ def process_pool(workers: int, threads: int = 1) -> Executor:
     Spawn rather than fork: forking a process that already runs OpenMP or torch threads can
     deadlock the child.
     """
+    context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=context,
         initializer=_init_worker,
-        initargs=(list(sys.path), threads),
+        initargs=(list(sys.path), threads, context.Barrier(workers)),
     )
+    # with spawn, each submit that finds no idle worker starts one: `workers` submits start all
     for future in [pool.submit(_ready) for _ in range(workers)]:
         future.result()
     return pool

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from pydantic import BaseModel
 
@@ -12,7 +14,9 @@ from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, cuda_missing_reason, torch_module
 from harness.linalg.gram import block_columns
 from harness.machine import MachineInfo
+from harness.features import PAIRWISE_FEATURES
 from harness.spec import PcaAnalysis, Spec
+from harness.strategies import cost
 from harness.strategies.base import OpRequest, Strategy, StrategyBase
 from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import BASELINES, STRATEGIES
@@ -101,13 +105,15 @@ class Plan(BaseModel):
     groups: list[GroupInfo]
     steps: list[Step]
     bench: BenchPlan | None = None  # None only in records of schema version 1
-    load_s: float = 0.0  # estimated loading of every matrix by the full analyses
+    # estimated seconds of the work around the analyses: loading every matrix once, features,
+    # importing torch, starting workers
+    overheads: dict[str, float] = {}
 
     @property
     def estimate_s(self) -> float:
-        """The whole run: full analyses, their loading, and the benchmark phase."""
+        """The whole run: full analyses, the work around them, and the benchmark phase."""
         bench = self.bench.estimate_s if self.bench is not None else 0.0
-        return sum(s.estimate_s for s in self.steps) + self.load_s + bench
+        return sum(s.estimate_s for s in self.steps) + sum(self.overheads.values()) + bench
 
 
 class PlanError(Exception):
@@ -272,6 +278,32 @@ def _plan_benchmark(
                      estimate_s=refs + sum(a.estimate_s for a in allocations.values()))
 
 
+def _overheads(spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], workers: int) -> dict[str, float]:
+    """Estimated seconds of what the analyses' own estimates leave out; zeros are left out."""
+    features = 0.0
+    layout = AdapterLayout.from_workload(workload) if any(s.features for s in steps) else None
+    for step in steps:
+        scalar = [f for f in step.features if f not in PAIRWISE_FEATURES]
+        pairwise = [f for f in step.features if f in PAIRWISE_FEATURES]
+        features += cost.SCALAR_ROW_S * len(workload) * len(scalar)
+        if pairwise and layout is not None:
+            pairs = layout.n * (layout.n - 1) // 2 * len(layout.positions)
+            features += cost.PAIR_ROW_S * pairs * len(pairwise)
+        if "delta_cosine" in pairwise and layout is not None:
+            flops = sum((layout.n * p.rank) ** 2 * sum(p.shape) if p.rank else layout.n**2 * p.size
+                        for p in layout.positions)
+            features += flops / (cost.FLOAT64_GEMM_FLOPS_PER_CORE * machine.cores)
+    backends = {s.device for s in steps} | {t.device for s in steps for t in s.timed}
+    fan_out = spec.execution.executor != "local" or any(STRATEGIES[t.strategy].fans_out for s in steps for t in s.timed)
+    overheads = {
+        "loading": workload.source.load_seconds(workload.refs),
+        "features": features,
+        "torch import": cost.TORCH_IMPORT_S if backends & {"cpu", "cuda"} and "torch" not in sys.modules else 0.0,
+        "worker start": cost.WORKER_START_S * workers if fan_out else 0.0,
+    }
+    return {name: seconds for name, seconds in overheads.items() if seconds > 0}
+
+
 def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
     if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
         raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
@@ -346,7 +378,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
         raise PlanError(problems)
     return Plan(
         bench=_plan_benchmark(spec, workload, machine, steps, wants),
-        load_s=workload.source.load_seconds(workload.refs),
+        overheads=_overheads(spec, workload, machine, steps, workers),
         device_requested=spec.execution.device,
         dtype=spec.execution.dtype,
         memory_budget=int(spec.execution.memory_budget),

@@ -133,6 +133,8 @@ class BenchPhase:
             assert isinstance(strategy, Strategy)
             ctx = self.context(timed.device)
             refs = samples[a.group][: a.matrices]
+            if strategy.fans_out:
+                ctx.executor()  # started now: a pool's start-up is never inside a timed call
             phase.item(f"loading {_matrices(len(refs), a.group)}")
             batches = load_batches(strategy, self.workload.source, refs, timed.batch_sizes[a.group], ctx.dtype)
             measurement, result = self._measure(partial(compute_batches, strategy, op, batches, ctx),

@@ -52,6 +52,9 @@ def _timing_rows(analysis: AnalysisRecord) -> list[dict[str, Any]]:
                 "q3": q3,
                 "samples": sum(len(g.measurement.samples_s) for g in t.groups),
                 "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),
+                # (unstable?, text): what was reused or cut, and why a measurement is unreliable
+                "notes": ([(False, "reused from an earlier run on this machine")] if t.cached else [])
+                + ([(False, f"budget cut: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
                 "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
             }
         )

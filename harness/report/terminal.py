@@ -42,7 +42,9 @@ def bench_plan_line(plan: Plan) -> str:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {b.threads} threads per timing; "
-            f"whole run est. {format_seconds(plan.estimate_s)} (loading {format_seconds(plan.load_s)})")
+            f"whole run est. {format_seconds(plan.estimate_s)}"
+            + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
+               if plan.overheads else ""))
 
 
 def plan_table(plan: Plan) -> Table:

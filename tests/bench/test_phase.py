@@ -61,3 +61,31 @@ def test_unstable_measurements_are_said_and_said_again_when_reused(tmp_path: Pat
     assert any("load 18.4 on 2 cores (measured by an earlier run" in line for line in bench_lines(second))
     assert main(["run", SMOKE, "-o", str(tmp_path / "c"), "--no-cache", *spec]) == 0
     assert load_record(tmp_path / "c").bench.unstable == 0  # type: ignore[union-attr]
+
+
+def test_a_pool_is_started_before_its_first_timed_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from harness import run as running
+    from harness.bench import phase as phasing
+    from harness.executors import SerialExecutor
+
+    started: list[bool] = []
+
+    @contextmanager
+    def pool(workers: int, threads: int = 1):  # type: ignore[no-untyped-def]
+        started.append(True)
+        yield SerialExecutor()
+
+    measured = phasing.measure
+
+    def measure(fn, **kwargs):  # type: ignore[no-untyped-def]
+        strategy = fn.args[0]  # partial(compute_batches, strategy, op, batches, ctx)
+        assert started or not strategy.fans_out, "the pool would start inside the timed call"
+        return measured(fn, **kwargs)
+
+    monkeypatch.setattr(running, "process_pool", pool)
+    monkeypatch.setattr(phasing, "measure", measure)
+    spec = ["--set", "analysis=[{op='svdvals', strategy='numpy', compare=['process_pool']}]", "--budget", "0"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache", *spec]) == 0
+    assert started == [True]

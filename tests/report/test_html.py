@@ -110,3 +110,21 @@ def test_report_bad_input(smoke_run: tuple[Path, RunRecord], tmp_path: Path, cap
     assert cli.main(["report", str(folder)]) == 2
     err = capsys.readouterr().err
     assert "schema version 99" in err and "Traceback" not in err
+
+
+def test_the_report_says_what_the_budget_cut_and_what_is_unstable(smoke_run, tmp_path: Path) -> None:
+    folder, record = smoke_run
+    edited = record.model_copy(deep=True)
+    for t in (t for a in edited.analyses for t in a.timings):  # steady and uncut, whatever this machine did
+        t.cut, t.cached = None, False
+        for g in t.groups:
+            g.measurement.unstable, g.measurement.reasons = False, []
+    timing = edited.analyses[0].timings[0]
+    timing.cut = "1 matrix per group, no warm-up, 1 repeat: one call costs ~300.0 ms"
+    measurement = timing.groups[0].measurement
+    measurement.unstable, measurement.reasons = True, ["other processes took 85% of the 2 CPUs"]
+    page = html_lib.unescape(render_report(edited, folder))
+    assert f"budget cut: {timing.cut}" in page
+    assert f"unstable</span> {timing.groups[0].group}: other processes took 85% of the 2 CPUs" in page
+    assert "as planned, steady" in page  # the other strategies
+    assert edited.bench is not None and f"{edited.bench.threads} threads per timing" in page
