@@ -19,13 +19,12 @@ from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, TimingEntry
 from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
-from harness.linalg.device import load_for
 from harness.pca_step import gram_errors, scoped_grams
 from harness.plan import Plan, Step, Timed, item_key
 from harness.progress import Display, Phase
 from harness.results import BenchRecord, GroupTiming, StrategyTiming, apply_speedups
 from harness.spec import PcaAnalysis
-from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
+from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy, StrategyBase
 from harness.strategies.gram import GramStrategy
 from harness.strategies.numpy_lapack import stack_results
 from harness.strategies.registry import STRATEGIES
@@ -137,7 +136,7 @@ class BenchPhase:
                 ctx.executor()  # started now: a pool's start-up is never inside a timed call
             phase.item(f"loading {_matrices(len(refs), a.group)}")
             batches = load_batches(strategy, self.workload.source, refs, timed.batch_sizes[a.group], ctx.dtype)
-            measurement, result = self._measure(partial(compute_batches, strategy, op, batches, ctx),
+            measurement, result = self._measure(strategy, partial(compute_batches, strategy, op, batches, ctx),
                                                 a, allowance, ctx, phase)
             phase.item("verifying")
             W = operator(self.workload.source, refs) if result.U is not None else None
@@ -160,7 +159,8 @@ class BenchPhase:
             ctx = self.context(timed.device)
             sub = layout.head(a.matrices)
             measurement, grams = self._measure(
-                partial(strategy.grams, self.workload.source, sub, ctx, plan.memory_budget), a, allowance, ctx, phase)
+                strategy, partial(strategy.grams, self.workload.source, sub, ctx, plan.memory_budget), a, allowance,
+                ctx, phase)
             phase.item("verifying")
             refs = scoped_grams(self.references.grams(sub), sub, analysis.scope)
             gram_error, eig_error = gram_errors(scoped_grams(grams, sub, analysis.scope), refs,
@@ -174,13 +174,14 @@ class BenchPhase:
         return self._time(step, {POSITIONS: [p.label for p in layout.head(most).positions]}, item)
 
     def _measure(
-        self, fn: Callable[[], object], a: Allocation, allowance: float, ctx: ExecContext, phase: Phase
+        self, strategy: StrategyBase, fn: Callable[[], object], a: Allocation, allowance: float, ctx: ExecContext,
+        phase: Phase,
     ) -> tuple[Measurement, object]:
         bench = self.plan.bench
         assert bench is not None
         what = _matrices(a.matrices, a.group)
         calls = a.warmup + a.repeats
-        load_for(ctx.backend)  # torch's import is never inside a timed call, nor unpinned
+        strategy.warm(ctx.backend)  # no timed call imports torch or compiles a kernel; pinning sees torch
 
         def on_call(call: str) -> None:
             if phase.done < calls:

@@ -71,13 +71,14 @@ class Source(ABC):
     has_factors: bool = False
     load_bytes_per_s: float = 1e9  # reading stored tensors (page cache or a fast disk): an estimate
 
-    def load_seconds(self, refs: Sequence[MatrixRef]) -> float:
-        """Estimated seconds to load `refs` once, as factors when the source has them."""
-        def size(ref: MatrixRef) -> int:
-            m, n = ref.shape
-            return 4 * (ref.rank * (m + n) if self.has_factors and ref.rank else m * n)
+    def load_bytes(self, refs: Sequence[MatrixRef], itemsize: int = 4) -> int:
+        """Bytes of `refs` as loaded, as factors when the source has them."""
+        return sum(itemsize * (ref.rank * sum(ref.shape) if self.has_factors and ref.rank else ref.shape[0] * ref.shape[1])
+                   for ref in refs)
 
-        return sum(size(ref) for ref in refs) / self.load_bytes_per_s
+    def load_seconds(self, refs: Sequence[MatrixRef]) -> float:
+        """Estimated seconds to load `refs` once."""
+        return self.load_bytes(refs) / self.load_bytes_per_s
 
     @abstractmethod
     def refs(self) -> list[MatrixRef]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload
-from harness.linalg.device import Backend, resolve_device, torch_missing_reason
+from harness.linalg.device import Backend, load_for, resolve_device, torch_missing_reason
 from harness.machine import MachineInfo
 from harness.strategies import cost
 
@@ -81,6 +81,10 @@ class StrategyBase(ABC):
     def backend(self, device: str) -> Backend:
         """Where the math runs: numpy strategies ignore `device`; torch ones resolve it."""
         return resolve_device(device) if self.uses_torch else "numpy"
+
+    def warm(self, backend: Backend) -> None:
+        """Import (and compile) what a first call would, so that no timed call pays for it."""
+        load_for(backend)
 
 
 class Strategy(StrategyBase):

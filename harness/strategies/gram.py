@@ -77,6 +77,11 @@ class DualGramStrategy(GramStrategy):
             return "numpy"
         return resolve_device(device)
 
+    def warm(self, backend: Backend) -> None:
+        """The compiled float32 kernel loads numba and its cached machine code on first use."""
+        super().warm(backend)
+        accumulate_gram([np.ones((2, 64), dtype=np.float32)], backend=backend)
+
     def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
         """One position's n deltas as stored, plus the float64 copy of one column slice."""
         return max(layout.n * p.size * itemsize + layout.n * min(p.size, SUM_COLUMNS) * 8 for p in layout.positions)

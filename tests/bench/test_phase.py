@@ -89,3 +89,39 @@ def test_a_pool_is_started_before_its_first_timed_call(tmp_path: Path, monkeypat
     spec = ["--set", "analysis=[{op='svdvals', strategy='numpy', compare=['process_pool']}]", "--budget", "0"]
     assert main(["run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache", *spec]) == 0
     assert started == [True]
+
+
+def test_every_strategy_is_warmed_before_it_is_timed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's import and the Gram kernel's compilation happen before, never inside, a timed call."""
+    from harness.bench import phase as phasing
+    from harness.strategies.base import StrategyBase
+
+    events: list[str] = []
+    warm = StrategyBase.warm
+
+    def warming(self, backend):  # type: ignore[no-untyped-def]
+        events.append(f"warm {self.name}")
+        warm(self, backend)
+
+    measured = phasing.measure
+
+    def measure(fn, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("measure")
+        return measured(fn, **kwargs)
+
+    monkeypatch.setattr(StrategyBase, "warm", warming)
+    monkeypatch.setattr(phasing, "measure", measure)
+    assert main(["run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache", "--budget", "0"]) == 0
+    assert events.count("measure") == sum(1 for i, e in enumerate(events) if e == "measure" and events[i - 1].startswith("warm"))
+    record = load_record(tmp_path / "r")
+    assert "warm dual_gram" in events and len(events) == 2 * sum(len(t.groups) for a in record.analyses for t in a.timings)
+
+
+def test_the_gram_kernel_is_compiled_by_warming() -> None:
+    import sys
+
+    from harness.strategies.registry import STRATEGIES
+
+    pytest.importorskip("numba")
+    STRATEGIES["dual_gram"].warm("numpy")
+    assert "harness.linalg.gram_kernel" in sys.modules
