@@ -18,7 +18,7 @@ from harness.data.workload import Factors, MatrixRef, Source, Workload
 from harness.features import (
     PAIRWISE_FEATURES,
     SUBSPACE_FEATURES,
-    FeatureRow,
+    Row,
     Spectrum,
     pairwise_principal_angles,
     pairwise_subspace_similarity,
@@ -39,21 +39,14 @@ def total_energies(source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -
     return np.einsum("kmn,kmn->k", W, W)
 
 
-def _row(step: Step, ref: MatrixRef, metric: str, value: float, other: str | None = None) -> FeatureRow:
-    return FeatureRow(
-        analysis=step.analysis,
-        adapter=ref.adapter,
-        other_adapter=other,
-        layer=ref.layer,
-        module=ref.module,
-        metric=metric,
-        value=value,
-    )
+def _row(step: Step, ref: MatrixRef, metric: str, value: float, other: str | None = None) -> Row:
+    return Row(analysis=step.analysis, adapter=ref.adapter, other_adapter=other, layer=ref.layer,
+               module=ref.module, metric=metric, value=value)
 
 
 def scalar_rows(
     step: Step, workload: Workload, spectra: dict[str, np.ndarray], dtype: np.dtype
-) -> tuple[list[FeatureRow], list[str]]:
+) -> tuple[list[Row], list[str]]:
     """Rows, and notes on values that the spectrum cannot give (written as nan, never guessed):
     energy_rank beyond the top k of a truncated spectrum."""
     names = [f for f in step.features if f not in PAIRWISE_FEATURES]
@@ -86,7 +79,7 @@ def scalar_rows(
 
 def pairwise_rows(
     step: Step, workload: Workload, ctx: ExecContext, bases: Mapping[str, np.ndarray] | None = None
-) -> list[FeatureRow]:
+) -> list[Row]:
     """Rows of every pair of adapters a < b at each position, ordered by position, pair, metric.
 
     Each metric is computed for all pairs of a position at once (one Gram of the stacked bases,
@@ -141,7 +134,7 @@ def _gram(data: Factors | np.ndarray) -> np.ndarray:
 def feature_rows(
     step: Step, workload: Workload, spectra: dict[str, np.ndarray], ctx: ExecContext,
     bases: Mapping[str, np.ndarray] | None = None,
-) -> tuple[list[FeatureRow], list[str]]:
+) -> tuple[list[Row], list[str]]:
     """Every requested feature of one analysis, and notes for the user."""
     rows, notes = scalar_rows(step, workload, spectra, ctx.dtype)
     return rows + pairwise_rows(step, workload, ctx, bases), notes

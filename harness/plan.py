@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from harness.bench.budget import POSITIONS, Allocation, Want, allocate, cut_note
 from harness.bench.references import reference_seconds
@@ -57,8 +57,10 @@ class Timed(BaseModel):
     allocations: list[Allocation] = []  # its share of the benchmark budget, per shape group
     cut: str | None = None  # what the budget cut, and why
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def estimate_s(self) -> float:
+        """Seconds its allocations are estimated to take."""
         return sum(a.estimate_s for a in self.allocations)
 
 
@@ -109,6 +111,7 @@ class Plan(BaseModel):
     # importing torch, starting workers
     overheads: dict[str, float] = {}
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def estimate_s(self) -> float:
         """The whole run: full analyses, the work around them, and the benchmark phase."""

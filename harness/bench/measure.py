@@ -25,9 +25,10 @@ T = TypeVar("T")
 
 MIN_TIME_S = 0.1  # fast calls repeat until this much is sampled, so the median is stable
 MAX_REPEATS = 200
-# a spent allowance never stops a call before this much is sampled: ten 5 ms calls cost little,
-# and one or two samples of a fast call cannot show a median or its noise
-ALWAYS_SAMPLE_S = 0.05
+# a spent allowance never stops a fast call (median under FAST_CALL_S) before MIN_FAST_SAMPLES:
+# they cost at most 0.1 s, and one sample of a 1 ms call can be a 36 ms hiccup (seen here)
+FAST_CALL_S = 0.02
+MIN_FAST_SAMPLES = 5
 
 
 class Measurement(BaseModel):
@@ -55,7 +56,7 @@ def measure(
     """Time `fn` after `warmup` untimed calls: `repeats` times, and for fast calls until
     `min_time_s` of samples (at most MAX_REPEATS), as torch.utils.benchmark's blocked_autorange
     does; but never start a call that would end past `allowance_s` from the start, once one
-    timed call is made and ALWAYS_SAMPLE_S is sampled. `on_call` hears which call starts. Returns the last result too."""
+    timed call is made (MIN_FAST_SAMPLES of a fast one). `on_call` hears which call starts. Returns the last result too."""
     start = time.perf_counter()
     before = snapshot()
     result: T | None = None
@@ -72,7 +73,8 @@ def measure(
         samples.append(time.perf_counter() - t0)
         wanted = len(samples) < repeats or (sum(samples) < min_time_s and len(samples) < MAX_REPEATS)
         median = float(np.median(samples))
-        fits = time.perf_counter() - start + median <= allowance_s or sum(samples) + median <= ALWAYS_SAMPLE_S
+        fits = (time.perf_counter() - start + median <= allowance_s
+                or (len(samples) < MIN_FAST_SAMPLES and median < FAST_CALL_S))
         if not (wanted and fits):
             break
     conditions = between(before, snapshot(), cores)

@@ -42,3 +42,11 @@ def test_cuda_is_synchronised_around_each_sample(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(measuring, "synchronize", lambda backend: events.append(f"sync:{backend}"))
     measuring.measure(lambda: events.append("call"), warmup=1, repeats=2, backend="cuda", min_time_s=0.0)
     assert events == ["call", "sync:cuda", "call", "sync:cuda", "call", "sync:cuda"]
+
+
+def test_a_fast_call_gets_its_samples_even_past_the_allowance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls of 1 ms on a fake clock, nothing allowed: still MIN_FAST_SAMPLES samples."""
+    clock = iter(i * 0.001 for i in range(1000))
+    monkeypatch.setattr(measuring.time, "perf_counter", lambda: next(clock))
+    m, _ = measuring.measure(lambda: None, warmup=0, repeats=1, backend="numpy", allowance_s=0.0)
+    assert len(m.samples_s) == measuring.MIN_FAST_SAMPLES
