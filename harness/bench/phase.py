@@ -226,7 +226,8 @@ class BenchPhase:
                     phase.summary = (f"{_matrices(group.sampled, a.group)}, {len(m.samples_s)} calls, median "
                                      f"{format_seconds(m.median_s)}" + (", UNSTABLE" if m.unstable else ""))
                 per_matrix = group.measurement.median_s / group.sampled
-                self.clock.done(name, timed.strategy, time.perf_counter() - start, per_matrix / planned.per_matrix_s)
+                ratio = per_matrix / planned.per_matrix_s if planned.per_matrix_s > 0 else None
+                self.clock.done(name, timed.strategy, time.perf_counter() - start, ratio)
                 self.unstable += group.measurement.unstable
                 groups.append(group)
                 group_checks.append(check)

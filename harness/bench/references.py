@@ -9,6 +9,7 @@ residuals, which need W v and W^T u, never the dense W: `Operator` applies the f
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -126,8 +127,9 @@ class References:
     def grams(self, layout: AdapterLayout) -> np.ndarray:
         """(positions, n, n) float64 Grams of the layout's positions."""
         start = time.perf_counter()
-        for p in layout.positions:
-            name = f"{p.label}:{','.join(layout.adapters)}"
+        adapters = hashlib.sha256("\0".join(layout.adapters).encode()).hexdigest()[:16]
+        names = [f"{p.label} of adapters {adapters}" for p in layout.positions]
+        for p, name in zip(layout.positions, names):
             if name not in self.grams_by_position:
                 hit = self._lookup("gram", name)
                 if hit is None:
@@ -135,8 +137,7 @@ class References:
                     self._store("gram", name, hit)
                 self.grams_by_position[name] = hit
         self.seconds += time.perf_counter() - start
-        return np.stack([self.grams_by_position[f"{p.label}:{','.join(layout.adapters)}"]
-                         for p in layout.positions])
+        return np.stack([self.grams_by_position[name] for name in names])
 
 
 def reference_seconds(workload: Workload, machine: MachineInfo, per_group: dict[str, int], positions: int) -> float:

@@ -72,3 +72,12 @@ def test_computed_once_per_run_and_then_read_from_the_cache(tmp_path: Path) -> N
     np.testing.assert_array_equal(again.values(group.refs[:2]), first)
     again.grams(layout)
     assert again.computed == 0 and again.cached == 3
+
+
+def test_lora_references_never_form_a_dense_matrix(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    w = lora()
+    monkeypatch.setattr(type(w.source), "load_dense", lambda *a: (_ for _ in ()).throw(AssertionError("dense")))
+    refs = w.groups()[1].refs
+    References(w.source).values(refs)
+    References(w.source).grams(AdapterLayout.from_workload(w).head(2))
+    operator(w.source, refs).matmat(np.ones((len(refs), 60, 2)))
