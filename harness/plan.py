@@ -9,6 +9,7 @@ from pydantic import BaseModel, computed_field
 
 from harness.bench.budget import POSITIONS, Allocation, Want, allocate, cut_note
 from harness.bench.references import reference_seconds
+from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, cuda_missing_reason, torch_module
@@ -90,6 +91,7 @@ class BenchPlan(BaseModel):
     repeats: int
     sample: int
     threads: int
+    threads_reason: str = ""  # the spec's, or the cores other processes left free
     references_s: float  # float64 references of the sampled matrices, once per run
     estimate_s: float  # every allocation, and the references
 
@@ -276,8 +278,9 @@ def _plan_benchmark(
             t.allocations = [allocations[k] for k in keys]
             t.cut = cut_note(t.allocations, [wants[k] for k in keys])
     refs = references({k: a.matrices for k, a in allocations.items()})
+    threads, why = (b.threads, "[benchmark] threads") if b.threads else default_threads(machine.cores)
     return BenchPlan(budget_s=b.budget, warmup=b.warmup, repeats=b.repeats, sample=b.sample,
-                     threads=b.threads or machine.cores, references_s=refs,
+                     threads=threads, threads_reason=why, references_s=refs,
                      estimate_s=refs + sum(a.estimate_s for a in allocations.values()))
 
 

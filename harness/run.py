@@ -17,6 +17,7 @@ import numpy as np
 
 from harness.axes_step import axes_backend, write_axes
 from harness.bench.phase import BenchPhase
+from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, StepEntry
 from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_gram_task
 from harness.data.layout import AdapterLayout
@@ -121,11 +122,13 @@ class Runner:
         return exec_context(self.plan, device, self.seed, self._executor)
 
     def run(self) -> RunRecord:
-        """Run every step; on any exit the record on disk says how far it got."""
+        """Run every step, this process's work on the plan's threads (its workers have their
+        own); on any exit the record on disk says how far it got."""
         with self._stack:
             try:
                 self._save()  # from the start, the folder says the run is not complete
-                with self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
+                assert self.plan.bench is not None
+                with pinned(self.plan.bench.threads), self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
                                  f"{self.bench.clock.spent_s:.1f} of {self.bench.clock.budget_s:.1f} s")

@@ -129,7 +129,17 @@ def test_a_fan_out_strategy_is_timed_on_a_matrix_per_worker() -> None:
     assert all(a.matrices == 2 and a.min_matrices == 2 for a in pool.allocations)
 
 
-def test_threads_default_to_the_cores() -> None:
+def test_threads_default_to_the_cores_other_processes_leave(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.bench import threads
+    from harness.bench.conditions import Conditions
+
+    cores = probe().cores
+    monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.0))
     plan = plan_for([])
-    assert plan.bench is not None and plan.bench.threads == probe().cores
-    assert plan_for(["benchmark.threads=1"]).bench.threads == 1  # type: ignore[union-attr]
+    assert plan.bench is not None and plan.bench.threads == cores
+    assert plan.bench.threads_reason == f"the machine's {cores} cores"
+    monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.96))
+    busy = plan_for([]).bench
+    assert busy is not None and busy.threads == 1 and "other processes took 96% of the CPUs" in busy.threads_reason
+    named = plan_for(["benchmark.threads=3"]).bench
+    assert named is not None and (named.threads, named.threads_reason) == (3, "[benchmark] threads")

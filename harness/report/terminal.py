@@ -36,12 +36,17 @@ def _timed_label(t: Timed) -> str:
     return label + (f": {t.cut}" if t.cut else "")
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'} per timing"
+
+
 def bench_plan_line(plan: Plan) -> str:
     b = plan.bench
     if b is None:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, est. {format_seconds(b.estimate_s)} "
-            f"(float64 references {format_seconds(b.references_s)}), {b.threads} threads per timing; "
+            f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads)}"
+            + (f" ({b.threads_reason})" if b.threads_reason else "") + "; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
                if plan.overheads else ""))
@@ -118,8 +123,10 @@ def bench_lines(record: RunRecord) -> list[str]:
     b = record.bench
     if b is None:
         return []
+    why = record.plan.bench.threads_reason if record.plan.bench is not None else ""
     lines = [f"benchmark: {format_seconds(b.spent_s)} of a {format_seconds(b.budget_s)} budget, "
-             f"{b.threads} threads per timing; float64 references: {b.references_computed} computed, "
+             f"{_threads(b.threads)}" + (f" ({why})" if why else "") + "; float64 references: "
+             f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
     for a in record.analyses:
         for t in a.timings:

@@ -127,4 +127,4 @@ def test_the_report_says_what_the_budget_cut_and_what_is_unstable(smoke_run, tmp
     assert f"budget cut: {timing.cut}" in page
     assert f"unstable</span> {timing.groups[0].group}: other processes took 85% of the 2 CPUs" in page
     assert "as planned, steady" in page  # the other strategies
-    assert edited.bench is not None and f"{edited.bench.threads} threads per timing" in page
+    assert edited.bench is not None and f"threads per timing: {edited.bench.threads}" in page
