@@ -28,7 +28,7 @@ def _init_worker(parent_path: list[str], threads: int, started: Any) -> None:
     for entry in reversed(parent_path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # as Dask workers get it: the same bits
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads)

@@ -24,6 +24,10 @@ from harness.units import format_seconds
 
 
 FLOOR = 0.25  # every item may take this share of an even split of the budget, spent or not
+# A call estimated under FAST_CALL_S gets its warm-up and MIN_FAST_SAMPLES samples whatever the
+# budget: they cost ~0.1 s at most, and one unwarmed sample of a 1 ms call was a 36 ms hiccup here
+FAST_CALL_S = 0.02
+MIN_FAST_SAMPLES = 5
 POSITIONS = "positions"  # the one "group" of a pca step: its (layer, module) positions
 
 
@@ -47,6 +51,11 @@ class Allocation(BaseModel):
     @property
     def call_s(self) -> float:
         return self.per_matrix_s * self.matrices
+
+    @property
+    def min_samples(self) -> int:
+        """Samples to take even past the allowance."""
+        return MIN_FAST_SAMPLES if self.call_s < FAST_CALL_S else 1
 
     @property
     def estimate_s(self) -> float:
@@ -73,7 +82,8 @@ def cost(per_matrix_s: float, matrices: int, warmup: int, repeats: int, min_time
 
 def fit(want: Want, share_s: float) -> Allocation:
     """The best allocation of `want` within `share_s`: matrices are cut first, then warm-up, then
-    repeats; at least one timed call on `min_matrices` when nothing fits."""
+    repeats; at least one timed call on `min_matrices` when nothing fits (a fast call keeps its
+    warm-up and repeats)."""
     min_time = min(MIN_TIME_S, max(share_s, 0.0) / 2)
 
     def alloc(n: int, w: int, r: int) -> Allocation:
@@ -93,6 +103,8 @@ def fit(want: Want, share_s: float) -> Allocation:
                 else:
                     hi = mid - 1
             return alloc(lo, w, r)
+    if want.per_matrix_s * want.min_matrices < FAST_CALL_S:
+        return alloc(want.min_matrices, want.warmup, want.repeats)
     return alloc(want.min_matrices, 0, 1)
 
 

@@ -25,10 +25,6 @@ T = TypeVar("T")
 
 MIN_TIME_S = 0.1  # fast calls repeat until this much is sampled, so the median is stable
 MAX_REPEATS = 200
-# a spent allowance never stops a fast call (median under FAST_CALL_S) before MIN_FAST_SAMPLES:
-# they cost at most 0.1 s, and one sample of a 1 ms call can be a 36 ms hiccup (seen here)
-FAST_CALL_S = 0.02
-MIN_FAST_SAMPLES = 5
 
 
 class Measurement(BaseModel):
@@ -51,12 +47,13 @@ def measure(
     cores: int = 1,
     allowance_s: float = math.inf,
     min_time_s: float = MIN_TIME_S,
+    min_samples: int = 1,
     on_call: Callable[[str], None] = lambda what: None,
 ) -> tuple[Measurement, T]:
     """Time `fn` after `warmup` untimed calls: `repeats` times, and for fast calls until
     `min_time_s` of samples (at most MAX_REPEATS), as torch.utils.benchmark's blocked_autorange
     does; but never start a call that would end past `allowance_s` from the start, once one
-    timed call is made (MIN_FAST_SAMPLES of a fast one). `on_call` hears which call starts. Returns the last result too."""
+    timed call is made (`min_samples` of them). `on_call` hears which call starts. Returns the last result too."""
     start = time.perf_counter()
     before = snapshot()
     result: T | None = None
@@ -73,8 +70,7 @@ def measure(
         samples.append(time.perf_counter() - t0)
         wanted = len(samples) < repeats or (sum(samples) < min_time_s and len(samples) < MAX_REPEATS)
         median = float(np.median(samples))
-        fits = (time.perf_counter() - start + median <= allowance_s
-                or (len(samples) < MIN_FAST_SAMPLES and median < FAST_CALL_S))
+        fits = time.perf_counter() - start + median <= allowance_s or len(samples) < min_samples
         if not (wanted and fits):
             break
     conditions = between(before, snapshot(), cores)

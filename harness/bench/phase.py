@@ -190,7 +190,8 @@ class BenchPhase:
 
         with pinned(bench.threads):
             return measure(fn, warmup=a.warmup, repeats=a.repeats, backend=ctx.backend, cores=self.cores,
-                           allowance_s=allowance, min_time_s=a.min_time_s, on_call=on_call)
+                           allowance_s=allowance, min_time_s=a.min_time_s, min_samples=a.min_samples,
+                           on_call=on_call)
 
     def _time(
         self, step: Step, sample_ids: dict[str, list[str]], item: Item

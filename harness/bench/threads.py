@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from harness.bench.conditions import sample_conditions
 
 PROBE_S = 0.15  # how long the plan watches the machine before choosing threads
-TORCH_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # what torch reads when it is imported
+TORCH_VARIABLES = ("OMP_NUM_THREADS",)  # what torch reads when it is imported
 
 
 def default_threads(cores: int) -> tuple[int, str]:

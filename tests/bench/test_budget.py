@@ -26,6 +26,12 @@ def test_nothing_fits_still_one_timed_call_on_the_fewest_matrices() -> None:
     assert (a.matrices, a.warmup, a.repeats) == (2, 0, 1)
 
 
+def test_a_fast_call_keeps_its_warm_up_and_samples_on_no_budget() -> None:
+    a = fit(want(1e-3), 0.0)
+    assert (a.matrices, a.warmup, a.repeats, a.min_samples) == (1, 1, 3, 5)
+    assert fit(want(1.0), 0.0).min_samples == 1
+
+
 def test_fast_calls_are_charged_their_autorange_time() -> None:
     assert cost(1e-4, 4, 0, 3, 0.1) == pytest.approx(0.1)
     assert cost(1.0, 1, 1, 2, 0.1) == pytest.approx(3.0)
