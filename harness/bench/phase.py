@@ -124,7 +124,9 @@ class BenchPhase:
         """Every compared strategy of a per-matrix op, on the sample of every shape group."""
         op = OpRequest(step.op, step.k)
         groups = {g.label: g for g in self.workload.groups()}
-        most = {a.group: a.max_matrices for t in step.timed for a in t.allocations}
+        most: dict[str, int] = {}  # the most any strategy may time (a pool wants one per worker)
+        for a in (a for t in step.timed for a in t.allocations):
+            most[a.group] = max(most.get(a.group, 1), a.max_matrices)
         samples = {label: sample_refs(g, most.get(label, 1)) for label, g in groups.items()}
 
         def item(timed: Timed, a: Allocation, allowance: float, phase: Phase) -> tuple[GroupTiming, Verification]:

@@ -125,3 +125,14 @@ def test_the_gram_kernel_is_compiled_by_warming() -> None:
     pytest.importorskip("numba")
     STRATEGIES["dual_gram"].warm("numpy")
     assert "harness.linalg.gram_kernel" in sys.modules
+
+
+def test_a_pool_gets_its_matrix_per_worker_whatever_the_order(tmp_path: Path) -> None:
+    """With sample = 1 the pool still needs 2 matrices; the strategies timed after it must not
+    shrink the shared sample back to 1."""
+    spec = ["--set", "benchmark.sample=1", "--set", "execution.workers=2",
+            "--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy', 'process_pool', 'torch']}]"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache", *spec]) == 0
+    timings = {t.strategy: t for t in load_record(tmp_path / "r").analyses[0].timings}
+    assert [g.sampled for g in timings["process_pool"].groups] == [2, 2]
+    assert [g.sampled for g in timings["numpy"].groups] == [1, 1]
