@@ -7,7 +7,7 @@ import sys
 import numpy as np
 from pydantic import BaseModel, computed_field
 
-from harness.bench.budget import POSITIONS, Allocation, Want, allocate, cut_note
+from harness.bench.budget import POSITIONS, Allocation, ItemKey, Want, allocate, cut_note
 from harness.bench.references import reference_seconds
 from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
@@ -235,11 +235,6 @@ def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 
 
-def item_key(analysis: str, strategy: str, group: str) -> str:
-    """One item of the benchmark phase: a strategy of an analysis on one shape group."""
-    return f"{analysis}|{strategy}|{group}"
-
-
 def _want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Want:
     """What a strategy gets on a group when the budget allows; a fan-out strategy is timed on
     one matrix per worker at least, or its fan-out would not be measured."""
@@ -251,20 +246,19 @@ def _want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int)
 
 
 def _plan_benchmark(
-    spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], wants: dict[str, Want]
+    spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], wants: dict[ItemKey, Want]
 ) -> BenchPlan:
     """Share the budget, less the references' estimate, across every timed strategy and group,
     and note on each strategy what was cut."""
     b = spec.benchmark
     pca = {s.analysis for s in steps if s.op == "pca"}
 
-    def references(counts: dict[str, int]) -> float:
+    def references(counts: dict[ItemKey, int]) -> float:
         """References are shared by matrix (and position), so each group needs the most
         matrices any item of it times."""
         per_group: dict[str, int] = {}
         positions = 0
-        for key, n in counts.items():
-            analysis, _strategy, group = key.split("|")
+        for (analysis, _strategy, group), n in counts.items():
             if analysis in pca:
                 positions = max(positions, n)
             else:
@@ -274,7 +268,7 @@ def _plan_benchmark(
     allocations = allocate(wants, max(b.budget - references({k: w.matrices for k, w in wants.items()}), 0.0))
     for step in steps:
         for t in step.timed:
-            keys = [k for k in wants if k.startswith(item_key(step.analysis, t.strategy, ""))]
+            keys = [k for k in wants if k[:2] == (step.analysis, t.strategy)]
             t.allocations = [allocations[k] for k in keys]
             t.cut = cut_note(t.allocations, [wants[k] for k in keys])
     refs = references({k: a.matrices for k, a in allocations.items()})
@@ -316,7 +310,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
     groups = workload.groups()
     steps: list[Step] = []
     problems: list[str] = []
-    wants: dict[str, Want] = {}
+    wants: dict[ItemKey, Want] = {}
     workers = spec.execution.workers or machine.cores
     for i, analysis in enumerate(spec.analysis):
         op = OpRequest(analysis.op, getattr(analysis, "k", None))
@@ -359,7 +353,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
                 timed.append(Timed(strategy=name, role=role, device=c.device or "",
                                    batch_sizes=c.batch_sizes))
                 for group, size in sizes.items():
-                    wants[item_key(analysis.label, name, group)] = _want(spec, c, group, size, workers)
+                    wants[(analysis.label, name, group)] = _want(spec, c, group, size, workers)
             else:
                 skipped.append(c)
         steps.append(

@@ -143,3 +143,13 @@ def test_threads_default_to_the_cores_other_processes_leave(monkeypatch: pytest.
     assert busy is not None and busy.threads == 1 and "other processes took 96% of the CPUs" in busy.threads_reason
     named = plan_for(["benchmark.threads=3"]).bench
     assert named is not None and (named.threads, named.threads_reason) == (3, "[benchmark] threads")
+
+
+def test_any_analysis_name_plans_and_gets_its_own_allocations() -> None:
+    """Names are free text: one holding "|" or prefixing another must not mix up benchmark items."""
+    plan = plan_for(["analysis.0.name='a|b'", "analysis.1.name='a'", "analysis.2.name='a|b|c'"])
+    assert plan.bench is not None
+    for s in plan.steps:
+        for t in s.timed:
+            assert [a.group for a in t.allocations] == (
+                ["positions"] if s.op == "pca" else [g.label for g in plan.groups]), (s.analysis, t.strategy)

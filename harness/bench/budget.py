@@ -29,6 +29,7 @@ FLOOR = 0.25  # every item may take this share of an even split of the budget, s
 FAST_CALL_S = 0.02
 MIN_FAST_SAMPLES = 5
 POSITIONS = "positions"  # the one "group" of a pca step: its (layer, module) positions
+ItemKey = tuple[str, str, str]  # one item of the phase: (analysis, strategy, shape group)
 
 
 class Allocation(BaseModel):
@@ -108,7 +109,7 @@ def fit(want: Want, share_s: float) -> Allocation:
     return alloc(want.min_matrices, 0, 1)
 
 
-def allocate(wants: dict[str, Want], budget_s: float) -> dict[str, Allocation]:
+def allocate(wants: dict[ItemKey, Want], budget_s: float) -> dict[ItemKey, Allocation]:
     """Water-filling: in order of what they want, each item gets at most an equal share of what
     the items before it left."""
     def full(w: Want) -> float:
@@ -160,7 +161,7 @@ class BudgetClock:
     how far off the estimates were (measured / estimated seconds, per strategy)."""
 
     budget_s: float
-    planned: dict[str, float]  # item key -> planned seconds, for items not yet done
+    planned: dict[ItemKey, float]  # planned seconds of the items not yet done
     spent_s: float = 0.0
     ratios: dict[str, list[float]] = field(default_factory=dict)
     items: int = field(init=False)
@@ -168,7 +169,7 @@ class BudgetClock:
     def __post_init__(self) -> None:
         self.items = len(self.planned)
 
-    def allowance(self, key: str) -> float:
+    def allowance(self, key: ItemKey) -> float:
         """Its planned share of what is left; at least FLOOR of an even share of the budget, so
         an overrun leaves cheap items their repeats and bounds the total overrun."""
         left = max(self.budget_s - self.spent_s, 0.0)
@@ -184,7 +185,7 @@ class BudgetClock:
         chosen = own or every
         return float(np.median(chosen)) if chosen else 1.0
 
-    def done(self, key: str, strategy: str, seconds: float, ratio: float | None) -> None:
+    def done(self, key: ItemKey, strategy: str, seconds: float, ratio: float | None) -> None:
         self.spent_s += seconds
         self.planned.pop(key, None)
         if ratio is not None and math.isfinite(ratio) and ratio > 0:

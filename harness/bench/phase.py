@@ -20,7 +20,7 @@ from harness.cache import Keys, ResultCache, TimingEntry
 from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
 from harness.pca_step import gram_errors, scoped_grams
-from harness.plan import Plan, Step, Timed, item_key
+from harness.plan import Plan, Step, Timed
 from harness.progress import Display, Phase
 from harness.results import BenchRecord, GroupTiming, StrategyTiming, apply_speedups
 from harness.spec import PcaAnalysis
@@ -107,7 +107,7 @@ class BenchPhase:
 
     def __post_init__(self) -> None:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
-        planned = {item_key(s.analysis, t.strategy, a.group): a.estimate_s
+        planned = {(s.analysis, t.strategy, a.group): a.estimate_s
                    for s in self.plan.steps for t in s.timed for a in t.allocations}
         self.clock = BudgetClock(self.plan.bench.budget_s, planned)
         self.references = References(self.workload.source, self.cache, self.keys)
@@ -213,11 +213,11 @@ class BenchPhase:
                 timings.append(hit.timing)
                 checks.append(hit.verification)
                 for a in timed.allocations:
-                    self.clock.done(item_key(step.analysis, timed.strategy, a.group), timed.strategy, 0.0, None)
+                    self.clock.done((step.analysis, timed.strategy, a.group), timed.strategy, 0.0, None)
                 continue
             groups, group_checks, done = [], [], []
             for planned in timed.allocations:
-                name = item_key(step.analysis, timed.strategy, planned.group)
+                name = (step.analysis, timed.strategy, planned.group)
                 start = time.perf_counter()
                 allowance = self.clock.allowance(name)
                 want = planned.want(bench.warmup, bench.repeats, self.clock.correction(timed.strategy))
