@@ -135,14 +135,17 @@ def test_threads_default_to_the_cores_other_processes_leave(monkeypatch: pytest.
 
     cores = probe().cores
     monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.0))
+    threads.default_threads.cache_clear()
     plan = plan_for([])
     assert plan.bench is not None and plan.bench.threads == cores
     assert plan.bench.threads_reason == f"the machine's {cores} cores"
     monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.96))
+    threads.default_threads.cache_clear()
     busy = plan_for([]).bench
     assert busy is not None and busy.threads == 1 and "other processes took 96% of the CPUs" in busy.threads_reason
     named = plan_for(["benchmark.threads=3"]).bench
     assert named is not None and (named.threads, named.threads_reason) == (3, "[benchmark] threads")
+    threads.default_threads.cache_clear()  # the next test watches the real machine
 
 
 def test_any_analysis_name_plans_and_gets_its_own_allocations() -> None:

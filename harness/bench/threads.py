@@ -6,6 +6,7 @@ torch is only touched when it is already imported: pinning must not pay for its 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -19,8 +20,10 @@ PROBE_S = 0.15  # how long the plan watches the machine before choosing threads
 TORCH_VARIABLES = ("OMP_NUM_THREADS",)  # what torch reads when it is imported
 
 
+@functools.cache
 def default_threads(cores: int) -> tuple[int, str]:
-    """The cores other processes leave free right now, at least 1, and why.
+    """The cores other processes leave free right now, at least 1, and why; watched once per
+    process (0.15 s), not for every plan a process compiles (asv compiles one per case).
 
     On a busy machine a BLAS call on every core waits for the busiest one: one 3072 x 768 SVD
     took 3.3 s on 1 thread and 36-40 s on 2 beside other work (torch: 2.0 against 26.8 s)."""
