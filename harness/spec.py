@@ -195,7 +195,8 @@ class Benchmark(_Section):
     sample: int = Field(4, ge=0, description="at most this many matrices per shape group to time; 0 = all")
     threads: int | None = Field(
         None, ge=1, description="BLAS, OpenMP and torch threads of every in-process timing; "
-        "default: the machine's cores (process pool workers: 1 each)",
+        "default: the cores other processes leave free when the plan is made (process pool "
+        "workers: 1 each)",
     )
 
 

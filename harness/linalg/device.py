@@ -42,14 +42,13 @@ def _cpu_only_build() -> bool:
 
 def torch_version() -> str | None:
     """The installed torch's version, without importing it when it is not loaded yet."""
-    if "torch" in sys.modules or importlib.util.find_spec("torch") is None:
-        torch = torch_module()
-        return None if torch is None else str(torch.__version__)
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch = torch_module()
-        return None if torch is None else str(torch.__version__)
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        try:
+            return importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:  # importable, but not installed by pip
+            pass
+    torch = torch_module()
+    return None if torch is None else str(torch.__version__)
 
 
 def torch_missing_reason() -> str | None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.table import Table
-
-import os
 
 from harness.bench.conditions import Conditions
 from harness.bench.noise import condition_reasons
@@ -36,8 +35,9 @@ def _timed_label(t: Timed) -> str:
     return label + (f": {t.cut}" if t.cut else "")
 
 
-def _threads(n: int) -> str:
-    return f"{n} thread{'' if n == 1 else 's'} per timing"
+def _threads(n: int, why: str) -> str:
+    """`2 threads per timing (the machine's 2 cores)`."""
+    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({why})" if why else "")
 
 
 def bench_plan_line(plan: Plan) -> str:
@@ -45,8 +45,7 @@ def bench_plan_line(plan: Plan) -> str:
     if b is None:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, est. {format_seconds(b.estimate_s)} "
-            f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads)}"
-            + (f" ({b.threads_reason})" if b.threads_reason else "") + "; "
+            f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
                if plan.overheads else ""))
@@ -125,7 +124,7 @@ def bench_lines(record: RunRecord) -> list[str]:
         return []
     why = record.plan.bench.threads_reason if record.plan.bench is not None else ""
     lines = [f"benchmark: {format_seconds(b.spent_s)} of a {format_seconds(b.budget_s)} budget, "
-             f"{_threads(b.threads)}" + (f" ({why})" if why else "") + "; float64 references: "
+             f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
     for a in record.analyses:
