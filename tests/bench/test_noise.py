@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -84,8 +83,8 @@ DETACH = ("import subprocess, sys\n"
 
 
 @pytest.fixture
-def busy_processes() -> Iterator[int]:
-    """One spinning process per core, not ours, each running once it has said so."""
+def busy_processes() -> Iterator[list[int]]:
+    """One spinning process per core, not ours, each running once it has said so; their pids."""
     cores = len(os.sched_getaffinity(0))
     pids = []
     try:
@@ -95,14 +94,26 @@ def busy_processes() -> Iterator[int]:
             pids.append(int(starter.stdout.readline()))
             assert starter.stdout.readline().strip() == "ready"
             starter.wait()
-        yield cores
+        yield pids
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
 
 
+def cpu_jiffies(pids: list[int]) -> int:
+    return sum(int(f[11]) + int(f[12]) for f in (conditions._stat_fields(open(f"/proc/{p}/stat").read()) for p in pids))
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc")
-def test_a_measurement_beside_busy_processes_is_flagged(busy_processes: int) -> None:
-    m, _ = measure(lambda: time.sleep(0.05), warmup=0, repeats=6, backend="numpy", cores=busy_processes)
+def test_a_measurement_beside_busy_processes_is_flagged(busy_processes: list[int]) -> None:
+    """Each timed call waits for an event, not a time: the spinners having run 10 more clock
+    ticks, so the measurement spans their work however busy the machine is."""
+    def until_they_spun() -> None:
+        start = cpu_jiffies(busy_processes)
+        while cpu_jiffies(busy_processes) - start < 10:
+            os.sched_yield()
+
+    cores = len(os.sched_getaffinity(0))
+    m, _ = measure(until_they_spun, warmup=0, repeats=6, backend="numpy", cores=cores)
     assert m.unstable, m
     assert any(r.startswith("other processes took") for r in m.reasons), m.reasons
