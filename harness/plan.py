@@ -345,7 +345,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
         for name in [*analysis.compare, chosen.strategy]:
             roles.setdefault(name, "compare" if name in analysis.compare else "chosen")
         timed, skipped = [], []
-        sizes = ({POSITIONS: len(AdapterLayout.from_workload(workload).positions)} if op.op == "pca"
+        sizes = ({POSITIONS: len(layout.positions)} if isinstance(analysis, PcaAnalysis)
                  else {g.label: len(g) for g in groups})
         for name, role in roles.items():
             c = by_name[name]
