@@ -1,4 +1,5 @@
-"""`harness validate | plan | run | report | compare | cache | system | schema`: a small function each.
+"""`harness validate | plan | run | report | compare | cache | system | calibrate | schema`: a small
+function each.
 
 Exit codes: 0 fine, 2 a user mistake (spec, data, plan), 3 a verification failed, 130 interrupted.
 """
@@ -24,13 +25,16 @@ from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.data.workload import DataError, Workload
 from harness.machine import probe
 from harness.plan import Plan, PlanError
-from harness.prepare import prepare
+from harness.prepare import prepare, wisdom_folder
 from harness.progress import Display
-from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines
+from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines, wisdom_tables
 from harness.results import RecordError, RunRecord, load_record
-from harness.run import Runner, now
+from harness import wisdom
+from harness.calibrate import calibrate as measure_machine
+from harness.calibrate import run_roofs
+from harness.run import Runner
 from harness.spec import Spec, SpecError, load_spec
-from harness.units import format_bytes
+from harness.units import format_bytes, now
 
 EXIT_USER_ERROR = 2
 EXIT_VERIFICATION_FAILED = 3
@@ -107,7 +111,12 @@ def run(args: argparse.Namespace) -> int:
             plan=the_plan,
         )
         cache = None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec))
-        runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache)
+        where = wisdom_folder(spec, args.spec)
+        with display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
+            record.roofs = run_roofs(where, record.machine, backends(the_plan))
+            phase.summary = ", ".join(f"{r.device}: {r.by}" for r in record.roofs.values()) or "wisdom is off"
+        runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache,
+                        wisdom_folder=where)
         created = not folder.exists()
         try:
             runner.run()
@@ -228,6 +237,29 @@ def system(args: argparse.Namespace) -> int:
     return 0
 
 
+def backends(plan: Plan) -> set[str]:
+    """Every backend the run's analyses and timings use."""
+    return {s.device for s in plan.steps} | {t.device for s in plan.steps for t in s.timed}
+
+
+@command("calibrate")
+def calibrate(args: argparse.Namespace) -> int:
+    """Measure this machine into its wisdom (or show the wisdom), for `auto` to plan from."""
+    where = wisdom.folder(Path(args.dir))
+    if where is None:
+        raise PlanError([f"calibrate: wisdom is off (${wisdom.ENV}=off)"])
+    machine = probe()
+    if not args.show:
+        with Display(err) as display:
+            _stored, notes = measure_machine(where, machine, display, quick=args.quick)
+        for note in notes:
+            err.print(note, markup=False)
+    stored = wisdom.load(where, machine)
+    for renderable in wisdom_tables(stored, wisdom.path_for(where, machine)):
+        out.print(renderable)
+    return 0
+
+
 @command("schema")
 def schema(args: argparse.Namespace) -> int:
     print(json.dumps(Spec.model_json_schema(), indent=2))
@@ -272,6 +304,12 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("asv-machine", help="print this machine's asv name: host and GPU model (or cpu)")
     sys_parser = sub.add_parser("system", help="show what would make timings unreliable here right now")
     sys_parser.add_argument("--seconds", type=float, default=1.0, help="how long to watch the machine (default 1)")
+    cal = sub.add_parser("calibrate", help="measure this machine (GEMM peak, bandwidth, reads, every strategy) "
+                         "so that auto plans from measurements")
+    cal.add_argument("--quick", action="store_true", help="fewer shapes and shorter probes (~20 s on 2 cores)")
+    cal.add_argument("--show", action="store_true", help="print this machine's wisdom; measure nothing")
+    cal.add_argument("--dir", default=str(DEFAULT_CACHE_DIR),
+                     help=f"cache folder whose wisdom/ to use (default {DEFAULT_CACHE_DIR}; $HARNESS_WISDOM overrides)")
     sub.add_parser("schema", help="print the spec's JSON Schema")
     return p
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, computed_field
@@ -22,6 +23,7 @@ from harness.strategies.base import OpRequest, Strategy, StrategyBase
 from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import BASELINES, STRATEGIES
 from harness.units import format_bytes, format_seconds
+from harness.wisdom import MODELLED, Wisdom
 
 CUDA_HEADROOM = 0.8  # leave room for the allocator's fragmentation and LAPACK workspaces
 # Matrices per chunk at most, whatever the budget allows: batched kernels gain nothing past a few
@@ -43,6 +45,7 @@ class Candidate(BaseModel):
     estimate_s: float | None
     batch_sizes: dict[str, int] = {}
     per_matrix_s: dict[str, float] = {}  # estimate per shape group (pca: per position)
+    basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
     reason: str | None = None  # why it cannot run, when it cannot
 
     @property
@@ -153,12 +156,31 @@ def _resources(strategy: StrategyBase, spec: Spec) -> tuple[Backend, int, int]:
     return backend, budget, np.dtype(spec.execution.dtype).itemsize
 
 
+class Costing(NamedTuple):
+    """What the planner estimates with: the machine, its wisdom, and the threads timings run on."""
+
+    machine: MachineInfo
+    wisdom: Wisdom | None
+    threads: int
+    workers: int
+
+    def seconds(self, strategy: StrategyBase, op: str, backend: Backend, dtype: str, work: cost.Work,
+                shape: tuple[int, int], model: float, count: int = 1) -> tuple[float, str]:
+        """Measured seconds where this machine's wisdom covers the work, else the model's; a
+        fan-out strategy's measurements count at the width it will run `count` matrices at."""
+        width = min(self.workers, count) if strategy.fans_out else 1
+        if self.wisdom is not None and (
+                found := self.wisdom.estimate(strategy.name, op, backend, dtype, self.threads, work.flops, shape, width)):
+            return found
+        return model, MODELLED
+
+
 def evaluate(
     strategy: Strategy,
     op: OpRequest,
     workload: Workload,
     groups: list[ShapeGroup],
-    machine: MachineInfo,
+    costing: Costing,
     spec: Spec,
 ) -> Candidate:
     """Can `strategy` run this op here, with what batches, at what estimated cost."""
@@ -167,6 +189,7 @@ def evaluate(
     backend, budget, itemsize = _resources(strategy, spec)
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
+    basis: dict[str, str] = {}
     for group in groups:
         if op.k is not None and op.k > min(group.shape):
             reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
@@ -179,14 +202,17 @@ def evaluate(
             )
             return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
-        per_matrix[group.label] = strategy.seconds_per_matrix(op, group, machine, backend)
+        model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
+        per_matrix[group.label], basis[group.label] = costing.seconds(
+            strategy, op.op, backend, spec.execution.dtype, strategy.work(op, group, itemsize), group.shape, model,
+            len(group))
     total = sum(per_matrix[g.label] * len(g) for g in groups)
     return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches,
-                     per_matrix_s=per_matrix)
+                     per_matrix_s=per_matrix, basis=basis)
 
 
 def evaluate_gram(
-    strategy: GramStrategy, layout: AdapterLayout, workload: Workload, machine: MachineInfo, spec: Spec
+    strategy: GramStrategy, layout: AdapterLayout, workload: Workload, costing: Costing, spec: Spec
 ) -> Candidate:
     """Can `strategy` build the adapters' Gram here, at what cost; batch = dense block columns."""
     if (cannot := _cannot_run(strategy, workload, spec)) is not None:
@@ -198,14 +224,24 @@ def evaluate_gram(
         return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
     widest = max(p.size for p in layout.positions)
     columns = block_columns(layout.n, widest, 8, max(budget - layout.n * widest * itemsize, 0))
-    seconds = strategy.seconds(layout, machine, backend)
+    count = len(layout.positions)
+    work = strategy.work(layout, itemsize)
+    per_position, basis = costing.seconds(
+        strategy, "pca", backend, spec.execution.dtype, cost.Work(work.flops / count, work.bytes / count),
+        position_shape(layout), strategy.seconds(layout, costing.machine, backend) / count)
     return Candidate(
         strategy=strategy.name,
         device=backend,
-        estimate_s=seconds,
+        estimate_s=per_position * count,
         batch_sizes={"columns": columns} if strategy.name == "dual_gram" else {},
-        per_matrix_s={POSITIONS: seconds / len(layout.positions)},
+        per_matrix_s={POSITIONS: per_position},
+        basis={POSITIONS: basis},
     )
+
+
+def position_shape(layout: AdapterLayout) -> tuple[int, int]:
+    """How wisdom files a PCA position: (adapters, mean parameters per position)."""
+    return layout.n, layout.d // len(layout.positions)
 
 
 def pca_note(workload: Workload) -> str:
@@ -213,6 +249,12 @@ def pca_note(workload: Workload) -> str:
     if workload.has_factors:
         return "LoRA factors: factored_gram takes the Gram from B.T B and A A.T, no dense delta"
     return "dense deltas: dual_gram streams each (layer, module) once into a float64 Gram"
+
+
+def _measured(c: Candidate) -> str:
+    """A mark on estimates from this machine's measurements, for the plan's reason."""
+    measured = sum(b != MODELLED for b in c.basis.values())
+    return "" if not measured else ", measured" if measured == len(c.basis) else ", partly measured"
 
 
 def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
@@ -230,8 +272,8 @@ def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
             notes.append(f"{c.strategy} left out: randomized, so its accuracy depends on the "
                          "spectrum's decay (name it to use it)")
         else:
-            notes.append(f"{c.strategy} est. {format_seconds(c.estimate_s)}")
-    reason = f"auto: fastest exact strategy (est. {format_seconds(best.estimate_s)})"
+            notes.append(f"{c.strategy} est. {format_seconds(c.estimate_s)}{_measured(c)}")
+    reason = f"auto: fastest exact strategy (est. {format_seconds(best.estimate_s)}{_measured(best)})"
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 
 
@@ -246,7 +288,8 @@ def _want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int)
 
 
 def _plan_benchmark(
-    spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], wants: dict[ItemKey, Want]
+    spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], wants: dict[ItemKey, Want],
+    threads: tuple[int, str],
 ) -> BenchPlan:
     """Share the budget, less the references' estimate, across every timed strategy and group,
     and note on each strategy what was cut."""
@@ -272,9 +315,8 @@ def _plan_benchmark(
             t.allocations = [allocations[k] for k in keys]
             t.cut = cut_note(t.allocations, [wants[k] for k in keys])
     refs = references({k: a.matrices for k, a in allocations.items()})
-    threads, why = (b.threads, "[benchmark] threads") if b.threads else default_threads(machine.cores)
     return BenchPlan(budget_s=b.budget, warmup=b.warmup, repeats=b.repeats, sample=b.sample,
-                     threads=threads, threads_reason=why, references_s=refs,
+                     threads=threads[0], threads_reason=threads[1], references_s=refs,
                      estimate_s=refs + sum(a.estimate_s for a in allocations.values()))
 
 
@@ -304,14 +346,18 @@ def _overheads(spec: Spec, workload: Workload, machine: MachineInfo, steps: list
     return {name: seconds for name, seconds in overheads.items() if seconds > 0}
 
 
-def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
+def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: Wisdom | None = None) -> Plan:
+    """The plan; `wisdom` (this machine's measurements) replaces the cost model where it covers a candidate."""
     if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
         raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
+    b = spec.benchmark
+    threads = (b.threads, "[benchmark] threads") if b.threads else default_threads(machine.cores)
+    workers = spec.execution.workers or machine.cores
+    costing = Costing(machine, wisdom, threads[0], workers)
     groups = workload.groups()
     steps: list[Step] = []
     problems: list[str] = []
     wants: dict[ItemKey, Want] = {}
-    workers = spec.execution.workers or machine.cores
     for i, analysis in enumerate(spec.analysis):
         op = OpRequest(analysis.op, getattr(analysis, "k", None))
         serving = [s for s in STRATEGIES.values() if op.op in s.ops]
@@ -322,9 +368,9 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
                                 f"{layout.n} adapters of the workload")
                 continue
             op = OpRequest("pca", analysis.components)
-            candidates = [evaluate_gram(s, layout, workload, machine, spec) for s in serving]  # type: ignore[arg-type]
+            candidates = [evaluate_gram(s, layout, workload, costing, spec) for s in serving]  # type: ignore[arg-type]
         else:
-            candidates = [evaluate(s, op, workload, groups, machine, spec) for s in serving]  # type: ignore[arg-type]
+            candidates = [evaluate(s, op, workload, groups, costing, spec) for s in serving]  # type: ignore[arg-type]
         by_name = {c.strategy: c for c in candidates}
         if analysis.strategy == "auto":
             try:
@@ -377,7 +423,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo) -> Plan:
     if problems:
         raise PlanError(problems)
     return Plan(
-        bench=_plan_benchmark(spec, workload, machine, steps, wants),
+        bench=_plan_benchmark(spec, workload, machine, steps, wants, threads),
         overheads=_overheads(spec, workload, machine, steps, workers),
         device_requested=spec.execution.device,
         dtype=spec.execution.dtype,

@@ -13,10 +13,13 @@ from harness.atomic import write_atomic
 from harness.machine import MachineInfo
 from harness.plan import Plan, Step
 from harness.bench.measure import Measurement
+from harness.bench.roofline import Roof
 from harness.verify import Verification
 
-SCHEMA_VERSION = 2  # 2: the benchmark's budget, cuts, threads, conditions and noise verdicts
-READABLE_VERSIONS = (1, 2)  # version 1 records read with those fields at their defaults
+# 2: the benchmark's budget, cuts, threads, conditions and noise verdicts; 3: flops and bytes of
+# every timing, the machine's roofs
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # older records read with the newer fields at their defaults
 RECORD = "record.json"
 SPECTRA = "spectra.npz"
 FEATURES = "features.csv"
@@ -27,10 +30,26 @@ class GroupTiming(BaseModel):
     sampled: int
     total: int
     measurement: Measurement
+    # per matrix (op pca: per position): operations, and the least bytes moved (cost.Work)
+    flops: float | None = None
+    bytes: float | None = None
 
     @property
     def seconds_per_matrix(self) -> float:
         return self.measurement.median_s / self.sampled
+
+    @property
+    def gflops_per_s(self) -> float | None:
+        return None if self.flops is None else self.flops / self.seconds_per_matrix / 1e9
+
+    @property
+    def gbytes_per_s(self) -> float | None:
+        return None if self.bytes is None else self.bytes / self.seconds_per_matrix / 1e9
+
+    @property
+    def intensity(self) -> float | None:
+        """Flops per byte moved: where the timing sits on the roofline's x axis."""
+        return None if self.flops is None or not self.bytes else self.flops / self.bytes
 
 
 class StrategyTiming(BaseModel):
@@ -44,6 +63,24 @@ class StrategyTiming(BaseModel):
     speedup: float | None = None  # baseline's estimate_total_s / this one's
     cached: bool = False  # measured by an earlier run on this machine, reused from the cache
     cut: str | None = None  # what the benchmark budget cut, and why
+
+    def _per_sampled(self, field: str) -> float | None:
+        values = [getattr(g, field) for g in self.groups]
+        if not values or any(v is None for v in values):
+            return None
+        return sum(v * g.sampled for v, g in zip(values, self.groups))
+
+    @property
+    def gflops_per_s(self) -> float | None:
+        """Achieved over every sampled matrix of every group: their flops over their time."""
+        flops = self._per_sampled("flops")
+        seconds = sum(g.measurement.median_s for g in self.groups)
+        return None if flops is None or seconds <= 0 else flops / seconds / 1e9
+
+    @property
+    def intensity(self) -> float | None:
+        flops, moved = self._per_sampled("flops"), self._per_sampled("bytes")
+        return None if flops is None or not moved else flops / moved
 
     @property
     def unstable(self) -> list[str]:
@@ -165,6 +202,7 @@ class RunRecord(BaseModel):
     plan: Plan
     analyses: list[AnalysisRecord] = []
     bench: BenchRecord | None = None
+    roofs: dict[str, Roof] = {}  # the machine's measured ceilings by device, from its wisdom
 
     @property
     def passed(self) -> bool:

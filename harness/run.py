@@ -10,11 +10,11 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from harness import wisdom
 from harness.axes_step import axes_backend, write_axes
 from harness.bench.phase import BenchPhase
 from harness.bench.threads import pinned
@@ -33,6 +33,7 @@ from harness.results import FEATURES, SPECTRA, AnalysisRecord, ChunkPlacement, R
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
+from harness.units import now
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
@@ -48,10 +49,6 @@ def lost_worker_errors() -> tuple[type[BaseException], ...]:
     except ImportError:
         return (BrokenProcessPool,)
     return (BrokenProcessPool, KilledWorker)
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def exec_context(plan: Plan, device: str, seed: int, executor: Callable[[], Executor]) -> ExecContext:
@@ -75,6 +72,7 @@ class Runner:
         seed: int,
         display: Display,
         cache: ResultCache | None = None,
+        wisdom_folder: Path | None = None,
     ) -> None:
         self.record = record
         self.plan = record.plan
@@ -95,7 +93,8 @@ class Runner:
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
         self.bench = BenchPhase(self.plan, self.workload, self._context, display, record.machine.cores,
-                                cache, self.keys)
+                                cache, self.keys, source=record.experiment)
+        self.wisdom_folder = wisdom_folder
         self._stack = ExitStack()
         self._pool: Executor | None = None
 
@@ -141,10 +140,19 @@ class Runner:
             finally:
                 self.record.finished = now()
                 self.record.bench = self.bench.record()
+                self._teach()
                 with self.display.phase("writing results") as phase:
                     phase.item(str(self.folder))
                     self._save(final=True)
         return self.record
+
+    def _teach(self) -> None:
+        """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
+        read-only still finishes, and says so."""
+        try:
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations)
+        except OSError as exc:
+            self.display.note(f"wisdom not updated: {exc}")
 
     def _save(self, final: bool = False) -> None:
         """Write the record, which says how far the run got; the spectra at the end, or after

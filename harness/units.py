@@ -1,10 +1,17 @@
-"""Human-readable durations and sizes, one spelling everywhere (plans, tables, errors)."""
+"""Human-readable durations and sizes, one spelling everywhere (plans, tables, errors), and
+the one timestamp format of records and wisdom."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def now() -> str:
+    """UTC, ISO 8601, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def format_seconds(s: float | None) -> str:
@@ -30,6 +37,20 @@ def format_speedup(x: float | None) -> str:
     if x is None:
         return "-"
     return f"{x:.2f}x" if x >= 0.1 else f"{x:.2g}x"
+
+
+def format_rate(x: float | None) -> str:
+    """3 significant digits, whole numbers from 1000 up: a GPU's 51234 GFLOP/s, not 5.12e+04."""
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
+def format_share(x: float | None) -> str:
+    """A fraction as a percentage: whole percents from 10%, two significant digits below."""
+    if x is None:
+        return "-"
+    return f"{100 * x:.0f}%" if x >= 0.1 else f"{100 * x:.2g}%"
 
 
 def parse_duration(value: str | float | int) -> float:

@@ -29,6 +29,19 @@ def work_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iter
     os.chdir(here)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_wisdom() -> Iterator[None]:
+    """Plans from the cost model alone, whatever earlier tests measured: a test that wants wisdom
+    passes its own (harness.wisdom), and runs in subprocesses inherit the setting."""
+    before = os.environ.get("HARNESS_WISDOM")
+    os.environ["HARNESS_WISDOM"] = "off"
+    yield
+    if before is None:
+        os.environ.pop("HARNESS_WISDOM")
+    else:
+        os.environ["HARNESS_WISDOM"] = before
+
+
 def known_spectrum(m: int, n: int, s: np.ndarray, seed: int = 0) -> np.ndarray:
     """U diag(s) V^T with random orthonormal U, V: a matrix whose singular values are s."""
     rng = np.random.default_rng(seed)

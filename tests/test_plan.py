@@ -7,16 +7,17 @@ import pytest
 
 from harness.data.registry import build_source
 from harness.data.workload import Workload
-from harness.machine import probe
+from harness.machine import MachineInfo, probe
 from harness.plan import PlanError, compile_plan
 from harness.spec import Spec, load_spec
 from tests.conftest import CONFIGS
 
 
-def plan_for(overrides: list[str]):
+def plan_for(overrides: list[str], machine: MachineInfo | None = None):
+    """The smoke plan with `overrides`, on `machine` (default: this one, probed)."""
     spec = load_spec(CONFIGS / "smoke.toml", overrides)
     workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
-    return compile_plan(spec, workload, probe())
+    return compile_plan(spec, workload, probe() if machine is None else machine)
 
 
 def step(plan, name: str):
@@ -76,12 +77,12 @@ def test_fake_cuda_puts_torch_on_the_gpu_within_free_memory(monkeypatch: pytest.
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (40_000, 80 * 2**30))
-    plan = plan_for(["analysis.1.strategy='torch'", "data.form='dense'"])
+    plan = plan_for(["analysis.1.strategy='torch'", "data.form='dense'"], probe().model_copy(update={"cores": 2}))
     s = step(plan, "svd")
     assert s.device == "cuda"
     # 80% of 40,000 free bytes = 32,000: one 48x32 float32 matrix with vectors per batch
     assert s.batch_sizes == {"48x32": 1, "32x48": 1}
-    assert step(plan, "svdvals").strategy == "torch"  # the assumed GPU throughput wins
+    assert step(plan, "svdvals").strategy == "torch"  # the modelled GPU throughput beats 2 cores
 
 
 def test_without_torch_the_plan_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,7 +109,9 @@ def test_plan_round_trips_as_json() -> None:
 
 def test_the_budget_is_shared_and_every_timed_strategy_gets_a_share() -> None:
     big = ["data.modules={up=[600,400]}", "data.rank=8", "benchmark.sample=4", "analysis.0.compare=['numpy','torch']"]
-    roomy, tight = plan_for([*big, "benchmark.budget='10m'"]), plan_for([*big, "benchmark.budget='0.2s'"])
+    two_cores = probe().model_copy(update={"cores": 2})  # on 16 cores 0.2 s would cut nothing
+    roomy = plan_for([*big, "benchmark.budget='10m'"], two_cores)
+    tight = plan_for([*big, "benchmark.budget='0.2s'"], two_cores)
     for plan in (roomy, tight):
         assert plan.bench is not None
         for s in plan.steps:

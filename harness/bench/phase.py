@@ -20,7 +20,7 @@ from harness.cache import Keys, ResultCache, TimingEntry
 from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
 from harness.pca_step import gram_errors, scoped_grams
-from harness.plan import Plan, Step, Timed
+from harness.plan import Plan, Step, Timed, position_shape
 from harness.progress import Display, Phase
 from harness.results import BenchRecord, GroupTiming, StrategyTiming, apply_speedups
 from harness.spec import PcaAnalysis
@@ -28,8 +28,9 @@ from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy, 
 from harness.strategies.gram import GramStrategy
 from harness.strategies.numpy_lapack import stack_results
 from harness.strategies.registry import STRATEGIES
-from harness.units import format_seconds
+from harness.units import format_seconds, now
 from harness.verify import Verification, verify
+from harness.wisdom import Observation
 
 # One group of one strategy: its timing and its verdict, given the allocation, the seconds
 # allowed and the phase to report progress to.
@@ -101,9 +102,13 @@ class BenchPhase:
     cores: int
     cache: ResultCache | None = None
     keys: Keys | None = None
+    source: str = "run"  # who measured, for the wisdom: "calibrate" or the experiment
     clock: BudgetClock = field(init=False)
     references: References = field(init=False)
     unstable: int = 0
+    # what this phase teaches the machine's wisdom: every stable, verified measurement
+    observations: list[Observation] = field(default_factory=list)
+    shapes: dict[str, tuple[tuple[int, int], int | None]] = field(init=False)  # group -> shape, rank
 
     def __post_init__(self) -> None:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
@@ -111,6 +116,7 @@ class BenchPhase:
                    for s in self.plan.steps for t in s.timed for a in t.allocations}
         self.clock = BudgetClock(self.plan.bench.budget_s, planned)
         self.references = References(self.workload.source, self.cache, self.keys)
+        self.shapes = {g.label: (g.shape, g.rank) for g in self.plan.groups}
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench
@@ -143,8 +149,9 @@ class BenchPhase:
             phase.item("verifying")
             W = operator(self.workload.source, refs) if result.U is not None else None
             check = verify(timed.strategy, result, W, self.references.values(refs), step.tolerance)
+            work = strategy.work(op, groups[a.group], ctx.dtype.itemsize)
             return GroupTiming(group=a.group, sampled=len(refs), total=len(groups[a.group]),
-                               measurement=measurement), check
+                               measurement=measurement, flops=work.flops, bytes=work.bytes), check
 
         ids = {label: [r.id for r in refs] for label, refs in samples.items()}
         return self._time(step, ids, item)
@@ -154,6 +161,7 @@ class BenchPhase:
         included (streaming the deltas once is what dual_gram is about); scaled by positions."""
         layout = AdapterLayout.from_workload(self.workload)
         plan = self.plan
+        self.shapes[POSITIONS] = (position_shape(layout), None)
 
         def item(timed: Timed, a: Allocation, allowance: float, phase: Phase) -> tuple[GroupTiming, Verification]:
             strategy = STRATEGIES[timed.strategy]
@@ -169,11 +177,27 @@ class BenchPhase:
                                                 analysis.components, analysis.center)
             check = Verification.judged(timed.strategy, len(sub.positions) * sub.n, step.tolerance,
                                         max(gram_error, eig_error))
+            work = strategy.work(sub, ctx.dtype.itemsize)
             return GroupTiming(group=POSITIONS, sampled=len(sub.positions), total=len(layout.positions),
-                               measurement=measurement), check
+                               measurement=measurement, flops=work.flops / len(sub.positions),
+                               bytes=work.bytes / len(sub.positions)), check
 
         most = max((a.max_matrices for t in step.timed for a in t.allocations), default=1)
         return self._time(step, {POSITIONS: [p.label for p in layout.head(most).positions]}, item)
+
+    def _learn(self, step: Step, timed: Timed, group: GroupTiming, check: Verification) -> None:
+        """Keep a measurement for the wisdom unless it is unreliable: noisy, or of a wrong answer."""
+        m = group.measurement
+        if m.unstable or not check.passed or group.flops is None:
+            return
+        shape, rank = self.shapes[group.group]
+        bench = self.plan.bench
+        assert bench is not None
+        width = min(self.plan.workers, group.sampled) if STRATEGIES[timed.strategy].fans_out else 1
+        self.observations.append(Observation(
+            strategy=timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank, dtype=self.plan.dtype,
+            device=timed.device, threads=bench.threads, width=width, seconds=group.seconds_per_matrix, flops=group.flops,
+            samples=len(m.samples_s), when=now(), source=self.source))
 
     def _measure(
         self, strategy: StrategyBase, fn: Callable[[], object], a: Allocation, allowance: float, ctx: ExecContext,
@@ -229,6 +253,7 @@ class BenchPhase:
                     phase.summary = (f"{_matrices(group.sampled, a.group)}, {len(m.samples_s)} calls, median "
                                      f"{format_seconds(m.median_s)}" + (", UNSTABLE" if m.unstable else ""))
                 per_matrix = group.measurement.median_s / group.sampled
+                self._learn(step, timed, group, check)
                 ratio = per_matrix / planned.per_matrix_s if planned.per_matrix_s > 0 else None
                 self.clock.done(name, timed.strategy, time.perf_counter() - start, ratio)
                 self.unstable += group.measurement.unstable

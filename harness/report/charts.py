@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogFormatter, LogLocator, NullFormatter
 
-from harness.results import AnalysisRecord
-from harness.units import format_seconds, format_speedup
+from harness.bench.roofline import Roof, roof_device
+from harness.results import AnalysisRecord, RunRecord
+from harness.units import format_rate, format_seconds, format_speedup
 
 SVG_RC = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}
 
@@ -135,3 +138,110 @@ def pca_scatter(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | N
     ax.set_ylabel("PC2" + pct[1])
     ax.set_title(title, fontsize=9)
     return to_svg(fig)
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One shape group of one timed strategy, placed on the roofline."""
+
+    analysis: str
+    strategy: str
+    device: str  # the roof it is held against: "cpu" or "cuda"
+    group: str
+    intensity: float  # flops per byte
+    gflops: float  # achieved GFLOP/s
+
+
+def roofline_points(record: RunRecord) -> list[RooflinePoint]:
+    """Every (analysis, strategy, shape group) timing with positive flops, bytes and time: the
+    others (records before schema 3) have no place on log axes."""
+    points = []
+    for a in record.analyses:
+        for t in a.timings:
+            for g in t.groups:
+                if g.measurement.median_s <= 0 or not g.flops or not g.bytes:
+                    continue
+                points.append(RooflinePoint(a.name, t.strategy, roof_device(t.device),  # type: ignore[arg-type]
+                                            g.group, g.flops / g.bytes, g.gflops_per_s or 0.0))
+    return points
+
+
+def roof_polyline(roof: Roof, dtype: str, lo: float, hi: float) -> tuple[list[float], list[float]] | None:
+    """The roof min(peak, bandwidth x intensity) over [lo, hi] flops per byte: its ends and, when
+    inside, the ridge point where the bandwidth slope meets the compute peak. None without a
+    peak for `dtype`."""
+    peak = roof.peak(dtype)
+    if peak is None:
+        return None
+    ridge = peak / roof.bandwidth_gbs
+    xs = [lo, ridge, hi] if lo < ridge < hi else [lo, hi]
+    return xs, [min(peak, roof.bandwidth_gbs * x) for x in xs]
+
+
+def roof_label(roof: Roof, dtype: str) -> str:
+    """`cpu: 55 GFLOP/s float32 peak, 14.5 GB/s`."""
+    peak = roof.peak(dtype)
+    compute = "" if peak is None else f"{format_rate(peak)} GFLOP/s {dtype} peak, "
+    return f"{roof.device}: {compute}{format_rate(roof.bandwidth_gbs)} GB/s"
+
+
+class PlainLogFormatter(LogFormatter):
+    """LogFormatter's choice of which ticks to label, written 0.05 and 2000 rather than 5e-02."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:g}" if super().__call__(x, pos) else ""
+
+
+def _log_axis(axis: Axis) -> None:
+    """Decade labels, and 2, 3, 4, 6 x 10^k too when at most one decade is in view: a log axis
+    over a narrow range would otherwise have no labels at all."""
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(PlainLogFormatter(base=10, labelOnlyBase=False))
+    axis.set_minor_locator(LogLocator(base=10, subs="auto"))
+    axis.set_minor_formatter(PlainLogFormatter(base=10, labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
+ROOF_STYLE = {"cpu": "-", "cuda": "--"}
+MARKERS = "os^DvPX*<>"
+
+
+def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
+    """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
+    each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
+    fig = _figure(7.5, 4.5)
+    ax = fig.subplots()
+    ridges = [p / r.bandwidth_gbs for r in roofs.values() if (p := r.peak(dtype)) is not None]
+    xs = [p.intensity for p in points] + ridges
+    lo, hi = min(xs) / 2, max(xs) * 2
+    for device, roof in sorted(roofs.items()):
+        if (line := roof_polyline(roof, dtype, lo, hi)) is not None:
+            ax.plot(*line, color="#333", lw=1.4, ls=ROOF_STYLE.get(device, "-."), label=roof_label(roof, dtype))
+    colors = {s: f"C{i % 10}" for i, s in enumerate(dict.fromkeys(p.strategy for p in points))}
+    markers = {a: MARKERS[i % len(MARKERS)] for i, a in enumerate(dict.fromkeys(p.analysis for p in points))}
+    series: dict[tuple[str, str, str], list[RooflinePoint]] = {}
+    for p in points:
+        series.setdefault((p.analysis, p.strategy, p.device), []).append(p)
+    for (analysis, strategy, device), group in series.items():
+        x = [p.intensity for p in group]
+        y = [p.gflops for p in group]
+        label = f"{analysis}: {strategy}" + (f" on {device}" if device != "cpu" else "")
+        ax.scatter(x, y, s=28, color=colors[strategy], marker=markers[analysis], label=label, zorder=3)
+        if (roof := roofs.get(device)) is not None and roof.peak(dtype) is not None:
+            ceilings = [roof.ceiling(xi, dtype) for xi in x]
+            ax.vlines(x, y, ceilings, colors=colors[strategy], linestyles=":", lw=0.8, alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    _log_axis(ax.xaxis)
+    _log_axis(ax.yaxis)
+    ax.set_xlabel("arithmetic intensity, flops per byte moved")
+    ax.set_ylabel("achieved throughput, GFLOP/s")
+    ax.set_title(f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"),
+                 fontsize=9)
+    ax.grid(True, which="major", lw=0.4, color="#ddd")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return fig
+
+
+def roofline_chart(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> str:
+    return to_svg(roofline_figure(points, roofs, dtype))

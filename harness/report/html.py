@@ -15,10 +15,10 @@ from markupsafe import Markup
 from harness.compare import Comparison
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
-from harness.report.terminal import axes_summary
+from harness.report.terminal import axes_summary, peak_share
 from harness.atomic import write_atomic
 from harness.results import AnalysisRecord, RunRecord, load_record
-from harness.units import format_bytes, format_seconds, format_speedup
+from harness.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
 
 REPORT = "report.html"
 
@@ -36,10 +36,12 @@ def environment() -> Environment:
     env.filters["bytes"] = format_bytes
     env.filters["speedup"] = format_speedup
     env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
+    env.filters["rate"] = format_rate
+    env.filters["percent"] = format_share
     return env
 
 
-def _timing_rows(analysis: AnalysisRecord) -> list[dict[str, Any]]:
+def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, Any]]:
     rows = []
     for t, (q1, q3) in zip(analysis.timings, charts.quartile_totals(analysis)):
         sampled = sum(g.sampled for g in t.groups)
@@ -56,6 +58,8 @@ def _timing_rows(analysis: AnalysisRecord) -> list[dict[str, Any]]:
                 "notes": ([(False, "reused from an earlier run on this machine")] if t.cached else [])
                 + ([(False, f"budget cut: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
                 "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
+                "gflops": t.gflops_per_s,
+                "share": peak_share(record, t),
             }
         )
     return rows
@@ -95,12 +99,27 @@ def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
     return sections
 
 
+def _roofline(record: RunRecord) -> dict[str, Any]:
+    """The roofline chart of every timing with flop and byte counts, and what its roofs are;
+    no chart for records without those counts (before schema 3)."""
+    points = charts.roofline_points(record)
+    dtype = record.plan.dtype
+    devices = sorted({p.device for p in points})
+    return {
+        "chart": Markup(charts.roofline_chart(points, record.roofs, dtype)) if points else None,
+        "roofs": [f"{charts.roof_label(r, dtype)} ({r.by}, {r.measured[:10]}"
+                  + (f", {r.threads} threads" if r.threads else "") + ")"
+                  for _, r in sorted(record.roofs.items())],
+        "missing": [d for d in devices if d not in record.roofs or record.roofs[d].peak(dtype) is None],
+    }
+
+
 def render_report(record: RunRecord, folder: Path) -> str:
     bands = decay_bands(folder)
     analyses = [
         {
             "record": a,
-            "rows": _timing_rows(a),
+            "rows": _timing_rows(record, a),
             "checks": a.verification,
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
             "spectra": _spectra(bands, a.name),
@@ -113,7 +132,8 @@ def render_report(record: RunRecord, folder: Path) -> str:
         for (analysis, metric, module), (grid, adapters, layers) in feature_grids(read_features(folder)).items()
     ]
     return environment().get_template("report.html.j2").render(
-        record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record)
+        record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
+        roofline=_roofline(record),
     )
 
 

@@ -11,9 +11,11 @@ from rich.table import Table
 from harness.bench.conditions import Conditions
 from harness.bench.noise import condition_reasons
 from harness.machine import MachineInfo
-from harness.plan import Plan, Timed
-from harness.results import AnalysisRecord, RunRecord
-from harness.units import format_bytes, format_seconds
+from harness.bench.roofline import Roof, roof_device
+from harness.plan import Candidate, Plan, Timed
+from harness.results import AnalysisRecord, RunRecord, StrategyTiming
+from harness.units import format_bytes, format_rate, format_seconds, format_share
+from harness.wisdom import Wisdom
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.compare import Comparison
@@ -61,7 +63,8 @@ def plan_table(plan: Plan) -> Table:
         caption_justify="left",
         show_lines=True,
     )
-    for column in ("analysis", "strategy", "device", "batch", "est. time", "timed vs baseline (est.)", "reason"):
+    for column in ("analysis", "strategy", "device", "batch", "est. time", "timed vs baseline (est.)", "reason",
+                   "estimates from"):
         table.add_column(column, overflow="fold")
     for step in plan.steps:
         timed = "\n".join(_timed_label(t) for t in step.timed)
@@ -75,11 +78,26 @@ def plan_table(plan: Plan) -> Table:
             format_seconds(step.estimate_s),
             timed + skipped,
             step.reason,
+            "\n".join(f"{c.strategy}: {_basis(c)}" for c in step.candidates if c.available),
         )
     return table
 
 
-def _analysis_rows(table: Table, analysis: AnalysisRecord) -> None:
+def _basis(c: Candidate) -> str:
+    """`measured on this machine, 2026-11-23, 14 samples`, per group where groups differ."""
+    texts = set(c.basis.values())
+    if len(texts) == 1:
+        return texts.pop()
+    return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
+
+
+def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
+    """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured roofs."""
+    roof = record.roofs.get(roof_device(t.device))  # type: ignore[arg-type]
+    return None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
+
+
+def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) -> None:
     checks = {v.strategy: v for v in analysis.verification}
     for t in analysis.timings:
         v = checks[t.strategy]
@@ -93,11 +111,13 @@ def _analysis_rows(table: Table, analysis: AnalysisRecord) -> None:
             format_seconds(per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
             ("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s) + f" ± {format_seconds(t.iqr_total_s)}",
             f"{t.speedup:.1f}x" if t.speedup is not None else "-",
+            format_rate(t.gflops_per_s),
+            format_share(peak_share(record, t)),
             errors,
             "[green]yes[/]" if v.passed else "[bold red]NO[/]",
         )
     for s in analysis.skipped:
-        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", s.reason)
+        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", s.reason)
 
 
 def run_table(record: RunRecord) -> Table:
@@ -106,14 +126,18 @@ def run_table(record: RunRecord) -> Table:
         title_justify="left",
         caption="* computed the recorded results. ! measured under unreliable conditions (below). "
         "Time: median per matrix on the sample; total scaled to the workload (~ = extrapolated) ± IQR. "
+        "GFLOP/s: achieved; % of peak: of the roof at the kernel's flops per byte, min(GEMM peak, "
+        "bandwidth x flops/byte), both measured on this machine" + (
+            "" if record.roofs else " (none measured: `harness calibrate`)") + "; over 100%: the data fit in "
+        "cache (the bandwidth roof is memory's), or the flop count is an upper bound (ARPACK's iterations). "
         "Error: max |s - s_ref| / s_1 vs float64 references / max singular-triplet residual.",
         caption_justify="left",
     )
     for column in ("analysis", "strategy", "role", "device", "per matrix", "workload total",
-                   "speedup", "max error", "passed"):
+                   "speedup", "GFLOP/s", "% of peak", "max error", "passed"):
         table.add_column(column, overflow="fold")
     for analysis in record.analyses:
-        _analysis_rows(table, analysis)
+        _analysis_rows(table, record, analysis)
     return table
 
 
@@ -256,3 +280,35 @@ def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:
     else:
         lines.append("[green]nothing now would make timings unreliable[/]")
     return lines
+
+
+def _roof_line(roof: Roof) -> str:
+    peaks = ", ".join(f"{dtype} {gflops:.4g}" for dtype, gflops in roof.gemm_gflops.items())
+    extra = f"; host to device {roof.transfer_gbs:.3g} GB/s (pinned)" if roof.transfer_gbs else ""
+    threads = f", {roof.threads} threads" if roof.threads else ""
+    return (f"{roof.device}: GEMM peak GFLOP/s {peaks}; triad bandwidth {roof.bandwidth_gbs:.3g} GB/s{extra} "
+            f"({', '.join(roof.libraries)}{threads}; {roof.by}, {roof.measured[:16]})")
+
+
+def wisdom_tables(w: Wisdom, path: object) -> list[object]:
+    """`harness calibrate --show`: the roofs, the reads, and every measurement kept."""
+    lines: list[object] = [f"wisdom: {path}", "machine: " + "; ".join(f"{k} {v}" for k, v in w.machine.items())]
+    lines += [_roof_line(roof) for roof in w.roofs.values()] or ["roofs: none measured yet"]
+    if w.reads is not None:
+        r = w.reads
+        cold = f"{r.cold_gbs:.3g} GB/s cold ({r.cold_how})" if r.cold_gbs is not None else f"cold: {r.cold_how}"
+        lines.append(f"file reads: {r.cached_gbs:.3g} GB/s from the page cache, {cold}, "
+                     f"{format_bytes(r.file_bytes)} file")
+    table = Table(title=f"{len(w.observations)} measurements", title_justify="left")
+    for column in ("op", "strategy", "shape", "rank", "device", "dtype", "threads", "per matrix", "GFLOP/s",
+                   "% of GEMM peak", "samples", "measured", "by"):
+        table.add_column(column, overflow="fold")
+    for o in sorted(w.observations, key=lambda o: (o.op, o.strategy, o.device, o.flops)):
+        gflops = o.flops / o.seconds / 1e9
+        roof = w.roofs.get(roof_device(o.device))  # type: ignore[arg-type]
+        peak = roof.peak(o.dtype) if roof is not None else None
+        table.add_row(o.op + (f" k={o.k}" if o.k else ""), o.strategy, f"{o.shape[0]}x{o.shape[1]}",
+                      str(o.rank or "-"), o.device, o.dtype, str(o.threads), format_seconds(o.seconds),
+                      format_rate(gflops), format_share(gflops / peak) if peak else "-", str(o.samples),
+                      o.when[:16], o.source)
+    return [*lines, table]

@@ -94,6 +94,10 @@ class Strategy(StrategyBase):
         """Working memory one matrix of the group needs; sizes the batches."""
         return cost.dense_bytes(op.wants_vectors, group.shape, itemsize)
 
+    def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
+        """Flops and least bytes moved per matrix, for the roofline: a dense SVD's by default."""
+        return cost.dense_work(group.shape, op.wants_vectors, itemsize)
+
     @abstractmethod
     def seconds_per_matrix(
         self, op: OpRequest, group: ShapeGroup, machine: MachineInfo, backend: Backend

@@ -1,20 +1,34 @@
-"""Flop counts and throughput assumptions behind the planner's estimates.
+"""Flop and byte counts of every kernel, and the throughput model behind the planner's estimates.
 
-The throughputs were calibrated on a 2-core x86 CPU with OpenBLAS (numpy) and MKL (torch CPU):
-3072x768 float32 svdvals took 0.19 s with numpy and 0.10 s batched in torch. The CUDA figure is
-an assumption, not a measurement. Estimates only rank strategies; `harness run` measures them.
+The counts are the roofline's (harness.bench.roofline): standard operation counts, and the least
+traffic a kernel needs (every input read once per pass it must make, every output written once).
+The throughputs are the fallback where the machine's wisdom (harness.wisdom) has no measurement:
+fitted on a 2-core x86 CPU with OpenBLAS (numpy) and MKL (torch CPU), where 3072x768 float32
+svdvals took 0.19 s with numpy and 0.10 s batched in torch. The CUDA figure was measured on an
+H100 (torch 2.11, cuSOLVER gesvd, the driver the harness uses there: 65 ms per 3072x768 matrix,
+6.6 GFLOP, in batches of 38).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from harness.linalg.device import Backend
 from harness.machine import MachineInfo
 
 CPU_GFLOPS_PER_CORE = 17.0  # LAPACK gesdd, numpy/OpenBLAS, effective
 TORCH_CPU_SPEEDUP = 2.0  # batched torch.linalg on the CPU vs one numpy call per matrix
-CUDA_GFLOPS = 400.0  # batched SVD on a datacenter GPU, effective: an assumption
+CUDA_GFLOPS = 100.0  # batched gesvd on an H100, effective (measured, see above)
 GEMM_EFFICIENCY = 0.6  # randomized / factored kernels are GEMM- and QR-bound, small ones
 PER_CALL_OVERHEAD_S = 2e-5  # Python and dispatch overhead per matrix in batched small kernels
+
+
+class Work(NamedTuple):
+    """What one matrix (or one PCA position) costs: floating-point operations and the bytes a
+    kernel must move at least."""
+
+    flops: float
+    bytes: float
 
 
 def svd_flops(shape: tuple[int, int], vectors: bool) -> float:
@@ -32,14 +46,48 @@ def lanczos_flops(shape: tuple[int, int], k: int) -> float:
 
 
 def randomized_flops(shape: tuple[int, int], q: int, niter: int) -> float:
+    """Halko, Martinsson & Tropp (2011), alg. 4.4: 2 niter + 2 products with an m x n matrix
+    and a q-column sketch, and the thin QRs and small SVD of (m + n) x q panels."""
     m, n = shape
     return 2.0 * m * n * q * (2 * niter + 2) + 4.0 * (m + n) * q * q
 
 
 def factored_flops(shape: tuple[int, int], rank: int) -> float:
-    """Two thin QRs of (m x r) and (n x r) and an r x r SVD."""
+    """Two Householder QRs of (m x r) and (n x r), 2 (m + n) r^2 (Trefethen & Bau, lecture
+    10), the products with Q for the vectors, as much again, and an r x r SVD, ~22 r^3 (Golub &
+    Van Loan 5.4.9)."""
     m, n = shape
     return 4.0 * (m + n) * rank**2 + 22.0 * rank**3
+
+
+def dense_work(shape: tuple[int, int], vectors: bool, itemsize: int) -> Work:
+    """A LAPACK-style SVD: the matrix read once, the values (and U, Vh) written once."""
+    m, n = shape
+    p = min(m, n)
+    return Work(svd_flops(shape, vectors), itemsize * (m * n + p + ((m + n) * p if vectors else 0)))
+
+
+def lanczos_work(shape: tuple[int, int], k: int, itemsize: int) -> Work:
+    """Each of ARPACK's ~50 k matrix-vector products reads the whole matrix."""
+    m, n = shape
+    return Work(lanczos_flops(shape, k), itemsize * m * n * 50.0 * k)
+
+
+def randomized_work(shape: tuple[int, int], q: int, niter: int, itemsize: int) -> Work:
+    m, n = shape
+    return Work(randomized_flops(shape, q, niter), itemsize * (m * n * (2 * niter + 2) + 2 * (m + n) * q))
+
+
+def factored_work(shape: tuple[int, int], rank: int, vectors: bool, itemsize: int) -> Work:
+    """The factors read once; the outputs written once."""
+    m, n = shape
+    out = rank + ((m + n) * rank if vectors else 0)
+    return Work(factored_flops(shape, rank), itemsize * ((m + n) * rank + out))
+
+
+def gram_work(n: int, d: int, itemsize: int) -> Work:
+    """The Gram of n rows of length d: n (n + 1) d flops with symmetry (syrk), the data read once."""
+    return Work(float(n * (n + 1) * d), float(itemsize * n * d))
 
 
 def cpu_flops_per_s(machine: MachineInfo, cores: int | None = None) -> float:

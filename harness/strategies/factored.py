@@ -36,6 +36,9 @@ class FactoredStrategy(Strategy):
         rate = cost.device_flops_per_s(machine, backend) * cost.GEMM_EFFICIENCY
         return flops / rate + cost.PER_CALL_OVERHEAD_S
 
+    def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
+        return cost.factored_work(group.shape, group.rank or min(group.shape), op.wants_vectors, itemsize)
+
     def load(self, source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
         return source.load_factors(refs, dtype)
 

@@ -9,6 +9,7 @@ deltas once is what dual_gram is about, and re-reading them per pair is what gra
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -18,11 +19,17 @@ from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.factored import frobenius_gram
 from harness.linalg.gram import SUM_COLUMNS, accumulate_gram
 from harness.machine import MachineInfo
+from harness.strategies import cost
 from harness.strategies.base import ExecContext, StrategyBase
 
 GEMM_GFLOPS_PER_CORE = 40.0  # float64 syrk/gemm, OpenBLAS, 2-core x86: ~80 GFLOPS measured
 LORA_DENSE_GFLOPS_PER_CORE = 20.0  # forming s * B @ A in float64 then casting, effective
 READ_BYTES_PER_S = 1e9  # streaming stored deltas (page cache or a fast disk): an assumption
+
+
+def _sum(works: Iterable[cost.Work]) -> cost.Work:
+    flops, moved = zip(*works, strict=True)
+    return cost.Work(sum(flops), sum(moved))
 
 
 def _gemm_rate(machine: MachineInfo) -> float:
@@ -53,6 +60,10 @@ class GramStrategy(StrategyBase):
     @abstractmethod
     def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
         """Least working memory for the largest position; over budget means it cannot run."""
+
+    def work(self, layout: AdapterLayout, itemsize: int) -> cost.Work:
+        """Flops and least bytes moved over every position of `layout`: the dense Gram's."""
+        return _sum(cost.gram_work(layout.n, p.size, itemsize) for p in layout.positions)
 
     @abstractmethod
     def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
@@ -116,10 +127,15 @@ class FactoredGramStrategy(GramStrategy):
             for p in layout.positions
         )
 
-    def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
+    def work(self, layout: AdapterLayout, itemsize: int) -> cost.Work:
+        """B_i^T B_j and A_i A_j^T for every pair: 2 n^2 r^2 (m + k) flops, the factors read once."""
         n = layout.n
-        flops = sum(n * n * (p.shape[0] + p.shape[1]) * (p.rank or 0) ** 2 for p in layout.positions)
-        return flops / _gemm_rate(machine)
+        return _sum(cost.Work(2.0 * n * n * (p.shape[0] + p.shape[1]) * (p.rank or 0) ** 2,
+                              float(itemsize * n * (p.shape[0] + p.shape[1]) * (p.rank or 0)))
+                    for p in layout.positions)
+
+    def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
+        return self.work(layout, 8).flops / _gemm_rate(machine)
 
     def grams(
         self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
@@ -141,6 +157,11 @@ class GramPairwiseStrategy(GramStrategy):
     def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
         """Two matrices, and their float64 copies."""
         return max(2 * p.size * (itemsize + 8) for p in layout.positions)
+
+    def work(self, layout: AdapterLayout, itemsize: int) -> cost.Work:
+        """One dot of 2 d flops per pair, both vectors read for each."""
+        pairs = layout.n * (layout.n + 1) // 2
+        return _sum(cost.Work(2.0 * pairs * p.size, 2.0 * pairs * p.size * itemsize) for p in layout.positions)
 
     def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
         n = layout.n

@@ -23,6 +23,9 @@ class ScipySvdsStrategy(Strategy):
     ) -> float:
         return cost.lanczos_flops(group.shape, op.k or 1) / cost.cpu_flops_per_s(machine)
 
+    def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
+        return cost.lanczos_work(group.shape, op.k or 1, itemsize)
+
     def warm(self, backend: Backend) -> None:
         super().warm(backend)
         import scipy.sparse.linalg  # noqa: F401  (0.2 s: before the first timed call, not in it)

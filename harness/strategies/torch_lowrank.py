@@ -36,6 +36,9 @@ class TorchLowrankStrategy(Strategy):
         flops = cost.randomized_flops(group.shape, q, NITER)
         return flops / (cost.device_flops_per_s(machine, backend) * cost.GEMM_EFFICIENCY)
 
+    def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
+        return cost.randomized_work(group.shape, min((op.k or 1) + OVERSAMPLE, *group.shape), NITER, itemsize)
+
     def compute(self, op: OpRequest, data: Any, ctx: ExecContext) -> OpResult:
         S, U, Vh = dense.svd_lowrank(
             data, op.k or 1, oversample=OVERSAMPLE, niter=NITER, seed=ctx.seed, backend=ctx.backend
