@@ -1,7 +1,8 @@
-"""`harness validate | plan | run | report | compare | cache | system | calibrate | schema`: a small
-function each.
+"""`harness validate | plan | run | report | compare | history | cache | system | calibrate |
+schema`: a small function each.
 
-Exit codes: 0 fine, 2 a user mistake (spec, data, plan), 3 a verification failed, 130 interrupted.
+Exit codes: 0 fine, 1 a regression (compare --fail-on-regression), 2 a user mistake (spec, data,
+plan), 3 a verification failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from rich.table import Table
 import harness
 from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.cache import CorruptEntry, ResultCache, locate, read_header
+from harness.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records, min_samples
 from harness.data.workload import DataError, Workload
+from harness.history import HistoryError
 from harness.machine import probe
 from harness.plan import Plan, PlanError
 from harness.prepare import prepare, wisdom_folder
@@ -86,6 +89,14 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_command(args: argparse.Namespace) -> str:
+    """The command line that reproduces the run, its output folder and flags included: the report
+    shows it verbatim, so what it leaves out a reader cannot know."""
+    words = ["harness", "run", str(args.spec), *(f"--set={s}" for s in _overrides(args))]
+    words += (["-o", str(args.output)] if args.output else []) + ["--report"] * args.report
+    return shlex.join(words + ["--no-cache"] * args.no_cache)
+
+
 @command("run")
 def run(args: argparse.Namespace) -> int:
     interrupted = False
@@ -105,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             spec=spec.model_dump(mode="json"),
             spec_hash=digest,
             workload_fingerprint=workload.fingerprint(),
-            command=shlex.join(["harness", "run", str(args.spec)] + [f"--set={s}" for s in _overrides(args)]),
+            command=_run_command(args),
             started=now(),
             machine=probe(),
             plan=the_plan,
@@ -151,19 +162,75 @@ def report(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_REGRESSION = 1  # `compare --fail-on-regression` found a regression: what CI gates on
+
+
+def _ratio(text: str) -> float:
+    """--fail-on-regression's RATIO: above 1, or no run could ever pass."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a ratio above 1, e.g. 1.2 (B 20% slower than A)")
+    return value
+
+
+def _gate_lines(c: Comparison, several: bool) -> list[tuple[str, str]]:
+    """(text, style): each regression, each unstable row and why, and a note when rows have too
+    few samples for the test: without it a gate that cannot fire would look like one that passed."""
+    where = f" ({c.b.folder})" if several else ""
+    lines = [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
+    lines += [(("unstable, not gated: " if c.gate else "unstable: ") + u + where, "yellow") for u in c.unstable]
+    if c.gate and (few := c.too_few):
+        fewest = min(min(r.n_a, r.n_b) for r in few)
+        lines.append((f"not gated: {len(few)} of {len(c.rows)} groups have too few samples for Mann-Whitney to "
+                      f"reach p < {c.alpha} (fewest {fewest} a side, it needs {min_samples(c.alpha)} a side: "
+                      f"raise [benchmark] repeats or --budget){where}", "yellow"))
+    return lines
+
+
+def _verdict(comparisons: list[Comparison], ratio: float) -> tuple[str, str]:
+    regressions = sum(len(c.regressions) for c in comparisons)
+    alpha = comparisons[0].alpha
+    if regressions:
+        return f"FAILED: {regressions} regression(s): slower than {ratio:g}x with p < {alpha}", "bold red"
+    gated = sum(r.gated for c in comparisons for r in c.rows)
+    if not gated:
+        return ("passed, but vacuously: no group had stable measurements and enough samples, so this gate "
+                "cannot fail", "yellow")
+    total = sum(len(c.rows) for c in comparisons)
+    return f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green"
+
+
 @command("compare")
 def compare(args: argparse.Namespace) -> int:
-    """Every run against the first; RecordError (exit 2) when their specs differ."""
+    """Every run against the first; RecordError (exit 2) when their specs differ. With
+    --fail-on-regression exit 1 on a regression; with --json stdout holds the JSON alone, so
+    human lines go to stderr."""
     base = load_record(Path(args.base))
-    from harness.compare import compare_records  # scipy.stats: only for compare
     from harness.report.html import write_compare
 
-    comparisons = [compare_records(base, load_record(Path(f)), (args.base, f)) for f in args.others]
+    gate = args.fail_on_regression is not None
+    ratio = args.fail_on_regression or FACTOR
+    comparisons = [compare_records(base, load_record(Path(f)), (args.base, f), factor=ratio, gate=gate)
+                   for f in args.others]
+    human = err if args.json else out
     for c in comparisons:
-        out.print(compare_table(c))
+        if not args.json:
+            out.print(compare_table(c))
+        for text, style in _gate_lines(c, len(comparisons) > 1):
+            human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
     if args.html:
-        out.print(f"report: {write_compare(comparisons, Path(args.html))}")
-    return 0
+        human.print(f"report: {write_compare(comparisons, Path(args.html))}")
+    passed = all(c.passed for c in comparisons)
+    if gate:
+        text, style = _verdict(comparisons, ratio)
+        human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    if args.json:
+        print(CompareOutput(gate=ratio if gate else None, passed=passed, comparisons=comparisons)
+              .model_dump_json(indent=2))
+    return 0 if passed else EXIT_REGRESSION
 
 
 def _cache(root: Path) -> ResultCache:
@@ -260,6 +327,17 @@ def calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("history")
+def history(args: argparse.Namespace) -> int:
+    """asv's results across commits as one self-contained page (asv's own site needs the network)."""
+    from harness.history import load
+    from harness.report.history_page import write_history
+
+    results_dir = Path(args.results)
+    out.print(f"history: {write_history(load(results_dir), results_dir, Path(args.output))}")
+    return 0
+
+
 @command("schema")
 def schema(args: argparse.Namespace) -> int:
     print(json.dumps(Spec.model_json_schema(), indent=2))
@@ -293,6 +371,11 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("base", metavar="RUN_A", help="run folder every other run is compared against")
     cmp.add_argument("others", nargs="+", metavar="RUN_B", help="run folders of the same spec")
     cmp.add_argument("--html", metavar="FILE", help="also write the comparison as an HTML page")
+    cmp.add_argument("--fail-on-regression", nargs="?", const=FACTOR, type=_ratio, metavar="RATIO",
+                     help=f"exit 1 when a group of a RUN_B is slower than RUN_A by more than RATIO (default "
+                     f"{FACTOR}) with Mann-Whitney p < {ALPHA}; unstable measurements are reported, not gated on")
+    cmp.add_argument("--json", action="store_true",
+                     help="print the comparisons and the gate's verdict as JSON on stdout (the rest on stderr)")
     sub.choices["run"].add_argument("--no-cache", action="store_true",
                                     help="compute everything; neither read nor write the result cache")
     cache_parser = sub.add_parser("cache", help="list, verify or clear the result cache")
@@ -310,6 +393,9 @@ def parser() -> argparse.ArgumentParser:
     cal.add_argument("--show", action="store_true", help="print this machine's wisdom; measure nothing")
     cal.add_argument("--dir", default=str(DEFAULT_CACHE_DIR),
                      help=f"cache folder whose wisdom/ to use (default {DEFAULT_CACHE_DIR}; $HARNESS_WISDOM overrides)")
+    hist = sub.add_parser("history", help="asv results across commits and machines as a self-contained HTML page")
+    hist.add_argument("--results", default="results/asv", help="asv's results_dir (default results/asv)")
+    hist.add_argument("-o", "--output", default="results/history.html", help="HTML file (default results/history.html)")
     sub.add_parser("schema", help="print the spec's JSON Schema")
     return p
 
@@ -322,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in exc.lines:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
-    except (DataError, RecordError) as exc:
+    except (DataError, RecordError, HistoryError) as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@ what CPU fan-out strategies are handed. Nobody downstream knows which one it got
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 import sys
@@ -73,10 +74,28 @@ class SerialExecutor(Executor):
         return future
 
 
+def dashboard_line(client: Any, local: bool) -> str:
+    """Where the client's dashboard is: the LocalCluster's is on a random port, so the user
+    learns it only from us. A scheduler without one gives "", None or a KeyError, depending on
+    the client's kind; our LocalCluster without bokeh serves only a page asking for it."""
+    try:
+        link = client.dashboard_link
+    except Exception:  # noqa: BLE001  (any failure to find it means: no dashboard to show)
+        link = None
+    if not link:
+        return "dask dashboard: not available (pip install bokeh)"
+    if local and importlib.util.find_spec("bokeh") is None:
+        return f"dask dashboard: {link} (empty without bokeh: pip install bokeh)"
+    return f"dask dashboard: {link}"
+
+
 @contextmanager
-def dask_executor(address: str | None, workers: int, threads_per_worker: int) -> Iterator[Executor]:
+def dask_executor(
+    address: str | None, workers: int, threads_per_worker: int,
+    on_link: Callable[[str], None] = lambda line: None,
+) -> Iterator[Executor]:
     """Client.get_executor() on the scheduler at `address`, or on a LocalCluster of `workers`
-    processes that lives as long as the run.
+    processes that lives as long as the run; `on_link` hears where its dashboard is.
 
     Our LocalCluster allows no silent retries (allowed-failures = 0): a chunk whose worker died
     comes back as KilledWorker, and the runner resubmits it and records that it did. An existing
@@ -87,6 +106,7 @@ def dask_executor(address: str | None, workers: int, threads_per_worker: int) ->
 
     if address is not None:
         with Client(address) as client:
+            on_link(dashboard_line(client, local=False))
             yield client.get_executor(pure=False)
         return
     with (
@@ -100,4 +120,5 @@ def dask_executor(address: str | None, workers: int, threads_per_worker: int) ->
         ) as cluster,
         Client(cluster) as client,
     ):
+        on_link(dashboard_line(client, local=True))
         yield client.get_executor(pure=False)

@@ -43,6 +43,8 @@ class MachineInfo(BaseModel):
     cuda_device: str | None = None
     cuda_memory_total: int | None = None
     cuda_memory_free: int | None = None
+    numpy_blas: str | None = None  # what numpy was built against, whatever is loaded when probed
+    thread_env: dict[str, str] = {}  # thread variables set in the environment when probed
 
     @property
     def identity(self) -> str:
@@ -75,6 +77,18 @@ def _cpu_name() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def _numpy_blas() -> str | None:
+    """numpy's BLAS as built (`scipy-openblas 0.3.31`), from numpy's own build record."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]  # type: ignore[index]
+        return f"{blas['name']} {blas.get('version', '')}".strip()
+    except Exception:  # numpy < 1.26 has no mode="dicts"; a build without the record
+        return None
 
 
 def usable_cores() -> int:
@@ -115,6 +129,8 @@ def probe() -> MachineInfo:
             )
             for p in threadpool_info()
         ],
+        numpy_blas=_numpy_blas(),
+        thread_env={name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
     )
     if cuda_available():
         torch = sys.modules["torch"]

@@ -5,12 +5,12 @@ finished phase when stderr is not a terminal (a log, CI)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,6 +21,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from harness.units import format_seconds
 
@@ -50,6 +51,18 @@ class Phase:
             self.display.progress.update(self.task, item=text)
 
 
+class _Progress(Progress):
+    """One empty line while no phase runs, as at the end of every run: rich before 15 stops a Live
+    whose last render was empty with a newline it never erases (Textualize/rich#3796), a blank line
+    above the run table; a one-line render it erases in every version."""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        if self.tasks:
+            yield from super().get_renderables()
+        else:
+            yield Text("")
+
+
 class Display:
     """Live on a terminal, one line per phase elsewhere; a context manager around a run."""
 
@@ -60,7 +73,7 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
-            self.progress = Progress(
+            self.progress = _Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 BarColumn(bar_width=24),

@@ -87,6 +87,21 @@ class StrategyTiming(BaseModel):
         """`group: reason` of every group measured under unreliable conditions."""
         return [f"{g.group}: {r}" for g in self.groups for r in g.measurement.reasons]
 
+    @property
+    def quartile_totals(self) -> tuple[float, float]:
+        """The 25th and 75th percentiles of the workload total: each group's sample quartiles per
+        matrix, scaled to the group's size and summed (as estimate_total_s is). Here, not in the
+        charts, so that the terminal shows the same interval without importing matplotlib."""
+        q = np.zeros(2)
+        for g in self.groups:
+            q += np.percentile(g.measurement.samples_s, [25, 75]) * g.total / g.sampled
+        return float(q[0]), float(q[1])
+
+    @property
+    def fewest_samples(self) -> int:
+        """The fewest samples of any group: below 2, the quartiles show no spread, only one call."""
+        return min((len(g.measurement.samples_s) for g in self.groups), default=0)
+
 
 class ChunkPlacement(BaseModel):
     """Where and when one chunk of a full analysis ran."""

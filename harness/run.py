@@ -24,6 +24,7 @@ from harness.data.layout import AdapterLayout
 from harness.data.memo import MemoSource
 from harness.data.workload import MatrixRef, Workload, chunks
 from harness.executors import dask_executor, process_pool
+from harness.exports import write_exports
 from harness.feature_step import feature_rows
 from harness.features import SUBSPACE_FEATURES, csv_rows, write_features_csv
 from harness.pca_step import pca_results, save_pca
@@ -104,7 +105,8 @@ class Runner:
             plan = self.plan
             with self.display.phase(f"starting {plan.workers} {plan.executor} workers") as phase:
                 if plan.executor == "dask":
-                    manager = dask_executor(plan.dask_address, plan.workers, plan.threads_per_worker)
+                    manager = dask_executor(plan.dask_address, plan.workers, plan.threads_per_worker,
+                                            on_link=self.display.note)
                     self._pool = self._stack.enter_context(manager)
                 else:
                     self._pool = self._stack.enter_context(process_pool(plan.workers, plan.threads_per_worker))
@@ -158,13 +160,15 @@ class Runner:
         """Write the record, which says how far the run got; the spectra at the end, or after
         each step when there is no cache to get them back from after a kill (thousands of small
         arrays: ~0.4 s a write); features.csv at the end (a resumed run gets its rows back from
-        the cache)."""
+        the cache), and the tidy timings.csv and verification.csv of what finished."""
         wanted = final or self.cache is None or not (self.folder / SPECTRA).exists()
         if wanted and (len(self.spectra) != self._saved_spectra or not (self.folder / SPECTRA).exists()):
             save_spectra(self.spectra, self.folder)
             self._saved_spectra = len(self.spectra)
         if final and self.features:
             write_features_csv(self.features, self.folder / FEATURES)
+        if final:
+            write_exports(self.record, self.folder)
         save_record(self.record, self.folder)
 
     def _step(self, step: Step, last_factored: bool) -> AnalysisRecord:

@@ -1,6 +1,7 @@
 """What this machine has measured, kept for the planner: FFTW's wisdom for strategies.
 
-One JSON file per machine identity (CPU, cores, memory, GPU, library versions, BLAS threads)
+One JSON file per machine identity (CPU, cores, memory, GPU, library versions, numpy's BLAS, the
+thread variables set)
 under the cache folder. `harness calibrate` fills it, and every run adds what its benchmark
 measured (unstable measurements excepted); `auto` then plans from seconds measured here rather
 than from constants fitted elsewhere. A file written under another identity or wisdom version is
@@ -136,7 +137,10 @@ def identity(machine: MachineInfo) -> dict[str, str]:
         "numpy": machine.numpy,
         "scipy": machine.scipy,
         "torch": machine.torch or "none",
-        "blas": ", ".join(sorted(f"{p.library} {p.version} x{p.threads}" for p in machine.blas)),
+        # numpy's BLAS as built, not the pools loaded when the machine was probed: those change
+        # as torch and scipy.linalg are imported
+        "blas": machine.numpy_blas or "unknown",
+        "threads": ", ".join(f"{k}={v}" for k, v in sorted(machine.thread_env.items())) or "library defaults",
     }
 
 

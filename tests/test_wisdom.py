@@ -17,7 +17,7 @@ from harness.calibrate import _spec, calibrate, lora_ops, values_ops
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.workload import ShapeGroup, Workload
-from harness.machine import probe
+from harness.machine import ThreadPool, probe
 from harness.plan import compile_plan
 from harness.progress import Display
 from harness.report.terminal import plan_table
@@ -124,6 +124,9 @@ def test_wisdom_of_another_machine_or_version_is_never_used(tmp_path: Path) -> N
     for change in ({"numpy": "0.0.1"}, {"cores": MACHINE.cores + 1}, {"cpu": "another CPU"},
                    {"cuda_device": "NVIDIA H100"}, {"harness": "0.0.0"}, {"torch": "1.0"}):
         assert wisdom.load(tmp_path, MACHINE.model_copy(update=change)).observations == [], change
+    assert wisdom.load(tmp_path, MACHINE.model_copy(update={"thread_env": {"OMP_NUM_THREADS": "1"}})).observations == []
+    loaded = ThreadPool(api="openmp", library="libgomp.so.1", version=None, threads=2)  # torch imported since
+    assert len(wisdom.load(tmp_path, MACHINE.model_copy(update={"blas": [*MACHINE.blas, loaded]})).observations) == 1
     path = wisdom.path_for(tmp_path, MACHINE)
     raw = json.loads(path.read_text())
     path.write_text(json.dumps(raw | {"version": wisdom.VERSION + 1}))

@@ -11,9 +11,13 @@ import matplotlib
 import numpy as np
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogFormatter, LogLocator, NullFormatter
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import LogFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from harness.bench.roofline import Roof, roof_device
+from harness.compare import Comparison
+from harness.report.terminal import COMPUTED_MARK, COMPUTED_NOTE, strategy_label
 from harness.results import AnalysisRecord, RunRecord
 from harness.units import format_rate, format_seconds, format_speedup
 
@@ -35,23 +39,12 @@ def _figure(width: float, height: float) -> Figure:
         return Figure(figsize=(width, height), layout="constrained")
 
 
-def quartile_totals(analysis: AnalysisRecord) -> list[tuple[float, float]]:
-    """Per strategy, the 25th and 75th percentile of the workload total: each group's sample
-    quartiles per matrix, scaled to the group's size and summed (as estimate_total_s is)."""
-    out = []
-    for t in analysis.timings:
-        q = np.zeros(2)
-        for g in t.groups:
-            q += np.percentile(g.measurement.samples_s, [25, 75]) * g.total / g.sampled
-        out.append((float(q[0]), float(q[1])))
-    return out
-
-
-def timing_chart(analysis: AnalysisRecord) -> str:
-    """Workload time (log scale) and speedup vs the baseline per strategy, IQR as error bars."""
-    names = [t.strategy for t in analysis.timings]
+def timing_figure(analysis: AnalysisRecord) -> Figure:
+    """Workload time (log scale) and speedup vs the baseline per strategy, [q1, q3] as error bars;
+    each strategy labelled as the tables label it (`torch * (compare)`)."""
+    names = [f"{strategy_label(analysis, t.strategy)} ({t.role})" for t in analysis.timings]
     medians = np.array([t.estimate_total_s for t in analysis.timings])
-    quartiles = np.array(quartile_totals(analysis))
+    quartiles = np.array([t.quartile_totals for t in analysis.timings])
     y = np.arange(len(names))
     fig = _figure(7.5, 0.45 * len(names) + 1.0)
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
@@ -61,9 +54,9 @@ def timing_chart(analysis: AnalysisRecord) -> str:
     left = 10 ** np.floor(np.log10(max(quartiles[:, 0].min(), 1e-12)))
     ax_t.barh(y, medians - left, left=left, xerr=xerr, color=colors, capsize=3)
     ax_t.set_xscale("log")
-    ax_t.xaxis.set_minor_formatter(NullFormatter())  # 2x10^-4, 3x10^-4, ... overlap
+    ax_t.xaxis.set_minor_formatter(NullFormatter())  # 2x10^-4, 3x10^-4, ... overlap; `left`, a decade, is labelled
     ax_t.set_xlim(left, quartiles[:, 1].max() * 4)  # room for the labels
-    ax_t.set_xlabel("workload time, s (median, IQR bars)")
+    ax_t.set_xlabel("workload time, s\n(median, [q1, q3] bars)")
     ax_t.set_yticks(y, names)
     ax_t.invert_yaxis()
     for yi, m, q3 in zip(y, medians, quartiles[:, 1]):
@@ -80,12 +73,17 @@ def timing_chart(analysis: AnalysisRecord) -> str:
             ax_s.annotate(format_speedup(s), (hi, yi), xytext=(4, 0), textcoords="offset points", fontsize=7,
                           va="center")
         ax_s.margins(x=0.15)
-    ax_s.set_xlabel("speedup vs baseline (red: chosen)")
-    return to_svg(fig)
+    ax_s.set_xlabel(f"speedup vs baseline\n(red, {COMPUTED_NOTE})")
+    return fig
 
 
-def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> str:
-    """Singular values by index per module: median line and 10-90% band, log scale.
+def timing_chart(analysis: AnalysisRecord) -> str:
+    return to_svg(timing_figure(analysis))
+
+
+def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> Figure:
+    """Singular values by index per module: median line and 10-90% band, log scale, labelled
+    even when the values span less than a decade (svd_topk's few values).
 
     Exact zeros (the min(m, n) - r zeros of a rank-r LoRA spectrum) have no place on a log axis:
     they are left out, so the line ends at the rank instead of the axis reaching 1e-300."""
@@ -101,21 +99,29 @@ def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], tit
     if zeros:
         title += " (exact zeros not drawn)"
     ax.set_yscale("log")
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    _log_axis(ax.yaxis)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 1, 2, 3, not 1.25
     ax.set_xlabel("index i")
     ax.set_ylabel("singular value s_i")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    return to_svg(fig)
+    return fig
 
 
-def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], title: str) -> str:
+def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> str:
+    return to_svg(decay_figure(bands, title))
+
+
+def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], title: str,
+            xlabel: str = "", ylabel: str = "") -> str:
     """A labelled heatmap, each cell annotated when there are few enough to read."""
     fig = _figure(1.2 + 0.45 * max(len(cols), 4), 1.0 + 0.35 * max(len(rows), 3))
     ax = fig.subplots()
     image = ax.imshow(values, aspect="auto", cmap="viridis")
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, shrink=0.8)
     if values.size <= 100:
@@ -150,6 +156,7 @@ class RooflinePoint:
     group: str
     intensity: float  # flops per byte
     gflops: float  # achieved GFLOP/s
+    computed: bool = False  # its strategy computed the analysis's recorded results
 
 
 def roofline_points(record: RunRecord) -> list[RooflinePoint]:
@@ -162,7 +169,8 @@ def roofline_points(record: RunRecord) -> list[RooflinePoint]:
                 if g.measurement.median_s <= 0 or not g.flops or not g.bytes:
                     continue
                 points.append(RooflinePoint(a.name, t.strategy, roof_device(t.device),  # type: ignore[arg-type]
-                                            g.group, g.flops / g.bytes, g.gflops_per_s or 0.0))
+                                            g.group, g.flops / g.bytes, g.gflops_per_s or 0.0,
+                                            t.strategy == a.strategy))
     return points
 
 
@@ -224,7 +232,8 @@ def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dty
     for (analysis, strategy, device), group in series.items():
         x = [p.intensity for p in group]
         y = [p.gflops for p in group]
-        label = f"{analysis}: {strategy}" + (f" on {device}" if device != "cpu" else "")
+        mark = f" {COMPUTED_MARK}" if group[0].computed else ""  # as the tables mark it
+        label = f"{analysis}: {strategy}{mark}" + (f" on {device}" if device != "cpu" else "")
         ax.scatter(x, y, s=28, color=colors[strategy], marker=markers[analysis], label=label, zorder=3)
         if (roof := roofs.get(device)) is not None and roof.peak(dtype) is not None:
             ceilings = [roof.ceiling(xi, dtype) for xi in x]
@@ -245,3 +254,65 @@ def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dty
 
 def roofline_chart(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> str:
     return to_svg(roofline_figure(points, roofs, dtype))
+
+
+# (largest log10 extent, ticks): round ratios a reader knows (0.5 is 2x faster), finer near 1
+RATIO_TICKS = ((0.12, [0.8, 0.9, 1, 1.1, 1.25]), (0.35, [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2]),
+               (0.75, [0.2, 0.33, 0.5, 1, 2, 3, 5]), (1.1, [0.1, 0.2, 0.5, 1, 2, 5, 10]),
+               (2.2, [0.01, 0.1, 1, 10, 100]))
+CHANGE_COLOR = {"slower": "#c0392b", "faster": "#1b7f3a", "same": "#5b7fa6", "too few samples": "#999999"}
+CHANGE_LABEL = {"slower": "slower", "faster": "faster", "same": "no significant change",
+                "too few samples": "too few samples for the test"}
+
+
+def ratio_figure(c: Comparison) -> Figure:
+    """B/A per (analysis, strategy, shape group) on a log axis centred on 1: the ratio of medians
+    as a point, q1(B)/q3(A) to q3(B)/q1(A) as its bar (both interquartile ranges combined, no
+    bootstrap), the band inside which no change is reported shaded, unstable rows hollow and the
+    gate's regressions as red diamonds: where a table of ratios hides how wide each one is."""
+    rows = c.rows
+    finite = [abs(np.log10(v)) for r in rows for v in (r.ratio_low, r.ratio, r.ratio_high) if 0 < v < np.inf]
+    extent = 1.4 * max([np.log10(c.factor), *finite]) + 0.01  # room for the labels right of the bars
+    lo_x, hi_x = 10**-extent, 10**extent
+    fig = _figure(9.0, 0.3 * len(rows) + 1.4)
+    ax = fig.subplots()
+    ax.axvspan(1 / c.factor, c.factor, color="#e8e8e8", lw=0, zorder=0)
+    ax.axvline(1.0, color="#444", lw=0.8, ls="--", zorder=1)
+    y = np.arange(len(rows))
+    for yi, r in zip(y, rows):
+        color = CHANGE_COLOR[r.change]
+        low, high = np.clip([min(r.ratio_low, r.ratio), max(r.ratio_high, r.ratio)], lo_x, hi_x)
+        ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]], fmt="D" if r.regression else "o",
+                    ms=7 if r.regression else 5, color=color, mfc="white" if r.unstable else color, capsize=3,
+                    zorder=3)
+        ax.annotate(f"{r.ratio:.3g}x", (high, yi), xytext=(4, 0), textcoords="offset points", fontsize=7,
+                    va="center", color=color, fontweight="bold" if r.regression else "normal")
+    ax.set_xscale("log")
+    ax.set_xlim(lo_x, hi_x)
+    ticks = next((t for limit, t in RATIO_TICKS if extent <= limit), None)
+    if ticks is None:  # beyond 100x either way: every few decades
+        k = int(np.ceil(extent))
+        ticks = sorted({10.0 ** (s * e) for e in range(0, k + 1, int(np.ceil(k / 3))) for s in (-1, 1)})
+    ticks = [t for t in ticks if lo_x <= t <= hi_x]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks(y, [r.label for r in rows], fontsize=7)
+    for label, r in zip(ax.get_yticklabels(), rows):
+        if r.regression:
+            label.set_color(CHANGE_COLOR["slower"])
+            label.set_fontweight("bold")
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
+    ax.set_xlabel("B / A per matrix, log scale: ratio of medians (point), q1(B)/q3(A) to q3(B)/q1(A) (bar)")
+    ax.set_title(f"B = {c.b.folder} against A = {c.a.folder}", fontsize=9)
+    ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
+    handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
+    for change in CHANGE_COLOR:
+        if any(r.change == change and not r.regression for r in rows):
+            handles.append(Line2D([], [], marker="o", ls="", color=CHANGE_COLOR[change], label=CHANGE_LABEL[change]))
+    if any(r.unstable for r in rows):
+        handles.append(Line2D([], [], marker="o", ls="", color="#666", mfc="white", label="unstable" + (": not gated" if c.gate else "")))
+    if any(r.regression for r in rows):
+        handles.append(Line2D([], [], marker="D", ls="", color=CHANGE_COLOR["slower"],
+                              label=f"regression: fails the {c.gate:g}x gate"))
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return fig

@@ -12,10 +12,11 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from harness.compare import Comparison
+from harness.compare import Comparison, min_samples
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
-from harness.report.terminal import axes_summary, peak_share
+from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, axes_summary, peak_share, spread,
+                                     strategy_label)
 from harness.atomic import write_atomic
 from harness.results import AnalysisRecord, RunRecord, load_record
 from harness.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
@@ -43,15 +44,14 @@ def environment() -> Environment:
 
 def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, Any]]:
     rows = []
-    for t, (q1, q3) in zip(analysis.timings, charts.quartile_totals(analysis)):
+    for t in analysis.timings:
         sampled = sum(g.sampled for g in t.groups)
         rows.append(
             {
                 "timing": t,
-                "chosen": t.strategy == analysis.strategy,
+                "label": strategy_label(analysis, t.strategy),  # as the terminal table writes it
                 "per_matrix": sum(g.measurement.median_s for g in t.groups) / sampled,
-                "q1": q1,
-                "q3": q3,
+                "spread": spread(t),
                 "samples": sum(len(g.measurement.samples_s) for g in t.groups),
                 "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),
                 # (unstable?, text): what was reused or cut, and why a measurement is unreliable
@@ -93,7 +93,8 @@ def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
                 "scatter": None if scores is None or scores.ndim != 2 or scores.shape[0] != len(labels)
                 else Markup(charts.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
                 "cosine": None if cosine is None or cosine.shape != (len(labels), len(labels))
-                else Markup(charts.heatmap(cosine, labels, labels, f"{analysis}: cosine similarity")),
+                else Markup(charts.heatmap(cosine, labels, labels, f"{analysis}: cosine similarity", "adapter",
+                                           "adapter")),
             }
         )
     return sections
@@ -120,7 +121,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
         {
             "record": a,
             "rows": _timing_rows(record, a),
-            "checks": a.verification,
+            "checks": [(strategy_label(a, v.strategy), v) for v in a.verification],
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
             "spectra": _spectra(bands, a.name),
         }
@@ -128,12 +129,13 @@ def render_report(record: RunRecord, folder: Path) -> str:
     ]
     heatmaps = [
         {"title": f"{analysis}: {metric} ({module})",
-         "svg": Markup(charts.heatmap(grid, adapters, layers, f"{metric}, {module}: adapter x layer"))}
+         "svg": Markup(charts.heatmap(grid, adapters, layers, f"{metric}, {module}: adapter x layer", "layer",
+                                      "adapter"))}
         for (analysis, metric, module), (grid, adapters, layers) in feature_grids(read_features(folder)).items()
     ]
     return environment().get_template("report.html.j2").render(
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
-        roofline=_roofline(record),
+        roofline=_roofline(record), notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE},
     )
 
 
@@ -148,6 +150,9 @@ def write_report(folder: Path, output: Path | None = None) -> Path:
 
 
 def write_compare(comparisons: list[Comparison], path: Path) -> Path:
-    html = environment().get_template("compare.html.j2").render(comparisons=comparisons)
+    """The comparison page: per B, its table and its chart of B/A ratios with their spread."""
+    sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None,
+                 "need": min_samples(c.alpha)} for c in comparisons]
+    html = environment().get_template("compare.html.j2").render(comparisons=comparisons, sections=sections)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.markup import escape
 from rich.table import Table
 
 from harness.bench.conditions import Conditions
@@ -14,7 +15,7 @@ from harness.machine import MachineInfo
 from harness.bench.roofline import Roof, roof_device
 from harness.plan import Candidate, Plan, Timed
 from harness.results import AnalysisRecord, RunRecord, StrategyTiming
-from harness.units import format_bytes, format_rate, format_seconds, format_share
+from harness.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
 from harness.wisdom import Wisdom
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
@@ -97,6 +98,30 @@ def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
     return None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
 
 
+# One vocabulary for the terminal table, the HTML tables and the chart labels: the role says why a
+# strategy was timed, a separate mark says which one computed the recorded results (any role can)
+COMPUTED_MARK = "*"
+COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
+ROLES_NOTE = ("Role: baseline, the speedups' reference; compare, named in the spec's compare list; chosen, "
+              f"timed because the plan chose it. {COMPUTED_NOTE}, whatever its role.")
+SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the workload total over the samples; "
+               "n=1: timed once, no spread to show")
+
+
+def strategy_label(analysis: AnalysisRecord, strategy: str) -> str:
+    """`torch *` for the strategy that computed the analysis's results, else `torch`."""
+    return strategy + (f" {COMPUTED_MARK}" if strategy == analysis.strategy else "")
+
+
+def spread(t: StrategyTiming) -> str:
+    """`[52.1 ms, 61.0 ms]`: the workload total's quartiles as an interval, which a `± IQR` beside
+    the median read as a half-width is not; `n=1` when a group was timed once (no spread at all)."""
+    if t.fewest_samples < 2:
+        return "n=1"
+    q1, q3 = t.quartile_totals
+    return f"[{format_seconds(q1)}, {format_seconds(q3)}]"
+
+
 def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) -> None:
     checks = {v.strategy: v for v in analysis.verification}
     for t in analysis.timings:
@@ -105,12 +130,12 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
         errors = f"{v.values_error:.1e}" + (f" / {v.vectors_error:.1e}" if v.vectors_error is not None else "")
         table.add_row(
             analysis.name,
-            t.strategy + (" *" if t.strategy == analysis.strategy else ""),
+            strategy_label(analysis, t.strategy),
             t.role,
             t.device,
             format_seconds(per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
-            ("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s) + f" ± {format_seconds(t.iqr_total_s)}",
-            f"{t.speedup:.1f}x" if t.speedup is not None else "-",
+            escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s) + " " + spread(t)),
+            format_speedup(t.speedup),
             format_rate(t.gflops_per_s),
             format_share(peak_share(record, t)),
             errors,
@@ -124,8 +149,8 @@ def run_table(record: RunRecord) -> Table:
     table = Table(
         title=f"{record.experiment}: {record.plan.n_matrices} matrices on {record.machine.describe()}",
         title_justify="left",
-        caption="* computed the recorded results. ! measured under unreliable conditions (below). "
-        "Time: median per matrix on the sample; total scaled to the workload (~ = extrapolated) ± IQR. "
+        caption=f"{ROLES_NOTE} ! measured under unreliable conditions (below). "
+        f"Time: median per matrix on the sample; total scaled to the workload (~ = extrapolated). {escape(SPREAD_NOTE)}. "
         "GFLOP/s: achieved; % of peak: of the roof at the kernel's flops per byte, min(GEMM peak, "
         "bandwidth x flops/byte), both measured on this machine" + (
             "" if record.roofs else " (none measured: `harness calibrate`)") + "; over 100%: the data fit in "

@@ -103,7 +103,7 @@ def test_ctrl_c_leaves_an_incomplete_record_and_no_partial_files(tmp_path: Path)
     assert "Traceback" not in stderr
     record = json.loads((out / "record.json").read_text())
     assert record["complete"] is False and record["finished"]
-    assert sorted(p.name for p in out.iterdir()) == ["record.json", "spectra.npz"]
+    assert sorted(p.name for p in out.iterdir()) == ["record.json", "spectra.npz", "timings.csv", "verification.csv"]
     assert os.path.getsize(out / "spectra.npz") > 0
 
 

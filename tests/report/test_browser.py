@@ -4,6 +4,7 @@ HARNESS_NO_BROWSER=1 skips it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -59,4 +60,47 @@ def test_report_in_browser(smoke_run: tuple[Path, RunRecord], tmp_path: Path) ->
     assert console_messages(result.stderr) == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
     if target := os.environ.get("HARNESS_SCREENSHOT"):  # to look at it: HARNESS_SCREENSHOT=/tmp/x.png
+        shutil.copy(shot, target)
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """URLs the page itself asked the network for, from Chromium's --log-net-log: the browser's own
+    background requests (updates, accounts) have no origin as initiator and are not the page's."""
+    log = json.loads(netlog.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    begun = [e["params"] for e in log["events"] if e["type"] == start and "url" in e.get("params", {})]
+    return [p["url"] for p in begun if p.get("initiator") != "not an origin" and not p["url"].startswith("file:")]
+
+
+def test_compare_page_in_browser(smoke_run: tuple[Path, RunRecord], tmp_path: Path) -> None:
+    from harness import cli
+    from harness.compare import compare_records
+    from harness.results import load_record
+
+    from ..test_compare import saved, synthetic
+
+    offline = "--host-resolver-rules=MAP * ~NOTFOUND"  # a request that left would fail, and be logged
+    probe = tmp_path / "fetches.html"  # the check can fire: a page that fetches an image is caught
+    probe.write_text('<html><body><img src="https://example.com/x.png"></body></html>')
+    chromium(probe, tmp_path / "p0", offline, f"--log-net-log={tmp_path / 'probe.json'}", "--dump-dom")
+    assert page_requests(tmp_path / "probe.json") == ["https://example.com/x.png"]
+
+    record = smoke_run[1]
+    a = saved(synthetic(record, seed=1), tmp_path / "A")
+    b = saved(synthetic(record, seed=2, scale={"numpy": 3.0}, unstable="torch"), tmp_path / "B")
+    page = tmp_path / "compare.html"
+    assert cli.main(["compare", a, b, "--fail-on-regression", "--html", str(page)]) == 1
+    rows = compare_records(load_record(Path(a)), load_record(Path(b)), (a, b), gate=True).rows
+    dom = chromium(page, tmp_path / "p1", offline, f"--log-net-log={tmp_path / 'net.json'}", "--dump-dom")
+    assert console_messages(dom.stderr) == [] and page_requests(tmp_path / "net.json") == []
+    assert dom.stdout.count("<svg") == 1 and dom.stdout.count("<path") > 10  # the ratio chart is drawn
+    text = dom.stdout.replace("&amp;", "&")
+    assert [r.label for r in rows if r.label not in text] == []  # one labelled row per group
+    assert [f"{r.ratio:.3g}x" for r in rows if f"{r.ratio:.3g}x" not in text] == []
+    assert "B / A per matrix, log scale" in text and "REGRESSION" in text
+    shot = tmp_path / "compare.png"
+    result = chromium(page, tmp_path / "p2", offline, "--window-size=1200,2400", f"--screenshot={shot}")
+    assert console_messages(result.stderr) == []
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    if target := os.environ.get("HARNESS_SCREENSHOT_COMPARE"):  # to look at it
         shutil.copy(shot, target)

@@ -1,0 +1,94 @@
+"""What `harness run` leaves on the screen: the table right below the progress display (no blank
+lines from the live display closing, on a terminal or not), and a record whose command
+reproduces the run."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness import cli
+from harness.progress import Display
+from tests.conftest import CONFIGS
+
+SMOKE = str(CONFIGS / "smoke.toml")
+CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
+
+
+def screen(output: str) -> list[str]:
+    """The lines a terminal shows after `output`: text, CR, LF, cursor up (CSI A) and erase line
+    (CSI 2K) applied; other escapes dropped; trailing empty lines left out."""
+    lines, row, col, i = [""], 0, 0, 0
+    while i < len(output):
+        if m := CSI.match(output, i):
+            if m.group(2) == "A":
+                row = max(0, row - int(m.group(1) or 1))
+            elif m.group(2) == "K":
+                lines[row] = ""
+            i = m.end()
+            continue
+        ch = output[i]
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            row, col = row + 1, 0
+            lines += [""] * (row + 1 - len(lines))
+        elif ch != "\x1b":
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + ch + line[col + 1:]
+            col += 1
+        i += 1
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [line.rstrip() for line in lines]
+
+
+def test_the_screen_emulation_applies_cursor_moves() -> None:
+    assert screen("a\nbb\r\x1b[2K\x1b[1A\x1b[2Kc\n") == ["c"]
+
+
+def test_the_live_display_leaves_no_blank_line_on_a_terminal() -> None:
+    """Every phase ended, the live display's last render is empty; older rich versions then ended
+    it with a newline nobody erased, the blank lines above the run table."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=100, height=30, color_system=None)
+    console.print("before")
+    with Display(console) as display:
+        assert display.progress is not None  # live, as on a terminal
+        with display.phase("outer", total=2) as outer:
+            with display.phase("inner", total=3) as inner:
+                inner.item("matrix 1")
+                inner.advance(3)
+                display.progress.refresh()  # two lines drawn
+            outer.advance(2)
+    console.print("the table")
+    assert screen(buffer.getvalue()) == ["before", "the table"]
+
+
+def test_run_output_starts_with_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", SMOKE, "-o", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("smoke: 12 matrices on "), out[:200]
+    assert "\n\n" not in out
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    return cli.parser().parse_args(argv)
+
+
+def test_the_recorded_command_has_the_output_folder_and_the_flags() -> None:
+    argv = ["run", SMOKE, "--set", "data.adapters=4", "--budget", "5s", "-o", "out dir", "--report", "--no-cache"]
+    command = cli._run_command(parse(argv))
+    assert shlex.split(command) == ["harness", "run", SMOKE, "--set=data.adapters=4", '--set=benchmark.budget="5s"',
+                                    "-o", "out dir", "--report", "--no-cache"]
+    # without -o a run writes a fresh folder under results/: nothing to repeat
+    assert shlex.split(cli._run_command(parse(["run", SMOKE]))) == ["harness", "run", SMOKE]
+    # and the command parses back to the same arguments
+    again = parse(shlex.split(command)[1:])
+    assert (again.output, again.report, again.no_cache) == ("out dir", True, True)
