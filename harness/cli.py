@@ -97,18 +97,46 @@ def _run_command(args: argparse.Namespace) -> str:
     return shlex.join(words + ["--no-cache"] * args.no_cache)
 
 
+def _run_folder(output: str | None, experiment: str, run_id: str) -> Path:
+    """The run folder, checked before anything is written: `-o` must be a new or empty folder
+    under folders (a file there would end in a traceback halfway), and the default must stay
+    inside results/ whatever the experiment's name (the spec checks it; this is the backstop)."""
+    if output is None:
+        results = Path("results")
+        folder = results / experiment / run_id
+        if experiment in ("", ".", "..") or Path(experiment).name != experiment or "\\" in experiment:
+            raise PlanError([f"experiment.name: {experiment!r} would write outside {results}/; "
+                             "expected one folder name"])
+    else:
+        folder = Path(output)
+    _check_run_folder(folder)
+    return folder
+
+
+def _check_run_folder(folder: Path) -> None:
+    """PlanError unless `folder` can become the run folder: a new or empty folder, under folders."""
+    for above in [folder, *folder.parents]:
+        if above.is_dir():
+            break
+        if above.exists():
+            inside = "" if above == folder else f" to hold {folder}"
+            raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
+    if folder.is_dir() and any(folder.iterdir()):
+        raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+
+
 @command("run")
 def run(args: argparse.Namespace) -> int:
     interrupted = False
+    if args.output:  # before the progress lines: a wrong -o is the whole answer
+        _check_run_folder(Path(args.output))
     with Display(err) as display:
         with display.phase("loading the spec, the workload and the machine") as phase:
             phase.item(str(args.spec))
             spec, workload, the_plan = _prepare(args)
         digest = spec_hash(spec)
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = Path(args.output) if args.output else Path("results") / spec.experiment.name / f"{run_id}-{digest[:8]}"
-        if folder.exists() and any(folder.iterdir()):
-            raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+        folder = _run_folder(args.output, spec.experiment.name, f"{run_id}-{digest[:8]}")
         record = RunRecord(
             harness_version=probe().harness,
             experiment=spec.experiment.name,
@@ -245,6 +273,8 @@ def cache(args: argparse.Namespace) -> int:
         root = Path(args.dir)
     elif args.spec:
         root = locate(load_spec(args.spec).execution.cache_dir, args.spec)
+    if not root.is_dir():  # else ls/verify say "0 of 0 entries check out" of a folder that is not there
+        raise PlanError([f"{root}: is a file, not a cache folder" if root.exists() else f"{root}: no cache folder here"])
     store = _cache(root)
     if args.action == "clear":
         count, size = store.clear(args.older_than)

@@ -16,19 +16,19 @@ import numpy as np
 
 from harness import wisdom
 from harness.axes_step import axes_backend, write_axes
-from harness.bench.phase import BenchPhase
+from harness.bench.phase import BenchPhase, failure_reason
 from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, StepEntry
 from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_gram_task
 from harness.data.layout import AdapterLayout
 from harness.data.memo import MemoSource
-from harness.data.workload import MatrixRef, Workload, chunks
+from harness.data.workload import DataError, MatrixRef, Workload, chunks
 from harness.executors import dask_executor, process_pool
 from harness.exports import write_exports
 from harness.feature_step import feature_rows
 from harness.features import SUBSPACE_FEATURES, csv_rows, write_features_csv
 from harness.pca_step import pca_results, save_pca
-from harness.plan import Plan, Step
+from harness.plan import Plan, PlanError, Step
 from harness.progress import Display, Phase
 from harness.results import FEATURES, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.spec import PcaAnalysis
@@ -268,7 +268,7 @@ class Runner:
                         phase.advance(len(chunk))
                     else:
                         todo.append((group.label, key, self._task(step, op, chunk)))
-            for i, outcome, attempts in self._outcomes([t for _, _, t in todo], run_chunk, phase):
+            for i, outcome, attempts in self._chosen(step, self._outcomes([t for _, _, t in todo], run_chunk, phase)):
                 label, key, chunk_task = todo[i]
                 self._store(step, chunk_task.refs, outcome.result, outcome.vectors)
                 if self.cache is not None:
@@ -282,6 +282,22 @@ class Runner:
                 ))
                 phase.advance(len(chunk_task.refs))
         return time.perf_counter() - start, cached, placements
+
+    def _chosen(
+        self, step: Step, outcomes: Iterator[tuple[int, ChunkOutcome, int]]
+    ) -> Iterator[tuple[int, ChunkOutcome, int]]:
+        """The chosen strategy's outcomes; its failure ends the run as a PlanError (one line, exit
+        2): the analysis has no results and later ones never run, so there is no verdict to give
+        (exit 3), and the remedy is the user's: another strategy for this analysis. The record on
+        disk stays marked incomplete (Runner.run saves it on the way out)."""
+        try:
+            yield from outcomes
+        except (MemoryError, DataError):
+            raise  # the machine's trouble, or a bad input file (the CLI has its own line for it)
+        except Exception as exc:
+            raise PlanError([f"{step.analysis}: the chosen strategy {step.strategy} failed: {failure_reason(exc)}; "
+                             f"choose another (analysis.strategy); {self.folder} holds a record marked "
+                             "incomplete"]) from exc
 
     def _task(self, step: Step, op: OpRequest, chunk: Sequence[MatrixRef]) -> ChunkTask:
         """Top-k bases come back too when subspace features will compare them (m x k each)."""
@@ -362,7 +378,7 @@ class Runner:
         placements = []
         with self.display.phase(f"{step.analysis}: Grams by {step.strategy} on {step.device}",
                                 len(layout.positions)) as phase:
-            for i, outcome, attempts in self._outcomes(tasks, run_gram_task, phase):
+            for i, outcome, attempts in self._chosen(step, self._outcomes(tasks, run_gram_task, phase)):
                 results[i] = outcome.result
                 first = tasks[i].layout.positions[0]
                 placements.append(ChunkPlacement(

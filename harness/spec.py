@@ -39,10 +39,29 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+EXPERIMENT_NAME = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}"  # one folder under results/, never hidden
+
+
 class Experiment(_Section):
-    name: str = Field(pattern=rf"^{FILE_NAME}$", description="used as the results folder name")
+    name: str = Field(
+        description="the results folder's name: letters, digits, _ . -, not starting with a dot, "
+        "at most 128 characters",
+        json_schema_extra={"pattern": rf"^{EXPERIMENT_NAME}$"},
+    )
     seed: int = 0
     description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _one_safe_folder(cls, name: str) -> str:
+        """The name becomes results/<name>/: "..", "a/b" or a control character would write
+        elsewhere or make a folder no shell can name; a leading dot would hide the results."""
+        if not re.fullmatch(EXPERIMENT_NAME, name):
+            raise ValueError(
+                f"{name!r} is not a safe folder name: use 1 to 128 letters, digits, _ . - "
+                "(no path separators, not starting with a dot)"
+            )
+        return name
 
 
 class _AnalysisBase(_Section):
@@ -229,9 +248,15 @@ class SpecError(Exception):
 def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError([f"{path}: file not found"]) from None
+    except IsADirectoryError:
+        raise SpecError([f"{path}: is a folder; expected a spec file (TOML)"]) from None
+    except UnicodeDecodeError as exc:  # binary garbage, or another encoding: TOML is UTF-8
+        raise SpecError([f"{path}: not UTF-8 text (byte {exc.start}); expected a spec file (TOML)"]) from None
+    except OSError as exc:  # unreadable: permissions, a FIFO gone, an I/O error
+        raise SpecError([f"{path}: cannot read the spec ({exc.strerror or exc})"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError([f"{path}: invalid TOML: {exc}"]) from None
     problems = [f"{path}: {p}" for p in apply_overrides(raw, overrides or [])]
@@ -290,7 +315,8 @@ def _describe(exc: ValidationError) -> list[str]:
         elif err["type"] == "union_tag_not_found":
             key = err["ctx"]["discriminator"].strip("'")
             message = f"required key {key!r} is missing"
-        elif err["type"] == "union_tag_invalid":
+        elif err["type"] == "union_tag_invalid":  # pydantic's loc stops at the union: name its tag key
+            path += "." + err["ctx"]["discriminator"].strip("'")
             message = f"unknown value {err['ctx']['tag']!r}; expected one of {err['ctx']['expected_tags']}"
         lines.append(f"{path or '(top level)'}: {message}")
     return lines

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from harness.strategies.base import OpResult
 
@@ -21,12 +21,23 @@ if TYPE_CHECKING:
 
 
 class Verification(BaseModel):
+    # a failed strategy's error is inf (and a wrong answer's may be inf or NaN): written as such,
+    # not as null, so the record reads back
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+
     strategy: str
     n_checked: int
     tolerance: float
     values_error: float
     vectors_error: float | None
     passed: bool
+    reason: str | None = None  # why the strategy gave no answer to check (None: it answered)
+
+    @classmethod
+    def failed(cls, strategy: str, tolerance: float, reason: str) -> Verification:
+        """The verdict on a strategy that raised instead of answering: failed, infinitely wrong."""
+        return cls(strategy=strategy, n_checked=0, tolerance=tolerance, values_error=float("inf"),
+                   vectors_error=None, passed=False, reason=reason)
 
     @classmethod
     def judged(

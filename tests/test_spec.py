@@ -80,8 +80,8 @@ def test_unknown_key_in_tagged_sections_suggests(tmp_path: Path) -> None:
 def test_unknown_op_and_source(tmp_path: Path) -> None:
     text = GOOD.replace('"synthetic"', '"hub"').replace('"svd_topk"', '"eig"')
     lines = problems(tmp_path, text)
-    assert any(l.startswith("data: unknown value 'hub'") for l in lines)
-    assert any(l.startswith("analysis[0]: unknown value 'eig'") for l in lines)
+    assert any(l.startswith("data.source: unknown value 'hub'; expected one of") for l in lines)
+    assert any(l.startswith("analysis[0].op: unknown value 'eig'; expected one of 'svdvals'") for l in lines)
 
 
 def test_missing_op(tmp_path: Path) -> None:

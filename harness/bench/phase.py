@@ -18,7 +18,7 @@ from harness.bench.references import References, operator
 from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, TimingEntry
 from harness.data.layout import AdapterLayout
-from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload, chunks
+from harness.data.workload import DataError, MatrixRef, ShapeGroup, Source, Workload, chunks
 from harness.pca_step import gram_errors, scoped_grams
 from harness.plan import Plan, Step, Timed, position_shape
 from harness.progress import Display, Phase
@@ -83,6 +83,13 @@ def combine(strategy: str, checks: Sequence[Verification]) -> Verification:
         vectors_error=max(vectors) if vectors else None,
         passed=all(v.passed for v in checks),
     )
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line for the record and the run table: the exception's type and first line."""
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return line if len(line) <= 200 else line[:199] + "…"
 
 
 def _matrices(n: int, group: str) -> str:
@@ -240,15 +247,27 @@ class BenchPhase:
                     self.clock.done((step.analysis, timed.strategy, a.group), timed.strategy, 0.0, None)
                 continue
             groups, group_checks, done = [], [], []
+            failure: str | None = None  # why the strategy raised instead of answering
             for planned in timed.allocations:
                 name = (step.analysis, timed.strategy, planned.group)
+                if failure is not None:  # failed on an earlier group: not timed again
+                    self.clock.done(name, timed.strategy, 0.0, None)
+                    continue
                 start = time.perf_counter()
                 allowance = self.clock.allowance(name)
                 want = planned.want(bench.warmup, bench.repeats, self.clock.correction(timed.strategy))
                 a = fit(want, allowance)
                 title = f"{step.analysis}: timing {timed.strategy} on {planned.group}"
                 with self.display.phase(title, a.warmup + a.repeats) as phase:
-                    group, check = item(timed, a, allowance, phase)
+                    try:
+                        group, check = item(timed, a, allowance, phase)
+                    except (MemoryError, DataError):
+                        raise  # the machine or the input files are in trouble, not one strategy
+                    except Exception as exc:  # one strategy failing must not cost the others
+                        failure = f"{failure_reason(exc)} (on {planned.group})"
+                        phase.summary = f"failed: {failure}"
+                        self.clock.done(name, timed.strategy, time.perf_counter() - start, None)
+                        continue
                     m = group.measurement
                     phase.summary = (f"{_matrices(group.sampled, a.group)}, {len(m.samples_s)} calls, median "
                                      f"{format_seconds(m.median_s)}" + (", UNSTABLE" if m.unstable else ""))
@@ -261,6 +280,9 @@ class BenchPhase:
                 group_checks.append(check)
                 done.append(a.model_copy(update={"per_matrix_s": per_matrix,
                                                  "repeats": len(group.measurement.samples_s)}))
+            if failure is not None:  # no timing, and never cached: a re-run tries again
+                checks.append(Verification.failed(timed.strategy, step.tolerance, failure))
+                continue
             timing = summarise(timed.strategy, timed.role, timed.device, groups)
             timing.cut = cut_note(done, [p.want(bench.warmup, bench.repeats) for p in timed.allocations])
             timings.append(timing)

@@ -141,6 +141,14 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
             errors,
             "[green]yes[/]" if v.passed else "[bold red]NO[/]",
         )
+    timed = {t.strategy for t in analysis.timings}
+    planned = {t.strategy: t for s in record.plan.steps if s.analysis == analysis.name for t in s.timed}
+    for v in analysis.verification:  # raised instead of answering: no timing, only the reason
+        if v.reason is not None and v.strategy not in timed:
+            plan = planned.get(v.strategy)
+            table.add_row(analysis.name, strategy_label(analysis, v.strategy), plan.role if plan else "-",
+                          plan.device if plan else "-", "-", "-", "-", "-", "-", "-",
+                          f"[bold red]failed:[/] {escape(v.reason)}")
     for s in analysis.skipped:
         table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", s.reason)
 

@@ -34,13 +34,34 @@ class ScipySvdsStrategy(Strategy):
         from scipy.sparse.linalg import svds  # 0.2 s to import: only runs that use it pay
 
         k = op.k or 1
-        if k >= min(data.shape[1:]):
-            raise ValueError(f"scipy_svds needs k < min(m, n); got k={k} for {data.shape[1:]}")
+        m, n = data.shape[1:]
+        if k >= min(m, n) - 1:
+            # svds needs k < min(m, n) (and 1 x N or N x 1 leaves it nothing to iterate in); a
+            # matrix this thin is one LAPACK call away from the exact answer, no dearer than ARPACK
+            return dense_topk(data, k)
         S, U, Vh = [], [], []
         for W in data:
-            u, s, vh = svds(W, k=k, random_state=np.random.default_rng(ctx.seed))
+            scale = float(np.max(np.abs(W))) if W.size else 0.0
+            if scale == 0.0:  # all zeros: every singular value is 0 and any orthonormal vectors do
+                S.append(np.zeros(k, W.dtype))
+                U.append(np.eye(m, k, dtype=W.dtype))
+                Vh.append(np.eye(k, n, dtype=W.dtype))
+                continue
+            # ARPACK fails on entries near 1e-30 or 1e30 (its norms under- or overflow): solve the
+            # matrix scaled to max |w| = 1, then scale the values back (vectors do not change)
+            if not np.isfinite(scale):
+                scale = 1.0  # NaN or inf: let svds say what is wrong with the matrix
+            u, s, vh = svds((W / scale).astype(W.dtype, copy=False), k=k,
+                            random_state=np.random.default_rng(ctx.seed))
             order = np.argsort(s)[::-1]
-            S.append(s[order])
+            S.append((s[order] * scale).astype(s.dtype, copy=False))
             U.append(u[:, order])
             Vh.append(vh[order])
         return OpResult(S=np.stack(S), U=np.stack(U), Vh=np.stack(Vh))
+
+
+def dense_topk(data: np.ndarray, k: int) -> OpResult:
+    """The top min(k, min(m, n)) triplets of each matrix from the exact dense LAPACK SVD."""
+    u, s, vh = np.linalg.svd(data, full_matrices=False)
+    q = min(k, s.shape[1])
+    return OpResult(S=s[:, :q], U=u[:, :, :q], Vh=vh[:, :q, :])
