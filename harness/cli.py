@@ -2,7 +2,8 @@
 schema`: a small function each.
 
 Exit codes: 0 fine, 1 a regression (compare --fail-on-regression), 2 a user mistake (spec, data,
-plan), 3 a verification failed, 130 interrupted.
+plan), 3 a verification failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, see
+harness.entry).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records, min_samples
 from harness.data.workload import DataError, Workload
+from harness.entry import exit_code, stopped
 from harness.history import HistoryError
 from harness.machine import probe
 from harness.plan import Plan, PlanError
@@ -41,7 +43,6 @@ from harness.units import format_bytes, now
 
 EXIT_USER_ERROR = 2
 EXIT_VERIFICATION_FAILED = 3
-EXIT_INTERRUPTED = 130
 
 WIDE = 160  # tables are unreadable at the 80 columns rich assumes without a terminal
 out = Console(width=None if sys.stdout.isatty() else WIDE)
@@ -127,7 +128,7 @@ def _check_run_folder(folder: Path) -> None:
 
 @command("run")
 def run(args: argparse.Namespace) -> int:
-    interrupted = False
+    interrupted: KeyboardInterrupt | None = None
     if args.output:  # before the progress lines: a wrong -o is the whole answer
         _check_run_folder(Path(args.output))
     with Display(err) as display:
@@ -159,15 +160,15 @@ def run(args: argparse.Namespace) -> int:
         created = not folder.exists()
         try:
             runner.run()
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.entry)
+            interrupted = exc
         except DataError:
             if created:  # a bad input file found while loading: leave nothing behind
                 shutil.rmtree(folder, ignore_errors=True)
             raise
-    if interrupted:
-        err.print(f"interrupted: {folder} holds a record marked incomplete")
-        return EXIT_INTERRUPTED
+    if interrupted is not None:
+        err.print(f"{stopped(interrupted)}: {folder} holds a record marked incomplete", markup=False)
+        return exit_code(interrupted)
     out.print(run_table(record))
     for line in wall_lines(record):
         out.print(line)
@@ -441,5 +442,6 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, RecordError, HistoryError) as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # before a run folder exists: nothing to keep, but say so
+        err.print(f"{stopped(exc)}: nothing was written", markup=False)
+        return exit_code(exc)

@@ -143,7 +143,7 @@ def test_an_interrupted_run_exports_the_analyses_it_finished(
 
     monkeypatch.setattr(Runner, "_step", interrupted_second)
     folder = tmp_path / "run"
-    assert cli.main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder), "--no-cache"]) == cli.EXIT_INTERRUPTED
+    assert cli.main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder), "--no-cache"]) == 130
     record = load_record(folder)
     assert not record.complete and len(record.analyses) == 1
     rows = check_timings(folder, record)
