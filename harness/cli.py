@@ -29,7 +29,7 @@ from harness.data.workload import DataError, Workload
 from harness.entry import exit_code, stopped
 from harness.history import HistoryError
 from harness.machine import probe
-from harness.plan import Plan, PlanError
+from harness.plan import Plan, PlanError, backends
 from harness.prepare import prepare, wisdom_folder
 from harness.progress import Display
 from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines, wisdom_tables
@@ -98,24 +98,10 @@ def _run_command(args: argparse.Namespace) -> str:
     return shlex.join(words + ["--no-cache"] * args.no_cache)
 
 
-def _run_folder(output: str | None, experiment: str, run_id: str) -> Path:
-    """The run folder, checked before anything is written: `-o` must be a new or empty folder
-    under folders (a file there would end in a traceback halfway), and the default must stay
-    inside results/ whatever the experiment's name (the spec checks it; this is the backstop)."""
-    if output is None:
-        results = Path("results")
-        folder = results / experiment / run_id
-        if experiment in ("", ".", "..") or Path(experiment).name != experiment or "\\" in experiment:
-            raise PlanError([f"experiment.name: {experiment!r} would write outside {results}/; "
-                             "expected one folder name"])
-    else:
-        folder = Path(output)
-    _check_run_folder(folder)
-    return folder
-
-
 def _check_run_folder(folder: Path) -> None:
-    """PlanError unless `folder` can become the run folder: a new or empty folder, under folders."""
+    """PlanError unless `folder` can become the run folder: a new or empty folder, under folders
+    (a file there would end in a traceback halfway). The default folder stays inside results/
+    because the spec accepts only a safe folder name as `experiment.name`."""
     for above in [folder, *folder.parents]:
         if above.is_dir():
             break
@@ -137,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
             spec, workload, the_plan = _prepare(args)
         digest = spec_hash(spec)
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = _run_folder(args.output, spec.experiment.name, f"{run_id}-{digest[:8]}")
+        folder = Path(args.output) if args.output else Path("results") / spec.experiment.name / f"{run_id}-{digest[:8]}"
+        if not args.output:  # -o was checked before anything was printed
+            _check_run_folder(folder)
         record = RunRecord(
             harness_version=probe().harness,
             experiment=spec.experiment.name,
@@ -153,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         cache = None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec))
         where = wisdom_folder(spec, args.spec)
         with display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
-            record.roofs = run_roofs(where, record.machine, backends(the_plan))
+            record.roofs = run_roofs(where, record.machine, backends(the_plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in record.roofs.values()) or "wisdom is off"
         runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache,
                         wisdom_folder=where)
@@ -333,11 +321,6 @@ def system(args: argparse.Namespace) -> int:
     for line in system_lines(machine, sample_conditions(args.seconds, machine.cores)):
         out.print(line)
     return 0
-
-
-def backends(plan: Plan) -> set[str]:
-    """Every backend the run's analyses and timings use."""
-    return {s.device for s in plan.steps} | {t.device for s in plan.steps for t in s.timed}
 
 
 @command("calibrate")

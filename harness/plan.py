@@ -23,7 +23,7 @@ from harness.strategies.base import OpRequest, Strategy, StrategyBase
 from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import BASELINES, STRATEGIES
 from harness.units import format_bytes, format_seconds
-from harness.wisdom import MODELLED, Wisdom
+from harness.wisdom import MODELLED, Wisdom, width
 
 CUDA_HEADROOM = 0.8  # leave room for the allocator's fragmentation and LAPACK workspaces
 # Matrices per chunk at most, whatever the budget allows: batched kernels gain nothing past a few
@@ -168,9 +168,9 @@ class Costing(NamedTuple):
                 shape: tuple[int, int], model: float, count: int = 1) -> tuple[float, str]:
         """Measured seconds where this machine's wisdom covers the work, else the model's; a
         fan-out strategy's measurements count at the width it will run `count` matrices at."""
-        width = min(self.workers, count) if strategy.fans_out else 1
+        wide = width(strategy.fans_out, self.workers, count)
         if self.wisdom is not None and (
-                found := self.wisdom.estimate(strategy.name, op, backend, dtype, self.threads, work.flops, shape, width)):
+                found := self.wisdom.estimate(strategy.name, op, backend, dtype, self.threads, work.flops, shape, wide)):
             return found
         return model, MODELLED
 
@@ -320,6 +320,11 @@ def _plan_benchmark(
                      estimate_s=refs + sum(a.estimate_s for a in allocations.values()))
 
 
+def backends(steps: list[Step]) -> set[str]:
+    """Every backend the analyses and their timings use."""
+    return {s.device for s in steps} | {t.device for s in steps for t in s.timed}
+
+
 def _overheads(spec: Spec, workload: Workload, machine: MachineInfo, steps: list[Step], workers: int) -> dict[str, float]:
     """Estimated seconds of what the analyses' own estimates leave out; zeros are left out."""
     features = 0.0
@@ -335,12 +340,12 @@ def _overheads(spec: Spec, workload: Workload, machine: MachineInfo, steps: list
             flops = sum((layout.n * p.rank) ** 2 * sum(p.shape) if p.rank else layout.n**2 * p.size
                         for p in layout.positions)
             features += flops / (cost.FLOAT64_GEMM_FLOPS_PER_CORE * machine.cores)
-    backends = {s.device for s in steps} | {t.device for s in steps for t in s.timed}
+    used = backends(steps)
     fan_out = spec.execution.executor != "local" or any(STRATEGIES[t.strategy].fans_out for s in steps for t in s.timed)
     overheads = {
         "loading": workload.source.load_seconds(workload.refs),
         "features": features,
-        "torch import": cost.TORCH_IMPORT_S if backends & {"cpu", "cuda"} and "torch" not in sys.modules else 0.0,
+        "torch import": cost.TORCH_IMPORT_S if used & {"cpu", "cuda"} and "torch" not in sys.modules else 0.0,
         "worker start": cost.WORKER_START_S * workers if fan_out else 0.0,
     }
     return {name: seconds for name, seconds in overheads.items() if seconds > 0}

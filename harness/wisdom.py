@@ -68,6 +68,11 @@ class Observation(BaseModel):
                 self.width)
 
 
+def width(fans_out: bool, workers: int, matrices: int) -> int:
+    """How many matrices a call spreads at once: a fan-out strategy one per worker, at most."""
+    return min(workers, matrices) if fans_out else 1
+
+
 class Estimate(NamedTuple):
     seconds: float
     basis: str  # "measured on this machine, <date>, <n> samples"

@@ -30,7 +30,7 @@ from harness.strategies.numpy_lapack import stack_results
 from harness.strategies.registry import STRATEGIES
 from harness.units import format_seconds, now
 from harness.verify import Verification, verify
-from harness.wisdom import Observation
+from harness.wisdom import Observation, width
 
 # One group of one strategy: its timing and its verdict, given the allocation, the seconds
 # allowed and the phase to report progress to.
@@ -200,10 +200,11 @@ class BenchPhase:
         shape, rank = self.shapes[group.group]
         bench = self.plan.bench
         assert bench is not None
-        width = min(self.plan.workers, group.sampled) if STRATEGIES[timed.strategy].fans_out else 1
         self.observations.append(Observation(
             strategy=timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank, dtype=self.plan.dtype,
-            device=timed.device, threads=bench.threads, width=width, seconds=group.seconds_per_matrix, flops=group.flops,
+            device=timed.device, threads=bench.threads,
+            width=width(STRATEGIES[timed.strategy].fans_out, self.plan.workers, group.sampled),
+            seconds=group.seconds_per_matrix, flops=group.flops,
             samples=len(m.samples_s), when=now(), source=self.source))
 
     def _measure(
@@ -271,7 +272,7 @@ class BenchPhase:
                     m = group.measurement
                     phase.summary = (f"{_matrices(group.sampled, a.group)}, {len(m.samples_s)} calls, median "
                                      f"{format_seconds(m.median_s)}" + (", UNSTABLE" if m.unstable else ""))
-                per_matrix = group.measurement.median_s / group.sampled
+                per_matrix = group.seconds_per_matrix
                 self._learn(step, timed, group, check)
                 ratio = per_matrix / planned.per_matrix_s if planned.per_matrix_s > 0 else None
                 self.clock.done(name, timed.strategy, time.perf_counter() - start, ratio)
