@@ -3,6 +3,7 @@ principal axes, and the factored Gram of the task-geometry adapters. A standalon
 asv suite (it needs a multi-GB file):
 
     python benchmarks/gram_memmap.py [--n 18] [--d 50000000] [--budget-mib 1024] [--repeats 3] [--cold]
+                                     [--backend cuda]
 
 Makes the memmap in a temporary folder (n * d * 4 bytes; 3.6 GB by default) and deletes it.
 Reads and Grams alternate, `--repeats` times, and medians are reported, so a noisy machine
@@ -158,12 +159,14 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--components", type=int, default=3, help="principal axes to stream (0: skip)")
     p.add_argument("--cold", action="store_true", help="also time with the file out of page cache")
+    p.add_argument("--backend", choices=["numpy", "cpu", "cuda"], help="dual_gram's backend (default: cpu "
+                   "with torch, else numpy); cuda streams through pinned buffers, copies beside products")
     p.add_argument("--skip-pairwise", action="store_true")
     p.add_argument("--skip-factored", action="store_true")
     args = p.parse_args()
     budget = args.budget_mib * MiB
     nbytes = args.n * args.d * 4
-    backend: Backend = "cpu" if torch_module() is not None else "numpy"  # dual_gram's choice on a CPU
+    backend: Backend = args.backend or ("cpu" if torch_module() is not None else "numpy")  # dual_gram's on a CPU
     warm = np.ones((args.n, 1 << 16), np.float32)
     accumulate_gram([warm], backend=backend)  # BLAS and thread-pool start-up
 

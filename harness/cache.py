@@ -143,6 +143,7 @@ class ResultCache:
         self.root = root
         self.warn = warn
         self._warned: set[str] = set()
+        self._unwritable = False
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}{SUFFIX}"
@@ -167,8 +168,17 @@ class ResultCache:
         return payload
 
     def put(self, key: str, payload: bytes, kind: Kind, label: str) -> None:
+        """Store an entry; a store that refuses writes (read-only, full) costs the run its cache,
+        not its results: one warning, and no further tries."""
+        if self._unwritable:
+            return
         blob = encode({"kind": kind, "label": label, "created": time.time()}, payload)
-        write_atomic(self.path(key), lambda fh: fh.write(blob))
+        try:
+            write_atomic(self.path(key), lambda fh: fh.write(blob))
+        except OSError as exc:
+            self._unwritable = True
+            self.warn(f"warning: cannot write to the result cache {self.root} ({exc.strerror or exc}); this "
+                      "run's results are not cached (execution.cache_dir, or --no-cache)")
 
     def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
         payload = self.get(key)

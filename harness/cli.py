@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -25,19 +26,20 @@ import harness
 from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records, min_samples
-from harness.data.workload import DataError, Workload
+from harness.data.workload import Census, DataError, Workload
+from harness.footprint import check_disk
 from harness.entry import exit_code, stopped
 from harness.history import HistoryError
 from harness.machine import probe
 from harness.plan import Plan, PlanError, backends
-from harness.prepare import prepare, wisdom_folder
+from harness.prepare import prepare, skipped_warning, wisdom_folder
 from harness.progress import Display
 from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines, wisdom_tables
-from harness.results import RecordError, RunRecord, load_record
+from harness.results import RECORD, RecordError, RunRecord, load_record
 from harness import wisdom
 from harness.calibrate import calibrate as measure_machine
 from harness.calibrate import run_roofs
-from harness.run import Runner
+from harness.run import OutputError, Runner
 from harness.spec import Spec, SpecError, load_spec
 from harness.units import format_bytes, now
 
@@ -70,7 +72,11 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Spec, Workload, Plan]:
-    return prepare(args.spec, _overrides(args))
+    """The spec, workload and plan; the one warning line of input tensors the run leaves out."""
+    spec, workload, the_plan = prepare(args.spec, _overrides(args))
+    if the_plan.skipped_inputs:
+        err.print(skipped_warning(the_plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)
+    return spec, workload, the_plan
 
 
 @command("validate")
@@ -110,6 +116,10 @@ def _check_run_folder(folder: Path) -> None:
             raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
     if folder.is_dir() and any(folder.iterdir()):
         raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+    if not os.access(above, os.W_OK | os.X_OK):  # a read-only mount says so even to root
+        inside = "" if above == folder else f" to hold {folder}"
+        raise PlanError([f"{above}: cannot write here (a read-only file system, or permissions); expected a "
+                         f"writable folder{inside}; choose another with -o"])
 
 
 @command("run")
@@ -126,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         folder = Path(args.output) if args.output else Path("results") / spec.experiment.name / f"{run_id}-{digest[:8]}"
         if not args.output:  # -o was checked before anything was printed
             _check_run_folder(folder)
+        cache_dir = None if args.no_cache else locate(spec.execution.cache_dir, args.spec)
+        check_disk(spec, Census.of(workload.refs), folder, cache_dir)
         record = RunRecord(
             harness_version=probe().harness,
             experiment=spec.experiment.name,
@@ -138,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             machine=probe(),
             plan=the_plan,
         )
-        cache = None if args.no_cache else _cache(locate(spec.execution.cache_dir, args.spec))
+        cache = None if cache_dir is None else _cache(cache_dir)
         where = wisdom_folder(spec, args.spec)
         with display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
             record.roofs = run_roofs(where, record.machine, backends(the_plan.steps))
@@ -152,6 +164,10 @@ def run(args: argparse.Namespace) -> int:
             interrupted = exc
         except DataError:
             if created:  # a bad input file found while loading: leave nothing behind
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+        except OutputError:
+            if created and not (folder / RECORD).exists():  # not even the first record went in
                 shutil.rmtree(folder, ignore_errors=True)
             raise
     if interrupted is not None:
@@ -251,7 +267,7 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def _cache(root: Path) -> ResultCache:
-    return ResultCache(root, warn=lambda message: err.print(message, markup=False, highlight=False))
+    return ResultCache(root, warn=lambda message: err.print(message, markup=False, highlight=False, soft_wrap=True))
 
 
 @command("cache")
@@ -422,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in exc.lines:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
-    except (DataError, RecordError, HistoryError) as exc:
+    except (DataError, RecordError, HistoryError, OutputError) as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as exc:  # before a run folder exists: nothing to keep, but say so

@@ -115,6 +115,7 @@ class Plan(BaseModel):
     # estimated seconds of the work around the analyses: loading every matrix once, features,
     # importing torch, starting workers
     overheads: dict[str, float] = {}
+    skipped_inputs: list[str] = []  # input tensors not analysed, `file: tensor (why)` each
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -430,6 +431,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     return Plan(
         bench=_plan_benchmark(spec, workload, machine, steps, wants, threads),
         overheads=_overheads(spec, workload, machine, steps, workers),
+        skipped_inputs=workload.source.skipped(),
         device_requested=spec.execution.device,
         dtype=spec.execution.dtype,
         memory_budget=int(spec.execution.memory_budget),

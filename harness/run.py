@@ -8,14 +8,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from harness import wisdom
-from harness.axes_step import axes_backend, write_axes
+from harness.axes_step import AXES_FILE, axes_backend, write_axes
 from harness.bench.phase import BenchPhase, failure_reason
 from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, StepEntry
@@ -24,13 +24,13 @@ from harness.data.layout import AdapterLayout
 from harness.data.memo import MemoSource
 from harness.data.workload import DataError, MatrixRef, Workload, chunks
 from harness.executors import dask_executor, process_pool
-from harness.exports import write_exports
+from harness.exports import TIMINGS, VERIFICATION, write_exports
 from harness.feature_step import feature_rows
 from harness.features import SUBSPACE_FEATURES, csv_rows, write_features_csv
-from harness.pca_step import pca_results, save_pca
+from harness.pca_step import PCA_FILE, pca_results, save_pca
 from harness.plan import Plan, PlanError, Step
 from harness.progress import Display, Phase
-from harness.results import FEATURES, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
+from harness.results import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
@@ -40,6 +40,21 @@ Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's t
 Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
+
+
+class OutputError(Exception):
+    """The run folder refused a write (a full disk, a read-only mount, permissions): the user's
+    to fix, so one line and exit 2; what is on disk is what was whole before it."""
+
+
+@contextmanager
+def writing(folder: Path, name: str) -> Iterator[None]:
+    """Writes of `name` into the run folder, whose OSError becomes an OutputError naming both."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot write {name}: {exc.strerror or exc}; free space there or "
+                          "choose another folder with -o") from exc
 
 
 def lost_worker_errors() -> tuple[type[BaseException], ...]:
@@ -163,13 +178,17 @@ class Runner:
         the cache), and the tidy timings.csv and verification.csv of what finished."""
         wanted = final or self.cache is None or not (self.folder / SPECTRA).exists()
         if wanted and (len(self.spectra) != self._saved_spectra or not (self.folder / SPECTRA).exists()):
-            save_spectra(self.spectra, self.folder)
+            with writing(self.folder, SPECTRA):
+                save_spectra(self.spectra, self.folder)
             self._saved_spectra = len(self.spectra)
         if final and self.features:
-            write_features_csv(self.features, self.folder / FEATURES)
+            with writing(self.folder, FEATURES):
+                write_features_csv(self.features, self.folder / FEATURES)
         if final:
-            write_exports(self.record, self.folder)
-        save_record(self.record, self.folder)
+            with writing(self.folder, f"{TIMINGS} and {VERIFICATION}"):
+                write_exports(self.record, self.folder)
+        with writing(self.folder, RECORD):
+            save_record(self.record, self.folder)
 
     def _step(self, step: Step, last_factored: bool) -> AnalysisRecord:
         if step.op == "pca":
@@ -238,14 +257,16 @@ class Runner:
         record.timings, record.verification = self.bench.time_pca(step, analysis)
         record.bench_s = time.perf_counter() - bench_start
         if analysis.axes:  # never cached: as large as `components` adapters
-            record.axes, check, index = write_axes(
-                step.analysis, analysis, arrays, self.workload, self.folder, dtype=np.dtype(self.plan.dtype),
-                backend=axes_backend(self._context(step.device).backend), memory_budget=self.plan.memory_budget,
-                tolerance=step.tolerance, display=self.display,
-            )
+            with writing(self.folder, AXES_FILE.format(name=step.analysis)):
+                record.axes, check, index = write_axes(
+                    step.analysis, analysis, arrays, self.workload, self.folder, dtype=np.dtype(self.plan.dtype),
+                    backend=axes_backend(self._context(step.device).backend),
+                    memory_budget=self.plan.memory_budget, tolerance=step.tolerance, display=self.display,
+                )
             record.verification.append(check)
             arrays = {**arrays, **index}
-        save_pca(arrays, self.folder)
+        with writing(self.folder, PCA_FILE):
+            save_pca(arrays, self.folder)
         return record
 
     def _full(self, step: Step, op: OpRequest) -> tuple[float, int, list[ChunkPlacement]]:

@@ -36,7 +36,7 @@ def test_op_suite_times_and_tracks_error(suite: type) -> None:
 
 def test_strategy_that_cannot_run_is_skipped_and_torn_down() -> None:
     bench = Svdvals()
-    with pytest.raises(NotImplementedError, match="needs LoRA factors"):
+    with pytest.raises(NotImplementedError, match="needs LoRA or LoKr factors"):
         bench.setup("factored", "256x256")
     bench.teardown("factored", "256x256")
 
@@ -114,3 +114,31 @@ def test_gram_routes_suite_times_and_tracks_error(route: str, monkeypatch: pytes
         pytest.skip(f"{route} cannot run here")
     bench.time_gram(route, 18)
     assert 0.0 < bench.track_error(route, 18) < 1e-5
+
+
+def test_pca_full_script_reports_every_figure_and_checks_the_answer(tmp_path: Path) -> None:
+    """The full-size PCA benchmark at a tiny size, both dtypes: every figure, the float64 check,
+    and nothing left on disk."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.pca_full", "--params", "2e6", "--adapters", "4", "--folder",
+         str(tmp_path), "--fadvise", "--budget-mib", "1"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for text in ("float32: 4 fine-tunes + base", "bf16: 4 fine-tunes + base", "cold (posix_fadvise", "1 MiB buffer", "64 MiB buffer",
+                 "plain sequential read of the same 5 files", "GB/s of input", "of the faster plain read",
+                 "peak RssAnon", "load average", "published pipeline: 15 min, 2.7 GB"):
+        assert text in proc.stdout
+    error = float(proc.stdout.split("over 3 deltas = ")[1].split()[0])
+    assert error < 1e-6
+    assert proc.stdout.count("check:") == 1 and not list(tmp_path.iterdir())
+
+
+def test_pca_full_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
+    from benchmarks.pca_full import main as pca_full
+
+    assert pca_full(["--params", "1e14", "--folder", str(tmp_path)]) == 2
+    assert not list(tmp_path.iterdir())

@@ -37,7 +37,7 @@ def test_dense_workload_never_gets_factored_and_the_plan_says_why() -> None:
     for s in plan.steps:
         assert s.strategy != "factored"
     topk = step(plan, "svd_topk")
-    assert "factored not possible: needs LoRA factors" in topk.reason
+    assert "factored not possible: needs LoRA or LoKr factors" in topk.reason
     assert [c.strategy for c in topk.skipped] == ["factored"]
     assert "torch_lowrank" not in [t.strategy for t in topk.timed]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -16,9 +16,11 @@ import numpy as np
 from pydantic import Field
 
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
+from harness.data.delta_stream import StoredTensor, stream_deltas, streamable
 from harness.data.paths import one_shape, unique_names
 from harness.data.safetensors_io import SafetensorsFile, TensorInfo, check_readable, is_float
 from harness.data.workload import DataError, MatrixRef, Source
+from harness.linalg.prefetch import Ring
 
 INDEX_SUFFIX = ".safetensors.index.json"
 
@@ -130,15 +132,19 @@ def _entry(
 
 def _read(files: dict[str, SafetensorsFile], path: str, ref: MatrixRef) -> np.ndarray:
     """Tensor `ref.locator['tensor']` of `path`, which must still have the ref's shape."""
+    name = _stored(files, path, ref).name
+    return files[path].read(name)
+
+
+def _stored(files: dict[str, SafetensorsFile], path: str, ref: MatrixRef) -> StoredTensor:
+    """Where tensor `ref.locator['tensor']` of `path` lies, checked to still have the ref's shape."""
     if path not in files:
         files[path] = SafetensorsFile(Path(path))
-    tensor = ref.locator["tensor"]
-    array = files[path].read(tensor)
-    if array.shape != ref.shape:
-        raise DataError(
-            f"{path}: tensor {tensor!r} is now {list(array.shape)}; expected {list(ref.shape)}"
-        )
-    return array
+    name = ref.locator["tensor"]
+    info = files[path].info(name)
+    if info.shape != ref.shape:
+        raise DataError(f"{path}: tensor {name!r} is now {list(info.shape)}; expected {list(ref.shape)}")
+    return StoredTensor(Path(path), name, info.start, info.dtype, ref.shape)
 
 
 class CheckpointSource(Source):
@@ -179,6 +185,24 @@ class CheckpointSource(Source):
     def fingerprint(self) -> str:
         tuned, base = self._checkpoints()
         return fingerprint_files(self.config, [f for ckpt in [*tuned, base] for f in ckpt.files])
+
+    def dense_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Row blocks of the deltas, read ahead by one thread across positions
+        (harness.data.delta_stream); a float64 tensor in a narrower run sends the whole workload
+        to the whole-matrix load, subtracted in float64."""
+        files: dict[str, SafetensorsFile] = {}
+        groups: list[tuple[list[StoredTensor], StoredTensor]] = []
+        for refs in positions:
+            one_shape(refs)
+            tuned = [_stored(files, ref.locator["tuned"], ref) for ref in refs]
+            bases = {_stored(files, ref.locator["base"], ref) for ref in refs}
+            if len(bases) != 1 or not streamable([*tuned, *bases], dtype):
+                yield from super().dense_blocks(positions, dtype, ring)
+                return
+            groups.append((tuned, bases.pop()))
+        yield from stream_deltas(groups, dtype, ring)
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         files: dict[str, SafetensorsFile] = {}

@@ -11,12 +11,13 @@ Dense loads go straight to the source: they are large, and formed on demand.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from harness.data.workload import Factors, MatrixRef, Source
+from harness.data.workload import Factors, KronFactors, MatrixRef, Source
+from harness.linalg.prefetch import Ring
 
 
 def _itself(source: Source) -> Source:
@@ -50,6 +51,17 @@ class MemoSource(Source):
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         return self.inner.load_dense(refs, dtype)
+
+    def dense_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        return self.inner.dense_blocks(positions, dtype, ring)
+
+    def load_kron(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> KronFactors:
+        return self.inner.load_kron(refs, dtype)
+
+    def skipped(self) -> list[str]:
+        return self.inner.skipped()
 
     def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
         dtype = np.dtype(dtype)

@@ -145,6 +145,7 @@ class Entry:
     shape: tuple[int, int]
     locator: dict[str, Any]
     rank: int | None = None
+    kron: tuple[int, int, int, int] | None = None
 
 
 def _ref_id(adapter: str, layer: int | None, module: str) -> str:
@@ -176,6 +177,7 @@ def name_refs(entries: Sequence[Entry]) -> list[MatrixRef]:
                 module=module,
                 shape=e.shape,
                 rank=e.rank,
+                kron=e.kron,
                 locator=e.locator,
             )
         )

@@ -1,9 +1,16 @@
-"""PEFT LoRA adapter directories: each module's delta dW = scaling * B @ A, kept as factors.
+"""PEFT adapter directories: each LoRA module's delta dW = scaling * B @ A, kept as factors
+(LoHa and LoKr adapters: see harness.data.deltas; scaled alpha / r as PEFT does).
 
 Scaling follows PEFT's LoraLayer: lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora, where
 rank_pattern and alpha_pattern override r and alpha per module (matched like PEFT's
 get_pattern_key). fan_in_fan_out layers (GPT-2's Conv1D) and embeddings store the transpose,
-dW = s * (B @ A).T, which is still a LoRA product: B' = A.T, A' = B.T.
+dW = s * (B @ A).T, which is still a LoRA product: B' = A.T, A' = B.T. Conv LoRA factors are
+unfolded (see harness.data.deltas): the delta is the conv's out x (in kh kw) matrix.
+
+Other tensors of the file are whole saved weights: modules_to_save copies (a trained `lm_head`)
+and embeddings saved beside embedding LoRAs. With `base`, each weight's delta against the base is
+a dense matrix of the workload; without it they are skipped and listed (Source.skipped), as are
+vectors (biases, norms), which are not matrices.
 """
 
 from __future__ import annotations
@@ -12,19 +19,24 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.data.checkpoint import INDEX_SUFFIX, Checkpoint
+from harness.data.deltas import FactorFileSource, Scan, Weights, full_entry, lora_entry, open_weights
+from harness.data.module_keys import module_entry, module_tensors
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
-from harness.data.paths import one_shape, unique_names
-from harness.data.safetensors_io import SafetensorsFile
-from harness.data.workload import DataError, Factors, MatrixRef, Source
+from harness.data.paths import unique_names
+from harness.data.safetensors_io import TensorInfo, check_readable, is_float
+from harness.data.workload import DataError
 
 CONFIG_FILE = "adapter_config.json"
 WEIGHTS_FILE = "adapter_model.safetensors"
+BIN_FILE = "adapter_model.bin"  # older PEFT saves: read with torch.load(weights_only=True)
+PREFIX = "base_model.model."
 
 # <module path>.<kind>[.<adapter name>][.weight|.bias], after the "base_model.model." prefix.
 _KINDS = "lora_A|lora_B|lora_embedding_A|lora_embedding_B|lora_magnitude_vector"
@@ -33,22 +45,30 @@ _KEY = re.compile(
 )
 _PARTNER = {"lora_A": "lora_B", "lora_embedding_A": "lora_embedding_B"}
 _PARTNER |= {b: a for a, b in _PARTNER.items()}
+_ALPHA_FIELD = {"LORA": "lora_alpha", "LOHA": "alpha", "LOKR": "alpha"}  # peft_type -> its alpha
 
 
 class PeftData(FileData):
     """`[data] source = "peft"`: `paths` name PEFT LoRA adapter directories (globs allowed)."""
 
     source: Literal["peft"] = "peft"
+    base: str | None = Field(
+        None,
+        description="the base model's checkpoint (a .safetensors file, a sharded set's "
+        f"*{INDEX_SUFFIX}, or a folder holding either): whole saved weights (modules_to_save, "
+        "saved embeddings) are analysed as their delta against it; without it they are skipped",
+    )
 
 
-class _AdapterConfig(BaseModel):
+class AdapterConfig(BaseModel):
     """The fields of adapter_config.json that fix the deltas; the others are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
     peft_type: str = "LORA"
     r: int = Field(gt=0)
-    lora_alpha: float
+    lora_alpha: float | None = None  # LORA's
+    alpha: float | None = None  # LOHA's and LOKR's
     use_rslora: bool = False
     use_dora: bool = False
     fan_in_fan_out: bool = False
@@ -62,9 +82,9 @@ def pattern_key(patterns: Sequence[str], module: str) -> str | None:
     return next((p for p in patterns if re.fullmatch(rf"(?:.*\.)?(?:{p})", module)), None)
 
 
-def _read_config(path: Path) -> _AdapterConfig:
+def _read_config(path: Path) -> AdapterConfig:
     try:
-        config = _AdapterConfig.model_validate(json.loads(path.read_text()))
+        config = AdapterConfig.model_validate(json.loads(path.read_text()))
     except FileNotFoundError as e:
         raise DataError(f"{path}: file not found; expected a PEFT adapter directory") from e
     except ValidationError as e:
@@ -72,14 +92,16 @@ def _read_config(path: Path) -> _AdapterConfig:
         raise DataError(f"{path}: {problems}") from e
     except (OSError, ValueError) as e:
         raise DataError(f"{path}: not readable JSON ({e})") from e
-    if config.peft_type != "LORA":
-        raise DataError(f"{path}: peft_type is {config.peft_type!r}; expected 'LORA'")
+    if config.peft_type not in _ALPHA_FIELD:
+        raise DataError(f"{path}: peft_type is {config.peft_type!r}; expected one of {', '.join(_ALPHA_FIELD)}")
+    if getattr(config, _ALPHA_FIELD[config.peft_type]) is None:
+        raise DataError(f"{path}: {_ALPHA_FIELD[config.peft_type]}: required for peft_type {config.peft_type}")
     if config.use_dora:
         raise DataError(f"{path}: use_dora is true; DoRA's delta is not scaled B @ A")
     return config
 
 
-def _scale(config: _AdapterConfig, module: str, path: Path) -> tuple[int, float]:
+def lora_scale(config: AdapterConfig, module: str, path: Path) -> tuple[int, float]:
     """(configured rank, scaling) of one module."""
     ranks, alphas = config.rank_pattern or {}, config.alpha_pattern or {}
     try:
@@ -87,16 +109,29 @@ def _scale(config: _AdapterConfig, module: str, path: Path) -> tuple[int, float]
     except re.error as e:
         raise DataError(f"{path}: rank_pattern/alpha_pattern has a bad regex ({e})") from e
     r = ranks[r_key] if r_key is not None else config.r
-    alpha = alphas[alpha_key] if alpha_key is not None else config.lora_alpha
+    alpha = alphas[alpha_key] if alpha_key is not None else getattr(config, _ALPHA_FIELD[config.peft_type])
     return r, alpha / (math.sqrt(r) if config.use_rslora else r)
 
 
-def _lora_keys(weights: SafetensorsFile) -> dict[str, dict[str, str]]:
-    """module path -> {kind: tensor name}; tensors that are not LoRA weights are ignored."""
-    modules: dict[str, dict[str, str]] = {}
+@dataclass
+class _Keys:
+    """A file's tensors sorted: LoRA factors by module, LoRA biases, and whole saved weights."""
+
+    lora: dict[str, dict[str, str]]
+    biases: list[str]
+    whole: list[str]
+
+
+def _sort_keys(weights: Weights) -> _Keys:
+    """Every tensor of the file placed; DoRA and a factor named twice raise."""
+    keys = _Keys({}, [], [])
     for name in weights.tensors:
-        match = _KEY.fullmatch(name.removeprefix("base_model.model."))
-        if match is None or match["param"] == "bias":
+        match = _KEY.fullmatch(name.removeprefix(PREFIX))
+        if match is None:
+            keys.whole.append(name)
+            continue
+        if match["param"] == "bias":
+            keys.biases.append(name)
             continue
         module, kind = match["module"], match["kind"]
         if kind == "lora_magnitude_vector":
@@ -104,17 +139,17 @@ def _lora_keys(weights: SafetensorsFile) -> dict[str, dict[str, str]]:
                 f"{weights.path}: tensor {name!r} is a DoRA magnitude vector; "
                 "DoRA's delta is not scaled B @ A"
             )
-        kinds = modules.setdefault(module, {})
+        kinds = keys.lora.setdefault(module, {})
         if kind in kinds:
             raise DataError(
                 f"{weights.path}: tensors {kinds[kind]!r} and {name!r} are both {kind} "
                 f"of {module!r}"
             )
         kinds[kind] = name
-    return modules
+    return keys
 
 
-def _factor_names(weights: SafetensorsFile, kinds: dict[str, str]) -> tuple[str, str, bool]:
+def _factor_names(weights: Weights, kinds: dict[str, str]) -> tuple[str, str, bool]:
     """(A name, B name, is embedding) of one module; a factor without its partner raises."""
     for kind, name in kinds.items():
         if _PARTNER[kind] not in kinds:
@@ -132,45 +167,68 @@ def _entry(
     adapter: str,
     module: str,
     kinds: dict[str, str],
-    weights: SafetensorsFile,
-    config: _AdapterConfig,
+    weights: Weights,
+    config: AdapterConfig,
     config_path: Path,
 ) -> Entry:
-    """One module's matrix: shapes checked against each other and the configured rank."""
+    """One module's LoRA delta: shapes checked against each other and the configured rank."""
     a_name, b_name, embedding = _factor_names(weights, kinds)
-    a, b = weights.info(a_name).shape, weights.info(b_name).shape
-    if len(a) != 2 or len(b) != 2:
+    r, scale = lora_scale(config, module, config_path)
+    entry = lora_entry(adapter, module, weights, a_name, b_name, scale, embedding or config.fan_in_fan_out)
+    if r != entry.rank:
         raise DataError(
-            f"{weights.path}: tensors {a_name!r} {list(a)} and {b_name!r} {list(b)} must be 2-D "
-            "(only Linear and Embedding LoRA are supported)"
-        )
-    if a[0] != b[1]:
-        raise DataError(
-            f"{weights.path}: tensor {a_name!r} {list(a)} has rank {a[0]} but {b_name!r} "
-            f"{list(b)} has rank {b[1]}; expected A [r, in] and B [out, r]"
-        )
-    r, scale = _scale(config, module, config_path)
-    if r != a[0]:
-        raise DataError(
-            f"{weights.path}: tensor {a_name!r} has rank {a[0]}; "
+            f"{weights.path}: tensor {a_name!r} has rank {entry.rank}; "
             f"{config_path} configures r = {r} for {module!r}"
         )
-    transpose = embedding or config.fan_in_fan_out
-    shape = (a[1], b[0]) if transpose else (b[0], a[1])
-    locator = {
-        "file": str(weights.path),
-        "A": a_name,
-        "B": b_name,
-        "scale": scale,
-        "transpose": transpose,
-    }
-    return Entry(adapter, module, shape, locator, rank=r)
+    return entry
 
 
-class PeftSource(Source):
-    """LoRA factors from PEFT adapter directories; the adapter name is the directory name."""
+def _whole_entries(
+    adapter: str, weights: Weights, keys: _Keys, base: Checkpoint | None, skipped: list[str]
+) -> list[Entry]:
+    """Deltas of the whole saved weights against the base; the rest goes to `skipped`."""
+    infos: dict[str, TensorInfo] = base.tensors() if base is not None else {}
+    entries = []
+    skipped += [f"{weights.path}: {name} (a LoRA bias: a vector, not a matrix)" for name in keys.biases]
+    for name in keys.whole:
+        info, tensor = weights.tensors[name], name.removeprefix(PREFIX)
+        if len(info.shape) < 2 or not is_float(info.dtype):
+            skipped.append(f"{weights.path}: {name} ({info.dtype} {list(info.shape)}: not a matrix)")
+        elif base is None:
+            skipped.append(f"{weights.path}: {name} (a whole saved weight; set `base` to analyse its delta)")
+        elif tensor not in infos:
+            raise DataError(f"{base.path}: no tensor {tensor!r}, which {weights.path} saves as {name!r}")
+        elif infos[tensor].shape != info.shape:
+            raise DataError(
+                f"{weights.path}: tensor {name!r} has shape {list(info.shape)}, but in the base "
+                f"{base.weight_map[tensor]} {tensor!r} has {list(infos[tensor].shape)}"
+            )
+        else:
+            check_readable(base.weight_map[tensor], tensor, infos[tensor])
+            module = tensor.removesuffix(".weight")
+            module = tensor if module in keys.lora else module  # beside a LoRA of the same layer
+            entries.append(full_entry(adapter, module, weights, name, base.weight_map[tensor], tensor))
+    return entries
 
-    has_factors = True
+
+def _lycoris_entries(
+    folder: Path, weights: Weights, config: AdapterConfig, skipped: list[str]
+) -> tuple[_Keys, list[Entry]]:
+    """A LOHA or LOKR adapter's modules (hada_* / lokr_* tensors), scaled alpha / r as PEFT
+    scales them (rank_pattern, alpha_pattern), and its other tensors as whole saved weights."""
+    whole: list[str] = []
+    modules = module_tensors(weights, skipped, PREFIX, unknown=whole)
+    entries = [
+        module_entry(folder.name, module, roles, weights,
+                     lambda _kind, _dim, module=module: lora_scale(config, module, folder / CONFIG_FILE)[1])
+        for module, roles in modules.items()
+    ]
+    return _Keys(modules, [], whole), entries
+
+
+class PeftSource(FactorFileSource):
+    """LoRA factors from PEFT adapter directories; the adapter name is the directory name.
+    Whole saved weights, analysed against `base`, make the workload dense (has_factors false)."""
 
     def __init__(self, config: PeftData, base_dir: Path) -> None:
         self.config = config
@@ -187,61 +245,44 @@ class PeftSource(Source):
         unique_names([(path.name, path) for path in dirs])
         return dirs
 
-    def refs(self) -> list[MatrixRef]:
+    def _base(self) -> Checkpoint | None:
+        if self.config.base is None:
+            return None
+        bases = resolve_paths([self.config.base], self.base_dir, field="base")
+        if len(bases) != 1:
+            raise DataError(f"base: {self.config.base!r} matches {len(bases)} paths; expected one")
+        return Checkpoint(bases[0])
+
+    def read_headers(self) -> Scan:
+        """Every adapter's headers: the refs the filters keep, and what is skipped."""
         entries: list[Entry] = []
+        skipped: list[str] = []
+        base = self._base()
         for folder in self._dirs():
             config = _read_config(folder / CONFIG_FILE)
-            if not (folder / WEIGHTS_FILE).exists() and (folder / "adapter_model.bin").exists():
-                raise DataError(
-                    f"{folder / 'adapter_model.bin'}: only {WEIGHTS_FILE} is read; "
-                    "save the adapter with safe_serialization=True"
-                )
-            weights = SafetensorsFile(folder / WEIGHTS_FILE)
-            modules = _lora_keys(weights)
-            if not modules:
-                raise DataError(f"{weights.path}: no lora_A/lora_B tensors found")
-            entries += [
-                _entry(folder.name, module, kinds, weights, config, folder / CONFIG_FILE)
-                for module, kinds in modules.items()
-            ]
-        return self.config.select(name_refs(entries))
+            weights = open_weights(_weights_file(folder))
+            if config.peft_type == "LORA":
+                keys = _sort_keys(weights)
+                entries += [
+                    _entry(folder.name, module, kinds, weights, config, folder / CONFIG_FILE)
+                    for module, kinds in keys.lora.items()
+                ]
+            else:
+                keys, lyco = _lycoris_entries(folder, weights, config, skipped)
+                entries += lyco
+            if not keys.lora:
+                raise DataError(f"{weights.path}: no {config.peft_type} factor tensors found")
+            entries += _whole_entries(folder.name, weights, keys, base, skipped)
+        return Scan(self.config.select(name_refs(entries)), skipped)
 
     def fingerprint(self) -> str:
-        files = [folder / name for folder in self._dirs() for name in (CONFIG_FILE, WEIGHTS_FILE)]
-        return fingerprint_files(self.config, files)
-
-    def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
-        if len({ref.group_key for ref in refs}) != 1 or refs[0].rank is None:
-            raise ValueError("load_factors needs refs of one (m, n, r) group")
-        files: dict[str, SafetensorsFile] = {}
-        pairs = [_read_pair(ref, files) for ref in refs]
-        return Factors(
-            B=np.stack([b for b, _ in pairs], dtype=dtype),
-            A=np.stack([a for _, a in pairs], dtype=dtype),
-            scale=np.array([ref.locator["scale"] for ref in refs], dtype=np.float64),
-        )
-
-    def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
-        files: dict[str, SafetensorsFile] = {}
-        out = np.empty((len(refs), *one_shape(refs)), dtype=dtype)
-        for i, ref in enumerate(refs):
-            b, a = _read_pair(ref, files)
-            out[i] = ref.locator["scale"] * (b.astype(np.float64) @ a.astype(np.float64))
-        return out
+        files = [folder / name for folder in self._dirs() for name in (CONFIG_FILE, _weights_file(folder).name)]
+        base = self._base()
+        return fingerprint_files(self.config, files + (base.files if base is not None else []))
 
 
-def _read_pair(ref: MatrixRef, files: dict[str, SafetensorsFile]) -> tuple[np.ndarray, np.ndarray]:
-    """(B, A) of one ref, transposed where the delta is; each file's header is read once."""
-    loc = ref.locator
-    if loc["file"] not in files:
-        files[loc["file"]] = SafetensorsFile(Path(loc["file"]))
-    weights = files[loc["file"]]
-    a, b = weights.read(loc["A"]), weights.read(loc["B"])
-    if loc["transpose"]:
-        a, b = b.T, a.T
-    if (b.shape[0], a.shape[1]) != ref.shape or a.shape[0] != ref.rank:
-        raise DataError(
-            f"{weights.path}: tensors {loc['A']!r}, {loc['B']!r} changed since the workload was "
-            f"built; expected {list(ref.shape)} of rank {ref.rank}"
-        )
-    return b, a
+def _weights_file(folder: Path) -> Path:
+    """adapter_model.safetensors, else an older save's adapter_model.bin."""
+    if not (folder / WEIGHTS_FILE).exists() and (folder / BIN_FILE).exists():
+        return folder / BIN_FILE
+    return folder / WEIGHTS_FILE

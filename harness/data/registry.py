@@ -10,17 +10,19 @@ from pydantic import BaseModel, Field
 
 from harness.data.arrays import ArraysData, ArraysSource
 from harness.data.checkpoint import CheckpointData, CheckpointSource
+from harness.data.kohya import KohyaData, KohyaSource
 from harness.data.peft import PeftData, PeftSource
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Source
 
 DataConfig = Annotated[
-    SyntheticData | PeftData | CheckpointData | ArraysData, Field(discriminator="source")
+    SyntheticData | PeftData | KohyaData | CheckpointData | ArraysData, Field(discriminator="source")
 ]
 
 DATA_MODELS: dict[str, type[BaseModel]] = {
     "synthetic": SyntheticData,
     "peft": PeftData,
+    "kohya": KohyaData,
     "checkpoint": CheckpointData,
     "arrays": ArraysData,
 }
@@ -28,6 +30,7 @@ DATA_MODELS: dict[str, type[BaseModel]] = {
 _BUILDERS: dict[str, Callable[[Any, int, Path], Source]] = {
     "synthetic": lambda config, seed, _base: SyntheticSource(config, seed),
     "peft": lambda config, _seed, base: PeftSource(config, base),
+    "kohya": lambda config, _seed, base: KohyaSource(config, base),
     "checkpoint": lambda config, _seed, base: CheckpointSource(config, base),
     "arrays": lambda config, _seed, base: ArraysSource(config, base),
 }

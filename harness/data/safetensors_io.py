@@ -20,7 +20,7 @@ from harness.data.paths import require_finite
 from harness.data.workload import DataError
 
 # Readable dtypes, as stored (little-endian); BF16 is read as its raw bits.
-_DTYPES: dict[str, np.dtype] = {
+DTYPES: dict[str, np.dtype] = {
     "F16": np.dtype("<f2"),
     "BF16": np.dtype("<u2"),
     "F32": np.dtype("<f4"),
@@ -62,7 +62,7 @@ class SafetensorsFile:
         """The tensor as float16/32/64 (BF16 -> float32); NaN or Inf raises."""
         info = self.info(name)
         count = math.prod(info.shape)
-        data = np.fromfile(self.path, dtype=_DTYPES[info.dtype], count=count, offset=info.start)
+        data = np.fromfile(self.path, dtype=DTYPES[info.dtype], count=count, offset=info.start)
         if data.size != count:
             raise DataError(f"{self.path}: tensor {name!r} is cut short; the file is truncated")
         if info.dtype == "BF16":
@@ -72,9 +72,9 @@ class SafetensorsFile:
 
 def check_readable(path: Path, name: str, info: TensorInfo) -> TensorInfo:
     """`info` unchanged if its dtype can be read, else an error naming file and tensor."""
-    if info.dtype not in _DTYPES:
+    if info.dtype not in DTYPES:
         raise DataError(
-            f"{path}: tensor {name!r} has dtype {info.dtype}; expected one of {', '.join(_DTYPES)}"
+            f"{path}: tensor {name!r} has dtype {info.dtype}; expected one of {', '.join(DTYPES)}"
         )
     return info
 
@@ -108,7 +108,7 @@ def _tensor_info(path: Path, name: str, entry: object, base: int, size: int) -> 
         raise DataError(f"{path}: tensor {name!r} has a malformed header entry ({e!r})") from e
     if not 0 <= start <= end <= size - base:
         raise DataError(f"{path}: tensor {name!r} has data_offsets outside the file")
-    itemsize = _DTYPES[dtype].itemsize if dtype in _DTYPES else None
+    itemsize = DTYPES[dtype].itemsize if dtype in DTYPES else None
     if itemsize is not None and end - start != math.prod(shape) * itemsize:
         raise DataError(
             f"{path}: tensor {name!r} has {end - start} bytes; {dtype} {list(shape)} needs "

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.data.workload import Factors, MatrixRef, Source
+from harness.data.workload import Census, Factors, MatrixRef, Source
 from harness.machine import usable_cores
 
 GENERATOR_VERSION = 1
@@ -91,6 +91,13 @@ class SyntheticSource(Source):
             for layer in range(c.layers)
             for i, (module, (m, n)) in enumerate(c.modules.items())
         ]
+
+    def census(self) -> Census:
+        c = self.config
+        shapes: dict[tuple[int, int], int] = {}
+        for shape in c.modules.values():
+            shapes[shape] = shapes.get(shape, 0) + c.adapters * c.layers
+        return Census(shapes, c.adapters)
 
     def fingerprint(self) -> str:
         payload = {"v": GENERATOR_VERSION, "seed": self.seed, "config": self.config.model_dump()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from harness.linalg.prefetch import Ring
 
 
 class MatrixRef(BaseModel):
@@ -28,12 +31,20 @@ class MatrixRef(BaseModel):
     module: str
     shape: tuple[int, int]
     rank: int | None = None
+    # (m1, n1, m2, n2) when the delta is a Kronecker product kron(W1, W2) (LoKr): W1 m1 x n1
+    kron: tuple[int, int, int, int] | None = None
     locator: dict[str, Any] = {}
 
     @property
-    def group_key(self) -> tuple[int, int, int | None]:
-        """Matrices that can share one batched call: same shape, and same rank when factored."""
-        return (self.shape[0], self.shape[1], self.rank)
+    def group_key(self) -> tuple[int, int, int | None, tuple[int, int, int, int] | None]:
+        """Matrices that can share one batched call: same shape, and same rank or Kronecker
+        factor shapes when factored."""
+        return (self.shape[0], self.shape[1], self.rank, self.kron)
+
+    @property
+    def form(self) -> str:
+        """"lora" (scale * B @ A), "kron" (scale * kron(W1, W2)) or "dense"."""
+        return "kron" if self.kron is not None else "lora" if self.rank is not None else "dense"
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,37 @@ class Factors:
             if product is not None:
                 out[i] = product
         return out
+
+
+@dataclass(frozen=True)
+class KronFactors:
+    """A stack of Kronecker deltas dW[i] = scale[i] * kron(W1[i], W2[i]) (LoKr);
+    W1: (k, m1, n1), W2: (k, m2, n2), dW[i]: (m1 m2) x (n1 n2)."""
+
+    W1: np.ndarray
+    W2: np.ndarray
+    scale: np.ndarray
+
+
+@dataclass(frozen=True)
+class Census:
+    """How many matrices of each shape (m, n), and over how many adapters: all a size check needs."""
+
+    shapes: dict[tuple[int, int], int]
+    adapters: int
+
+    @classmethod
+    def of(cls, refs: Sequence[MatrixRef]) -> Census:
+        return cls(dict(Counter(ref.shape for ref in refs)), len({ref.adapter for ref in refs}))
+
+    @property
+    def matrices(self) -> int:
+        return sum(self.shapes.values())
+
+    @property
+    def parameters(self) -> int:
+        """Entries of one adapter's deltas, the length of a PCA axis (adapters share shapes)."""
+        return sum(m * n * count for (m, n), count in self.shapes.items()) // max(1, self.adapters)
 
 
 class DataError(ValueError):
@@ -92,9 +134,32 @@ class Source(ABC):
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         """A (k, m, n) stack; all refs share one shape."""
 
+    def dense_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """(index, block) pairs: (k, c_b) column blocks of each group of k same-shaped matrices
+        flattened, group by group, in order: a streamed Gram's input. Here each group whole; a
+        file source reads blocks ahead of the consumer into the `ring`'s buffers (page-locked
+        for CUDA), across groups."""
+        for i, refs in enumerate(positions):
+            yield i, self.load_dense(refs, dtype).reshape(len(refs), -1)
+
+    def census(self) -> Census | None:
+        """The workload's shape counts without listing its matrices, where the source can count
+        them (a generator can; files must be opened); None otherwise."""
+        return None
+
     def load_factors(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
         """LoRA factors of refs sharing one (m, n, r); only for sources with has_factors."""
         raise NotImplementedError(f"{type(self).__name__} holds dense matrices, not LoRA factors")
+
+    def load_kron(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> KronFactors:
+        """Kronecker factors of refs of one group whose form is "kron"."""
+        raise NotImplementedError(f"{type(self).__name__} holds no Kronecker deltas")
+
+    def skipped(self) -> list[str]:
+        """Tensors of the inputs that are not analysed, `file: tensor (why)` each."""
+        return []
 
 
 @dataclass(frozen=True)
@@ -104,11 +169,13 @@ class ShapeGroup:
     shape: tuple[int, int]
     rank: int | None
     refs: tuple[MatrixRef, ...]
+    kron: tuple[int, int, int, int] | None = None
 
     @property
     def label(self) -> str:
         m, n = self.shape
-        return f"{m}x{n}" + (f"r{self.rank}" if self.rank is not None else "")
+        rank = f"r{self.rank}" if self.rank is not None else ""
+        return f"{m}x{n}{rank}" + ("" if self.kron is None else "k{}x{}".format(*self.kron[:2]))
 
     def __len__(self) -> int:
         return len(self.refs)
@@ -127,12 +194,23 @@ class Workload:
     def has_factors(self) -> bool:
         return self.source.has_factors
 
+    def not_factored(self, forms: frozenset[str]) -> str | None:
+        """Why some matrices are in none of `forms` (naming a few), or None when all are."""
+        others = [ref for ref in self.refs if ref.form not in forms]
+        if not others:
+            return None
+        if len(others) == len(self.refs) and all(ref.form == "dense" for ref in others):
+            return "this workload's matrices are dense"
+        named = ", ".join(f"{ref.id} ({ref.form})" for ref in others[:3])
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        return f"{len(others)} of the workload's matrices are not: {named}{more}"
+
     def groups(self) -> list[ShapeGroup]:
         """Shape groups in order of first appearance."""
-        by_key: dict[tuple[int, int, int | None], list[MatrixRef]] = {}
+        by_key: dict[tuple[int, int, int | None, tuple[int, int, int, int] | None], list[MatrixRef]] = {}
         for ref in self.refs:
             by_key.setdefault(ref.group_key, []).append(ref)
-        return [ShapeGroup((m, n), r, tuple(refs)) for (m, n, r), refs in by_key.items()]
+        return [ShapeGroup((m, n), r, tuple(refs), k) for (m, n, r, k), refs in by_key.items()]
 
     def fingerprint(self) -> str:
         ids = hashlib.sha256(json.dumps([r.id for r in self.refs]).encode()).hexdigest()

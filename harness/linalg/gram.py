@@ -7,7 +7,10 @@ published approach computed ``G[i, j]`` one pair at a time, re-reading every vec
 (:func:`gram_pairwise`, kept as the benchmark baseline). Here ``G`` is the sum of the Gram
 matrices of column blocks, ``G = sum_b X[:, b] @ X[:, b].T``, so the data is read once, in
 blocks sized to a memory budget; each slice's product is computed in the stored precision
-(float32 for float32 data) and accumulated in float64 (see :func:`accumulate_gram`).
+(float32 for float32 data) and accumulated in float64 (see :func:`accumulate_gram`). Blocks of a
+file are read by a thread into a ring of reused buffers while the previous block is multiplied
+(:mod:`harness.linalg.prefetch`); on CUDA from pinned buffers, each copy beside the previous
+block's product (:mod:`harness.linalg.device_feed`).
 
 All functions are pure functions of arrays; backends are ``"numpy"`` or torch on ``"cpu"`` /
 ``"cuda"`` (see :mod:`harness.linalg.device`).
@@ -15,9 +18,11 @@ All functions are pure functions of arrays; backends are ``"numpy"`` or torch on
 
 from __future__ import annotations
 
+import mmap
 import warnings
 from collections.abc import Iterable, Iterator
 from itertools import chain
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +35,9 @@ from harness.linalg.device import (
     torch_missing_reason,
     torch_module,
 )
+from harness.linalg.device_feed import DeviceFeed, is_pinned
+from harness.linalg.prefetch import Ring, prefetched, slot_bytes
+from harness.linalg.spans import SpanReader
 
 __all__ = [
     "accumulate_gram",
@@ -222,6 +230,8 @@ def _accumulate_torch(blocks: Iterable[np.ndarray], backend: Backend) -> np.ndar
     torch = torch_module()
     if torch is None:
         raise RuntimeError(f"backend {backend!r} needs torch, but {torch_missing_reason()}")
+    if backend == "cuda":
+        return _accumulate_cuda(blocks)
     G = None
     n: int | None = None
     for block in blocks:
@@ -229,15 +239,73 @@ def _accumulate_torch(blocks: Iterable[np.ndarray], backend: Backend) -> np.ndar
         if G is None:
             G = torch.zeros((n, n), dtype=torch.float64, device=backend)
         for start in range(0, block.shape[1], CHUNK_COLUMNS):
-            Xc = _stored_tensor(block[:, start : start + CHUNK_COLUMNS], backend)
-            if Xc.is_floating_point() and Xc.element_size() <= 4:
-                _add_float32_gram(G, Xc.to(torch.float32))
-            else:
-                Xc = Xc.to(torch.float64)
-                G.addmm_(Xc, Xc.T)
+            _add_tensor_gram(G, _stored_tensor(block[:, start : start + CHUNK_COLUMNS], backend))
     if G is None:
         raise ValueError("no blocks given; cannot infer n")
     return _symmetrize(to_numpy(G))
+
+
+def _accumulate_cuda(blocks: Iterable[np.ndarray], device: str = "cuda") -> np.ndarray:
+    """Blocks from pinned host memory (see _pinned_blocks), each copied on a side stream while
+    the previous block's product runs (harness.linalg.device_feed); the host buffer goes back to
+    its ring as soon as its copy is done."""
+    torch = torch_module()
+    assert torch is not None
+    feed = DeviceFeed(device)
+    G = None
+    n: int | None = None
+    for host in _pinned_blocks(blocks):
+        n = _check_block(host, n)
+        if G is None:
+            G = torch.zeros((n, n), dtype=torch.float64, device=device)
+        sent = feed.send(host)
+        _add_tensor_gram(G, sent.tensor)
+        sent.release()
+    if G is None:
+        raise ValueError("no blocks given; cannot infer n")
+    return _symmetrize(to_numpy(G))
+
+
+def _pinned_blocks(blocks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+    """The blocks as C-contiguous pinned host arrays: as they are when the first one is (a
+    source's pinned ring), else copied by a reader thread, CHUNK_COLUMNS columns at a time,
+    into a ring of pinned buffers (the copy of a strided memmap view runs beside the GPU)."""
+    blocks = iter(blocks)
+    first = next(blocks, None)
+    if first is None:
+        return
+    blocks = chain([first], blocks)
+    if isinstance(first, np.ndarray) and is_pinned(first):
+        yield from blocks
+        return
+    n, width = first.shape[0], first.dtype.itemsize * CHUNK_COLUMNS
+    ring = Ring(max(n, 1) * width, pinned=True)
+
+    def chunks() -> Iterator[tuple[np.ndarray, int, int]]:
+        for block in blocks:
+            step = max(1, width // block.dtype.itemsize)
+            for start in range(0, block.shape[1], step):
+                yield block, start, step
+
+    def fill(job: tuple[np.ndarray, int, int], slot: np.ndarray) -> np.ndarray:
+        block, start, step = job
+        piece = to_numpy(block[:, start : start + step])
+        out = slot[: piece.nbytes].view(piece.dtype).reshape(piece.shape)
+        np.copyto(out, piece)
+        return out
+
+    yield from prefetched(chunks(), fill, ring.slots)
+
+
+def _add_tensor_gram(G: Any, Xc: Any) -> None:
+    """G += Xc @ Xc.T: float32 slices for float32 and narrower floats, else in float64."""
+    torch = torch_module()
+    assert torch is not None
+    if Xc.is_floating_point() and Xc.element_size() <= 4:
+        _add_float32_gram(G, Xc.to(torch.float32))
+    else:
+        Xc = Xc.to(torch.float64)
+        G.addmm_(Xc, Xc.T)
 
 
 def _add_float32_gram(G: Any, X: Any) -> None:
@@ -304,10 +372,11 @@ def gram_from_array(
 ) -> np.ndarray:
     """Gram matrix ``X @ X.T`` of an n x d array or memmap in one pass over column blocks.
 
-    No full copy of X is made: blocks of :func:`block_columns` columns (sized to
-    ``memory_budget``, a conservative bound now that only one slice of a block is ever copied)
-    are read in turn and accumulated by :func:`accumulate_gram`. For a
-    C-ordered memmap each block reads n contiguous runs, one per row.
+    No full copy of X is made: column blocks are read in turn and accumulated by
+    :func:`accumulate_gram`. A whole C-ordered memmap is read by a thread with preadv, n row
+    spans per block, into a ring of reused buffers under ``memory_budget`` (pinned on CUDA),
+    so reading overlaps the products; any other array is cut into views of
+    :func:`block_columns` columns.
 
     Parameters
     ----------
@@ -323,10 +392,43 @@ def gram_from_array(
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n, d), got shape {X.shape}")
     n, d = X.shape
-    columns = block_columns(n, d, X.dtype.itemsize, memory_budget)
     if d == 0:
         return np.zeros((n, n), dtype=np.float64)
+    if (path := _mapped_file(X)) is not None:
+        return accumulate_gram(_file_blocks(X, path, memory_budget, backend == "cuda"), backend=backend)
+    columns = block_columns(n, d, X.dtype.itemsize, memory_budget)
     return accumulate_gram(iter_column_blocks(X, columns), backend=backend)
+
+
+def _mapped_file(X: np.ndarray) -> str | None:
+    """The file of a whole, C-ordered np.memmap (np.load(mmap_mode=...) or np.memmap), whose
+    rows lie at ``X.offset + i * row bytes``; None for anything else (a slice of one included)."""
+    if isinstance(X, np.memmap) and isinstance(X.base, mmap.mmap) and X.flags.c_contiguous and X.filename:
+        return str(X.filename)
+    return None
+
+
+def _file_blocks(X: np.memmap, path: str, memory_budget: int, pinned: bool) -> Iterator[np.ndarray]:
+    """Column blocks of a mapped file read with preadv by a reader thread into a ring of reused
+    buffers under `memory_budget` (pinned for CUDA), n row spans per block, instead of
+    page faults in the kernel: the next block is read while this one is multiplied."""
+    n, d = X.shape
+    itemsize = X.dtype.itemsize
+    columns = max(1, min(d, slot_bytes(memory_budget) // (n * itemsize)))
+    ring = Ring(n * columns * itemsize, pinned)
+    reader = SpanReader()
+
+    def fill(start: int, slot: np.ndarray) -> np.ndarray:
+        c = min(columns, d - start)
+        block = slot[: n * c * itemsize].view(X.dtype).reshape(n, c)
+        for i in range(n):
+            reader.read_into(Path(path), X.offset + (i * d + start) * itemsize, block[i])
+        return block
+
+    try:
+        yield from prefetched(range(0, d, columns), fill, ring.slots)
+    finally:
+        reader.close()
 
 
 def gram_pairwise(X: np.ndarray | np.memmap) -> np.ndarray:

@@ -61,14 +61,16 @@ class StrategyBase(ABC):
     ops: ClassVar[frozenset[str]]
     summary: ClassVar[str]
     needs_factors: ClassVar[bool] = False
+    factor_forms: ClassVar[frozenset[str]] = frozenset({"lora"})  # MatrixRef.form it computes on
+    factor_names: ClassVar[str] = "LoRA factors"
     uses_torch: ClassVar[bool] = False
     approximate: ClassVar[bool] = False
     fans_out: ClassVar[bool] = False  # spreads a call's matrices over the executor's workers
 
     def unavailable(self, workload: Workload, device: str) -> str | None:
         """Why this strategy cannot run this workload on the requested device, or None."""
-        if self.needs_factors and not workload.has_factors:
-            return "needs LoRA factors, and this workload's matrices are dense"
+        if self.needs_factors and (why := workload.not_factored(self.factor_forms)) is not None:
+            return f"needs {self.factor_names}, and {why}"
         if self.uses_torch:
             if (reason := torch_missing_reason()) is not None:
                 return reason

@@ -85,6 +85,15 @@ def factored_work(shape: tuple[int, int], rank: int, vectors: bool, itemsize: in
     return Work(factored_flops(shape, rank), itemsize * ((m + n) * rank + out))
 
 
+def kron_work(kron: tuple[int, int, int, int], vectors: bool, itemsize: int) -> Work:
+    """kron(W1, W2): the two factors' SVDs, and for vectors the q kept Kronecker columns formed."""
+    m1, n1, m2, n2 = kron
+    q = min(m1, n1) * min(m2, n2)
+    formed = (m1 * m2 + n1 * n2) * q if vectors else 0
+    flops = svd_flops((m1, n1), vectors) + svd_flops((m2, n2), vectors) + formed
+    return Work(flops, itemsize * (m1 * n1 + m2 * n2 + q + formed))
+
+
 def gram_work(n: int, d: int, itemsize: int) -> Work:
     """The Gram of n rows of length d: n (n + 1) d flops with symmetry (syrk), the data read once."""
     return Work(float(n * (n + 1) * d), float(itemsize * n * d))

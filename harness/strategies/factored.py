@@ -1,4 +1,5 @@
-"""Exact SVD of LoRA deltas from their factors B and A, never building the dense delta."""
+"""Exact SVD of factored deltas, never building the dense delta: LoRA (and LoHa) products
+scale * B @ A from B and A, LoKr Kronecker products scale * kron(W1, W2) from W1 and W2."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.data.workload import Factors, MatrixRef, ShapeGroup, Source
+from harness.data.workload import Factors, KronFactors, MatrixRef, ShapeGroup, Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.factored import factored_svd, pad_spectrum
+from harness.linalg.kron import kron_svd
 from harness.machine import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
@@ -18,32 +20,50 @@ from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 class FactoredStrategy(Strategy):
     name = "factored"
     ops = frozenset({"svdvals", "svd", "svd_topk"})
-    summary = "QR of B and A.T, then an r x r SVD: O((m+n) r^2), exact"
+    summary = "LoRA: QR of B and A.T, then an r x r SVD, O((m+n) r^2); LoKr: SVDs of both factors; exact"
     needs_factors = True
+    factor_forms = frozenset({"lora", "kron"})
+    factor_names = "LoRA or LoKr factors"
 
     def backend(self, device: str) -> Backend:
         """torch when it is there (batched QR on CUDA or CPU), else numpy: both are exact."""
         return "numpy" if torch_missing_reason() is not None else resolve_device(device)
 
     def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
+        if group.kron is not None:
+            return 3 * int(self.work(op, group, itemsize).bytes)
         m, n = group.shape
         return itemsize * 3 * (m + n) * (group.rank or min(m, n))
 
     def seconds_per_matrix(
         self, op: OpRequest, group: ShapeGroup, machine: MachineInfo, backend: Backend
     ) -> float:
-        flops = cost.factored_flops(group.shape, group.rank or min(group.shape))
+        if group.kron is not None:
+            flops = cost.kron_work(group.kron, op.wants_vectors, 8).flops
+        else:
+            flops = cost.factored_flops(group.shape, group.rank or min(group.shape))
         rate = cost.device_flops_per_s(machine, backend) * cost.GEMM_EFFICIENCY
         return flops / rate + cost.PER_CALL_OVERHEAD_S
 
     def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
+        if group.kron is not None:
+            return cost.kron_work(group.kron, op.wants_vectors, itemsize)
         return cost.factored_work(group.shape, group.rank or min(group.shape), op.wants_vectors, itemsize)
 
-    def load(self, source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors:
+    def load(self, source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors | KronFactors:
+        if refs[0].kron is not None:
+            return source.load_kron(refs, dtype)
         return source.load_factors(refs, dtype)
 
     def compute(self, op: OpRequest, data: Any, ctx: ExecContext) -> OpResult:
-        """Values of the rank-r delta padded with its exact zeros; vectors of the rank-r part."""
+        """Values of the low-rank (or Kronecker) delta padded with its exact zeros; vectors of
+        its nonzero part. Kronecker factors are small: their SVDs run in numpy."""
+        if isinstance(data, KronFactors):
+            (m1, n1), (m2, n2) = data.W1.shape[1:], data.W2.shape[1:]
+            shape, q = (m1 * m2, n1 * n2), min(m1, n1) * min(m2, n2)
+            k = None if op.k is None else min(op.k, q)
+            S, U, Vh = kron_svd(data.W1, data.W2, data.scale, compute_uv=op.wants_vectors, k=k)
+            return OpResult(S=pad_spectrum(S, op.width(shape)), U=U, Vh=Vh)
         factors: Factors = data
         m, n = factors.B.shape[1], factors.A.shape[2]
         q = min(factors.B.shape[2], m, n)

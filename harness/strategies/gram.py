@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterable
+from itertools import groupby
+from operator import itemgetter
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from harness.data.workload import Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.factored import frobenius_gram
 from harness.linalg.gram import SUM_COLUMNS, accumulate_gram
+from harness.linalg.prefetch import Ring
 from harness.machine import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, StrategyBase
@@ -105,12 +108,15 @@ class DualGramStrategy(GramStrategy):
     def grams(
         self, source: Source, layout: AdapterLayout, ctx: ExecContext, memory_budget: int
     ) -> np.ndarray:
-        """The position's deltas are in memory already, so the whole matrix is one block: its
-        slices are views, copied one at a time (numpy) or not at all (torch on the CPU)."""
-        out = np.empty((len(layout.positions), layout.n, layout.n))
-        for i, position in enumerate(layout.positions):
-            X = source.load_dense(position.refs, ctx.dtype).reshape(layout.n, -1)
-            out[i] = accumulate_gram([X], backend=ctx.backend)
+        """Every position's deltas as the source streams them (Source.dense_blocks): a file
+        source reads the next block in a thread while this one is multiplied, across positions,
+        into one ring of buffers under the budget (pinned for CUDA); others hand over each
+        position whole."""
+        out = np.zeros((len(layout.positions), layout.n, layout.n))
+        ring = Ring.within(memory_budget, pinned=ctx.backend == "cuda")
+        stream = source.dense_blocks([p.refs for p in layout.positions], ctx.dtype, ring)
+        for i, blocks in groupby(stream, key=itemgetter(0)):
+            out[i] = accumulate_gram((block for _, block in blocks), backend=ctx.backend)
         return out
 
 

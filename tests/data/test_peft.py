@@ -274,11 +274,11 @@ def _dora_config(folder: Path, rng: Generator, write_adapter: Writer) -> tuple[s
     return "adapter_config.json", "use_dora is true; DoRA"
 
 
-def _conv(folder: Path, rng: Generator, write_adapter: Writer) -> tuple[str, str]:
+def _conv_b_not_1x1(folder: Path, rng: Generator, write_adapter: Writer) -> tuple[str, str]:
     a = rng.standard_normal((R, 3, 3, 3)).astype(np.float32)
-    b = rng.standard_normal((M, R, 1, 1)).astype(np.float32)
+    b = rng.standard_normal((M, R, 3, 3)).astype(np.float32)
     write_adapter(folder, {"model.conv_in": (a, b)})
-    return "adapter_model.safetensors", "model.conv_in.lora_A.weight' [4, 3, 3, 3]"
+    return "adapter_model.safetensors", "model.conv_in.lora_A.weight' [4, 3, 3, 3] and"
 
 
 def _int_dtype(folder: Path, rng: Generator, write_adapter: Writer) -> tuple[str, str]:
@@ -319,7 +319,7 @@ def _corrupt_weights(folder: Path, rng: Generator, write_adapter: Writer) -> tup
         _config_rank,
         _dora_tensor,
         _dora_config,
-        _conv,
+        _conv_b_not_1x1,
         _int_dtype,
         _no_weights,
         _no_config,

@@ -239,3 +239,18 @@ def test_cosine_from_gram_parallel_and_opposite() -> None:
     C = cosine_from_gram(X @ X.T)
     np.testing.assert_allclose(C, [[1, 1, -1], [1, 1, -1], [-1, -1, 1]], atol=1e-15)
     assert np.abs(C).max() <= 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_npy_memmap_is_read_by_the_ring_at_its_offset(tmp_path, backend: str) -> None:
+    """np.load(mmap_mode="r"): data after the .npy header, read with preadv in several blocks;
+    a slice of a memmap, or an array, is not a file the ring can read by offset."""
+    X = data(5, 3001, dtype=np.float32)
+    np.save(tmp_path / "X.npy", X)
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    assert mm.offset > 0 and gram_module._mapped_file(mm) == str(tmp_path / "X.npy")
+    assert gram_module._mapped_file(mm[1:]) is None and gram_module._mapped_file(X) is None
+    blocks = list(gram_module._file_blocks(mm, str(tmp_path / "X.npy"), 3 * 5 * 400 * 4, pinned=False))
+    assert len(blocks) == 8  # 400 columns per slot of a 3-slot ring
+    X64 = X.astype(np.float64)
+    assert_gram_close(gram_from_array(mm, memory_budget=3 * 5 * 400 * 4, backend=backend), X64 @ X64.T, FLOAT32_RTOL)

@@ -126,10 +126,17 @@ def test_one_label_per_role_in_the_terminal_the_html_and_the_charts(smoke_run: t
     assert f"{label} (compare)" in names
     assert all(n == f"{strategy_label(a, s.strategy)} ({s.role})" for n, s in zip(names, a.timings))
     assert COMPUTED_NOTE in fig.axes[1].get_xlabel()
-    legend = [text.get_text() for text in charts.roofline_figure(
-        charts.roofline_points(record), {}, "float32").axes[0].get_legend().get_texts()]
-    assert f"{a.name}: {label}" in legend
-    assert f"{a.name}: {next(s.strategy for s in a.timings if s is not t)}" in legend
+    points = charts.roofline_points(record)
+    legend = [text.get_text() for text in charts.roofline_figure(points, {}, "float32").axes[0].get_legend().get_texts()]
+
+    def entry(strategy: str, shown: str) -> str:
+        """The legend's label: a point off the host's CPU (torch on CUDA) names its device."""
+        device = next(p.device for p in points if p.analysis == a.name and p.strategy == strategy)
+        return f"{a.name}: {shown}" + (f" on {device}" if device != "cpu" else "")
+
+    assert entry(t.strategy, label) in legend
+    other = next(s.strategy for s in a.timings if s is not t)
+    assert entry(other, other) in legend
 
 
 def test_every_run_chart_has_tick_labels_on_its_axes(smoke_run: tuple[Path, RunRecord]) -> None:

@@ -94,7 +94,7 @@ def test_factored_pads_the_exact_zeros(lora_workload: Workload, pool) -> None:
 
 def test_factored_is_unavailable_for_dense(dense_workload: Workload) -> None:
     reason = STRATEGIES["factored"].unavailable(dense_workload, "auto")
-    assert reason == "needs LoRA factors, and this workload's matrices are dense"
+    assert reason == "needs LoRA or LoKr factors, and this workload's matrices are dense"
 
 
 def test_scipy_svds_answers_k_at_full_rank(pool) -> None:

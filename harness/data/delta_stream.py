@@ -1,0 +1,182 @@
+"""Deltas of stored tensors (fine-tuned minus base), streamed in row blocks through a prefetch
+ring: the reader thread reads the next block's spans of every file while the Gram of the
+current block is computed.
+
+A block is rows ``[r0, r1)`` of one position's n tensors, flattened: row i of the block is
+``tuned_i[r0:r1] - base[r0:r1]``, the contiguous piece ``[r0 k, r1 k)`` of adapter i's vector
+at that position (C order), so a Gram summed over blocks is the Gram of the whole vectors. Each
+block reads n + 1 contiguous spans (the base once, not n times) into the ring's buffers, 1 MiB
+at a time through a small buffer that stays in cache, where it is widened (BF16, F16),
+subtracted and checked finite. Memory is the ring's (harness.linalg.prefetch), shared by every
+position of a computation.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.data.paths import require_finite
+from harness.data.safetensors_io import DTYPES, bf16_to_f32
+from harness.data.workload import DataError
+from harness.linalg.prefetch import Ring, prefetched
+from harness.linalg.spans import ReadError, SpanReader
+from harness.machine import probe
+
+__all__ = ["StoredTensor", "stream_deltas", "streamable"]
+
+# Files whose spans are read at once: a cold disk serves several requests in flight faster than
+# one (queue depth), and the widening and subtraction run beside each other (numpy releases the
+# GIL). Measured at full size, cold (benchmarks/pca_full.py): see the README.
+READERS = 4
+# Values read, widened, subtracted and checked at a time: 1 MiB of float32 stays in L2, where a
+# page-cache copy ran 1.5-2x faster than into a 64 MiB buffer (benchmarks/gram_memmap.py, pca_full).
+PIECE = 1 << 18
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """Where a 2-D tensor's bytes are: file, absolute offset of its data, safetensors dtype."""
+
+    path: Path
+    name: str
+    start: int
+    dtype: str
+    shape: tuple[int, int]
+
+    @property
+    def stored(self) -> np.dtype:
+        return DTYPES[self.dtype]
+
+
+def streamable(tensors: Sequence[StoredTensor], dtype: np.dtype) -> bool:
+    """Whether every tensor widens exactly to `dtype` (BF16, F16 -> float32; anything -> float64):
+    then each is cast before the subtraction with no loss. A float64 tensor in a float32 run
+    must be subtracted in float64 first, which the whole-matrix load does."""
+    dtype = np.dtype(dtype)
+    return all(dtype.itemsize >= 4 if t.dtype == "BF16" else t.stored.itemsize <= dtype.itemsize for t in tensors)
+
+
+def _read_raw(reader: SpanReader, t: StoredTensor, first: int, count: int, stage: np.ndarray) -> np.ndarray:
+    """Values [first, first + count) of `t`, flattened, as stored, into the small reused `stage`."""
+    raw = stage.view(t.stored)[:count]
+    reader.read_into(t.path, t.start + first * t.stored.itemsize, raw)
+    return raw
+
+
+def _stage(local: threading.local, nbytes: int) -> np.ndarray:
+    """This thread's own small staging buffer, allocated on its first use."""
+    if getattr(local, "stage", None) is None:
+        local.stage = np.empty(nbytes, dtype=np.uint8)
+    return local.stage
+
+
+def _widen(raw: np.ndarray, out: np.ndarray, t: StoredTensor) -> None:
+    """`raw` (as stored) into `out` in out's dtype: exact, since t is streamable to it."""
+    if t.dtype == "BF16" and out.dtype == np.float32:
+        np.left_shift(raw, 16, out=out.view(np.uint32), dtype=np.uint32)
+    else:
+        np.copyto(out, bf16_to_f32(raw) if t.dtype == "BF16" else raw)
+
+
+def _check_finite(values: np.ndarray, t: StoredTensor) -> None:
+    """NaN or Inf raises, naming the file: a dot product (4x cheaper than isfinite) flags the
+    piece; only then is it scanned (so an overflowing dot of finite values passes)."""
+    if not math.isfinite(float(np.dot(values, values))):
+        require_finite(values, t.path, t.name)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Rows [r0, r1) of one position's tensors: a job of the reader thread."""
+
+    position: int
+    r0: int
+    r1: int
+
+
+def stream_deltas(
+    positions: Sequence[tuple[Sequence[StoredTensor], StoredTensor]], dtype: np.dtype, ring: Ring
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(position, block) pairs: (n, c_b) float blocks of ``tuned_i - base`` over row ranges of
+    each position in turn, read ahead by one reader thread into the `ring`'s slots (as many rows
+    per block as a slot holds). One thread for all positions, so the next position's first
+    block is read while this position's last is multiplied.
+
+    Parameters
+    ----------
+    positions : sequence of (tuned, base): the n tuned tensors and the base of one position,
+        all of one shape (m, k)
+    dtype : the run's dtype; every tensor must be :func:`streamable` to it.
+    ring : Ring, its slots carved into the stage, the base rows and the block.
+
+    Yields
+    ------
+    (int, ndarray of shape (n, rows * k)): the block is valid until the next one is asked for.
+    Read errors and NaN/Inf raise DataError naming the file.
+    """
+    dtype = np.dtype(dtype)
+    stage_bytes = PIECE * 8
+    widest = max((base.shape[1] * (len(tuned) + 1) * dtype.itemsize for tuned, base in positions), default=0)
+    ring = ring.holding(stage_bytes + widest)
+    rows = [max(1, (ring.nbytes - stage_bytes) // (base.shape[1] * (len(tuned) + 1) * dtype.itemsize))
+            for tuned, base in positions]
+    jobs = [Span(g, r0, min(base.shape[0], r0 + rows[g]))
+            for g, (_, base) in enumerate(positions) for r0 in range(0, base.shape[0], rows[g])]
+    reader = SpanReader()
+    total = sum(math.prod(base.shape) * sum(t.stored.itemsize for t in (base, *tuned)) for tuned, base in positions)
+    drop_behind = total > probe().memory_available  # it cannot stay cached: keep the cache small
+
+    def advise(job: Span, advice: Callable[[Path, int, int], None]) -> None:
+        """`advice` (a SpanReader method) on every file's span of `job`."""
+        tuned, base = positions[job.position]
+        k = base.shape[1]
+        for t in (base, *tuned):
+            advice(t.path, t.start + job.r0 * k * t.stored.itemsize, (job.r1 - job.r0) * k * t.stored.itemsize)
+
+    def fill(j: int, slot: np.ndarray) -> tuple[int, np.ndarray]:
+        job = jobs[j]
+        tuned, base = positions[job.position]
+        n, k = len(tuned), base.shape[1]
+        first, c = job.r0 * k, (job.r1 - job.r0) * k
+        stage, rest = slot[:stage_bytes], slot[stage_bytes:].view(dtype)  # offsets keep alignment
+        below, block = rest[:c], rest[c : c + n * c].reshape(n, c)  # C-contiguous
+
+        def delta(i: int) -> None:
+            """Row i of the block: read, widen, subtract, check a piece at a time while in cache."""
+            t, own = tuned[i], _stage(local, stage_bytes)
+            for p in range(0, c, PIECE):
+                piece = block[i, p : p + PIECE]
+                raw = _read_raw(reader, t, first + p, piece.size, own)
+                if raw.dtype == dtype:
+                    np.subtract(raw, below[p : p + PIECE], out=piece)
+                else:
+                    _widen(raw, piece, t)
+                    np.subtract(piece, below[p : p + PIECE], out=piece)
+                _check_finite(piece, t)
+
+        try:
+            if drop_behind and j:
+                advise(jobs[j - 1], reader.drop)
+            for p in range(0, c, PIECE):
+                piece = below[p : p + PIECE]
+                _widen(_read_raw(reader, base, first + p, piece.size, stage), piece, base)
+                _check_finite(piece, base)
+            list(files.map(delta, range(n)))
+        except ReadError as e:
+            raise DataError(str(e)) from e
+        return job.position, block
+
+    local = threading.local()
+    files = ThreadPoolExecutor(READERS, thread_name_prefix="harness-span")
+    try:
+        yield from prefetched(range(len(jobs)), fill, ring.slots)
+    finally:
+        files.shutdown(cancel_futures=True)
+        reader.close()

@@ -1,0 +1,80 @@
+"""Byte spans of files read straight into numpy buffers with ``os.preadv``.
+
+A streamed Gram reads, per block, one span of each of n (or n + 1) files. ``preadv`` into a
+reused buffer costs one kernel copy from the page cache and no allocation; ``posix_fadvise``
+SEQUENTIAL widens the kernel's readahead, and DONTNEED drops what a stream larger than memory has
+read. WILLNEED on the next block's spans was tried and dropped: at 26.8 GB (more than memory) it
+tripled the reader's kernel time (sys 6 s -> 15-19 s) and cut its rate from 1.16 to 0.8 GB/s.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+__all__ = ["ReadError", "SpanReader"]
+
+
+class ReadError(OSError):
+    """A span could not be read: the message names the file and the byte offset."""
+
+
+class SpanReader:
+    """Open file descriptors by path, reading spans into buffers; a context manager."""
+
+    def __init__(self) -> None:
+        self._fds: dict[Path, int] = {}
+        self._opening = threading.Lock()  # reader threads share the descriptors
+
+    def _fd(self, path: Path) -> int:
+        with self._opening:
+            return self._open(path)
+
+    def _open(self, path: Path) -> int:
+        if (fd := self._fds.get(path)) is None:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError as e:
+                raise ReadError(f"{path}: cannot open ({e.strerror})") from e
+            if hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            self._fds[path] = fd
+        return fd
+
+    def read_into(self, path: Path, offset: int, out: np.ndarray) -> None:
+        """Fill the C-contiguous array `out` with ``out.nbytes`` bytes of `path` from `offset`."""
+        fd = self._fd(path)
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        done = 0
+        while done < len(view):
+            try:
+                got = os.preadv(fd, [view[done:]], offset + done)
+            except OSError as e:
+                raise ReadError(f"{path}: read failed at byte {offset + done} ({e.strerror})") from e
+            if got == 0:
+                raise ReadError(
+                    f"{path}: ends at byte {offset + done}, inside a span of bytes "
+                    f"{offset}-{offset + len(view)}; the file is truncated"
+                )
+            done += got
+
+    def drop(self, path: Path, offset: int, nbytes: int) -> None:
+        """Drop a span we have read from the page cache: a stream larger than memory then never
+        makes the kernel reclaim (which took CPU from the reader), nor evicts others' pages."""
+        if hasattr(os, "posix_fadvise") and nbytes > 0:
+            os.posix_fadvise(self._fd(path), offset, nbytes, os.POSIX_FADV_DONTNEED)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> SpanReader:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

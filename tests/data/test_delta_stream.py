@@ -1,0 +1,191 @@
+"""Checkpoint deltas streamed in row blocks through the prefetch ring: the same numbers as the
+whole-matrix load, memory bounded by the ring, the same Gram, and input errors that name the
+file (raised from the reader thread, not a hang)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.data.checkpoint import CheckpointData, CheckpointSource
+from harness.data.layout import AdapterLayout
+from harness.data.safetensors_io import SafetensorsFile
+from harness.data.workload import DataError, MatrixRef, Workload
+from harness.executors import SerialExecutor
+from harness.linalg.prefetch import SLOTS, Ring
+from harness.linalg.spans import SpanReader
+from harness.machine import probe
+from harness.strategies.base import ExecContext
+from harness.strategies.gram import DualGramStrategy
+
+Writer = Callable[..., Path]
+F32 = np.dtype(np.float32)
+SHAPES = {"model.embed_tokens.weight": (50, 24), "model.layers.0.mlp.up_proj.weight": (37, 16),
+          "model.layers.0.mlp.down_proj.weight": (16, 37)}
+ADAPTERS = 5
+# the stage and 3 rows of the widest tensor per slot: several blocks per position, the last narrower
+BUDGET = SLOTS * ((1 << 21) + 3 * 37 * (ADAPTERS + 1) * 4)
+
+
+def write_set(folder: Path, write: Writer, values: Callable[..., np.ndarray], bf16: bool = False) -> CheckpointSource:
+    rng = np.random.default_rng(0)
+    base = {name: values(rng, shape) for name, shape in SHAPES.items()}
+    write(folder / "base.safetensors", base, bf16=bf16)
+    for i in range(ADAPTERS):
+        write(folder / f"ft{i}.safetensors", {k: values(rng, v.shape) for k, v in base.items()}, bf16=bf16)
+    return CheckpointSource(CheckpointData(paths=["ft*.safetensors"], base="base.safetensors"), folder)
+
+
+def normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def positions(src: CheckpointSource) -> list[tuple[MatrixRef, ...]]:
+    return [p.refs for p in AdapterLayout.from_workload(Workload.from_source(src)).positions]
+
+
+def streamed(src: CheckpointSource, refs: tuple[MatrixRef, ...], budget: int = BUDGET) -> list[np.ndarray]:
+    return [block.copy() for _, block in src.dense_blocks([refs], F32, Ring.within(budget))]
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_blocks_are_the_whole_load_cut_in_rows(tmp_path: Path, write_safetensors: Writer,
+                                                bf16_exact: Callable[..., np.ndarray], bf16: bool) -> None:
+    src = write_set(tmp_path, write_safetensors, bf16_exact if bf16 else normal, bf16=bf16)
+    for refs in positions(src):
+        blocks = streamed(src, refs)
+        assert len(blocks) > 1
+        whole = src.load_dense(refs, F32).reshape(len(refs), -1)
+        np.testing.assert_array_equal(np.concatenate(blocks, axis=1), whole)
+
+
+def test_one_reader_streams_every_position_in_order(tmp_path: Path, write_safetensors: Writer) -> None:
+    """The next position's first block is read by the same thread, ahead of the consumer."""
+    src = write_set(tmp_path, write_safetensors, normal)
+    groups = positions(src)
+    labels, readers = [], set()
+    for i, block in src.dense_blocks(groups, F32, Ring.within(BUDGET)):
+        labels.append(i)
+        readers |= {t.ident for t in threading.enumerate() if t.name == "prefetch-reader"}
+        assert block.shape[0] == ADAPTERS
+    assert labels == sorted(labels) and set(labels) == set(range(len(groups))) and len(readers) == 1
+
+
+def test_the_ring_bounds_memory_and_reuses_its_buffers(tmp_path: Path, write_safetensors: Writer) -> None:
+    src = write_set(tmp_path, write_safetensors, normal)
+    refs = positions(src)[0]  # the embedding: 50 rows, 3 per block
+    ring = Ring.within(BUDGET)
+    slots = {slot.ctypes.data: slot for slot in ring.slots}
+    count = 0
+    for _, block in src.dense_blocks([refs], F32, ring):
+        assert block.flags.c_contiguous
+        assert sum(np.shares_memory(block, slot) for slot in slots.values()) == 1
+        count += 1
+    assert count > 2 * SLOTS
+
+
+def test_float64_tensors_in_a_float32_run_are_subtracted_in_float64(tmp_path: Path, write_safetensors: Writer) -> None:
+    """Cast first, a float64 delta far below its weights would be lost: the whole load does it."""
+    src = write_set(tmp_path, write_safetensors, lambda rng, shape: 1.0 + 1e-9 * rng.standard_normal(shape))
+    refs = positions(src)[0]
+    blocks = streamed(src, refs)
+    assert len(blocks) == 1 and np.abs(blocks[0]).max() > 0
+    np.testing.assert_array_equal(blocks[0], src.load_dense(refs, F32).reshape(len(refs), -1))
+
+
+def test_dual_gram_of_streamed_deltas_matches_float64(tmp_path: Path, write_safetensors: Writer) -> None:
+    src = write_set(tmp_path, write_safetensors, normal)
+    layout = AdapterLayout.from_workload(Workload.from_source(src))
+    ctx = ExecContext(dtype=F32, backend="numpy", workers=1, seed=0, executor=SerialExecutor)
+    grams = DualGramStrategy().grams(src, layout, ctx, BUDGET)
+    for G, position in zip(grams, layout.positions):
+        X = src.load_dense(position.refs, np.dtype(np.float64)).reshape(ADAPTERS, -1)
+        norms = np.linalg.norm(X, axis=1)
+        assert np.max(np.abs(G - X @ X.T) / np.outer(norms, norms)) < 1e-6
+
+
+def test_a_file_cut_short_while_streaming_is_one_line_naming_it(tmp_path: Path, write_safetensors: Writer) -> None:
+    """Cut after the headers were read: the reader thread's read fails, the consumer gets the
+    error (the reader is at most SLOTS - 1 blocks ahead, so the cut rows are still unread)."""
+    src = write_set(tmp_path, write_safetensors, normal)
+    refs = positions(src)[-1]  # the last tensor in the file: cutting the file cuts its last rows
+    victim = tmp_path / "ft3.safetensors"
+    blocks = src.dense_blocks([refs], F32, Ring.within(BUDGET // 3))
+    next(blocks)
+    os.truncate(victim, victim.stat().st_size - 100)
+    with pytest.raises(DataError, match=rf"^{victim}: ends at byte \d+, inside a span .*; the file is truncated$"):
+        list(blocks)
+    assert not [t for t in threading.enumerate() if t.name == "prefetch-reader"]
+
+
+def test_nan_in_a_fine_tune_names_the_file_and_tensor(tmp_path: Path, write_safetensors: Writer) -> None:
+    src = write_set(tmp_path, write_safetensors, normal)
+    refs = positions(src)[0]
+    victim = tmp_path / "ft2.safetensors"
+    with victim.open("r+b") as fh:  # a NaN in row 40 of ft2's embedding
+        fh.seek(SafetensorsFile(victim).tensors["model.embed_tokens.weight"].start + 40 * 24 * 4)
+        fh.write(np.float32(np.nan).tobytes())
+    with pytest.raises(DataError, match=rf"^{victim}: tensor 'model.embed_tokens.weight' contains NaN"):
+        streamed(src, refs)
+
+
+def test_stopping_after_one_block_stops_the_reader(tmp_path: Path, write_safetensors: Writer) -> None:
+    src = write_set(tmp_path, write_safetensors, normal)
+    blocks = src.dense_blocks(positions(src)[:1], F32, Ring.within(BUDGET))
+    next(blocks)
+    blocks.close()
+    assert not [t for t in threading.enumerate() if t.name == "prefetch-reader"]
+
+
+class FakeRing(Ring):
+    """Records the pinned request without pinning (no CUDA here)."""
+
+    def __init__(self, nbytes: int, pinned: bool = False) -> None:
+        super().__init__(nbytes)
+        self.pinned = pinned
+
+
+def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                      write_safetensors: Writer) -> None:
+    src = write_set(tmp_path, write_safetensors, normal)
+    layout = AdapterLayout.from_workload(Workload.from_source(src))
+    asked: list[Ring] = []
+    real = CheckpointSource.dense_blocks
+
+    def spy(self: CheckpointSource, groups: list[tuple[MatrixRef, ...]], dtype: np.dtype, ring: Ring):  # type: ignore[no-untyped-def]
+        asked.append(ring)
+        return real(self, groups, dtype, Ring.within(BUDGET))
+
+    monkeypatch.setattr(CheckpointSource, "dense_blocks", spy)
+    monkeypatch.setattr("harness.strategies.gram.Ring", FakeRing)
+    monkeypatch.setattr("harness.strategies.gram.accumulate_gram", lambda blocks, backend: sum(1 for _ in blocks))
+    for backend in ("cuda", "cpu"):
+        ctx = ExecContext(dtype=F32, backend=backend, workers=1, seed=0, executor=SerialExecutor)
+        DualGramStrategy().grams(src, layout, ctx, BUDGET)
+    assert [ring.pinned for ring in asked] == [True, False]  # one stream per computation
+
+
+@pytest.mark.parametrize("available", [1, 2**50])
+def test_a_stream_larger_than_memory_drops_what_it_has_read(tmp_path: Path, write_safetensors: Writer,
+                                                            monkeypatch: pytest.MonkeyPatch, available: int) -> None:
+    """Larger than the memory available: each block's spans leave the page cache once read (never
+    the block being read); one that fits keeps them cached for the next pass."""
+    src = write_set(tmp_path, write_safetensors, normal)
+    machine = probe().model_copy(update={"memory_available": available})
+    monkeypatch.setattr("harness.data.delta_stream.probe", lambda: machine)
+    dropped: list[tuple[Path, int, int]] = []
+    monkeypatch.setattr(SpanReader, "drop", lambda self, path, offset, nbytes: dropped.append((path, offset, nbytes)))
+    refs = positions(src)[0]
+    blocks = streamed(src, refs)
+    np.testing.assert_array_equal(np.concatenate(blocks, axis=1), src.load_dense(refs, F32).reshape(ADAPTERS, -1))
+    if available > 1:
+        assert not dropped
+    else:
+        files = {tmp_path / "base.safetensors", *(tmp_path / f"ft{i}.safetensors" for i in range(ADAPTERS))}
+        assert {path for path, _, _ in dropped} == files
+        assert len(dropped) == (len(blocks) - 1) * len(files)  # all but the last block, dropped as the next is read
