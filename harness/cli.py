@@ -108,16 +108,13 @@ def _check_run_folder(folder: Path) -> None:
     """PlanError unless `folder` can become the run folder: a new or empty folder, under folders
     (a file there would end in a traceback halfway). The default folder stays inside results/
     because the spec accepts only a safe folder name as `experiment.name`."""
-    for above in [folder, *folder.parents]:
-        if above.is_dir():
-            break
-        if above.exists():
-            inside = "" if above == folder else f" to hold {folder}"
-            raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
+    above = next(p for p in [folder, *folder.parents] if p.exists())
+    inside = "" if above == folder else f" to hold {folder}"
+    if not above.is_dir():
+        raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
     if folder.is_dir() and any(folder.iterdir()):
         raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
     if not os.access(above, os.W_OK | os.X_OK):  # a read-only mount says so even to root
-        inside = "" if above == folder else f" to hold {folder}"
         raise PlanError([f"{above}: cannot write here (a read-only file system, or permissions); expected a "
                          f"writable folder{inside}; choose another with -o"])
 

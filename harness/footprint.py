@@ -64,7 +64,7 @@ def footprint(spec: Spec, census: Census) -> Footprint:
     if axes:
         written["axes-*.npy"] = axes
     return Footprint(held={"the matrix list": census.matrices * REF_BYTES, "spectra": spectra, "top-k bases": bases},
-                     written=written, cached=spectra + entries * NPZ_ENTRY_BYTES)
+                     written=written, cached=written["spectra.npz"])
 
 
 def _held(fp: Footprint) -> str:
@@ -93,16 +93,16 @@ def check_disk(spec: Spec, census: Census, folder: Path, cache: Path | None) -> 
     take what the run will write."""
     fp = footprint(spec, census)
     needs = {folder: fp.written_bytes, **({cache: fp.cached} if cache is not None else {})}
-    by_device: dict[int, tuple[int, int, list[Path]]] = {}
-    for path, need in needs.items():
-        device, free = _free(path)
-        total, _free_bytes, paths = by_device.get(device, (0, free, []))
-        by_device[device] = (total + need, free, [*paths, path])
-    for need, free, paths in by_device.values():
-        if need > free:
+    free: dict[int, int] = {}
+    on: dict[int, list[Path]] = {}  # the paths of each file system
+    for path in needs:
+        device, free[device] = _free(path)
+        on.setdefault(device, []).append(path)
+    for device, paths in on.items():
+        if (need := sum(needs[p] for p in paths)) > free[device]:
             what = " and ".join(str(p) for p in paths)
             files = ", ".join(f"{name} {format_bytes(size)}" for name, size in fp.written.items() if size)
             raise PlanError([f"{what}: the run will write {format_bytes(need)} ({files}"
                              f"{', the result cache ' + format_bytes(fp.cached) if cache in paths else ''}) "
-                             f"and the disk has {format_bytes(free)} free; free space or write elsewhere "
+                             f"and the disk has {format_bytes(free[device])} free; free space or write elsewhere "
                              "(-o, execution.cache_dir)"])
