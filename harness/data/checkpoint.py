@@ -44,9 +44,9 @@ class Checkpoint:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.index = _find_index(path)
+        self.index = find_index(path)
         if self.index is None:
-            shard = path if path.is_file() else _single_file(path)
+            shard = path if path.is_file() else single_file(path)
             self.weight_map = dict.fromkeys(SafetensorsFile(shard).tensors, shard)
         else:
             self.weight_map = _read_weight_map(self.index)
@@ -74,7 +74,7 @@ class Checkpoint:
         return infos
 
 
-def _find_index(path: Path) -> Path | None:
+def find_index(path: Path) -> Path | None:
     if path.is_file():
         return path if path.name.endswith(INDEX_SUFFIX) else None
     indexes = sorted(path.glob("*" + INDEX_SUFFIX))
@@ -83,7 +83,7 @@ def _find_index(path: Path) -> Path | None:
     return indexes[0] if indexes else None
 
 
-def _single_file(folder: Path) -> Path:
+def single_file(folder: Path) -> Path:
     files = sorted(folder.glob("*.safetensors"))
     if len(files) != 1:
         raise DataError(
@@ -147,6 +147,14 @@ def _stored(files: dict[str, SafetensorsFile], path: str, ref: MatrixRef) -> Sto
     return StoredTensor(Path(path), name, info.start, info.dtype, ref.shape)
 
 
+def resolve_base(base: str, base_dir: Path) -> Checkpoint:
+    """The one checkpoint the spec's `base` names (a file, a sharded set's index, a folder)."""
+    bases = resolve_paths([base], base_dir, field="base")
+    if len(bases) != 1:
+        raise DataError(f"base: {base!r} matches {len(bases)} paths; expected one")
+    return Checkpoint(bases[0])
+
+
 class CheckpointSource(Source):
     """Dense deltas of fine-tuned checkpoints against one base; adapter = checkpoint name."""
 
@@ -159,10 +167,7 @@ class CheckpointSource(Source):
     def _checkpoints(self) -> tuple[list[Checkpoint], Checkpoint]:
         tuned = [Checkpoint(path) for path in resolve_paths(self.config.paths, self.base_dir)]
         unique_names([(ckpt.name, ckpt.path) for ckpt in tuned])
-        bases = resolve_paths([self.config.base], self.base_dir, field="base")
-        if len(bases) != 1:
-            raise DataError(f"base: {self.config.base!r} matches {len(bases)} paths; expected one")
-        return tuned, Checkpoint(bases[0])
+        return tuned, resolve_base(self.config.base, self.base_dir)
 
     def refs(self) -> list[MatrixRef]:
         tuned, base = self._checkpoints()

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import ValidationError
-from safetensors import safe_open
 
-from harness.data.checkpoint import Checkpoint
+from harness.data.checkpoint import find_index, single_file
 from harness.data.deltas import FactorFileSource, Scan, Weights
 from harness.data.module_keys import module_entry, module_tensors
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths, unique_names
@@ -46,13 +45,12 @@ def _alpha(weights: Weights, roles: dict[str, str]) -> float | None:
     return float(value.reshape(()))
 
 
-def _metadata_configs(path: Path) -> dict[str, AdapterConfig]:
+def _metadata_configs(weights: SafetensorsFile) -> dict[str, AdapterConfig]:
     """diffusers' saved LoRA configs by component (unet, text_encoder, ...), if the file has them."""
-    try:
-        with safe_open(path, framework="np") as f:
-            text = (f.metadata() or {}).get(METADATA_KEY)
-    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
-        raise DataError(f"{path}: not a readable safetensors file ({e})") from e
+    path, metadata = weights.path, weights.metadata or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise DataError(f"{path}: not a readable safetensors file (__metadata__ is not a map of strings)")
+    text = metadata.get(METADATA_KEY)
     if text is None:
         return {}
     try:
@@ -97,12 +95,10 @@ class KohyaSource(FactorFileSource):
     def _files(self) -> list[tuple[str, Path]]:
         """(adapter name, file) of each path: a .safetensors file, or a folder holding one."""
         found = []
-        for path in resolve_paths(self.config.paths, self.base_dir):
-            ckpt = Checkpoint(path)
-            shards = list(dict.fromkeys(ckpt.weight_map.values()))
-            if ckpt.index is not None or len(shards) != 1:
+        for path in resolve_paths(self.config.paths, self.base_dir):  # no header read here
+            if find_index(path) is not None:
                 raise DataError(f"{path}: a sharded set; expected one LoRA .safetensors file")
-            found.append((ckpt.name, shards[0]))
+            found.append((path.stem, path) if path.is_file() else (path.name, single_file(path)))
         unique_names(found)
         return found
 
@@ -114,7 +110,7 @@ class KohyaSource(FactorFileSource):
             modules = module_tensors(weights, skipped)
             if not modules:
                 raise DataError(f"{path}: no LoRA, LoHa, LoKr or diff tensors found")
-            configs = _metadata_configs(path)
+            configs = _metadata_configs(weights)
             entries += [_entry(adapter, module, roles, weights, configs) for module, roles in modules.items()]
         return Scan(self.config.select(name_refs(entries)), skipped)
 

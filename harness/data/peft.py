@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.data.checkpoint import INDEX_SUFFIX, Checkpoint
+from harness.data.checkpoint import INDEX_SUFFIX, Checkpoint, resolve_base
 from harness.data.deltas import FactorFileSource, Scan, Weights, full_entry, lora_entry, open_weights
 from harness.data.module_keys import module_entry, module_tensors
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
@@ -184,10 +184,11 @@ def _entry(
 
 
 def _whole_entries(
-    adapter: str, weights: Weights, keys: _Keys, base: Checkpoint | None, skipped: list[str]
+    adapter: str, weights: Weights, keys: _Keys, base: Checkpoint | None, infos: dict[str, TensorInfo],
+    skipped: list[str],
 ) -> list[Entry]:
-    """Deltas of the whole saved weights against the base; the rest goes to `skipped`."""
-    infos: dict[str, TensorInfo] = base.tensors() if base is not None else {}
+    """Deltas of the whole saved weights against the base (whose tensors are `infos`); the
+    rest goes to `skipped`."""
     entries = []
     skipped += [f"{weights.path}: {name} (a LoRA bias: a vector, not a matrix)" for name in keys.biases]
     for name in keys.whole:
@@ -246,18 +247,14 @@ class PeftSource(FactorFileSource):
         return dirs
 
     def _base(self) -> Checkpoint | None:
-        if self.config.base is None:
-            return None
-        bases = resolve_paths([self.config.base], self.base_dir, field="base")
-        if len(bases) != 1:
-            raise DataError(f"base: {self.config.base!r} matches {len(bases)} paths; expected one")
-        return Checkpoint(bases[0])
+        return None if self.config.base is None else resolve_base(self.config.base, self.base_dir)
 
     def read_headers(self) -> Scan:
         """Every adapter's headers: the refs the filters keep, and what is skipped."""
         entries: list[Entry] = []
         skipped: list[str] = []
         base = self._base()
+        infos = base.tensors() if base is not None else {}  # the base's headers, read once
         for folder in self._dirs():
             config = _read_config(folder / CONFIG_FILE)
             weights = open_weights(_weights_file(folder))
@@ -272,7 +269,7 @@ class PeftSource(FactorFileSource):
                 entries += lyco
             if not keys.lora:
                 raise DataError(f"{weights.path}: no {config.peft_type} factor tensors found")
-            entries += _whole_entries(folder.name, weights, keys, base, skipped)
+            entries += _whole_entries(folder.name, weights, keys, base, infos, skipped)
         return Scan(self.config.select(name_refs(entries)), skipped)
 
     def fingerprint(self) -> str:

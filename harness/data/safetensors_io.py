@@ -28,9 +28,13 @@ DTYPES: dict[str, np.dtype] = {
 }
 
 
-def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
-    """uint16 bfloat16 bit patterns -> the float32 values they stand for, exactly."""
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+def bf16_to_f32(bits: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """uint16 bfloat16 bit patterns -> the float32 values they stand for, exactly; written into
+    the float32 array `out` (of bits' shape, no allocation) when given, and returned."""
+    if out is None:
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    np.left_shift(bits, 16, out=out.view(np.uint32), dtype=np.uint32)
+    return out
 
 
 def is_float(dtype: str) -> bool:
@@ -50,7 +54,7 @@ class SafetensorsFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.tensors = _read_header(path)
+        self.tensors, self.metadata = _read_header(path)
 
     def info(self, name: str) -> TensorInfo:
         """The header entry of `name`; a missing tensor or an unreadable dtype raises."""
@@ -79,7 +83,9 @@ def check_readable(path: Path, name: str, info: TensorInfo) -> TensorInfo:
     return info
 
 
-def _read_header(path: Path) -> dict[str, TensorInfo]:
+def _read_header(path: Path) -> tuple[dict[str, TensorInfo], object]:
+    """The tensors' header entries, and the file's `__metadata__` as written (the format says
+    string to string; only the readers that use it check)."""
     try:
         with path.open("rb") as f:
             size = path.stat().st_size
@@ -93,9 +99,9 @@ def _read_header(path: Path) -> dict[str, TensorInfo]:
         raise DataError(f"{path}: file not found") from e
     except (OSError, struct.error, ValueError) as e:
         raise DataError(f"{path}: not a readable safetensors file ({e})") from e
-    header.pop("__metadata__", None)
+    metadata = header.pop("__metadata__", None)
     base = 8 + length
-    return {name: _tensor_info(path, name, entry, base, size) for name, entry in header.items()}
+    return {name: _tensor_info(path, name, entry, base, size) for name, entry in header.items()}, metadata
 
 
 def _tensor_info(path: Path, name: str, entry: object, base: int, size: int) -> TensorInfo:

@@ -45,17 +45,17 @@ def kron_svd(
     q = min(W1.shape[-2:]) * min(W2.shape[-2:])
     if k is not None and not 1 <= k <= q:
         raise ValueError(f"k={k} must be in [1, min(m1, n1) * min(m2, n2)] = [1, {q}]")
-    if not compute_uv:
+    if compute_uv:
+        (U1, S1, V1h), (U2, S2, V2h) = (np.linalg.svd(W, full_matrices=False) for W in (W1, W2))
+    else:
         S1, S2 = (np.linalg.svd(W, compute_uv=False) for W in (W1, W2))
-        S = np.sort((S1[:, :, None] * S2[:, None, :]).reshape(len(S1), -1), axis=1)[:, ::-1]
-        return np.abs(s)[:, None] * S[:, :k], None, None
-    U1, S1, V1h = np.linalg.svd(W1, full_matrices=False)
-    U2, S2, V2h = np.linalg.svd(W2, full_matrices=False)
     products = (S1[:, :, None] * S2[:, None, :]).reshape(len(S1), -1)
     order = np.argsort(-products, axis=1, kind="stable")[:, :k]
-    i, j = np.divmod(order, S2.shape[1])  # product index i * len(S2) + j -> (i, j)
     rows = np.arange(len(S1))[:, None]
     S = np.abs(s)[:, None] * products[rows, order]
+    if not compute_uv:
+        return S, None, None
+    i, j = np.divmod(order, S2.shape[1])  # product index i * len(S2) + j -> (i, j)
     # Column (i, j) of kron(U1, U2) is kron(U1[:, i], U2[:, j]); only the kept ones are formed.
     U1k, U2k = U1.swapaxes(1, 2)[rows, i], U2.swapaxes(1, 2)[rows, j]  # (batch, q, m1), (batch, q, m2)
     U = np.einsum("bqa,bqc->bacq", U1k, U2k).reshape(len(S1), -1, order.shape[1])

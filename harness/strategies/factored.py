@@ -38,10 +38,7 @@ class FactoredStrategy(Strategy):
     def seconds_per_matrix(
         self, op: OpRequest, group: ShapeGroup, machine: MachineInfo, backend: Backend
     ) -> float:
-        if group.kron is not None:
-            flops = cost.kron_work(group.kron, op.wants_vectors, 8).flops
-        else:
-            flops = cost.factored_flops(group.shape, group.rank or min(group.shape))
+        flops = self.work(op, group, 8).flops  # flops do not depend on the item size
         rate = cost.device_flops_per_s(machine, backend) * cost.GEMM_EFFICIENCY
         return flops / rate + cost.PER_CALL_OVERHEAD_S
 
