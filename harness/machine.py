@@ -70,6 +70,18 @@ def _meminfo() -> dict[str, int]:
     return info
 
 
+def _memory_total(mem: dict[str, int]) -> int:
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    return mem.get("MemTotal") or page * os.sysconf("SC_PHYS_PAGES")
+
+
+def memory_available() -> int:
+    """Bytes of memory available now (MemAvailable of /proc/meminfo, read afresh; the total where
+    the kernel gives none): cheap, unlike probe(), whose figure is the one at its first call."""
+    mem = _meminfo()
+    return mem["MemAvailable"] if "MemAvailable" in mem else _memory_total(mem)
+
+
 def _cpu_name() -> str:
     path = Path("/proc/cpuinfo")
     if path.exists():
@@ -102,8 +114,7 @@ def usable_cores() -> int:
 @functools.cache
 def probe() -> MachineInfo:
     mem = _meminfo()
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    total = mem.get("MemTotal") or page * os.sysconf("SC_PHYS_PAGES")
+    total = _memory_total(mem)
     missing = torch_missing_reason()  # imports a CUDA build of torch, never a CPU one
     loaded = sys.modules.get("torch")
     info = MachineInfo(

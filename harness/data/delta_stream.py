@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from harness.data.safetensors_io import DTYPES, bf16_to_f32
 from harness.data.workload import DataError
 from harness.linalg.prefetch import Ring, prefetched
 from harness.linalg.spans import ReadError, SpanReader
-from harness.machine import probe
+from harness.machine import memory_available
 
 __all__ = ["StoredTensor", "stream_deltas", "streamable"]
 
@@ -80,7 +80,7 @@ def _stage(local: threading.local, nbytes: int) -> np.ndarray:
 def _widen(raw: np.ndarray, out: np.ndarray, t: StoredTensor) -> None:
     """`raw` (as stored) into `out` in out's dtype: exact, since t is streamable to it."""
     if t.dtype == "BF16" and out.dtype == np.float32:
-        np.left_shift(raw, 16, out=out.view(np.uint32), dtype=np.uint32)
+        bf16_to_f32(raw, out=out)
     else:
         np.copyto(out, bf16_to_f32(raw) if t.dtype == "BF16" else raw)
 
@@ -114,7 +114,8 @@ def stream_deltas(
     positions : sequence of (tuned, base): the n tuned tensors and the base of one position,
         all of one shape (m, k)
     dtype : the run's dtype; every tensor must be :func:`streamable` to it.
-    ring : Ring, its slots carved into the stage, the base rows and the block.
+    ring : Ring, its slots carved into the base rows and the block (each thread reads through
+        its own small stage).
 
     Yields
     ------
@@ -122,30 +123,30 @@ def stream_deltas(
     Read errors and NaN/Inf raise DataError naming the file.
     """
     dtype = np.dtype(dtype)
-    stage_bytes = PIECE * 8
-    widest = max((base.shape[1] * (len(tuned) + 1) * dtype.itemsize for tuned, base in positions), default=0)
-    ring = ring.holding(stage_bytes + widest)
-    rows = [max(1, (ring.nbytes - stage_bytes) // (base.shape[1] * (len(tuned) + 1) * dtype.itemsize))
-            for tuned, base in positions]
+    stage_bytes = PIECE * 8  # a piece of the widest stored dtype
+    # a row of a position's block and of its base rows
+    row_bytes = [base.shape[1] * (len(tuned) + 1) * dtype.itemsize for tuned, base in positions]
+    ring = ring.holding(max(row_bytes, default=0))
+    rows = [max(1, ring.nbytes // b) for b in row_bytes]
     jobs = [Span(g, r0, min(base.shape[0], r0 + rows[g]))
             for g, (_, base) in enumerate(positions) for r0 in range(0, base.shape[0], rows[g])]
     reader = SpanReader()
     total = sum(math.prod(base.shape) * sum(t.stored.itemsize for t in (base, *tuned)) for tuned, base in positions)
-    drop_behind = total > probe().memory_available  # it cannot stay cached: keep the cache small
+    drop_behind = total > memory_available()  # it cannot stay cached: keep the cache small
 
-    def advise(job: Span, advice: Callable[[Path, int, int], None]) -> None:
-        """`advice` (a SpanReader method) on every file's span of `job`."""
+    def drop(job: Span) -> None:
+        """Every file's span of `job` out of the page cache (SpanReader.drop)."""
         tuned, base = positions[job.position]
         k = base.shape[1]
         for t in (base, *tuned):
-            advice(t.path, t.start + job.r0 * k * t.stored.itemsize, (job.r1 - job.r0) * k * t.stored.itemsize)
+            reader.drop(t.path, t.start + job.r0 * k * t.stored.itemsize, (job.r1 - job.r0) * k * t.stored.itemsize)
 
     def fill(j: int, slot: np.ndarray) -> tuple[int, np.ndarray]:
         job = jobs[j]
         tuned, base = positions[job.position]
         n, k = len(tuned), base.shape[1]
         first, c = job.r0 * k, (job.r1 - job.r0) * k
-        stage, rest = slot[:stage_bytes], slot[stage_bytes:].view(dtype)  # offsets keep alignment
+        rest = slot.view(dtype)
         below, block = rest[:c], rest[c : c + n * c].reshape(n, c)  # C-contiguous
 
         def delta(i: int) -> None:
@@ -163,7 +164,8 @@ def stream_deltas(
 
         try:
             if drop_behind and j:
-                advise(jobs[j - 1], reader.drop)
+                drop(jobs[j - 1])
+            stage = _stage(local, stage_bytes)  # the reader thread's own
             for p in range(0, c, PIECE):
                 piece = below[p : p + PIECE]
                 _widen(_read_raw(reader, base, first + p, piece.size, stage), piece, base)

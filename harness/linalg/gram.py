@@ -56,8 +56,9 @@ _FLOAT64_ITEMSIZE = 8
 SUM_COLUMNS = 1 << 14
 # Rows of the top block in the torch path's hand-made syrk (see _add_float32_gram).
 TOP_ROWS = 16
-# Columns the torch path moves to the device at a time: bounds that copy whatever the block
-# width (on the CPU a numpy block is wrapped, not copied).
+# Columns the torch path takes at a time: on the CPU a numpy block's chunk is wrapped, not
+# copied; on CUDA a pageable block is staged into pinned slots of this width when no ring is
+# given (see _pinned_blocks). Bounds that copy whatever the block width.
 CHUNK_COLUMNS = 1 << 20
 
 
@@ -134,7 +135,12 @@ def _check_block(block: Any, n: int | None) -> int:
 
 
 def accumulate_gram(
-    blocks: Iterable[np.ndarray], *, backend: Backend = "numpy", compiled: bool = True
+    blocks: Iterable[np.ndarray],
+    *,
+    backend: Backend = "numpy",
+    compiled: bool = True,
+    ring: Ring | None = None,
+    feed: DeviceFeed | None = None,
 ) -> np.ndarray:
     """Gram matrix ``G = sum_b X_b @ X_b.T`` of column blocks, accumulated in float64.
 
@@ -164,6 +170,12 @@ def accumulate_gram(
     compiled : bool, default True
         Use the compiled kernel where it applies (not on ``"cuda"``); False forces the backend's
         own route, for comparisons.
+    ring : Ring, optional
+        On ``"cuda"``, the pinned ring that pageable blocks are staged through; a caller that
+        computes many Grams passes one ring for all of them. Default: a ring per call.
+    feed : DeviceFeed, optional
+        On ``"cuda"``, the side stream that copies blocks to the device, likewise shared.
+        Default: a feed per call.
 
     Returns
     -------
@@ -179,7 +191,7 @@ def accumulate_gram(
             return _accumulate_numpy(blocks, kernel)
     if backend == "numpy":
         return _accumulate_numpy(blocks)
-    return _accumulate_torch(blocks, backend)
+    return _accumulate_torch(blocks, backend, ring, feed)
 
 
 def _compiled_kernel() -> ModuleType | None:
@@ -226,12 +238,14 @@ def _accumulate_numpy(blocks: Iterable[np.ndarray], kernel: ModuleType | None = 
     return _symmetrize(G)
 
 
-def _accumulate_torch(blocks: Iterable[np.ndarray], backend: Backend) -> np.ndarray:
+def _accumulate_torch(
+    blocks: Iterable[np.ndarray], backend: Backend, ring: Ring | None = None, feed: DeviceFeed | None = None
+) -> np.ndarray:
     torch = torch_module()
     if torch is None:
         raise RuntimeError(f"backend {backend!r} needs torch, but {torch_missing_reason()}")
     if backend == "cuda":
-        return _accumulate_cuda(blocks)
+        return _accumulate_cuda(blocks, ring, feed)
     G = None
     n: int | None = None
     for block in blocks:
@@ -245,19 +259,22 @@ def _accumulate_torch(blocks: Iterable[np.ndarray], backend: Backend) -> np.ndar
     return _symmetrize(to_numpy(G))
 
 
-def _accumulate_cuda(blocks: Iterable[np.ndarray], device: str = "cuda") -> np.ndarray:
-    """Blocks from pinned host memory (see _pinned_blocks), each copied on a side stream while
-    the previous block's product runs (harness.linalg.device_feed); the host buffer goes back to
-    its ring as soon as its copy is done."""
+def _accumulate_cuda(
+    blocks: Iterable[np.ndarray], ring: Ring | None = None, feed: DeviceFeed | None = None
+) -> np.ndarray:
+    """Blocks from pinned host memory (see _pinned_blocks; staged through `ring` when given),
+    each copied on the side stream of `feed` (a new one when None) while the previous block's
+    product runs (harness.linalg.device_feed); the host buffer goes back to its ring as soon as
+    its copy is done. G lives on the feed's device."""
     torch = torch_module()
     assert torch is not None
-    feed = DeviceFeed(device)
+    feed = DeviceFeed() if feed is None else feed
     G = None
     n: int | None = None
-    for host in _pinned_blocks(blocks):
+    for host in _pinned_blocks(blocks, ring):
         n = _check_block(host, n)
         if G is None:
-            G = torch.zeros((n, n), dtype=torch.float64, device=device)
+            G = torch.zeros((n, n), dtype=torch.float64, device=feed.device)
         sent = feed.send(host)
         _add_tensor_gram(G, sent.tensor)
         sent.release()
@@ -266,10 +283,12 @@ def _accumulate_cuda(blocks: Iterable[np.ndarray], device: str = "cuda") -> np.n
     return _symmetrize(to_numpy(G))
 
 
-def _pinned_blocks(blocks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+def _pinned_blocks(blocks: Iterable[np.ndarray], ring: Ring | None = None) -> Iterator[np.ndarray]:
     """The blocks as C-contiguous pinned host arrays: as they are when the first one is (a
-    source's pinned ring), else copied by a reader thread, CHUNK_COLUMNS columns at a time,
-    into a ring of pinned buffers (the copy of a strided memmap view runs beside the GPU)."""
+    source's pinned ring), else copied by a reader thread, as many columns as a slot holds at a
+    time, into the pinned `ring` (by default a ring of CHUNK_COLUMNS-column slots; the copy of a
+    strided memmap view runs beside the GPU). A given ring that the blocks themselves lie in is
+    not written to: a ring of the default size is used instead."""
     blocks = iter(blocks)
     first = next(blocks, None)
     if first is None:
@@ -278,8 +297,11 @@ def _pinned_blocks(blocks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
     if isinstance(first, np.ndarray) and is_pinned(first):
         yield from blocks
         return
-    n, width = first.shape[0], first.dtype.itemsize * CHUNK_COLUMNS
-    ring = Ring(max(n, 1) * width, pinned=True)
+    n = max(first.shape[0], 1)
+    if ring is None or any(np.may_share_memory(first, slot) for slot in ring.slots):
+        ring = Ring(n * first.dtype.itemsize * CHUNK_COLUMNS, pinned=True)
+    ring = ring.holding(n * first.dtype.itemsize)
+    width = ring.nbytes // n  # bytes of each row a slot holds
 
     def chunks() -> Iterator[tuple[np.ndarray, int, int]]:
         for block in blocks:

@@ -31,19 +31,20 @@ class SpanReader:
         self._opening = threading.Lock()  # reader threads share the descriptors
 
     def _fd(self, path: Path) -> int:
+        """The open descriptor of `path`: a lock-free lookup on every read (a dict read is atomic),
+        the lock only to open a file once (checked again under it: another thread may have)."""
+        if (fd := self._fds.get(path)) is not None:
+            return fd
         with self._opening:
-            return self._open(path)
-
-    def _open(self, path: Path) -> int:
-        if (fd := self._fds.get(path)) is None:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError as e:
-                raise ReadError(f"{path}: cannot open ({e.strerror})") from e
-            if hasattr(os, "posix_fadvise"):
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-            self._fds[path] = fd
-        return fd
+            if (fd := self._fds.get(path)) is None:
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except OSError as e:
+                    raise ReadError(f"{path}: cannot open ({e.strerror})") from e
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+                self._fds[path] = fd
+            return fd
 
     def read_into(self, path: Path, offset: int, out: np.ndarray) -> None:
         """Fill the C-contiguous array `out` with ``out.nbytes`` bytes of `path` from `offset`."""

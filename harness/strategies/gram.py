@@ -18,6 +18,7 @@ import numpy as np
 from harness.data.layout import AdapterLayout, Position
 from harness.data.workload import Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
+from harness.linalg.device_feed import DeviceFeed
 from harness.linalg.factored import frobenius_gram
 from harness.linalg.gram import SUM_COLUMNS, accumulate_gram
 from harness.linalg.prefetch import Ring
@@ -111,12 +112,15 @@ class DualGramStrategy(GramStrategy):
         """Every position's deltas as the source streams them (Source.dense_blocks): a file
         source reads the next block in a thread while this one is multiplied, across positions,
         into one ring of buffers under the budget (pinned for CUDA); others hand over each
-        position whole."""
+        position whole. On CUDA that ring also stages blocks that are not pinned, and one side
+        stream copies every position's blocks."""
         out = np.zeros((len(layout.positions), layout.n, layout.n))
-        ring = Ring.within(memory_budget, pinned=ctx.backend == "cuda")
+        cuda = ctx.backend == "cuda"
+        ring = Ring.within(memory_budget, pinned=cuda)
+        feed = DeviceFeed() if cuda else None
         stream = source.dense_blocks([p.refs for p in layout.positions], ctx.dtype, ring)
         for i, blocks in groupby(stream, key=itemgetter(0)):
-            out[i] = accumulate_gram((block for _, block in blocks), backend=ctx.backend)
+            out[i] = accumulate_gram((block for _, block in blocks), backend=ctx.backend, ring=ring, feed=feed)
         return out
 
 

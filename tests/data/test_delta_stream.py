@@ -19,7 +19,6 @@ from harness.data.workload import DataError, MatrixRef, Workload
 from harness.executors import SerialExecutor
 from harness.linalg.prefetch import SLOTS, Ring
 from harness.linalg.spans import SpanReader
-from harness.machine import probe
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy
 
@@ -28,8 +27,8 @@ F32 = np.dtype(np.float32)
 SHAPES = {"model.embed_tokens.weight": (50, 24), "model.layers.0.mlp.up_proj.weight": (37, 16),
           "model.layers.0.mlp.down_proj.weight": (16, 37)}
 ADAPTERS = 5
-# the stage and 3 rows of the widest tensor per slot: several blocks per position, the last narrower
-BUDGET = SLOTS * ((1 << 21) + 3 * 37 * (ADAPTERS + 1) * 4)
+# 3 rows of the widest tensor per slot: several blocks per position, the last narrower
+BUDGET = SLOTS * 3 * 37 * (ADAPTERS + 1) * 4
 
 
 def write_set(folder: Path, write: Writer, values: Callable[..., np.ndarray], bf16: bool = False) -> CheckpointSource:
@@ -163,7 +162,9 @@ def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(CheckpointSource, "dense_blocks", spy)
     monkeypatch.setattr("harness.strategies.gram.Ring", FakeRing)
-    monkeypatch.setattr("harness.strategies.gram.accumulate_gram", lambda blocks, backend: sum(1 for _ in blocks))
+    monkeypatch.setattr("harness.strategies.gram.DeviceFeed", lambda: None)  # no CUDA here
+    monkeypatch.setattr("harness.strategies.gram.accumulate_gram",
+                        lambda blocks, backend, ring, feed: sum(1 for _ in blocks))
     for backend in ("cuda", "cpu"):
         ctx = ExecContext(dtype=F32, backend=backend, workers=1, seed=0, executor=SerialExecutor)
         DualGramStrategy().grams(src, layout, ctx, BUDGET)
@@ -176,8 +177,7 @@ def test_a_stream_larger_than_memory_drops_what_it_has_read(tmp_path: Path, writ
     """Larger than the memory available: each block's spans leave the page cache once read (never
     the block being read); one that fits keeps them cached for the next pass."""
     src = write_set(tmp_path, write_safetensors, normal)
-    machine = probe().model_copy(update={"memory_available": available})
-    monkeypatch.setattr("harness.data.delta_stream.probe", lambda: machine)
+    monkeypatch.setattr("harness.data.delta_stream.memory_available", lambda: available)
     dropped: list[tuple[Path, int, int]] = []
     monkeypatch.setattr(SpanReader, "drop", lambda self, path, offset, nbytes: dropped.append((path, offset, nbytes)))
     refs = positions(src)[0]

@@ -17,6 +17,7 @@ import pytest
 
 from harness.linalg import gram as gram_module
 from harness.linalg.device import torch_module
+from harness.linalg.device_feed import DeviceFeed
 from harness.linalg.prefetch import SLOTS
 
 torch = torch_module()
@@ -99,7 +100,7 @@ def test_each_block_is_copied_async_on_the_side_stream_and_released_after_its_co
     monkeypatch.setattr(gram_module, "is_pinned", lambda block: True)  # a source's pinned ring
     X = np.random.default_rng(0).standard_normal((5, 3000)).astype(np.float32)
     blocks = [np.ascontiguousarray(b) for b in blocks_of(X, 700)]
-    G = gram_module._accumulate_cuda(iter(blocks), device="cpu")
+    G = gram_module._accumulate_cuda(iter(blocks), feed=DeviceFeed("cpu"))
     assert_same_gram(G, X)
     copies = [entry for entry in fake_cuda if entry[0] == "copy"]
     assert [c[1:3] for c in copies] == [("side", True)] * len(blocks)
@@ -120,7 +121,7 @@ def test_pageable_strided_blocks_are_staged_through_a_pinned_ring(
     monkeypatch.setattr(gram_module, "CHUNK_COLUMNS", 256)
     X = np.random.default_rng(1).standard_normal((4, 2000))  # float64: a float64 product
     blocks = blocks_of(X, 900)  # strided views, wider than a chunk
-    G = gram_module._accumulate_cuda(blocks, device="cpu")
+    G = gram_module._accumulate_cuda(blocks, feed=DeviceFeed("cpu"))
     assert_same_gram(G, X)
     assert [e for e in fake_cuda if e[0] == "pin"] == [("pin",)] * SLOTS  # the ring, pinned once
     sources = {e[3] for e in fake_cuda if e[0] == "copy"}
@@ -130,7 +131,7 @@ def test_pageable_strided_blocks_are_staged_through_a_pinned_ring(
 
 def test_accumulate_gram_on_cuda_takes_the_feed(fake_cuda: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
     cuda = gram_module._accumulate_cuda
-    monkeypatch.setattr(gram_module, "_accumulate_cuda", lambda blocks: cuda(blocks, device="cpu"))
+    monkeypatch.setattr(gram_module, "_accumulate_cuda", lambda blocks, ring, feed: cuda(blocks, ring, DeviceFeed("cpu")))
     X = np.random.default_rng(2).standard_normal((3, 500)).astype(np.float32)
     assert_same_gram(gram_module.accumulate_gram(blocks_of(X, 128), backend="cuda"), X)
     assert any(e[0] == "copy" and e[2] for e in fake_cuda)
@@ -146,3 +147,31 @@ def test_a_memmap_for_cuda_is_read_into_pinned_slots(fake_cuda: list[tuple[Any, 
     gram_module.gram_from_array(np.load(path, mmap_mode="r"), memory_budget=SLOTS * 6 * 1000 * 4, backend="cuda")
     assert [e for e in fake_cuda if e[0] == "pin"] == [("pin",)] * SLOTS
     np.testing.assert_array_equal(np.concatenate(seen, axis=1), X)
+
+
+def test_one_pinned_ring_and_one_feed_serve_every_position_of_a_dual_gram(
+    fake_cuda: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.data.layout import AdapterLayout
+    from harness.data.synthetic import SyntheticData, SyntheticSource
+    from harness.data.workload import Workload
+    from harness.strategies import gram as strategy_module
+    from harness.strategies.base import ExecContext
+
+    config = SyntheticData(form="lora", adapters=3, layers=2, modules={"up": (12, 8), "down": (8, 12)}, rank=3)
+    w = Workload.from_source(SyntheticSource(config, seed=3))
+    layout = AdapterLayout.from_workload(w)
+    assert len(layout.positions) > 1
+    feeds: list[DeviceFeed] = []
+    monkeypatch.setattr(strategy_module, "DeviceFeed", lambda: feeds.append(DeviceFeed("cpu")) or feeds[-1])
+    strategy = strategy_module.DualGramStrategy()
+
+    def grams(backend: str) -> np.ndarray:
+        ctx = ExecContext(dtype=np.dtype(np.float32), backend=backend, workers=1, seed=0, executor=lambda: None)  # type: ignore[arg-type, return-value]
+        return strategy.grams(w.source, layout, ctx, 2**20)
+
+    G = grams("cuda")
+    assert len(feeds) == 1  # one side stream for the whole computation
+    assert [e for e in fake_cuda if e[0] == "pin"] == [("pin",)] * SLOTS  # one pinned ring, not one per position
+    assert len({e[3] for e in fake_cuda if e[0] == "copy"}) <= SLOTS
+    np.testing.assert_allclose(G, grams("numpy"), rtol=1e-5)
