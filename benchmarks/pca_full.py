@@ -3,6 +3,7 @@ source. A standalone script, not an asv suite (it writes tens of GB):
 
     python -m benchmarks.pca_full [--params 352e6] [--adapters 18] [--dtypes float32,bf16]
                                   [--folder /tmp] [--device auto] [--budget-mib 512]
+                                  [--repeats 1] [--cli]
 
 Writes one model of `--params` parameters (a GPT-2-medium-like stack of 2-D weights) as a base
 and `--adapters` fine-tunes of it as .safetensors files, deterministically (fine-tune i = base +
@@ -16,8 +17,11 @@ the reference), then the global PCA of the deltas (fine-tuned minus base) as a
 (layer, module), dual PCA. Reported: wall time, GB/s of
 the files read, the plain read's GB/s, peak anonymous memory (RssAnon of this process sampled
 every 5 ms by a thread, above its level before the PCA, and the absolute peak), the load
-average, and the published pipeline's 15 min / 2.7 GB beside them. Then, once, the Gram entries
-of 3 of the deltas against a float64 pairwise pass over the same files.
+average, and the published pipeline's 15 min / 2.7 GB beside them; `--repeats` rounds of reads
+and PCA, with the median share. With `--cli`, the spec then runs through `harness run` twice,
+cold: the first hashes the inputs for the workload fingerprint and times the positions against
+float64 references, the second finds the digests remembered and the results cached. Then, once,
+the Gram entries of 3 of the deltas against a float64 pairwise pass over the same files.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import math
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -155,6 +161,7 @@ scope = "global"
 strategy = "dual_gram"
 
 [execution]
+cache_dir = "cache"
 device = "{device}"
 memory_budget = "{budget_mib}MiB"
 dtype = "float32"
@@ -193,30 +200,72 @@ def pairwise_check(paths: list[Path], G: np.ndarray, shapes: dict[str, tuple[int
 
 
 def measure(folder: Path, paths: list[Path], args: argparse.Namespace, label: str) -> np.ndarray:
-    """Cold plain reads of the files (1 and 64 MiB buffers; the faster is the reference), then
-    the cold PCA; prints the figures, returns the PCA's (n, n) Gram."""
+    """`--repeats` rounds of: cold plain reads of the files (1 and 64 MiB buffers; the faster
+    is the round's reference), then the cold PCA, so each share compares a PCA with a read of
+    the disk's same minutes (this disk's cold reads varied 0.65-1.55 GB/s between minutes).
+    Prints the figures and the median share; returns the last PCA's (n, n) Gram."""
     nbytes = sum(p.stat().st_size for p in paths)
-    reads = {}
-    for buffer in (MiB, 64 * MiB):
-        how = drop_caches(paths, not args.fadvise)
-        before = loadavg()
-        reads[buffer] = sum(sequential_read(p, buffer) for p in paths)
-        print(f"  plain sequential read of the same {len(paths)} files, {buffer // MiB} MiB buffer, cold ({how}): "
-              f"{reads[buffer]:.1f} s = {nbytes / reads[buffer] / 1e9:.2f} GB/s (load average {before})")
-    read_s = min(reads.values())
     spec = load_spec(write_spec(folder, args.adapters, args.device, args.budget_mib))
     strategy = DualGramStrategy()
-    strategy.warm(strategy.backend(args.device))  # imports, the compiled kernel: not the PCA's
+    strategy.warm(strategy.backend(args.device))  # imports, the compiled kernels: not the PCA's
     probe()  # the machine's memory, once per process, as a run has it
-    drop_caches(paths, not args.fadvise)
-    before, base = loadavg(), rss_anon()
-    (G, ratios), wall, anon = peak_anon(lambda: run_pca(spec, folder))
-    print(f"  global PCA ({label}, dual_gram on {strategy.backend(args.device)}), cold: {wall:.1f} s = "
-          f"{nbytes / wall / 1e9:.2f} GB/s of input, {read_s / wall:.0%} of the faster plain read; peak RssAnon "
-          f"+{anon / MiB:.0f} MiB ({(base + anon) / MiB:.0f} MiB in all; load average {before} -> {loadavg()})")
+    shares = []
+    for round_ in range(1, args.repeats + 1):
+        reads = {}
+        for buffer in (MiB, 64 * MiB):
+            how = drop_caches(paths, not args.fadvise)
+            before = loadavg()
+            reads[buffer] = sum(sequential_read(p, buffer) for p in paths)
+            print(f"  [{round_}] plain sequential read of the same {len(paths)} files, {buffer // MiB} MiB buffer, "
+                  f"cold ({how}): {reads[buffer]:.1f} s = {nbytes / reads[buffer] / 1e9:.2f} GB/s "
+                  f"(load average {before})")
+        read_s = min(reads.values())
+        drop_caches(paths, not args.fadvise)
+        before, base = loadavg(), rss_anon()
+        (G, ratios), wall, anon = peak_anon(lambda: run_pca(spec, folder))
+        shares.append(read_s / wall)
+        print(f"  [{round_}] global PCA ({label}, dual_gram on {strategy.backend(args.device)}), cold: {wall:.1f} s = "
+              f"{nbytes / wall / 1e9:.2f} GB/s of input, {read_s / wall:.0%} of the faster plain read; peak RssAnon "
+              f"+{anon / MiB:.0f} MiB ({(base + anon) / MiB:.0f} MiB in all; load average {before} -> {loadavg()})")
+        print(f"  [{round_}] {PUBLISHED}; here {15 * 60 / wall:.0f}x faster")
     print(f"  explained variance ratio: {', '.join(f'{r:.3f}' for r in ratios['global'])}")
-    print(f"  {PUBLISHED}; here {15 * 60 / wall:.0f}x faster")
+    print(f"  share of the plain read, median of {len(shares)}: {float(np.median(shares)):.0%} "
+          f"({', '.join(f'{s:.0%}' for s in shares)})")
+    if args.cli:
+        harness_run(folder, paths, args)
     return G
+
+
+# `python -m harness` that prints its peak RSS (VmHWM) last: getrusage's ru_maxrss of a child
+# starts from this process's RSS at the fork, so it reported 1.2 GB for a 1.8 s cached run.
+PEAK_REPORTING_HARNESS = """import atexit, sys
+from pathlib import Path
+status = Path("/proc/self/status")
+atexit.register(lambda: print(next(l for l in status.read_text().splitlines() if l.startswith("VmHWM")), file=sys.stderr))
+from harness.entry import main
+sys.exit(main())"""
+
+
+def harness_run(folder: Path, paths: list[Path], args: argparse.Namespace) -> None:
+    """The same spec through `harness run`, cold, twice: the first run hashes the inputs for
+    its fingerprint (a full read) and times dual_gram's positions against float64 references;
+    the second finds the digests remembered and the results in the cache folder."""
+    command = [sys.executable, "-c", PEAK_REPORTING_HARNESS, "run", str(folder / "pca_full.toml")]
+    for name in ("run", "again"):
+        drop_caches(paths, not args.fadvise)
+        before = loadavg()
+        start = time.perf_counter()
+        done = subprocess.run([*command, "-o", str(folder / name)], capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            print(f"  harness run failed ({done.returncode}): {done.stderr.strip()}")
+            return
+        peak = int(done.stderr.rsplit("VmHWM:", 1)[1].split()[0]) * 1024
+        print(f"  `harness run` ({name}), cold: {wall:.1f} s wall, peak RSS {peak / MiB:.0f} MiB "
+              f"(load average {before} -> {loadavg()})")
+        for line in (done.stderr + done.stdout).splitlines():  # phases on stderr, the summary on stdout
+            if line.startswith(("fingerprinting", "geometry:", "benchmark:")):
+                print(f"    {line}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-mib", type=int, default=512, help="execution.memory_budget of the spec")
     p.add_argument("--fadvise", action="store_true", help="drop only these files' pages, never the whole cache")
     p.add_argument("--skip-check", action="store_true", help="skip the float64 pairwise check")
+    p.add_argument("--repeats", type=int, default=1, help="rounds of plain reads and PCA, cold each")
+    p.add_argument("--cli", action="store_true", help="then run the spec through `harness run`, twice")
     args = p.parse_args(argv)
     h, layers, rows = model_dims(args.params)
     params = layers * 12 * h * h + rows * h

@@ -26,6 +26,7 @@ import harness
 from harness.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records, min_samples
+from harness.data import content_hashes
 from harness.data.workload import Census, DataError, Workload
 from harness.footprint import check_disk
 from harness.entry import exit_code, stopped
@@ -33,7 +34,7 @@ from harness.history import HistoryError
 from harness.machine import probe
 from harness.plan import Plan, PlanError, backends
 from harness.prepare import prepare, skipped_warning, wisdom_folder
-from harness.progress import Display
+from harness.progress import Display, Phase
 from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines, wisdom_tables
 from harness.results import RECORD, RecordError, RunRecord, load_record
 from harness import wisdom
@@ -119,6 +120,21 @@ def _check_run_folder(folder: Path) -> None:
                          f"writable folder{inside}; choose another with -o"])
 
 
+def _fingerprint(workload: Workload, cache_dir: Path | None, phase: Phase) -> str:
+    """The workload's fingerprint, the files it hashes named as they are read; their digests
+    are kept in the cache folder, so an unchanged file is read in full once, not every run."""
+    hashed: list[int] = []
+
+    def reading(path: Path, size: int) -> None:
+        hashed.append(size)
+        phase.item(f"hashing {path.name} ({format_bytes(size)})")
+
+    with content_hashes.remembered(cache_dir, reading):
+        fingerprint = workload.fingerprint()
+    phase.summary = f"hashed {len(hashed)} files, {format_bytes(sum(hashed))}" if hashed else "no file read in full"
+    return fingerprint
+
+
 @command("run")
 def run(args: argparse.Namespace) -> int:
     interrupted: KeyboardInterrupt | None = None
@@ -135,13 +151,15 @@ def run(args: argparse.Namespace) -> int:
             _check_run_folder(folder)
         cache_dir = None if args.no_cache else locate(spec.execution.cache_dir, args.spec)
         check_disk(spec, Census.of(workload.refs), folder, cache_dir)
+        with display.phase("fingerprinting the input files") as phase:
+            fingerprint = _fingerprint(workload, cache_dir, phase)
         record = RunRecord(
             harness_version=probe().harness,
             experiment=spec.experiment.name,
             spec_path=str(args.spec),
             spec=spec.model_dump(mode="json"),
             spec_hash=digest,
-            workload_fingerprint=workload.fingerprint(),
+            workload_fingerprint=fingerprint,
             command=_run_command(args),
             started=now(),
             machine=probe(),

@@ -14,7 +14,6 @@ from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, cuda_missing_reason, torch_module
-from harness.linalg.gram import block_columns
 from harness.machine import MachineInfo
 from harness.features import PAIRWISE_FEATURES
 from harness.spec import PcaAnalysis, Spec
@@ -219,12 +218,11 @@ def evaluate_gram(
     if (cannot := _cannot_run(strategy, workload, spec)) is not None:
         return cannot
     backend, budget, itemsize = _resources(strategy, spec)
-    need = strategy.bytes_needed(layout, itemsize)
+    dtype = np.dtype(spec.execution.dtype)
+    need = strategy.bytes_needed(layout, workload.source, dtype)
     if need > budget:
         reason = f"needs {format_bytes(need)} for one position, over the memory budget of {format_bytes(budget)}"
         return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
-    widest = max(p.size for p in layout.positions)
-    columns = block_columns(layout.n, widest, 8, max(budget - layout.n * widest * itemsize, 0))
     count = len(layout.positions)
     work = strategy.work(layout, itemsize)
     per_position, basis = costing.seconds(
@@ -234,7 +232,7 @@ def evaluate_gram(
         strategy=strategy.name,
         device=backend,
         estimate_s=per_position * count,
-        batch_sizes={"columns": columns} if strategy.name == "dual_gram" else {},
+        batch_sizes=strategy.batch_sizes(layout, workload.source, dtype, budget),
         per_matrix_s={POSITIONS: per_position},
         basis={POSITIONS: basis},
     )

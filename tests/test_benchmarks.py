@@ -117,14 +117,14 @@ def test_gram_routes_suite_times_and_tracks_error(route: str, monkeypatch: pytes
 
 
 def test_pca_full_script_reports_every_figure_and_checks_the_answer(tmp_path: Path) -> None:
-    """The full-size PCA benchmark at a tiny size, both dtypes: every figure, the float64 check,
-    and nothing left on disk."""
+    """The full-size PCA benchmark at a tiny size, both dtypes, two rounds and the CLI runs:
+    every figure, the float64 check, and nothing left on disk."""
     import subprocess
     import sys
 
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.pca_full", "--params", "2e6", "--adapters", "4", "--folder",
-         str(tmp_path), "--fadvise", "--budget-mib", "1"],
+         str(tmp_path), "--fadvise", "--budget-mib", "1", "--repeats", "2", "--cli"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
@@ -132,6 +132,10 @@ def test_pca_full_script_reports_every_figure_and_checks_the_answer(tmp_path: Pa
                  "plain sequential read of the same 5 files", "GB/s of input", "of the faster plain read",
                  "peak RssAnon", "load average", "published pipeline: 15 min, 2.7 GB"):
         assert text in proc.stdout
+    assert proc.stdout.count("[2] global PCA") == 2 and proc.stdout.count("median of 2") == 2
+    first, again = proc.stdout.split("`harness run` (run)")[1].split("`harness run` (again)")[:2]
+    assert "fingerprinting the input files: (hashed 5 files" in first and "float64 references: 4 computed" in first
+    assert "1 of 1 chunks from the cache" in again.split("bf16:")[0]
     error = float(proc.stdout.split("over 3 deltas = ")[1].split()[0])
     assert error < 1e-6
     assert proc.stdout.count("check:") == 1 and not list(tmp_path.iterdir())

@@ -122,7 +122,8 @@ class BenchPhase:
         planned = {(s.analysis, t.strategy, a.group): a.estimate_s
                    for s in self.plan.steps for t in s.timed for a in t.allocations}
         self.clock = BudgetClock(self.plan.bench.budget_s, planned)
-        self.references = References(self.workload.source, self.cache, self.keys)
+        self.references = References(self.workload.source, self.cache, self.keys,
+                                     memory_budget=self.plan.memory_budget)
         self.shapes = {g.label: (g.shape, g.rank) for g in self.plan.groups}
 
     def record(self) -> BenchRecord:

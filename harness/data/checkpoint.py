@@ -191,12 +191,12 @@ class CheckpointSource(Source):
         tuned, base = self._checkpoints()
         return fingerprint_files(self.config, [f for ckpt in [*tuned, base] for f in ckpt.files])
 
-    def dense_blocks(
-        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
-    ) -> Iterator[tuple[int, np.ndarray]]:
-        """Row blocks of the deltas, read ahead by one thread across positions
-        (harness.data.delta_stream); a float64 tensor in a narrower run sends the whole workload
-        to the whole-matrix load, subtracted in float64."""
+    def _streamed(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype
+    ) -> list[tuple[list[StoredTensor], StoredTensor]] | None:
+        """Each position's tuned tensors and its one base, when every tensor widens exactly to
+        `dtype` (then they stream in row blocks); None when one does not (a float64 tensor in a
+        narrower run is subtracted in float64, whole)."""
         files: dict[str, SafetensorsFile] = {}
         groups: list[tuple[list[StoredTensor], StoredTensor]] = []
         for refs in positions:
@@ -204,10 +204,23 @@ class CheckpointSource(Source):
             tuned = [_stored(files, ref.locator["tuned"], ref) for ref in refs]
             bases = {_stored(files, ref.locator["base"], ref) for ref in refs}
             if len(bases) != 1 or not streamable([*tuned, *bases], dtype):
-                yield from super().dense_blocks(positions, dtype, ring)
-                return
+                return None
             groups.append((tuned, bases.pop()))
-        yield from stream_deltas(groups, dtype, ring)
+        return groups
+
+    def streams(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> bool:
+        return self._streamed(positions, dtype) is not None
+
+    def dense_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Row blocks of the deltas, read ahead by one thread across positions
+        (harness.data.delta_stream), or each position whole where they cannot stream."""
+        groups = self._streamed(positions, dtype)
+        if groups is None:
+            yield from super().dense_blocks(positions, dtype, ring)
+        else:
+            yield from stream_deltas(groups, dtype, ring)
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         files: dict[str, SafetensorsFile] = {}

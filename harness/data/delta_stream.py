@@ -25,11 +25,12 @@ import numpy as np
 from harness.data.paths import require_finite
 from harness.data.safetensors_io import DTYPES, bf16_to_f32
 from harness.data.workload import DataError
+from harness.linalg.compiled import load_kernel
 from harness.linalg.prefetch import Ring, prefetched
 from harness.linalg.spans import ReadError, SpanReader
 from harness.machine import memory_available
 
-__all__ = ["StoredTensor", "stream_deltas", "streamable"]
+__all__ = ["StoredTensor", "row_bytes", "stream_deltas", "streamable", "warm_deltas"]
 
 # Files whose spans are read at once: a cold disk serves several requests in flight faster than
 # one (queue depth), and the widening and subtraction run beside each other (numpy releases the
@@ -63,6 +64,11 @@ def streamable(tensors: Sequence[StoredTensor], dtype: np.dtype) -> bool:
     return all(dtype.itemsize >= 4 if t.dtype == "BF16" else t.stored.itemsize <= dtype.itemsize for t in tensors)
 
 
+def row_bytes(n: int, k: int, itemsize: int) -> int:
+    """Ring bytes of one row of a block: the row of each of n deltas and of their base, widened."""
+    return (n + 1) * k * itemsize
+
+
 def _read_raw(reader: SpanReader, t: StoredTensor, first: int, count: int, stage: np.ndarray) -> np.ndarray:
     """Values [first, first + count) of `t`, flattened, as stored, into the small reused `stage`."""
     raw = stage.view(t.stored)[:count]
@@ -83,6 +89,30 @@ def _widen(raw: np.ndarray, out: np.ndarray, t: StoredTensor) -> None:
         bf16_to_f32(raw, out=out)
     else:
         np.copyto(out, bf16_to_f32(raw) if t.dtype == "BF16" else raw)
+
+
+def _subtract(raw: np.ndarray, below: np.ndarray, out: np.ndarray, t: StoredTensor) -> None:
+    """out = widen(raw) - below, checked finite (NaN or Inf raises, naming t's file): in one
+    compiled pass where it can (BF16 to float32, or one dtype throughout), else numpy's passes."""
+    kernel = load_kernel("delta_kernel")
+    if kernel is not None and t.dtype == "BF16" and out.dtype == np.float32:
+        finite = kernel.bf16_delta(raw, below, out)
+    elif kernel is not None and raw.dtype == out.dtype:
+        finite = kernel.delta(raw, below, out)
+    else:
+        _widen(raw, out, t)
+        np.subtract(out, below, out=out)
+        _check_finite(out, t)
+        return
+    if not finite:
+        require_finite(out, t.path, t.name)
+
+
+def warm_deltas() -> None:
+    """Load the compiled kernel for each kind of piece a stream subtracts (BF16, float32, float64)."""
+    for stored, dtype in (("BF16", np.float32), ("F32", np.float32), ("F64", np.float64)):
+        t = StoredTensor(Path("warm"), "warm", 0, stored, (1, 1))
+        _subtract(np.zeros(1, t.stored), np.zeros(1, dtype), np.empty(1, dtype), t)
 
 
 def _check_finite(values: np.ndarray, t: StoredTensor) -> None:
@@ -124,10 +154,9 @@ def stream_deltas(
     """
     dtype = np.dtype(dtype)
     stage_bytes = PIECE * 8  # a piece of the widest stored dtype
-    # a row of a position's block and of its base rows
-    row_bytes = [base.shape[1] * (len(tuned) + 1) * dtype.itemsize for tuned, base in positions]
-    ring = ring.holding(max(row_bytes, default=0))
-    rows = [max(1, ring.nbytes // b) for b in row_bytes]
+    rows_bytes = [row_bytes(len(tuned), base.shape[1], dtype.itemsize) for tuned, base in positions]
+    ring = ring.holding(max(rows_bytes, default=0))
+    rows = [max(1, ring.nbytes // b) for b in rows_bytes]
     jobs = [Span(g, r0, min(base.shape[0], r0 + rows[g]))
             for g, (_, base) in enumerate(positions) for r0 in range(0, base.shape[0], rows[g])]
     reader = SpanReader()
@@ -154,13 +183,7 @@ def stream_deltas(
             t, own = tuned[i], _stage(local, stage_bytes)
             for p in range(0, c, PIECE):
                 piece = block[i, p : p + PIECE]
-                raw = _read_raw(reader, t, first + p, piece.size, own)
-                if raw.dtype == dtype:
-                    np.subtract(raw, below[p : p + PIECE], out=piece)
-                else:
-                    _widen(raw, piece, t)
-                    np.subtract(piece, below[p : p + PIECE], out=piece)
-                _check_finite(piece, t)
+                _subtract(_read_raw(reader, t, first + p, piece.size, own), below[p : p + PIECE], piece, t)
 
         try:
             if drop_behind and j:

@@ -57,6 +57,9 @@ class MemoSource(Source):
     ) -> Iterator[tuple[int, np.ndarray]]:
         return self.inner.dense_blocks(positions, dtype, ring)
 
+    def streams(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> bool:
+        return self.inner.streams(positions, dtype)
+
     def load_kron(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> KronFactors:
         return self.inner.load_kron(refs, dtype)
 

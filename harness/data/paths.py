@@ -21,14 +21,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness.data import content_hashes
 from harness.data.workload import DataError, MatrixRef
 
 _LAYER = re.compile(r"(?:.*?\.)?(?P<layer>\d+)\.(?P<module>.+)")
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
-
-# Content hashes by (path, size, mtime_ns): unchanged files are hashed once per process.
-_CONTENT_HASHES: dict[tuple[str, int, int], str] = {}
-
 
 def parse_layers(text: str) -> frozenset[int]:
     """'0-15' or '0,2,4-6' -> the layer indices it names."""
@@ -107,24 +104,11 @@ def resolve_paths(patterns: Sequence[str], base_dir: Path, field: str = "paths")
     return list(found)
 
 
-def _content_hash(path: Path, size: int, mtime_ns: int) -> str:
-    key = (str(path), size, mtime_ns)
-    if key not in _CONTENT_HASHES:
-        with path.open("rb") as f:
-            _CONTENT_HASHES[key] = hashlib.file_digest(f, "sha256").hexdigest()
-    return _CONTENT_HASHES[key]
-
-
 def fingerprint_files(config: BaseModel, files: Iterable[Path]) -> str:
-    """sha256 over the config and, per file, its path, size, mtime_ns and content hash."""
+    """sha256 over the config and, per file, its path and content hash (harness.data.content_hashes)."""
     digest = hashlib.sha256(config.model_dump_json().encode())
     for path in files:
-        try:
-            stat = path.stat()
-        except OSError as e:
-            raise DataError(f"{path}: cannot read ({e.strerror})") from e
-        content = _content_hash(path, stat.st_size, stat.st_mtime_ns)
-        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{content}\n".encode())
+        digest.update(f"{path}\0{content_hashes.digest(path)}\n".encode())
     return digest.hexdigest()
 
 

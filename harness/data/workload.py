@@ -144,6 +144,11 @@ class Source(ABC):
         for i, refs in enumerate(positions):
             yield i, self.load_dense(refs, dtype).reshape(len(refs), -1)
 
+    def streams(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> bool:
+        """Whether :meth:`dense_blocks` reads these positions in row blocks through the ring
+        (memory: the ring's) rather than each position whole."""
+        return False
+
     def census(self) -> Census | None:
         """The workload's shape counts without listing its matrices, where the source can count
         them (a generator can; files must be opened); None otherwise."""

@@ -35,6 +35,7 @@ from harness.linalg.device import (
     torch_missing_reason,
     torch_module,
 )
+from harness.linalg.compiled import load_kernel
 from harness.linalg.device_feed import DeviceFeed, is_pinned
 from harness.linalg.prefetch import Ring, prefetched, slot_bytes
 from harness.linalg.spans import SpanReader
@@ -184,7 +185,7 @@ def accumulate_gram(
     if backend not in ("numpy", "cpu", "cuda"):
         raise ValueError(f"unknown backend {backend!r}; expected 'numpy', 'cpu' or 'cuda'")
     blocks = iter(blocks)
-    if compiled and backend != "cuda" and (kernel := _compiled_kernel()) is not None:
+    if compiled and backend != "cuda" and (kernel := load_kernel("gram_kernel")) is not None:
         first = next(blocks, None)
         blocks = chain([] if first is None else [first], blocks)
         if isinstance(first, np.ndarray) and kernel.usable(first):
@@ -192,15 +193,6 @@ def accumulate_gram(
     if backend == "numpy":
         return _accumulate_numpy(blocks)
     return _accumulate_torch(blocks, backend, ring, feed)
-
-
-def _compiled_kernel() -> ModuleType | None:
-    """harness.linalg.gram_kernel when numba is installed, else None."""
-    try:
-        from harness.linalg import gram_kernel
-    except ImportError:
-        return None
-    return gram_kernel
 
 
 def _product_dtype(dtype: np.dtype) -> np.dtype:

@@ -15,13 +15,14 @@ from operator import itemgetter
 
 import numpy as np
 
+from harness.data.delta_stream import row_bytes, warm_deltas
 from harness.data.layout import AdapterLayout, Position
 from harness.data.workload import Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.device_feed import DeviceFeed
 from harness.linalg.factored import frobenius_gram
-from harness.linalg.gram import SUM_COLUMNS, accumulate_gram
-from harness.linalg.prefetch import Ring
+from harness.linalg.gram import SUM_COLUMNS, accumulate_gram, block_columns
+from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.machine import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, StrategyBase
@@ -62,8 +63,12 @@ class GramStrategy(StrategyBase):
         return "numpy" if device == "auto" and backend == "cpu" else backend
 
     @abstractmethod
-    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+    def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
         """Least working memory for the largest position; over budget means it cannot run."""
+
+    def batch_sizes(self, layout: AdapterLayout, source: Source, dtype: np.dtype, budget: int) -> dict[str, int]:
+        """How the work is cut under `budget`, for the plan to show; nothing by default."""
+        return {}
 
     def work(self, layout: AdapterLayout, itemsize: int) -> cost.Work:
         """Flops and least bytes moved over every position of `layout`: the dense Gram's."""
@@ -93,13 +98,30 @@ class DualGramStrategy(GramStrategy):
         return resolve_device(device)
 
     def warm(self, backend: Backend) -> None:
-        """The compiled float32 kernel loads numba and its cached machine code on first use."""
+        """The compiled kernels (the Gram's, the streamed deltas') load numba and their cached
+        machine code on first use."""
         super().warm(backend)
         accumulate_gram([np.ones((2, 64), dtype=np.float32)], backend=backend)
+        warm_deltas()
 
-    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
-        """One position's n deltas as stored, plus the float64 copy of one column slice."""
-        return max(layout.n * p.size * itemsize + layout.n * min(p.size, SUM_COLUMNS) * 8 for p in layout.positions)
+    def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
+        """Streamed from files: the ring's slots of one row of the widest position each (more
+        rows fill what the budget gives). Else one position's n deltas whole, plus the float64
+        copy of one column slice."""
+        itemsize, n = np.dtype(dtype).itemsize, layout.n
+        if source.streams([p.refs for p in layout.positions], dtype):
+            return SLOTS * max(row_bytes(n, p.shape[1], itemsize) for p in layout.positions)
+        return max(n * p.size * itemsize + n * min(p.size, SUM_COLUMNS) * 8 for p in layout.positions)
+
+    def batch_sizes(self, layout: AdapterLayout, source: Source, dtype: np.dtype, budget: int) -> dict[str, int]:
+        """Rows per streamed block of the position with the longest rows, or the column slice
+        of a whole position."""
+        itemsize, n = np.dtype(dtype).itemsize, layout.n
+        if source.streams([p.refs for p in layout.positions], dtype):
+            longest = max(p.shape[1] for p in layout.positions)
+            return {"rows": max(1, slot_bytes(budget) // row_bytes(n, longest, itemsize))}
+        widest = max(p.size for p in layout.positions)
+        return {"columns": block_columns(n, widest, 8, max(budget - n * widest * itemsize, 0))}
 
     def seconds(self, layout: AdapterLayout, machine: MachineInfo, backend: Backend) -> float:
         n = layout.n
@@ -129,7 +151,7 @@ class FactoredGramStrategy(GramStrategy):
     summary = "<dW_i, dW_j> from B_i.T B_j and A_i A_j.T: no dense delta at all"
     needs_factors = True
 
-    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+    def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
         """Factors in float64, and the two (n r) x (n r) cross-Grams."""
         n = layout.n
         return max(
@@ -164,9 +186,9 @@ class GramPairwiseStrategy(GramStrategy):
     def backend(self, device: str) -> Backend:
         return "numpy"
 
-    def bytes_needed(self, layout: AdapterLayout, itemsize: int) -> int:
+    def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
         """Two matrices, and their float64 copies."""
-        return max(2 * p.size * (itemsize + 8) for p in layout.positions)
+        return max(2 * p.size * (np.dtype(dtype).itemsize + 8) for p in layout.positions)
 
     def work(self, layout: AdapterLayout, itemsize: int) -> cost.Work:
         """One dot of 2 d flops per pair, both vectors read for each."""

@@ -296,5 +296,11 @@ def test_fingerprint_covers_base_and_shards(
     for changed in (tmp_path / "base.safetensors", shard):
         stat = changed.stat()
         os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        assert src.fingerprint() == first  # touched: the same numbers, the cache still serves them
+        with changed.open("r+b") as fh:  # the last byte of the last tensor's data
+            fh.seek(-1, os.SEEK_END)
+            last = fh.read(1)
+            fh.seek(-1, os.SEEK_END)
+            fh.write(bytes([last[0] ^ 1]))
         assert src.fingerprint() != first
         first = src.fingerprint()

@@ -12,13 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.cli import main
+from harness.data import content_hashes, delta_stream
 from harness.data.checkpoint import CheckpointData, CheckpointSource
 from harness.data.layout import AdapterLayout
 from harness.data.safetensors_io import SafetensorsFile
 from harness.data.workload import DataError, MatrixRef, Workload
 from harness.executors import SerialExecutor
-from harness.linalg.prefetch import SLOTS, Ring
+from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.linalg.spans import SpanReader
+from harness.machine import probe
+from harness.plan import PlanError, compile_plan
+from harness.spec import load_spec
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy
 
@@ -29,6 +34,16 @@ SHAPES = {"model.embed_tokens.weight": (50, 24), "model.layers.0.mlp.up_proj.wei
 ADAPTERS = 5
 # 3 rows of the widest tensor per slot: several blocks per position, the last narrower
 BUDGET = SLOTS * 3 * 37 * (ADAPTERS + 1) * 4
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs twice: pieces subtracted by the compiled kernel, and by numpy's passes."""
+    if request.param == "numpy":
+        monkeypatch.setattr(delta_stream, "load_kernel", lambda name: None)
+    elif delta_stream.load_kernel("delta_kernel") is None:
+        pytest.skip("numba not installed (the `fast` extra)")
+    return request.param
 
 
 def write_set(folder: Path, write: Writer, values: Callable[..., np.ndarray], bf16: bool = False) -> CheckpointSource:
@@ -122,14 +137,18 @@ def test_a_file_cut_short_while_streaming_is_one_line_naming_it(tmp_path: Path, 
     assert not [t for t in threading.enumerate() if t.name == "prefetch-reader"]
 
 
-def test_nan_in_a_fine_tune_names_the_file_and_tensor(tmp_path: Path, write_safetensors: Writer) -> None:
-    src = write_set(tmp_path, write_safetensors, normal)
+@pytest.mark.parametrize(("bad", "bf16"), [("NaN", False), ("Inf", False), ("NaN", True), ("Inf", True)])
+def test_nan_or_inf_in_a_fine_tune_names_the_file_and_tensor(tmp_path: Path, write_safetensors: Writer,
+                                                             bf16_exact: Callable[..., np.ndarray],
+                                                             bad: str, bf16: bool) -> None:
+    src = write_set(tmp_path, write_safetensors, bf16_exact if bf16 else normal, bf16=bf16)
     refs = positions(src)[0]
     victim = tmp_path / "ft2.safetensors"
-    with victim.open("r+b") as fh:  # a NaN in row 40 of ft2's embedding
-        fh.seek(SafetensorsFile(victim).tensors["model.embed_tokens.weight"].start + 40 * 24 * 4)
-        fh.write(np.float32(np.nan).tobytes())
-    with pytest.raises(DataError, match=rf"^{victim}: tensor 'model.embed_tokens.weight' contains NaN"):
+    value = np.float32(np.nan if bad == "NaN" else -np.inf)
+    with victim.open("r+b") as fh:  # in row 40 of ft2's embedding
+        fh.seek(SafetensorsFile(victim).tensors["model.embed_tokens.weight"].start + 40 * 24 * (2 if bf16 else 4))
+        fh.write((np.array([value]).view(np.uint32) >> 16).astype("<u2").tobytes() if bf16 else value.tobytes())
+    with pytest.raises(DataError, match=rf"^{victim}: tensor 'model.embed_tokens.weight' contains {bad}"):
         streamed(src, refs)
 
 
@@ -189,3 +208,64 @@ def test_a_stream_larger_than_memory_drops_what_it_has_read(tmp_path: Path, writ
         files = {tmp_path / "base.safetensors", *(tmp_path / f"ft{i}.safetensors" for i in range(ADAPTERS))}
         assert {path for path, _, _ in dropped} == files
         assert len(dropped) == (len(blocks) - 1) * len(files)  # all but the last block, dropped as the next is read
+
+
+PCA_SPEC = """
+[experiment]
+name = "streamed_pca"
+[data]
+source = "checkpoint"
+paths = ["ft*.safetensors"]
+base = "base.safetensors"
+[[analysis]]
+name = "geo"
+op = "pca"
+components = 3
+scope = "global"
+strategy = "dual_gram"
+[execution]
+memory_budget = {budget}
+dtype = "float32"
+[benchmark]
+warmup = 0
+repeats = 1
+sample = 0
+"""
+
+
+def test_a_budget_below_one_whole_position_plans_and_runs_the_stream(
+        tmp_path: Path, write_safetensors: Writer, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The plan asks a streaming source for the ring's need, not a whole position's (5 x 50 x 24
+    float32 = 24 KB here, over the budget), says how many rows a block holds, and the run's PCA
+    is float64's. A second run reads no input file in full to fingerprint it."""
+    monkeypatch.setattr(content_hashes, "RACY_NS", 0)  # the files were just written
+    src = write_set(tmp_path, write_safetensors, normal)
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(PCA_SPEC.format(budget=BUDGET))
+    spec = load_spec(spec_path)
+    workload = Workload.from_source(src)
+    step = compile_plan(spec, workload, probe()).steps[0]
+    assert step.strategy == "dual_gram"
+    assert step.batch_sizes == {"rows": slot_bytes(BUDGET) // ((ADAPTERS + 1) * 37 * 4)} == {"rows": 3}
+    out = tmp_path / "run"
+    assert main(["run", str(spec_path), "-o", str(out)]) == 0
+    assert "fingerprinting the input files: (hashed 6 files, " in capsys.readouterr().err
+    assert main(["run", str(spec_path), "-o", str(tmp_path / "again")]) == 0
+    assert "fingerprinting the input files: (no file read in full)" in capsys.readouterr().err
+    X = np.concatenate([src.load_dense(p.refs, np.dtype(np.float64)).reshape(ADAPTERS, -1)
+                        for p in AdapterLayout.from_workload(workload).positions], axis=1)
+    X -= X.mean(axis=0)
+    variance = np.linalg.svd(X, compute_uv=False) ** 2
+    with np.load(out / "pca.npz") as z:
+        np.testing.assert_allclose(z["geo:explained_variance_ratio"], (variance / variance.sum())[:3], rtol=1e-5)
+
+
+def test_tensors_that_cannot_stream_still_need_a_whole_position(tmp_path: Path, write_safetensors: Writer) -> None:
+    """float64 tensors in a float32 run are loaded whole (subtracted in float64), so the budget
+    that streams float32 files refuses them, naming the need."""
+    src = write_set(tmp_path, write_safetensors, lambda rng, shape: rng.standard_normal(shape))
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(PCA_SPEC.format(budget=BUDGET))
+    with pytest.raises(PlanError, match=r"dual_gram cannot run: needs .* for one position, over the memory budget"):
+        compile_plan(load_spec(spec_path), Workload.from_source(src), probe())

@@ -13,7 +13,7 @@ import pytest
 from numpy.random import Generator
 from pydantic import ValidationError
 
-from harness.data import paths
+from harness.data import content_hashes, paths
 from harness.data.peft import PeftData, PeftSource, pattern_key
 from harness.data.workload import DataError, Workload
 
@@ -222,7 +222,7 @@ def test_fingerprint_hashes_once_and_tracks_content(
     tmp_path: Path, rng: Generator, write_adapter: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = write_adapter(tmp_path / "a", {Q.format(0): lora(rng)})
-    monkeypatch.setattr(paths, "_CONTENT_HASHES", {})
+    monkeypatch.setattr(content_hashes, "_known", {})
     hashed: list[str] = []
     file_digest = hashlib.file_digest
 
