@@ -27,6 +27,7 @@ from harness.data.workload import DataError, MatrixRef
 _LAYER = re.compile(r"(?:.*?\.)?(?P<layer>\d+)\.(?P<module>.+)")
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
+
 def parse_layers(text: str) -> frozenset[int]:
     """'0-15' or '0,2,4-6' -> the layer indices it names."""
     layers: set[int] = set()
