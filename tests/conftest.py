@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -16,6 +17,16 @@ from harness.results import RunRecord, load_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
+
+
+def kernel_route(route: str, monkeypatch: pytest.MonkeyPatch, module: ModuleType, kernel: str) -> str:
+    """A test's route: "compiled" through harness.linalg's numba `kernel` (skipped without
+    numba), any other through the numpy or BLAS path `module` takes when load_kernel finds none."""
+    if route != "compiled":
+        monkeypatch.setattr(module, "load_kernel", lambda name: None)
+    elif module.load_kernel(kernel) is None:
+        pytest.skip("numba not installed (the `fast` extra)")
+    return route
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +59,7 @@ class SafetensorsFile:
 
     def info(self, name: str) -> TensorInfo:
         """The header entry of `name`; a missing tensor or an unreadable dtype raises."""
-        if name not in self.tensors:
-            raise DataError(f"{self.path}: no tensor {name!r}")
-        return check_readable(self.path, name, self.tensors[name])
+        return tensor_info(self.path, self.tensors, name)
 
     def read(self, name: str) -> np.ndarray:
         """The tensor as float16/32/64 (BF16 -> float32); NaN or Inf raises."""
@@ -72,6 +71,14 @@ class SafetensorsFile:
         if info.dtype == "BF16":
             data = bf16_to_f32(data)
         return require_finite(data.reshape(info.shape), self.path, name)
+
+
+def tensor_info(path: Path, tensors: Mapping[str, TensorInfo], name: str) -> TensorInfo:
+    """The entry of `name` in a file's table of tensors (a safetensors header, a .bin state
+    dict's), checked readable; a missing tensor raises, naming the file."""
+    if name not in tensors:
+        raise DataError(f"{path}: no tensor {name!r}")
+    return check_readable(path, name, tensors[name])
 
 
 def check_readable(path: Path, name: str, info: TensorInfo) -> TensorInfo:

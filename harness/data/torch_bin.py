@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.data.paths import require_finite
-from harness.data.safetensors_io import TensorInfo, check_readable
+from harness.data.safetensors_io import TensorInfo, tensor_info
 from harness.data.workload import DataError
 from harness.linalg.device import torch_module
 
@@ -36,9 +36,7 @@ class TorchBinFile:
 
     def info(self, name: str) -> TensorInfo:
         """The tensor's dtype and shape; a missing tensor or an unreadable dtype raises."""
-        if name not in self.tensors:
-            raise DataError(f"{self.path}: no tensor {name!r}")
-        return check_readable(self.path, name, self.tensors[name])
+        return tensor_info(self.path, self.tensors, name)
 
     def read(self, name: str) -> np.ndarray:
         """The tensor as float16/32/64 (bfloat16 -> float32); NaN or Inf raises."""

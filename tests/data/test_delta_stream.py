@@ -26,6 +26,7 @@ from harness.plan import PlanError, compile_plan
 from harness.spec import load_spec
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy
+from tests.conftest import kernel_route
 
 Writer = Callable[..., Path]
 F32 = np.dtype(np.float32)
@@ -39,11 +40,7 @@ BUDGET = SLOTS * 3 * 37 * (ADAPTERS + 1) * 4
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
 def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs twice: pieces subtracted by the compiled kernel, and by numpy's passes."""
-    if request.param == "numpy":
-        monkeypatch.setattr(delta_stream, "load_kernel", lambda name: None)
-    elif delta_stream.load_kernel("delta_kernel") is None:
-        pytest.skip("numba not installed (the `fast` extra)")
-    return request.param
+    return kernel_route(request.param, monkeypatch, delta_stream, "delta_kernel")
 
 
 def write_set(folder: Path, write: Writer, values: Callable[..., np.ndarray], bf16: bool = False) -> CheckpointSource:

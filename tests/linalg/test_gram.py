@@ -18,6 +18,7 @@ from harness.linalg.gram import (
     gram_pairwise,
     iter_column_blocks,
 )
+from tests.conftest import kernel_route
 
 TORCH_BACKENDS = [
     pytest.param(
@@ -31,11 +32,7 @@ BACKENDS = [pytest.param("numpy"), *TORCH_BACKENDS]
 @pytest.fixture(autouse=True, params=["compiled", "blas"])
 def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs twice: float32 blocks through the compiled kernel, and without it."""
-    if request.param == "blas":
-        monkeypatch.setattr(gram_module, "load_kernel", lambda name: None)
-    elif gram_module.load_kernel("gram_kernel") is None:
-        pytest.skip("numba not installed (the `fast` extra)")
-    return request.param
+    return kernel_route(request.param, monkeypatch, gram_module, "gram_kernel")
 
 
 def data(n: int = 6, d: int = 1000, seed: int = 0, dtype=np.float64) -> np.ndarray:
