@@ -11,9 +11,10 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
-from concurrent.futures import Executor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -82,18 +83,43 @@ def _context(task: ChunkTask | GramTask, executor: Callable[[], Executor]) -> Ex
     )
 
 
-def run_chunk(task: ChunkTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:
-    """Load and compute one chunk. On a worker, a fan-out strategy gets a SerialExecutor: workers
-    never start pools of their own."""
+def load_chunk(task: ChunkTask) -> Any:
+    """The chunk's inputs as its strategy computes from them."""
+    strategy = STRATEGIES[task.strategy]
+    assert isinstance(strategy, Strategy)
+    return strategy.load(task.source, task.refs, np.dtype(task.dtype))
+
+
+def _computed(task: ChunkTask, executor: Callable[[], Executor], inputs: Callable[[], Any]) -> ChunkOutcome:
+    """The chunk computed from `inputs()` (a load, or a wait for one), timed with it."""
     started, start = time.time(), time.perf_counter()
     strategy = STRATEGIES[task.strategy]
     assert isinstance(strategy, Strategy)
-    ctx = _context(task, executor)
     with threadpool_limits(limits=task.threads):
-        data = strategy.load(task.source, task.refs, ctx.dtype)
-        result = strategy.compute(task.op, data, ctx)
+        result = strategy.compute(task.op, inputs(), _context(task, executor))
     return ChunkOutcome(result=result.S.astype(np.float64), worker=worker_name(), started=started,
                         seconds=time.perf_counter() - start, vectors=result.U if task.keep_vectors else None)
+
+
+def run_chunk(task: ChunkTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:
+    """Load and compute one chunk. On a worker, a fan-out strategy gets a SerialExecutor: workers
+    never start pools of their own."""
+    return _computed(task, executor, lambda: load_chunk(task))
+
+
+def run_chunks_ahead(tasks: Sequence[ChunkTask], executor: Callable[[], Executor]) -> Iterator[ChunkOutcome]:
+    """Each task's outcome, in order, computed here while a loader thread reads the next task's
+    inputs: loading and computing overlap instead of alternating. For sources whose loads do no
+    BLAS work (:attr:`Source.reads_ahead`): BLAS thread pools are process-wide, and a loader's
+    product beside the compute's made both spin (a float64 reference took 5x as long beside the
+    span readers). Memory: two chunks' inputs at once, which the plan's batches leave room for."""
+    with ThreadPoolExecutor(1, thread_name_prefix="harness-loader") as loader:
+        ahead = loader.submit(load_chunk, tasks[0]) if tasks else None
+        for i, task in enumerate(tasks):
+            assert ahead is not None
+            current, ahead = ahead, loader.submit(load_chunk, tasks[i + 1]) if i + 1 < len(tasks) else None
+            yield _computed(task, executor, current.result)
+            del current  # its inputs, before the next load starts: two chunks' at most
 
 
 def run_gram_task(task: GramTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:

@@ -46,6 +46,7 @@ class Candidate(BaseModel):
     per_matrix_s: dict[str, float] = {}  # estimate per shape group (pca: per position)
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
     reason: str | None = None  # why it cannot run, when it cannot
+    reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)
 
     @property
     def available(self) -> bool:
@@ -77,6 +78,7 @@ class Step(BaseModel):
     strategy: str
     device: str
     batch_sizes: dict[str, int]
+    reads_ahead: bool = False  # the next chunk is read while this one is computed
     estimate_s: float
     reason: str
     timed: list[Timed]
@@ -175,6 +177,12 @@ class Costing(NamedTuple):
         return model, MODELLED
 
 
+def reads_ahead(spec: Spec, workload: Workload) -> bool:
+    """Whether full analyses may read the next chunk while computing this one: in this process
+    (a worker loads its own chunk), from a source whose loads are I/O (Source.reads_ahead)."""
+    return spec.execution.read_ahead and spec.execution.executor == "local" and workload.source.reads_ahead
+
+
 def evaluate(
     strategy: Strategy,
     op: OpRequest,
@@ -190,6 +198,9 @@ def evaluate(
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
     basis: dict[str, str] = {}
+    ahead = reads_ahead(spec, workload) and all(
+        strategy.bytes_per_matrix(op, g, itemsize) + workload.source.load_bytes(g.refs[:1], itemsize) <= budget
+        for g in groups)
     for group in groups:
         if op.k is not None and op.k > min(group.shape):
             reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
@@ -201,6 +212,8 @@ def evaluate(
                 f"of {format_bytes(budget)}"
             )
             return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+        if ahead:  # the next chunk's inputs beside this chunk's
+            per += workload.source.load_bytes(group.refs[:1], itemsize)
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
         model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
         per_matrix[group.label], basis[group.label] = costing.seconds(
@@ -208,7 +221,7 @@ def evaluate(
             len(group))
     total = sum(per_matrix[g.label] * len(g) for g in groups)
     return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches,
-                     per_matrix_s=per_matrix, basis=basis)
+                     per_matrix_s=per_matrix, basis=basis, reads_ahead=ahead)
 
 
 def evaluate_gram(
@@ -341,8 +354,11 @@ def _overheads(spec: Spec, workload: Workload, machine: MachineInfo, steps: list
             features += flops / (cost.FLOAT64_GEMM_FLOPS_PER_CORE * machine.cores)
     used = backends(steps)
     fan_out = spec.execution.executor != "local" or any(STRATEGIES[t.strategy].fans_out for s in steps for t in s.timed)
+    loading = workload.source.load_seconds(workload.refs)
+    if overlapped := [s.estimate_s for s in steps if s.reads_ahead]:  # read while an analysis computes
+        loading = max(0.0, loading - max(overlapped))
     overheads = {
-        "loading": workload.source.load_seconds(workload.refs),
+        "loading": loading,
         "features": features,
         "torch import": cost.TORCH_IMPORT_S if used & {"cpu", "cuda"} and "torch" not in sys.modules else 0.0,
         "worker start": cost.WORKER_START_S * workers if fan_out else 0.0,
@@ -417,6 +433,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
                 strategy=chosen.strategy,
                 device=chosen.device or "",
                 batch_sizes=chosen.batch_sizes,
+                reads_ahead=chosen.reads_ahead,
                 estimate_s=chosen.estimate_s or 0.0,
                 reason=reason,
                 timed=timed,

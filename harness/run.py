@@ -19,7 +19,7 @@ from harness.axes_step import AXES_FILE, axes_backend, write_axes
 from harness.bench.phase import BenchPhase, failure_reason
 from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, StepEntry
-from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_gram_task
+from harness.chunk_task import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_chunks_ahead, run_gram_task
 from harness.data.layout import AdapterLayout
 from harness.data.memo import MemoSource
 from harness.data.workload import DataError, MatrixRef, Workload, chunks
@@ -289,7 +289,9 @@ class Runner:
                         phase.advance(len(chunk))
                     else:
                         todo.append((group.label, key, self._task(step, op, chunk)))
-            for i, outcome, attempts in self._chosen(step, self._outcomes([t for _, _, t in todo], run_chunk, phase)):
+            ahead = run_chunks_ahead if step.reads_ahead else None
+            for i, outcome, attempts in self._chosen(
+                    step, self._outcomes([t for _, _, t in todo], run_chunk, phase, ahead)):
                 label, key, chunk_task = todo[i]
                 self._store(step, chunk_task.refs, outcome.result, outcome.vectors)
                 if self.cache is not None:
@@ -340,17 +342,20 @@ class Runner:
             self.bases.update((ref.id, u) for ref, u in zip(refs, U))
 
     def _outcomes(
-        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome], phase: Phase
+        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome], phase: Phase,
+        ahead: Callable[..., Iterator[ChunkOutcome]] | None = None,
     ) -> Iterator[tuple[int, ChunkOutcome, int]]:
         """(index, outcome, attempts) of each task, in order of completion.
 
-        `local` runs them here, in order; otherwise they go to the executor, and a task lost with
-        its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
+        `local` runs them here, in order (through `ahead`, which reads the next task's inputs
+        while this one computes, where the plan says so); otherwise they go to the executor, and
+        a task lost with its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
         """
         if self.plan.executor == "local":
-            for i, task in enumerate(tasks):
+            local = ahead(tasks, self._executor) if ahead is not None else (run_task(t, self._executor) for t in tasks)
+            for i in range(len(tasks)):
                 phase.item(f"chunk {i + 1} of {len(tasks)}")
-                yield i, run_task(task, self._executor), 1
+                yield i, next(local), 1
             return
         attempts = dict.fromkeys(range(len(tasks)), 1)
         lost = lost_worker_errors()

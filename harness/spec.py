@@ -182,6 +182,12 @@ class Execution(_Section):
     threads_per_worker: int = Field(1, ge=1, description="BLAS threads per worker process")
     memory_budget: ByteSize = Field(ByteSize(4 * 2**30), description='e.g. "4GiB"')
     dtype: Literal["float32", "float64"] = "float32"
+    read_ahead: bool = Field(
+        True,
+        description="with the local executor and a file source (checkpoint, arrays), read the next "
+        "chunk's matrices while this chunk is computed; the plan's batches then leave room in "
+        "memory_budget for two chunks' inputs",
+    )
     cache_dir: str | None = Field(
         None,
         description="result cache folder (relative: to the spec's folder); default "

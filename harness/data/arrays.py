@@ -136,6 +136,7 @@ class ArraysSource(Source):
     """Dense matrices from .npy/.npz/raw files; the adapter name is the file stem."""
 
     has_factors = False
+    reads_ahead = True
 
     def __init__(self, config: ArraysData, base_dir: Path) -> None:
         self.config = config

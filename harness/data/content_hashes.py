@@ -42,6 +42,7 @@ def _identity(stat: os.stat_result) -> tuple[int, ...]:
 
 _known: dict[str, _Known] = {}  # this process's digests, by path
 _on_hash: list[Callable[[Path, int], None]] = []  # told of each file read in full
+_asked: list[set[str]] = []  # paths digested within each open `remembered`
 
 
 def digest(path: Path) -> str:
@@ -52,6 +53,8 @@ def digest(path: Path) -> str:
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror})") from e
     identity = _identity(before)
+    for asked in _asked:
+        asked.add(str(path))
     known = _known.get(str(path))
     if known is not None and known.identity == identity:
         return known.digest
@@ -86,12 +89,15 @@ def _load(store: Path) -> dict[str, list[object]]:
         return {}
 
 
-def _save(store: Path, kept: dict[str, list[object]]) -> None:
-    """This process's trusted digests of files that are still there, written atomically when
-    they differ from what the store `kept` (a run beside this one may lose its additions: they
-    are only hashed again)."""
+def _save(store: Path, kept: dict[str, list[object]], asked: set[str]) -> None:
+    """The trusted digests of the files the store `kept` or the run `asked` for that are still
+    there (not every digest this process knows: a long-lived process runs other specs, whose
+    files are not this cache's business), written atomically when they differ from what it kept
+    (a run beside this one may lose its additions: they are only hashed again)."""
     files: dict[str, list[object]] = {}
-    for path, known in _known.items():
+    for path in sorted(asked | kept.keys()):
+        if (known := _known.get(path)) is None:  # its hashing failed
+            continue
         try:
             still = _identity(os.stat(path)) == known.identity
         except OSError:
@@ -111,15 +117,18 @@ def remembered(folder: Path | None, on_hash: Callable[[Path, int], None] | None 
     A store that cannot be written costs only the time to hash again: OSError is not raised."""
     store = None if folder is None else folder / STORE
     kept = {} if store is None else _load(store)
+    asked: set[str] = set()
+    _asked.append(asked)
     if on_hash is not None:
         _on_hash.append(on_hash)
     try:
         yield
     finally:
+        _asked[:] = [a for a in _asked if a is not asked]  # not remove(): empty sets are equal
         if on_hash is not None:
             _on_hash.remove(on_hash)
     if store is not None:
         try:
-            _save(store, kept)
+            _save(store, kept, asked)
         except OSError:
             pass

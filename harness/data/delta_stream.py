@@ -1,6 +1,6 @@
 """Deltas of stored tensors (fine-tuned minus base), streamed in row blocks through a prefetch
-ring: the reader thread reads the next block's spans of every file while the Gram of the
-current block is computed.
+ring: reader threads read the next blocks' spans of every file while the Gram of the current
+block is computed.
 
 A block is rows ``[r0, r1)`` of one position's n tensors, flattened: row i of the block is
 ``tuned_i[r0:r1] - base[r0:r1]``, the contiguous piece ``[r0 k, r1 k)`` of adapter i's vector
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from harness.data.paths import require_finite
 from harness.data.safetensors_io import DTYPES, bf16_to_f32
 from harness.data.workload import DataError
 from harness.linalg.compiled import load_kernel
-from harness.linalg.prefetch import Ring, prefetched
+from harness.linalg.prefetch import Ring
 from harness.linalg.spans import ReadError, SpanReader
 from harness.machine import memory_available
 
@@ -124,7 +125,7 @@ def _check_finite(values: np.ndarray, t: StoredTensor) -> None:
 
 @dataclass(frozen=True)
 class Span:
-    """Rows [r0, r1) of one position's tensors: a job of the reader thread."""
+    """Rows [r0, r1) of one position's tensors: one block."""
 
     position: int
     r0: int
@@ -135,9 +136,15 @@ def stream_deltas(
     positions: Sequence[tuple[Sequence[StoredTensor], StoredTensor]], dtype: np.dtype, ring: Ring
 ) -> Iterator[tuple[int, np.ndarray]]:
     """(position, block) pairs: (n, c_b) float blocks of ``tuned_i - base`` over row ranges of
-    each position in turn, read ahead by one reader thread into the `ring`'s slots (as many rows
-    per block as a slot holds). One thread for all positions, so the next position's first
-    block is read while this position's last is multiplied.
+    each position in turn, read ahead into the `ring`'s slots (as many rows per block as a slot
+    holds) by READERS threads.
+
+    The blocks are pipelined, not filled one at a time: every block the ring has a slot for is
+    queued at once as n + 1 file tasks (its base rows first, then each tuned file's, which wait
+    for the base rows they subtract), so the readers go on to the next block's files while the
+    last of this block's are read. Filling a block whole before starting the next left the
+    threads idle at each block's end (the base read alone, a last wave of 2 files on 4 threads):
+    bf16 at 61-68% of a plain read of the same files, cold.
 
     Parameters
     ----------
@@ -162,6 +169,7 @@ def stream_deltas(
     reader = SpanReader()
     total = sum(math.prod(base.shape) * sum(t.stored.itemsize for t in (base, *tuned)) for tuned, base in positions)
     drop_behind = total > memory_available()  # it cannot stay cached: keep the cache small
+    local = threading.local()
 
     def drop(job: Span) -> None:
         """Every file's span of `job` out of the page cache (SpanReader.drop)."""
@@ -170,38 +178,51 @@ def stream_deltas(
         for t in (base, *tuned):
             reader.drop(t.path, t.start + job.r0 * k * t.stored.itemsize, (job.r1 - job.r0) * k * t.stored.itemsize)
 
-    def fill(j: int, slot: np.ndarray) -> tuple[int, np.ndarray]:
-        job = jobs[j]
+    def read_base(t: StoredTensor, first: int, below: np.ndarray) -> None:
+        """The block's base rows: read, widened and checked a piece at a time."""
+        stage = _stage(local, stage_bytes)
+        for p in range(0, below.size, PIECE):
+            piece = below[p : p + PIECE]
+            _widen(_read_raw(reader, t, first + p, piece.size, stage), piece, t)
+            _check_finite(piece, t)
+
+    def read_delta(t: StoredTensor, first: int, below: np.ndarray, row: np.ndarray, based: Future[None]) -> None:
+        """One row of the block, once its base rows are in: read, widen, subtract and check a
+        piece at a time while it is in cache."""
+        based.result()
+        stage = _stage(local, stage_bytes)
+        for p in range(0, row.size, PIECE):
+            piece = row[p : p + PIECE]
+            _subtract(_read_raw(reader, t, first + p, piece.size, stage), below[p : p + PIECE], piece, t)
+
+    def queue(job: Span, slot: np.ndarray) -> tuple[np.ndarray, list[Future[None]]]:
+        """The block's n + 1 file tasks, queued on the readers; its view of `slot`, and the tasks."""
         tuned, base = positions[job.position]
         n, k = len(tuned), base.shape[1]
         first, c = job.r0 * k, (job.r1 - job.r0) * k
         rest = slot.view(dtype)
         below, block = rest[:c], rest[c : c + n * c].reshape(n, c)  # C-contiguous
+        based = files.submit(read_base, base, first, below)
+        return block, [based, *(files.submit(read_delta, t, first, below, block[i], based) for i, t in enumerate(tuned))]
 
-        def delta(i: int) -> None:
-            """Row i of the block: read, widen, subtract, check a piece at a time while in cache."""
-            t, own = tuned[i], _stage(local, stage_bytes)
-            for p in range(0, c, PIECE):
-                piece = block[i, p : p + PIECE]
-                _subtract(_read_raw(reader, t, first + p, piece.size, own), below[p : p + PIECE], piece, t)
-
-        try:
-            if drop_behind and j:
-                drop(jobs[j - 1])
-            stage = _stage(local, stage_bytes)  # the reader thread's own
-            for p in range(0, c, PIECE):
-                piece = below[p : p + PIECE]
-                _widen(_read_raw(reader, base, first + p, piece.size, stage), piece, base)
-                _check_finite(piece, base)
-            list(files.map(delta, range(n)))
-        except ReadError as e:
-            raise DataError(str(e)) from e
-        return job.position, block
-
-    local = threading.local()
     files = ThreadPoolExecutor(READERS, thread_name_prefix="harness-span")
+    free, queued = list(ring.slots), deque[tuple[Span, np.ndarray, np.ndarray, list[Future[None]]]]()
     try:
-        yield from prefetched(range(len(jobs)), fill, ring.slots)
+        for j, job in enumerate(jobs):
+            while free and len(queued) + j < len(jobs):  # every block a free slot can take
+                ahead, slot = jobs[j + len(queued)], free.pop()
+                queued.append((ahead, slot, *queue(ahead, slot)))
+            _, slot, block, tasks = queued.popleft()
+            try:
+                for task in tasks:
+                    task.result()
+            except ReadError as e:
+                raise DataError(str(e)) from e
+            yield job.position, block
+            free.append(slot)
+            if drop_behind:
+                files.submit(drop, job)
+        files.shutdown()  # the last drops run
     finally:
         files.shutdown(cancel_futures=True)
         reader.close()

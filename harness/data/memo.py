@@ -29,6 +29,7 @@ class MemoSource(Source):
         self.inner = inner
         self.dtype = np.dtype(dtype)  # the run's: loads in any other dtype pass through
         self.has_factors = inner.has_factors
+        self.reads_ahead = inner.reads_ahead
         self.load_bytes_per_s = inner.load_bytes_per_s
         self.limit_bytes = limit_bytes
         self.held_bytes = 0

@@ -75,7 +75,8 @@ def plan_table(plan: Plan) -> Table:
             f"{step.analysis}\n{op}",
             step.strategy,
             step.device,
-            ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()),
+            ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items())
+            + ("\nnext chunk read ahead" if step.reads_ahead else ""),
             format_seconds(step.estimate_s),
             timed + skipped,
             step.reason,

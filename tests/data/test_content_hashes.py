@@ -145,3 +145,21 @@ def test_a_file_that_changes_while_read_is_one_line(tmp_path: Path, monkeypatch:
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=rf"^{tmp_path / 'gone.bin'}: cannot read \(No such file or directory\)$"):
         content_hashes.digest(tmp_path / "gone.bin")
+
+
+def test_a_store_keeps_only_the_files_of_its_own_runs(tmp_path: Path, hashed: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """One process running two specs: each cache folder's store holds its own inputs only, and
+    a run that digests nothing writes no store."""
+    monkeypatch.setattr(content_hashes, "RACY_NS", 0)
+    a, b = write(tmp_path / "a.bin", b"alpha"), write(tmp_path / "b.bin", b"beta")
+    with content_hashes.remembered(tmp_path / "one"):
+        content_hashes.digest(a)
+    with content_hashes.remembered(tmp_path / "two"):
+        content_hashes.digest(b)
+    with content_hashes.remembered(tmp_path / "synthetic"):
+        pass
+    stored = {name: set(json.loads((tmp_path / name / content_hashes.STORE).read_text())["files"])
+              for name in ("one", "two")}
+    assert stored == {"one": {str(a)}, "two": {str(b)}}
+    assert not (tmp_path / "synthetic").exists()

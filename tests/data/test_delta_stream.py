@@ -1,6 +1,6 @@
 """Checkpoint deltas streamed in row blocks through the prefetch ring: the same numbers as the
 whole-matrix load, memory bounded by the ring, the same Gram, and input errors that name the
-file (raised from the reader thread, not a hang)."""
+file (raised from a reader thread, not a hang)."""
 
 from __future__ import annotations
 
@@ -75,16 +75,49 @@ def test_blocks_are_the_whole_load_cut_in_rows(tmp_path: Path, write_safetensors
         np.testing.assert_array_equal(np.concatenate(blocks, axis=1), whole)
 
 
-def test_one_reader_streams_every_position_in_order(tmp_path: Path, write_safetensors: Writer) -> None:
-    """The next position's first block is read by the same thread, ahead of the consumer."""
+def test_the_readers_stream_every_position_in_order(tmp_path: Path, write_safetensors: Writer) -> None:
+    """One pool of reader threads for all positions, and the blocks in order."""
     src = write_set(tmp_path, write_safetensors, normal)
     groups = positions(src)
     labels, readers = [], set()
     for i, block in src.dense_blocks(groups, F32, Ring.within(BUDGET)):
         labels.append(i)
-        readers |= {t.ident for t in threading.enumerate() if t.name == "prefetch-reader"}
+        readers |= {t.ident for t in threading.enumerate() if t.name.startswith("harness-span")}
         assert block.shape[0] == ADAPTERS
-    assert labels == sorted(labels) and set(labels) == set(range(len(groups))) and len(readers) == 1
+    assert labels == sorted(labels) and set(labels) == set(range(len(groups)))
+    assert 1 <= len(readers) <= delta_stream.READERS
+
+
+def test_the_next_block_is_read_while_this_one_still_waits_for_a_file(
+    tmp_path: Path, write_safetensors: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No barrier between blocks: while one file of the first block is held back, the readers
+    read the second block's spans (filling blocks one at a time, they waited: a timeout here)."""
+    src = write_set(tmp_path, write_safetensors, normal)
+    refs = positions(src)[0]
+    held, release, second = tmp_path / "ft4.safetensors", threading.Event(), threading.Event()
+    block_bytes = 3 * 24 * 4  # the first block's rows of the embedding, float32
+    start = SafetensorsFile(held).tensors["model.embed_tokens.weight"].start
+    read_into = SpanReader.read_into
+
+    def watched(reader: SpanReader, path: Path, offset: int, out: np.ndarray) -> None:
+        if path == held and offset == start:
+            assert release.wait(30), "the second block was not read while the first waited"
+        elif offset >= start + block_bytes:
+            second.set()
+        read_into(reader, path, offset, out)
+
+    monkeypatch.setattr(SpanReader, "read_into", watched)
+    blocks = src.dense_blocks([refs], F32, Ring.within(BUDGET))
+    try:
+        first = threading.Thread(target=lambda: next(blocks))
+        first.start()
+        assert second.wait(30)
+        release.set()
+        first.join()
+    finally:
+        release.set()
+        blocks.close()
 
 
 def test_the_ring_bounds_memory_and_reuses_its_buffers(tmp_path: Path, write_safetensors: Writer) -> None:
@@ -121,7 +154,7 @@ def test_dual_gram_of_streamed_deltas_matches_float64(tmp_path: Path, write_safe
 
 
 def test_a_file_cut_short_while_streaming_is_one_line_naming_it(tmp_path: Path, write_safetensors: Writer) -> None:
-    """Cut after the headers were read: the reader thread's read fails, the consumer gets the
+    """Cut after the headers were read: a reader thread's read fails, the consumer gets the
     error (the reader is at most SLOTS - 1 blocks ahead, so the cut rows are still unread)."""
     src = write_set(tmp_path, write_safetensors, normal)
     refs = positions(src)[-1]  # the last tensor in the file: cutting the file cuts its last rows
@@ -131,7 +164,7 @@ def test_a_file_cut_short_while_streaming_is_one_line_naming_it(tmp_path: Path, 
     os.truncate(victim, victim.stat().st_size - 100)
     with pytest.raises(DataError, match=rf"^{victim}: ends at byte \d+, inside a span .*; the file is truncated$"):
         list(blocks)
-    assert not [t for t in threading.enumerate() if t.name == "prefetch-reader"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("harness-span")]
 
 
 @pytest.mark.parametrize(("bad", "bf16"), [("NaN", False), ("Inf", False), ("NaN", True), ("Inf", True)])
@@ -154,7 +187,7 @@ def test_stopping_after_one_block_stops_the_reader(tmp_path: Path, write_safeten
     blocks = src.dense_blocks(positions(src)[:1], F32, Ring.within(BUDGET))
     next(blocks)
     blocks.close()
-    assert not [t for t in threading.enumerate() if t.name == "prefetch-reader"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("harness-span")]
 
 
 class FakeRing(Ring):
@@ -190,8 +223,8 @@ def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.Monke
 @pytest.mark.parametrize("available", [1, 2**50])
 def test_a_stream_larger_than_memory_drops_what_it_has_read(tmp_path: Path, write_safetensors: Writer,
                                                             monkeypatch: pytest.MonkeyPatch, available: int) -> None:
-    """Larger than the memory available: each block's spans leave the page cache once read (never
-    the block being read); one that fits keeps them cached for the next pass."""
+    """Larger than the memory available: each block's spans leave the page cache once the consumer
+    is done with it; one that fits keeps them cached for the next pass."""
     src = write_set(tmp_path, write_safetensors, normal)
     monkeypatch.setattr("harness.data.delta_stream.memory_available", lambda: available)
     dropped: list[tuple[Path, int, int]] = []
@@ -204,7 +237,7 @@ def test_a_stream_larger_than_memory_drops_what_it_has_read(tmp_path: Path, writ
     else:
         files = {tmp_path / "base.safetensors", *(tmp_path / f"ft{i}.safetensors" for i in range(ADAPTERS))}
         assert {path for path, _, _ in dropped} == files
-        assert len(dropped) == (len(blocks) - 1) * len(files)  # all but the last block, dropped as the next is read
+        assert len(dropped) == len(blocks) * len(files)  # every block, once the consumer is done with it
 
 
 PCA_SPEC = """
