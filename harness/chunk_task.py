@@ -12,7 +12,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from harness.data.layout import AdapterLayout
 from harness.data.workload import MatrixRef, Source
 from harness.executors import SerialExecutor
+from harness.linalg.prefetch import prefetched
 from harness.strategies.base import ExecContext, OpRequest, Strategy
 from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import STRATEGIES
@@ -108,18 +109,20 @@ def run_chunk(task: ChunkTask, executor: Callable[[], Executor] = SerialExecutor
 
 
 def run_chunks_ahead(tasks: Sequence[ChunkTask], executor: Callable[[], Executor]) -> Iterator[ChunkOutcome]:
-    """Each task's outcome, in order, computed here while a loader thread reads the next task's
-    inputs: loading and computing overlap instead of alternating. For sources whose loads do no
-    BLAS work (:attr:`Source.reads_ahead`): BLAS thread pools are process-wide, and a loader's
-    product beside the compute's made both spin (a float64 reference took 5x as long beside the
-    span readers). Memory: two chunks' inputs at once, which the plan's batches leave room for."""
-    with ThreadPoolExecutor(1, thread_name_prefix="harness-loader") as loader:
-        ahead = loader.submit(load_chunk, tasks[0]) if tasks else None
-        for i, task in enumerate(tasks):
-            assert ahead is not None
-            current, ahead = ahead, loader.submit(load_chunk, tasks[i + 1]) if i + 1 < len(tasks) else None
-            yield _computed(task, executor, current.result)
-            del current  # its inputs, before the next load starts: two chunks' at most
+    """Each task's outcome, in order, computed here while a reader thread loads the next task's
+    inputs (harness.linalg.prefetch): loading and computing overlap instead of alternating. For
+    sources whose loads do no BLAS work (:attr:`Source.reads_ahead`): BLAS thread pools are
+    process-wide, and a loader's product beside the compute's made both spin (a float64
+    reference took 5x as long beside the span readers). Memory: two chunks' inputs at once,
+    which the plan's batches leave room for."""
+    # two slots: one chunk's inputs being computed, the next one's loaded; each load allocates
+    # its own arrays, so the slots are tokens that only bound how far ahead the reader goes
+    loaded = prefetched(tasks, lambda task, _slot: load_chunk(task), [np.empty(0), np.empty(0)])
+    try:
+        for task in tasks:
+            yield _computed(task, executor, lambda: next(loaded))
+    finally:
+        loaded.close()  # stops and joins the reader when the run stops early
 
 
 def run_gram_task(task: GramTask, executor: Callable[[], Executor] = SerialExecutor) -> ChunkOutcome:

@@ -198,14 +198,14 @@ def evaluate(
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
     basis: dict[str, str] = {}
-    ahead = reads_ahead(spec, workload) and all(
-        strategy.bytes_per_matrix(op, g, itemsize) + workload.source.load_bytes(g.refs[:1], itemsize) <= budget
-        for g in groups)
+    needs = {g.label: strategy.bytes_per_matrix(op, g, itemsize) for g in groups}
+    inputs = {g.label: workload.source.load_bytes(g.refs[:1], itemsize) for g in groups}  # one matrix's
+    ahead = reads_ahead(spec, workload) and all(needs[g] + inputs[g] <= budget for g in needs)
     for group in groups:
         if op.k is not None and op.k > min(group.shape):
             reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
             return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
-        per = strategy.bytes_per_matrix(op, group, itemsize)
+        per = needs[group.label]
         if per > budget:
             reason = (
                 f"one {group.label} matrix needs {format_bytes(per)}, over the memory budget "
@@ -213,7 +213,7 @@ def evaluate(
             )
             return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
         if ahead:  # the next chunk's inputs beside this chunk's
-            per += workload.source.load_bytes(group.refs[:1], itemsize)
+            per += inputs[group.label]
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
         model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
         per_matrix[group.label], basis[group.label] = costing.seconds(

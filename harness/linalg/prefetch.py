@@ -132,7 +132,8 @@ def prefetched(
                 raise item.error
             block, slot = item  # type: ignore[misc]
             yield block
-            free.put(slot)
+            del item, block  # before the slot goes back: a fill that allocates its own block
+            free.put(slot)  # then holds two at most, never a third for a moment
     finally:
         stop.set()
         free.put(None)  # wakes a reader waiting for a slot
