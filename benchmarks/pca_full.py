@@ -125,6 +125,9 @@ def write_checkpoints(folder: Path, shapes: dict[str, tuple[int, int]], adapters
     return paths
 
 
+REPORTED = Path("/sys/module/page_reporting/parameters/reported_kib")
+
+
 def drop_caches(paths: list[Path], system: bool = True) -> str:
     """Drop the files' cached pages (the whole page cache when `system` and permitted); returns how."""
     if system:
@@ -136,6 +139,19 @@ def drop_caches(paths: list[Path], system: bool = True) -> str:
     for path in paths:
         drop_from_page_cache(path)
     return "posix_fadvise(DONTNEED) on every file" + (" (drop_caches not permitted)" if system else "")
+
+
+def reported_kib() -> int | None:
+    """KiB of freed memory this VM has handed back to its host so far (virtio free page
+    reporting), or None where the kernel does not report. Reported memory is faulted in again
+    by the host on its next use, so a cold read into it is slower: on the 2-core VM a bf16 PCA
+    run right after another PCA took 15-21 s against 12-16 s right after a plain read (which
+    leaves its freed pages not yet reported), and with reporting switched off plain reads ran
+    1.9-2.9 GB/s, not 1.1-1.5. Each PCA here therefore follows a plain read, as its reference does."""
+    try:
+        return int(REPORTED.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def loadavg() -> str:
@@ -221,8 +237,11 @@ def measure(folder: Path, paths: list[Path], args: argparse.Namespace, label: st
                   f"(load average {before})")
         read_s = min(reads.values())
         drop_caches(paths, not args.fadvise)
-        before, base = loadavg(), rss_anon()
+        before, base, handed = loadavg(), rss_anon(), reported_kib()
         (G, ratios), wall, anon = peak_anon(lambda: run_pca(spec, folder))
+        if handed is not None:
+            print(f"  [{round_}] memory this VM handed back to its host during the PCA (free page reporting): "
+                  f"{((reported_kib() or handed) - handed) / 2**20:.1f} GiB")
         shares.append(read_s / wall)
         print(f"  [{round_}] global PCA ({label}, dual_gram on {strategy.backend(args.device)}), cold: {wall:.1f} s = "
               f"{nbytes / wall / 1e9:.2f} GB/s of input, {read_s / wall:.0%} of the faster plain read; peak RssAnon "

@@ -19,12 +19,11 @@ from harness.machine import MachineInfo
 from harness.prepare import load_workload, prepare
 from harness.data.workload import chunks
 from harness.bench.phase import compute_batches, load_batches, sample_refs
-from harness.bench.references import References, operator
+from harness.bench.references import References, checked
 from harness.run import exec_context
 from harness.spec import SpecError, load_spec
 from harness.strategies.base import OpRequest, OpResult
 from harness.strategies.registry import STRATEGIES
-from harness.verify import verify
 
 
 def machine_name(info: MachineInfo) -> str:
@@ -113,8 +112,7 @@ class Case:
     def error(self, result: OpResult) -> float:
         """The worst of the values and vectors errors relative to sigma_1 against the float64
         references, the number `harness run` checks against the tolerance."""
-        W = operator(self.source, self.refs) if result.U is not None else None
-        check = verify(self.name, result, W, References(self.source).values(self.refs), self.tolerance)
+        check = checked(self.name, result, self.source, self.refs, References(self.source), self.tolerance)
         return max(check.values_error, check.vectors_error or 0.0)
 
     def stream_group(self) -> None:

@@ -133,6 +133,9 @@ def test_pca_full_script_reports_every_figure_and_checks_the_answer(tmp_path: Pa
                  "peak RssAnon", "load average", "published pipeline: 15 min, 2.7 GB"):
         assert text in proc.stdout
     assert proc.stdout.count("[2] global PCA") == 2 and proc.stdout.count("median of 2") == 2
+    from benchmarks.pca_full import reported_kib
+
+    assert proc.stdout.count("handed back to its host during the PCA") == (4 if reported_kib() is not None else 0)
     first, again = proc.stdout.split("`harness run` (run)")[1].split("`harness run` (again)")[:2]
     assert "fingerprinting the input files: (hashed 5 files" in first and "float64 references: 4 computed" in first
     assert "1 of 1 chunks from the cache" in again.split("bf16:")[0]

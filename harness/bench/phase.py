@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.bench.budget import POSITIONS, Allocation, BudgetClock, cut_note, fit
 from harness.bench.measure import Measurement, measure
-from harness.bench.references import References, operator
+from harness.bench.references import References, checked
 from harness.bench.threads import pinned
 from harness.cache import Keys, ResultCache, TimingEntry
 from harness.data.layout import AdapterLayout
@@ -29,7 +29,7 @@ from harness.strategies.gram import GramStrategy
 from harness.strategies.numpy_lapack import stack_results
 from harness.strategies.registry import STRATEGIES
 from harness.units import format_seconds, now
-from harness.verify import Verification, verify
+from harness.verify import Verification
 from harness.wisdom import Observation, width
 
 # One group of one strategy: its timing and its verdict, given the allocation, the seconds
@@ -154,9 +154,9 @@ class BenchPhase:
             batches = load_batches(strategy, self.workload.source, refs, timed.batch_sizes[a.group], ctx.dtype)
             measurement, result = self._measure(strategy, partial(compute_batches, strategy, op, batches, ctx),
                                                 a, allowance, ctx, phase)
+            del batches  # the float64 references and matrices below come after the timed inputs, not beside
             phase.item("verifying")
-            W = operator(self.workload.source, refs) if result.U is not None else None
-            check = verify(timed.strategy, result, W, self.references.values(refs), step.tolerance)
+            check = checked(timed.strategy, result, self.workload.source, refs, self.references, step.tolerance)
             work = strategy.work(op, groups[a.group], ctx.dtype.itemsize)
             return GroupTiming(group=a.group, sampled=len(refs), total=len(groups[a.group]),
                                measurement=measurement, flops=work.flops, bytes=work.bytes), check

@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field
 
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
-from harness.data.delta_stream import StoredTensor, stream_deltas, streamable
+from harness.data.delta_stream import StoredTensor, read_delta, stream_deltas, streamable
 from harness.data.paths import one_shape, unique_names
 from harness.data.safetensors_io import SafetensorsFile, TensorInfo, check_readable, is_float
 from harness.data.workload import DataError, MatrixRef, Source
@@ -224,13 +224,17 @@ class CheckpointSource(Source):
             yield from stream_deltas(groups, dtype, ring)
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
+        """Each delta read into its slot of the output a piece at a time, where both tensors
+        widen to `dtype` exactly (one correctly rounded difference, as the streamed blocks have
+        it); else both whole, subtracted in float64 into the output (numpy's buffered cast: no
+        (m, n) float64 temporary)."""
         files: dict[str, SafetensorsFile] = {}
         out = np.empty((len(refs), *one_shape(refs)), dtype=dtype)
         for i, ref in enumerate(refs):
-            tuned, base = _read(files, ref.locator["tuned"], ref), _read(files, ref.locator["base"], ref)
-            # in out's dtype where both widen to it exactly (one correctly rounded difference, as
-            # the streamed blocks have it), else in float64; into out, with no (m, n) float64
-            # temporary: a 48838 x 1024 embedding's was 400 MB over a 512 MiB budget
-            exact = max(tuned.dtype.itemsize, base.dtype.itemsize) <= out.dtype.itemsize
-            np.subtract(tuned, base, out=out[i], dtype=out.dtype if exact else np.float64)
+            tuned, base = _stored(files, ref.locator["tuned"], ref), _stored(files, ref.locator["base"], ref)
+            if streamable([tuned, base], out.dtype):
+                read_delta(tuned, base, out[i])
+            else:
+                np.subtract(_read(files, ref.locator["tuned"], ref), _read(files, ref.locator["base"], ref),
+                            out=out[i], dtype=np.float64)
         return out

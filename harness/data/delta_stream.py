@@ -31,7 +31,7 @@ from harness.linalg.prefetch import Ring
 from harness.linalg.spans import ReadError, SpanReader
 from harness.machine import memory_available
 
-__all__ = ["StoredTensor", "row_bytes", "stream_deltas", "streamable", "warm_deltas"]
+__all__ = ["StoredTensor", "fill_base", "fill_delta", "read_delta", "row_bytes", "stream_deltas", "streamable", "warm_deltas"]
 
 # Files whose spans are read at once: a cold disk serves several requests in flight faster than
 # one (queue depth), and the widening and subtraction run beside each other (numpy releases the
@@ -109,6 +109,42 @@ def _subtract(raw: np.ndarray, below: np.ndarray, out: np.ndarray, t: StoredTens
         require_finite(out, t.path, t.name)
 
 
+def fill_base(reader: SpanReader, t: StoredTensor, first: int, below: np.ndarray, stage: np.ndarray) -> None:
+    """Values [first, first + below.size) of the base `t` into `below`: read, widened and checked
+    finite a piece at a time through the small `stage`."""
+    for p in range(0, below.size, PIECE):
+        piece = below[p : p + PIECE]
+        _widen(_read_raw(reader, t, first + p, piece.size, stage), piece, t)
+        _check_finite(piece, t)
+
+
+def fill_delta(
+    reader: SpanReader, t: StoredTensor, first: int, below: np.ndarray, row: np.ndarray, stage: np.ndarray
+) -> None:
+    """row = values [first, first + row.size) of `t` less `below`: read, widened, subtracted
+    and checked a piece at a time while it is in cache."""
+    for p in range(0, row.size, PIECE):
+        piece = row[p : p + PIECE]
+        _subtract(_read_raw(reader, t, first + p, piece.size, stage), below[p : p + PIECE], piece, t)
+
+
+def read_delta(tuned: StoredTensor, base: StoredTensor, out: np.ndarray) -> None:
+    """out (C-contiguous, of the tensors' shape, a dtype both are :func:`streamable` to) = tuned
+    - base, a piece at a time: the whole-tensor reads held the raw tensors and their widened
+    copies beside out (a bf16 embedding of 48838 x 1024: 600 MB for a 200 MB delta). Read
+    errors and NaN/Inf raise DataError naming the file."""
+    flat = out.reshape(-1)
+    stage, below = np.empty(PIECE * 8, np.uint8), np.empty(PIECE, out.dtype)
+    with SpanReader() as reader:
+        try:
+            for p in range(0, flat.size, PIECE):
+                piece = flat[p : p + PIECE]
+                fill_base(reader, base, p, below[: piece.size], stage)
+                fill_delta(reader, tuned, p, below[: piece.size], piece, stage)
+        except ReadError as e:
+            raise DataError(str(e)) from e
+
+
 def warm_deltas() -> None:
     """Load the compiled kernel for each kind of piece a stream subtracts (BF16, float32, float64)."""
     for stored, dtype in (("BF16", np.float32), ("F32", np.float32), ("F64", np.float64)):
@@ -180,21 +216,13 @@ def stream_deltas(
             reader.drop(t.path, t.start + job.r0 * k * t.stored.itemsize, (job.r1 - job.r0) * k * t.stored.itemsize)
 
     def read_base(t: StoredTensor, first: int, below: np.ndarray) -> None:
-        """The block's base rows: read, widened and checked a piece at a time."""
-        stage = _stage(local, stage_bytes)
-        for p in range(0, below.size, PIECE):
-            piece = below[p : p + PIECE]
-            _widen(_read_raw(reader, t, first + p, piece.size, stage), piece, t)
-            _check_finite(piece, t)
+        """The block's base rows."""
+        fill_base(reader, t, first, below, _stage(local, stage_bytes))
 
-    def read_delta(t: StoredTensor, first: int, below: np.ndarray, row: np.ndarray, based: Future[None]) -> None:
-        """One row of the block, once its base rows are in: read, widen, subtract and check a
-        piece at a time while it is in cache."""
+    def read_row(t: StoredTensor, first: int, below: np.ndarray, row: np.ndarray, based: Future[None]) -> None:
+        """One row of the block, once its base rows are in."""
         based.result()
-        stage = _stage(local, stage_bytes)
-        for p in range(0, row.size, PIECE):
-            piece = row[p : p + PIECE]
-            _subtract(_read_raw(reader, t, first + p, piece.size, stage), below[p : p + PIECE], piece, t)
+        fill_delta(reader, t, first, below, row, _stage(local, stage_bytes))
 
     def queue(job: Span, slot: np.ndarray) -> tuple[np.ndarray, list[Future[None]]]:
         """The block's n + 1 file tasks, queued on the readers; its view of `slot`, and the tasks."""
@@ -204,7 +232,7 @@ def stream_deltas(
         rest = slot.view(dtype)
         below, block = rest[:c], rest[c : c + n * c].reshape(n, c)  # C-contiguous
         based = files.submit(read_base, base, first, below)
-        return block, [based, *(files.submit(read_delta, t, first, below, block[i], based) for i, t in enumerate(tuned))]
+        return block, [based, *(files.submit(read_row, t, first, below, block[i], based) for i, t in enumerate(tuned))]
 
     files = ThreadPoolExecutor(READERS, thread_name_prefix="harness-span")
     free, queued = list(ring.slots), deque[tuple[np.ndarray, np.ndarray, list[Future[None]]]]()

@@ -2,16 +2,20 @@
 run time), computed once per run and kept in the result cache."""
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
-from harness.bench.references import References, exact_gram, exact_values, operator
+from harness.bench.references import Operator, References, checked, exact_gram, exact_values, operator
 from harness.linalg.prefetch import Ring
 from harness.cache import Keys, ResultCache
 from harness.data.layout import AdapterLayout
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Workload
 from harness.machine import probe
+from harness.strategies.base import OpResult
+from harness.verify import verify
 
 
 def lora() -> Workload:
@@ -82,3 +86,39 @@ def test_lora_references_never_form_a_dense_matrix(monkeypatch) -> None:  # type
     References(w.source).values(refs)
     References(w.source).grams(AdapterLayout.from_workload(w).head(2))
     operator(w.source, refs).matmat(np.ones((len(refs), 60, 2)))
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, source: object, method: str) -> list[int]:
+    """The number of matrices of every call of source.<method>."""
+    sizes: list[int] = []
+    inner = getattr(source, method)
+
+    def record(refs: Any, dtype: np.dtype) -> Any:
+        sizes.append(len(refs))
+        return inner(refs, dtype)
+
+    monkeypatch.setattr(source, method, record)
+    return sizes
+
+
+def test_a_check_holds_one_dense_matrix_at_a_time_and_judges_as_verify(
+    dense_workload: Workload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`checked` gives verify()'s verdict on the whole stack, while the references and the
+    vectors' check load one dense float64 matrix at a time (LoRA factors come whole)."""
+    refs = dense_workload.groups()[0].refs
+    W = dense_workload.source.load_dense(refs, np.dtype(np.float64))
+    U, S, Vh = np.linalg.svd(W.astype(np.float32))
+    result = OpResult(S[:, :3], U[:, :, :3], Vh[:, :3])
+    want = verify("x", result, Operator(dense=W), np.linalg.svd(W, compute_uv=False), 1e-5)
+    sizes = _recording(monkeypatch, dense_workload.source, "load_dense")
+    got = checked("x", result, dense_workload.source, refs, References(dense_workload.source), 1e-5)
+    assert len(refs) == 4 and sizes == [1] * 8  # each matrix for its values, then for its vectors
+    assert got == want and got.passed and got.vectors_error is not None
+    w = lora()
+    group = w.groups()[0]
+    Wl = w.source.load_dense(group.refs, np.dtype(np.float64))
+    U, S, Vh = np.linalg.svd(Wl)
+    factor_loads = _recording(monkeypatch, w.source, "load_factors")
+    assert checked("x", OpResult(S[:, :3], U[:, :, :3], Vh[:, :3]), w.source, group.refs, References(w.source), 1e-9).passed
+    assert factor_loads == [len(group.refs)] * 2

@@ -12,7 +12,7 @@ import pytest
 from numpy.random import Generator
 
 from harness.data.checkpoint import CheckpointData, CheckpointSource
-from harness.data.workload import DataError, Workload
+from harness.data.workload import DataError, MatrixRef, Workload
 
 Writer = Callable[..., Path]
 Tensors = dict[str, np.ndarray]
@@ -304,3 +304,71 @@ def test_fingerprint_covers_base_and_shards(
             fh.write(bytes([last[0] ^ 1]))
         assert src.fingerprint() != first
         first = src.fingerprint()
+
+
+def test_each_header_is_parsed_once_per_version_of_its_file(
+    tmp_path: Path, rng: Generator, write_safetensors: Writer
+) -> None:
+    """The workload, the plan and every chunk's load open the same files: one parse of each,
+    until a file is rewritten; then its new header is read, and a changed shape is caught."""
+    from harness.data.safetensors_io import _parsed_header
+
+    base = model(rng)
+    write_safetensors(tmp_path / "base.safetensors", base)
+    write_safetensors(tmp_path / "ft.safetensors", tuned(base, rng))
+    src = source(tmp_path, ["ft.safetensors"], "base.safetensors")
+    _parsed_header.cache_clear()
+    workload = Workload.from_source(src)
+    for _ in range(2):
+        for group in workload.groups():
+            src.load_dense(group.refs, F64)
+    assert src.fingerprint()
+    assert _parsed_header.cache_info().misses == 2  # the base and the fine-tune, once each
+    q = "model.layers.0.self_attn.q_proj.weight"
+    moved = tuned(base, rng) | {q: normal(rng, (M + 1, N))}
+    write_safetensors(tmp_path / "ft.safetensors", moved)
+    group = next(g for g in workload.groups() if any(ref.locator["tensor"] == q for ref in g.refs))
+    with pytest.raises(DataError, match=rf"ft.safetensors: tensor '{q}' is now \[{M + 1}, {N}\]"):
+        src.load_dense(group.refs, F64)
+    assert _parsed_header.cache_info().misses == 3
+
+
+@pytest.mark.parametrize("stored", ["F32", "BF16+F32", "F64"])
+def test_a_delta_is_loaded_a_piece_at_a_time_and_exactly(
+    tmp_path: Path, write_safetensors: Writer, bf16_exact: Callable[..., np.ndarray],
+    monkeypatch: pytest.MonkeyPatch, stored: str
+) -> None:
+    """load_dense reads a delta in pieces (7 values for the small tensor, so pieces straddle
+    rows) into its output, each value one correctly rounded difference; a float64 tensor in a
+    float32 run is subtracted in float64 whole, then rounded once. Nothing of a tensor's size
+    is held beside the output: the whole-tensor reads held three times the output."""
+    import tracemalloc
+
+    from harness.data import delta_stream
+
+    rng = np.random.default_rng(3)
+    shapes = {"model.layers.0.mlp.up_proj.weight": (30, 20), "model.embed_tokens.weight": (1500, 1000)}
+    base = {k: bf16_exact(rng, v) if stored == "BF16+F32" else normal(rng, v) for k, v in shapes.items()}
+    ft = {k: (normal(rng, v) * 1e-3 + 1).astype(np.float64 if stored == "F64" else np.float32) for k, v in shapes.items()}
+    write_safetensors(tmp_path / "base.safetensors", base, bf16=stored == "BF16+F32")
+    write_safetensors(tmp_path / "ft.safetensors", ft)
+    src = source(tmp_path, ["ft.safetensors"], "base.safetensors")
+    small, big = ([ref for ref in src.refs() if ref.shape == shape] for shape in shapes.values())
+    F32 = np.dtype(np.float32)
+
+    def want(ref: MatrixRef) -> np.ndarray:
+        name = ref.locator["tensor"]
+        return (ft[name].astype(np.float64) - base[name].astype(np.float64)).astype(np.float32)
+
+    with monkeypatch.context() as m:
+        m.setattr(delta_stream, "PIECE", 7)
+        np.testing.assert_array_equal(src.load_dense(small, F32)[0], want(small[0]))
+    tracemalloc.start()
+    try:
+        out = src.load_dense(big, F32)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(out[0], want(big[0]))
+    if stored != "F64":  # the output and the pieces' two small buffers (3 MiB)
+        assert peak < out.nbytes + 3.5 * 2**20
