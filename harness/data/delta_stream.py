@@ -31,7 +31,7 @@ from harness.linalg.prefetch import Ring
 from harness.linalg.spans import ReadError, SpanReader
 from harness.machine import memory_available
 
-__all__ = ["StoredTensor", "fill_base", "fill_delta", "read_delta", "row_bytes", "stream_deltas", "streamable", "warm_deltas"]
+__all__ = ["StoredTensor", "read_delta", "row_bytes", "stream_deltas", "streamable", "warm_deltas"]
 
 # Files whose spans are read at once: a cold disk serves several requests in flight faster than
 # one (queue depth), and the widening and subtraction run beside each other (numpy releases the
@@ -133,6 +133,8 @@ def read_delta(tuned: StoredTensor, base: StoredTensor, out: np.ndarray) -> None
     - base, a piece at a time: the whole-tensor reads held the raw tensors and their widened
     copies beside out (a bf16 embedding of 48838 x 1024: 600 MB for a 200 MB delta). Read
     errors and NaN/Inf raise DataError naming the file."""
+    if not out.flags.c_contiguous:
+        raise ValueError("read_delta fills a C-contiguous array in place")  # reshape would copy
     flat = out.reshape(-1)
     stage, below = np.empty(PIECE * 8, np.uint8), np.empty(PIECE, out.dtype)
     with SpanReader() as reader:
