@@ -19,7 +19,6 @@ ceiling is the same Gram on an in-memory array: arithmetic only, no file. Peak a
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import threading
@@ -33,6 +32,7 @@ import numpy as np
 
 from harness.atomic import atomic_npy
 from harness.axes_step import orthonormality_error, stream_axes
+from harness.bench.roofline import drop_from_page_cache, sequential_read
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.workload import Workload
@@ -90,25 +90,6 @@ def make_memmap(path: Path, n: int, d: int, chunk: int = 1 << 24) -> None:
             X[i, start:stop] = rng.standard_normal(stop - start, dtype=np.float32) + np.float32(0.1 * i)
     X.flush()
     del X
-
-
-def drop_from_page_cache(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # dirty pages cannot be dropped
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
-def sequential_read(path: Path, buffer_bytes: int) -> float:
-    """Seconds to read the whole file into one reused buffer."""
-    buffer = bytearray(buffer_bytes)
-    start = time.perf_counter()
-    with open(path, "rb", buffering=0) as fh:
-        while fh.readinto(buffer) > 0:
-            pass
-    return time.perf_counter() - start
 
 
 def in_page_cache(nbytes: int) -> bool:

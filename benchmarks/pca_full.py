@@ -40,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.gram_memmap import drop_from_page_cache, peak_anon, rss_anon, sequential_read
+from benchmarks.gram_memmap import peak_anon, rss_anon
+from harness.bench.roofline import drop_from_page_cache, sequential_read
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.safetensors_io import SafetensorsFile
