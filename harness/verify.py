@@ -9,6 +9,7 @@ inside a repeated singular value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +51,19 @@ class Verification(BaseModel):
             strategy=strategy, n_checked=n_checked, tolerance=tolerance, values_error=values_error,
             vectors_error=vectors_error, passed=bool(np.isfinite(worst) and worst <= tolerance),
         )
+
+
+def combine(strategy: str, checks: Sequence[Verification]) -> Verification:
+    """One verdict over several (groups, or parts of one): the worst error of any checked matrix."""
+    vectors = [v.vectors_error for v in checks if v.vectors_error is not None]
+    return Verification(
+        strategy=strategy,
+        n_checked=sum(v.n_checked for v in checks),
+        tolerance=checks[0].tolerance,
+        values_error=max(v.values_error for v in checks),
+        vectors_error=max(vectors) if vectors else None,
+        passed=all(v.passed for v in checks),
+    )
 
 
 def values_error(S: np.ndarray, S_ref: np.ndarray) -> float:

@@ -29,7 +29,7 @@ from harness.strategies.gram import GramStrategy
 from harness.strategies.numpy_lapack import stack_results
 from harness.strategies.registry import STRATEGIES
 from harness.units import format_seconds, now
-from harness.verify import Verification
+from harness.verify import Verification, combine
 from harness.wisdom import Observation, width
 
 # One group of one strategy: its timing and its verdict, given the allocation, the seconds
@@ -69,19 +69,6 @@ def summarise(strategy: str, role: str, device: str, groups: Sequence[GroupTimin
         estimate_total_s=sum(g.measurement.median_s * s for g, s in zip(groups, scale)),
         iqr_total_s=sum(g.measurement.iqr_s * s for g, s in zip(groups, scale)),
         extrapolated=any(g.sampled < g.total for g in groups),
-    )
-
-
-def combine(strategy: str, checks: Sequence[Verification]) -> Verification:
-    """One verdict over every group: the worst error of any sampled matrix."""
-    vectors = [v.vectors_error for v in checks if v.vectors_error is not None]
-    return Verification(
-        strategy=strategy,
-        n_checked=sum(v.n_checked for v in checks),
-        tolerance=checks[0].tolerance,
-        values_error=max(v.values_error for v in checks),
-        vectors_error=max(vectors) if vectors else None,
-        passed=all(v.passed for v in checks),
     )
 
 

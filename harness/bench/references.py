@@ -27,7 +27,7 @@ from harness.machine import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import OpResult
 from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy
-from harness.verify import Verification, values_error, vectors_error, verify
+from harness.verify import Verification, combine, verify
 
 if TYPE_CHECKING:  # harness.cache imports the plan, which estimates references with this module
     from harness.cache import Keys, ResultCache
@@ -75,16 +75,13 @@ def checked(
     """The verdict on `result` for `refs`: values against the float64 references, vectors
     through the float64 matrices, a part (:func:`parts`) at a time."""
     S_ref = references.values(refs)
-    if result.U is None:
-        return verify(strategy, result, None, S_ref, tolerance)
-    assert result.Vh is not None
-    worst = max(
-        vectors_error(OpResult(result.S[part.start : part.stop], result.U[part.start : part.stop],
-                               result.Vh[part.start : part.stop]),
-                      operator(source, refs[part.start : part.stop]), S_ref[part.start : part.stop])
-        for part in parts(source, range(len(refs)))
-    )
-    return Verification.judged(strategy, len(S_ref), tolerance, values_error(result.S, S_ref), worst)
+    verdicts = []
+    for part in parts(source, range(len(refs))):
+        cut = slice(part.start, part.stop)
+        own = OpResult(result.S[cut], *(None if a is None else a[cut] for a in (result.U, result.Vh)))
+        W = operator(source, refs[cut]) if result.U is not None else None
+        verdicts.append(verify(strategy, own, W, S_ref[cut], tolerance))
+    return combine(strategy, verdicts)
 
 
 def operator(source: Source, refs: Sequence[MatrixRef]) -> Operator:
