@@ -16,10 +16,11 @@ import numpy as np
 from pydantic import Field
 
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
-from harness.data.delta_stream import StoredTensor, read_delta, stream_deltas, streamable
+from harness.data.delta_stream import StoredTensor, as_stored, read_delta, stream_deltas, stream_stored, streamable
 from harness.data.paths import one_shape, unique_names
 from harness.data.safetensors_io import SafetensorsFile, TensorInfo, check_readable, is_float
 from harness.data.workload import DataError, MatrixRef, Source
+from harness.linalg.gram import StoredDeltas
 from harness.linalg.prefetch import Ring
 
 INDEX_SUFFIX = ".safetensors.index.json"
@@ -222,6 +223,16 @@ class CheckpointSource(Source):
             yield from super().dense_blocks(positions, dtype, ring)
         else:
             yield from stream_deltas(groups, dtype, ring)
+
+    def stored_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, StoredDeltas]] | None:
+        """The streamed row blocks as stored, where every tensor is one the compiled kernel
+        widens (delta_stream.as_stored)."""
+        groups = self._streamed(positions, dtype)
+        if groups is None or not as_stored(groups, dtype):
+            return None
+        return stream_stored(groups, dtype, ring)
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         """Each delta read into its slot of the output a piece at a time, where both tensors

@@ -5,10 +5,11 @@ block is computed.
 A block is rows ``[r0, r1)`` of one position's n tensors, flattened: row i of the block is
 ``tuned_i[r0:r1] - base[r0:r1]``, the contiguous piece ``[r0 k, r1 k)`` of adapter i's vector
 at that position (C order), so a Gram summed over blocks is the Gram of the whole vectors. Each
-block reads n + 1 contiguous spans (the base once, not n times) into the ring's buffers, 1 MiB
-at a time through a small buffer that stays in cache, where it is widened (BF16, F16),
-subtracted and checked finite. Memory is the ring's (harness.linalg.prefetch), shared by every
-position of a computation.
+block reads n + 1 contiguous spans (the base once, not n times) into the ring's buffers. Dense
+blocks, for any consumer, are read 1 MiB at a time through a small buffer that stays in cache,
+where each piece is widened (BF16, F16), subtracted and checked finite; stored blocks, for the
+compiled Gram, are read as the files hold them and the kernel does that work in cache. Memory is
+the ring's (harness.linalg.prefetch), shared by every position of a computation.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 import numpy as np
 
@@ -27,11 +29,13 @@ from harness.data.paths import require_finite
 from harness.data.safetensors_io import DTYPES, bf16_to_f32
 from harness.data.workload import DataError
 from harness.linalg.compiled import load_kernel
+from harness.linalg.gram import STORED_DTYPES, StoredDeltas
 from harness.linalg.prefetch import Ring
 from harness.linalg.spans import ReadError, SpanReader
 from harness.machine import memory_available
 
-__all__ = ["StoredTensor", "read_delta", "row_bytes", "stream_deltas", "streamable", "warm_deltas"]
+__all__ = ["StoredBlock", "StoredTensor", "as_stored", "read_delta", "row_bytes", "stream_deltas", "stream_stored",
+           "streamable", "warm_deltas"]
 
 # Files whose spans are read at once: a cold disk serves several requests in flight faster than
 # one (queue depth), and the widening and subtraction run beside each other (numpy releases the
@@ -200,7 +204,101 @@ def stream_deltas(
     """
     dtype = np.dtype(dtype)
     stage_bytes = PIECE * 8  # a piece of the widest stored dtype
-    rows_bytes = [row_bytes(len(tuned), base.shape[1], dtype.itemsize) for tuned, base in positions]
+    local = threading.local()
+
+    def read_base(reader: SpanReader, t: StoredTensor, first: int, below: np.ndarray) -> None:
+        """The block's base rows."""
+        fill_base(reader, t, first, below, _stage(local, stage_bytes))
+
+    def read_row(reader: SpanReader, t: StoredTensor, first: int, below: np.ndarray, row: np.ndarray,
+                 based: Future[None]) -> None:
+        """One row of the block, once its base rows are in."""
+        based.result()
+        fill_delta(reader, t, first, below, row, _stage(local, stage_bytes))
+
+    def queue(job: Span, slot: np.ndarray, files: ThreadPoolExecutor,
+              reader: SpanReader) -> tuple[np.ndarray, list[Future[None]]]:
+        """The block's n + 1 file tasks, queued on the readers; its view of `slot`, and the tasks."""
+        tuned, base = positions[job.position]
+        n, k = len(tuned), base.shape[1]
+        first, c = job.r0 * k, (job.r1 - job.r0) * k
+        rest = slot.view(dtype)
+        below, block = rest[:c], rest[c : c + n * c].reshape(n, c)  # C-contiguous
+        based = files.submit(read_base, reader, base, first, below)
+        return block, [based, *(files.submit(read_row, reader, t, first, below, block[i], based)
+                                for i, t in enumerate(tuned))]
+
+    return _pipelined(positions, dtype, ring, queue)
+
+
+def as_stored(positions: Sequence[tuple[Sequence[StoredTensor], StoredTensor]], dtype: np.dtype) -> bool:
+    """Whether these positions can be handed over as stored (:func:`stream_stored`): a float32
+    run, each position's fine-tunes of one dtype, every tensor of one the compiled kernel
+    widens (STORED_DTYPES: BF16, F32)."""
+    return np.dtype(dtype) == np.float32 and all(
+        len({t.stored for t in tuned}) == 1 and all(t.stored in STORED_DTYPES for t in (base, *tuned))
+        for tuned, base in positions)
+
+
+@dataclass(frozen=True)
+class StoredBlock(StoredDeltas):
+    """Rows [first, first + c) of each fine-tune and of their base, as stored in the files."""
+
+    tuned: tuple[StoredTensor, ...]
+    stored_base: StoredTensor
+
+    def refuse(self) -> NoReturn:
+        """Names the file and tensor of the first value that is NaN or Inf (in the base, then
+        in each fine-tune's delta, as the widened stream finds them)."""
+        below = np.empty(self.base.size, np.float32)
+        _widen(self.base, below, self.stored_base)
+        require_finite(below, self.stored_base.path, self.stored_base.name)
+        for t, row in zip(self.tuned, self.rows):
+            delta = np.empty_like(below)
+            _widen(row, delta, t)
+            require_finite(np.subtract(delta, below, out=delta), t.path, t.name)
+        super().refuse()
+
+
+def stream_stored(
+    positions: Sequence[tuple[Sequence[StoredTensor], StoredTensor]], dtype: np.dtype, ring: Ring
+) -> Iterator[tuple[int, StoredBlock]]:
+    """(position, block) pairs as :func:`stream_deltas` has them, in the same rows per block,
+    but each block as the files store it (positions must be :func:`as_stored`): one read per
+    file span straight into the ring, no widening, subtraction or check here. The consumer does
+    those a piece at a time in cache, in the Gram's kernel (linalg.gram.accumulate_delta_gram):
+    widened into the ring and read back, a bf16 block crossed memory three times at twice its
+    size (see README: a cold bf16 PCA's user time 10.4-13.0 -> 7.4 core-seconds)."""
+
+    def queue(job: Span, slot: np.ndarray, files: ThreadPoolExecutor,
+              reader: SpanReader) -> tuple[StoredBlock, list[Future[None]]]:
+        """The block's n + 1 reads, queued on the readers, and its views of `slot`."""
+        tuned, base = positions[job.position]
+        n, k = len(tuned), base.shape[1]
+        first, c = job.r0 * k, (job.r1 - job.r0) * k
+        below = slot[: c * base.stored.itemsize].view(base.stored)
+        itemsize = tuned[0].stored.itemsize
+        at = -(-below.nbytes // itemsize) * itemsize  # aligned for the rows' dtype
+        rows = slot[at : at + n * c * itemsize].view(tuned[0].stored).reshape(n, c)
+        reads = [files.submit(reader.read_into, t.path, t.start + first * t.stored.itemsize, out)
+                 for t, out in ((base, below), *zip(tuned, rows))]
+        return StoredBlock(rows, below, tuple(tuned), base), reads
+
+    return _pipelined(positions, dtype, ring, queue)
+
+
+B = TypeVar("B")
+
+
+def _pipelined(
+    positions: Sequence[tuple[Sequence[StoredTensor], StoredTensor]], dtype: np.dtype, ring: Ring,
+    queue: Callable[[Span, np.ndarray, ThreadPoolExecutor, SpanReader], tuple[B, list[Future[None]]]],
+) -> Iterator[tuple[int, B]]:
+    """Each position's row blocks in turn, as many rows per block as a slot of the `ring` holds
+    widened to `dtype` (the plan's figure, whatever a block holds); `queue` carves a block from
+    a slot and queues its file tasks on the READERS threads. Every block a free slot can take is
+    queued at once; a block is handed over when its tasks are done, its slot reused after."""
+    rows_bytes = [row_bytes(len(tuned), base.shape[1], np.dtype(dtype).itemsize) for tuned, base in positions]
     ring = ring.holding(max(rows_bytes, default=0))
     rows = [max(1, ring.nbytes // b) for b in rows_bytes]
     jobs = [Span(g, r0, min(base.shape[0], r0 + rows[g]))
@@ -208,7 +306,6 @@ def stream_deltas(
     reader = SpanReader()
     total = sum(math.prod(base.shape) * sum(t.stored.itemsize for t in (base, *tuned)) for tuned, base in positions)
     drop_behind = total > memory_available()  # it cannot stay cached: keep the cache small
-    local = threading.local()
 
     def drop(job: Span) -> None:
         """Every file's span of `job` out of the page cache (SpanReader.drop)."""
@@ -217,32 +314,13 @@ def stream_deltas(
         for t in (base, *tuned):
             reader.drop(t.path, t.start + job.r0 * k * t.stored.itemsize, (job.r1 - job.r0) * k * t.stored.itemsize)
 
-    def read_base(t: StoredTensor, first: int, below: np.ndarray) -> None:
-        """The block's base rows."""
-        fill_base(reader, t, first, below, _stage(local, stage_bytes))
-
-    def read_row(t: StoredTensor, first: int, below: np.ndarray, row: np.ndarray, based: Future[None]) -> None:
-        """One row of the block, once its base rows are in."""
-        based.result()
-        fill_delta(reader, t, first, below, row, _stage(local, stage_bytes))
-
-    def queue(job: Span, slot: np.ndarray) -> tuple[np.ndarray, list[Future[None]]]:
-        """The block's n + 1 file tasks, queued on the readers; its view of `slot`, and the tasks."""
-        tuned, base = positions[job.position]
-        n, k = len(tuned), base.shape[1]
-        first, c = job.r0 * k, (job.r1 - job.r0) * k
-        rest = slot.view(dtype)
-        below, block = rest[:c], rest[c : c + n * c].reshape(n, c)  # C-contiguous
-        based = files.submit(read_base, base, first, below)
-        return block, [based, *(files.submit(read_row, t, first, below, block[i], based) for i, t in enumerate(tuned))]
-
     files = ThreadPoolExecutor(READERS, thread_name_prefix="harness-span")
-    free, queued = list(ring.slots), deque[tuple[np.ndarray, np.ndarray, list[Future[None]]]]()
+    free, queued = list(ring.slots), deque[tuple[np.ndarray, B, list[Future[None]]]]()
     try:
         for j, job in enumerate(jobs):
             while free and j + len(queued) < len(jobs):  # every block a free slot can take
                 slot = free.pop()
-                queued.append((slot, *queue(jobs[j + len(queued)], slot)))
+                queued.append((slot, *queue(jobs[j + len(queued)], slot, files, reader)))
             slot, block, tasks = queued.popleft()
             try:
                 for task in tasks:

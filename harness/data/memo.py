@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness.data.workload import Factors, KronFactors, MatrixRef, Source
+from harness.linalg.gram import StoredDeltas
 from harness.linalg.prefetch import Ring
 
 
@@ -60,6 +61,11 @@ class MemoSource(Source):
 
     def streams(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> bool:
         return self.inner.streams(positions, dtype)
+
+    def stored_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, StoredDeltas]] | None:
+        return self.inner.stored_blocks(positions, dtype, ring)
 
     def load_kron(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> KronFactors:
         return self.inner.load_kron(refs, dtype)

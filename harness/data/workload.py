@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from harness.linalg.gram import StoredDeltas
 from harness.linalg.prefetch import Ring
 
 
@@ -152,6 +153,14 @@ class Source(ABC):
         """Whether :meth:`dense_blocks` reads these positions in row blocks through the ring
         (memory: the ring's) rather than each position whole."""
         return False
+
+    def stored_blocks(
+        self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
+    ) -> Iterator[tuple[int, StoredDeltas]] | None:
+        """The blocks of :meth:`dense_blocks`, in the same rows, as the files store them (for the
+        compiled Gram of stored deltas, which widens and subtracts in cache); None where this
+        source cannot hand them over so."""
+        return None
 
     def census(self) -> Census | None:
         """The workload's shape counts without listing its matrices, where the source can count

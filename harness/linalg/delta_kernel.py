@@ -15,11 +15,11 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["bf16_delta", "delta"]
+__all__ = ["bf16_delta", "delta", "f32_from_bits"]
 
 
 @intrinsic
-def _f32_from_bits(typingctx, bits):  # type: ignore[no-untyped-def]
+def f32_from_bits(typingctx, bits):  # type: ignore[no-untyped-def]
     """The float32 whose IEEE bits are the uint32 `bits` (numba has no scalar view)."""
     sig = types.float32(types.uint32)
 
@@ -34,7 +34,7 @@ def bf16_delta(raw, base, out):  # type: ignore[no-untyped-def]
     """out = float32(raw bfloat16 bits) - base, elementwise; False when a value of out is NaN or Inf."""
     check = np.float32(0.0)
     for j in range(raw.size):
-        d = _f32_from_bits(np.uint32(raw[j]) << np.uint32(16)) - base[j]
+        d = f32_from_bits(np.uint32(raw[j]) << np.uint32(16)) - base[j]
         out[j] = d
         check += d * np.float32(0.0)
     return check == 0

@@ -21,10 +21,11 @@ from __future__ import annotations
 import mmap
 import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from harness.linalg.prefetch import Ring, prefetched, slot_bytes
 from harness.linalg.spans import SpanReader
 
 __all__ = [
+    "STORED_DTYPES",
+    "StoredDeltas",
+    "accumulate_delta_gram",
     "accumulate_gram",
     "block_columns",
     "center_gram",
@@ -193,6 +197,49 @@ def accumulate_gram(
     if backend == "numpy":
         return _accumulate_numpy(blocks)
     return _accumulate_torch(blocks, backend, ring, feed)
+
+
+# What the compiled kernel widens in cache: bfloat16 bits (uint16) and float32.
+STORED_DTYPES = (np.dtype("<u2"), np.dtype("<f4"))
+
+
+@dataclass(frozen=True)
+class StoredDeltas:
+    """A block of deltas as files store them: `rows` (n, c) of fine-tuned values and their
+    `base` (c,), each C-contiguous of a STORED_DTYPES dtype, not yet widened or subtracted.
+    Handed over this way, a cold bf16 stream is copied once, at half the bytes, and each piece
+    is widened, subtracted and multiplied while in cache (:func:`accumulate_delta_gram`)."""
+
+    rows: np.ndarray
+    base: np.ndarray
+
+    def refuse(self) -> NoReturn:
+        """Raise for a delta that is NaN or Inf; a source's blocks say which file holds it."""
+        raise ValueError("a delta of the block is NaN or Inf")
+
+
+def accumulate_delta_gram(blocks: Iterable[StoredDeltas]) -> np.ndarray:
+    """The Gram of the deltas ``widen(rows) - widen(base)`` of stored blocks, accumulated in
+    float64 by the compiled kernel: the same deltas (each rounded once to float32) and the same
+    sums as :func:`accumulate_gram` of the dense blocks, without writing them to memory.
+
+    Needs numba (the ``fast`` extra). A delta that is NaN or Inf raises through its block's
+    :meth:`StoredDeltas.refuse`."""
+    kernel = load_kernel("gram_kernel")
+    if kernel is None:
+        raise RuntimeError("a Gram of stored deltas needs the compiled kernel (numba, the `fast` extra)")
+    G: np.ndarray | None = None
+    n: int | None = None
+    threads = kernel.kernel_threads()
+    for block in blocks:
+        n = _check_block(block.rows, n)
+        if G is None:
+            G = np.zeros((n, n), dtype=np.float64)
+        if not kernel.add_delta_gram(G, block.rows, block.base, threads):
+            block.refuse()
+    if G is None:
+        raise ValueError("no blocks given; cannot infer n")
+    return _symmetrize(G)
 
 
 def _product_dtype(dtype: np.dtype) -> np.dtype:

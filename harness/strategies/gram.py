@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterable
-from itertools import groupby
+from itertools import groupby, product
 from operator import itemgetter
 
 import numpy as np
@@ -21,7 +21,15 @@ from harness.data.workload import Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.device_feed import DeviceFeed
 from harness.linalg.factored import frobenius_gram
-from harness.linalg.gram import SUM_COLUMNS, accumulate_gram, block_columns
+from harness.linalg.compiled import load_kernel
+from harness.linalg.gram import (
+    STORED_DTYPES,
+    SUM_COLUMNS,
+    StoredDeltas,
+    accumulate_delta_gram,
+    accumulate_gram,
+    block_columns,
+)
 from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.machine import MachineInfo
 from harness.strategies import cost
@@ -103,6 +111,9 @@ class DualGramStrategy(GramStrategy):
         super().warm(backend)
         accumulate_gram([np.ones((2, 64), dtype=np.float32)], backend=backend)
         warm_deltas()
+        if backend != "cuda" and load_kernel("gram_kernel") is not None:
+            for rows, base in product(STORED_DTYPES, repeat=2):  # each pairing is its own machine code
+                accumulate_delta_gram([StoredDeltas(np.ones((2, 64), rows), np.zeros(64, base))])
 
     def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
         """Streamed from files: the ring's slots of one row of the widest position each (more
@@ -134,14 +145,21 @@ class DualGramStrategy(GramStrategy):
         """Every position's deltas as the source streams them (Source.dense_blocks): a file
         source reads the next block in a thread while this one is multiplied, across positions,
         into one ring of buffers under the budget (pinned for CUDA); others hand over each
-        position whole. On CUDA that ring also stages blocks that are not pinned, and one side
+        position whole. On the CPU with the compiled kernel, a source that can hands its blocks
+        over as stored (Source.stored_blocks), widened and subtracted in cache as they are
+        multiplied. On CUDA that ring also stages blocks that are not pinned, and one side
         stream copies every position's blocks."""
         out = np.zeros((len(layout.positions), layout.n, layout.n))
         cuda = ctx.backend == "cuda"
         ring = Ring.within(memory_budget, pinned=cuda)
+        refs = [p.refs for p in layout.positions]
+        stored = None if cuda or load_kernel("gram_kernel") is None else source.stored_blocks(refs, ctx.dtype, ring)
+        if stored is not None:
+            for i, held in groupby(stored, key=itemgetter(0)):
+                out[i] = accumulate_delta_gram(block for _, block in held)
+            return out
         feed = DeviceFeed() if cuda else None
-        stream = source.dense_blocks([p.refs for p in layout.positions], ctx.dtype, ring)
-        for i, blocks in groupby(stream, key=itemgetter(0)):
+        for i, blocks in groupby(source.dense_blocks(refs, ctx.dtype, ring), key=itemgetter(0)):
             out[i] = accumulate_gram((block for _, block in blocks), backend=ctx.backend, ring=ring, feed=feed)
         return out
 

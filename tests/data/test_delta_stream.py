@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ from harness.data.layout import AdapterLayout
 from harness.data.safetensors_io import SafetensorsFile
 from harness.data.workload import DataError, MatrixRef, Workload
 from harness.executors import SerialExecutor
+from harness.linalg.compiled import load_kernel
+from harness.linalg.gram import accumulate_delta_gram, accumulate_gram
 from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.linalg.spans import SpanReader
 from harness.machine import probe
@@ -200,16 +203,21 @@ class FakeRing(Ring):
 
 def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                       write_safetensors: Writer) -> None:
+    """CUDA takes dense blocks from a pinned ring; the CPU takes them as stored where the
+    compiled kernel is there (else dense), from a ring that is not pinned."""
     src = write_set(tmp_path, write_safetensors, normal)
     layout = AdapterLayout.from_workload(Workload.from_source(src))
-    asked: list[Ring] = []
-    real = CheckpointSource.dense_blocks
+    asked: list[tuple[str, bool]] = []
+    dense, stored = CheckpointSource.dense_blocks, CheckpointSource.stored_blocks
 
-    def spy(self: CheckpointSource, groups: list[tuple[MatrixRef, ...]], dtype: np.dtype, ring: Ring):  # type: ignore[no-untyped-def]
-        asked.append(ring)
-        return real(self, groups, dtype, Ring.within(BUDGET))
+    def spy(real, kind):  # type: ignore[no-untyped-def]
+        def asks(self: CheckpointSource, groups: list[tuple[MatrixRef, ...]], dtype: np.dtype, ring: Ring):  # type: ignore[no-untyped-def]
+            asked.append((kind, ring.pinned))
+            return real(self, groups, dtype, Ring.within(BUDGET))
+        return asks
 
-    monkeypatch.setattr(CheckpointSource, "dense_blocks", spy)
+    monkeypatch.setattr(CheckpointSource, "dense_blocks", spy(dense, "dense"))
+    monkeypatch.setattr(CheckpointSource, "stored_blocks", spy(stored, "stored"))
     monkeypatch.setattr("harness.strategies.gram.Ring", FakeRing)
     monkeypatch.setattr("harness.strategies.gram.DeviceFeed", lambda: None)  # no CUDA here
     monkeypatch.setattr("harness.strategies.gram.accumulate_gram",
@@ -217,7 +225,78 @@ def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.Monke
     for backend in ("cuda", "cpu"):
         ctx = ExecContext(dtype=F32, backend=backend, workers=1, seed=0, executor=SerialExecutor)
         DualGramStrategy().grams(src, layout, ctx, BUDGET)
-    assert [ring.pinned for ring in asked] == [True, False]  # one stream per computation
+    on_cpu = "stored" if load_kernel("gram_kernel") is not None else "dense"
+    assert asked == [("dense", True), (on_cpu, False)]  # one stream per computation
+
+
+def stored(src: CheckpointSource, refs: tuple[MatrixRef, ...]) -> list[delta_stream.StoredBlock]:
+    """Each block copied out of the ring (its slot is reused two blocks on)."""
+    blocks = src.stored_blocks([refs], F32, Ring.within(BUDGET))
+    assert blocks is not None
+    return [replace(block, rows=block.rows.copy(), base=block.base.copy()) for _, block in blocks]
+
+
+def widened(values: np.ndarray) -> np.ndarray:
+    return (values.astype(np.uint32) << 16).view(np.float32) if values.dtype == np.uint16 else values
+
+
+@pytest.mark.parametrize(("tuned", "base"), [("F32", "F32"), ("BF16", "BF16"), ("BF16", "F32"), ("F32", "BF16")])
+def test_stored_blocks_are_the_streamed_blocks_as_the_files_hold_them(
+        tmp_path: Path, write_safetensors: Writer, bf16_exact: Callable[..., np.ndarray], tuned: str, base: str) -> None:
+    """The same rows per block as the widened stream, read as stored: widened and subtracted,
+    each block is the dense one exactly (so the Gram's kernel sees the same deltas)."""
+    src = write_set(tmp_path, write_safetensors, bf16_exact, bf16=tuned == "BF16")
+    write_safetensors(tmp_path / "base.safetensors", {name: bf16_exact(np.random.default_rng(9), shape)
+                                                      for name, shape in SHAPES.items()}, bf16=base == "BF16")
+    for refs in positions(src):
+        blocks, dense = stored(src, refs), streamed(src, refs)
+        assert len(blocks) == len(dense) > 1
+        for block, want in zip(blocks, dense):
+            assert block.rows.dtype == delta_stream.DTYPES[tuned] and block.base.dtype == delta_stream.DTYPES[base]
+            np.testing.assert_array_equal(widened(block.rows) - widened(block.base), want)
+
+
+def test_what_the_kernel_cannot_widen_is_not_handed_over_as_stored(
+        tmp_path: Path, write_safetensors: Writer, bf16_exact: Callable[..., np.ndarray]) -> None:
+    """F16 files, fine-tunes of two dtypes at one position, or a float64 run: dense blocks."""
+    src = write_set(tmp_path, write_safetensors, bf16_exact)
+    refs = positions(src)
+    assert src.stored_blocks(refs, F32, Ring.within(BUDGET)) is not None
+    assert src.stored_blocks(refs, np.dtype(np.float64), Ring.within(BUDGET)) is None
+    write_safetensors(tmp_path / "ft1.safetensors", {n: bf16_exact(np.random.default_rng(1), s) for n, s in SHAPES.items()},
+                      bf16=True)
+    assert src.stored_blocks(refs, F32, Ring.within(BUDGET)) is None
+    src = write_set(tmp_path, write_safetensors, lambda rng, shape: normal(rng, shape).astype(np.float16))
+    assert src.stored_blocks(positions(src), F32, Ring.within(BUDGET)) is None
+
+
+def test_dual_gram_of_stored_deltas_is_the_gram_of_the_dense_blocks(
+        tmp_path: Path, write_safetensors: Writer, bf16_exact: Callable[..., np.ndarray]) -> None:
+    """The kernel widens and subtracts each piece as the dense stream does, then sums it as
+    the dense Gram does: the same Gram, bit for bit."""
+    if load_kernel("gram_kernel") is None:
+        pytest.skip("numba not installed (the `fast` extra)")
+    src = write_set(tmp_path, write_safetensors, bf16_exact, bf16=True)
+    for refs in positions(src):
+        np.testing.assert_array_equal(accumulate_delta_gram(stored(src, refs)), accumulate_gram(streamed(src, refs)))
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+@pytest.mark.parametrize(("victim", "bad"), [("ft2", "NaN"), ("ft2", "Inf"), ("base", "NaN")])
+def test_nan_or_inf_in_a_stored_block_names_the_file_and_tensor(
+        tmp_path: Path, write_safetensors: Writer, bf16_exact: Callable[..., np.ndarray],
+        victim: str, bad: str, bf16: bool) -> None:
+    """Checked by the kernel as it widens (not optimised away), named as the dense stream names it."""
+    if load_kernel("gram_kernel") is None:
+        pytest.skip("numba not installed (the `fast` extra)")
+    src = write_set(tmp_path, write_safetensors, bf16_exact if bf16 else normal, bf16=bf16)
+    path = tmp_path / f"{victim}.safetensors"
+    value = np.float32(np.nan if bad == "NaN" else -np.inf)
+    with path.open("r+b") as fh:  # in row 40 of the embedding
+        fh.seek(SafetensorsFile(path).tensors["model.embed_tokens.weight"].start + 40 * 24 * (2 if bf16 else 4))
+        fh.write((np.array([value]).view(np.uint32) >> 16).astype("<u2").tobytes() if bf16 else value.tobytes())
+    with pytest.raises(DataError, match=rf"^{path}: tensor 'model.embed_tokens.weight' contains {bad}"):
+        accumulate_delta_gram(stored(src, positions(src)[0]))
 
 
 @pytest.mark.parametrize("available", [1, 2**50])

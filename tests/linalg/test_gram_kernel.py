@@ -81,3 +81,37 @@ def test_threads_follow_a_workers_blas_limit() -> None:
     with threadpool_limits(limits=1):
         assert gram_kernel.kernel_threads() == 1
     assert gram_kernel.kernel_threads() >= 1
+
+
+def as_bf16(X: np.ndarray) -> np.ndarray:
+    """The bfloat16 bits of float32 values that bfloat16 holds exactly (m / 32 does)."""
+    bits = X.view(np.uint32)
+    assert not (bits & 0xFFFF).any()
+    return (bits >> 16).astype(np.uint16)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 18])
+@pytest.mark.parametrize("d", [1, 1023, 1025, 3000])
+@pytest.mark.parametrize(("rows", "base"), [("bf16", "bf16"), ("f32", "f32"), ("bf16", "f32"), ("f32", "bf16")])
+def test_stored_deltas_are_widened_subtracted_and_multiplied_exactly(n: int, d: int, rows: str, base: str) -> None:
+    """Every tile remainder, piece width and pairing of stored dtypes: deltas of m / 32 values
+    are exact in float32, so the Gram has one right answer."""
+    X, below = representable(n, d, seed=1), representable(1, d, seed=2)[0]
+    stored_rows, stored_base = (as_bf16(X) if rows == "bf16" else X), (as_bf16(below) if base == "bf16" else below)
+    G = np.zeros((n, n))
+    assert gram_kernel.add_delta_gram(G, stored_rows, stored_base, threads=2)
+    np.testing.assert_array_equal(G, exact(X - below))
+
+
+@pytest.mark.parametrize("stored", ["bf16", "f32"])
+@pytest.mark.parametrize("where", ["row", "base"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_inf_delta_is_reported_and_adds_nothing(stored: str, where: str, bad: float) -> None:
+    """The check survives the Gram's fast-math (with nnan, LLVM may fold it away), in any thread."""
+    d = 3 * gram_kernel.MIN_THREAD_COLUMNS
+    X, below = representable(5, d), representable(1, d, seed=2)[0]
+    (X[3] if where == "row" else below)[d - 7] = bad
+    as_stored = as_bf16 if stored == "bf16" else np.ascontiguousarray
+    G = np.ones((5, 5))
+    assert not gram_kernel.add_delta_gram(G, as_stored(X), as_stored(below), threads=2)
+    np.testing.assert_array_equal(G, np.ones((5, 5)))
