@@ -227,8 +227,8 @@ class CheckpointSource(Source):
     def stored_blocks(
         self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
     ) -> Iterator[tuple[int, StoredDeltas]] | None:
-        """The streamed row blocks as stored, where every tensor is one the compiled kernel
-        widens (delta_stream.as_stored)."""
+        """The streamed row blocks as stored, for BF16 fine-tunes over a BF16 or F32 base
+        (delta_stream.as_stored)."""
         groups = self._streamed(positions, dtype)
         if groups is None or not as_stored(groups, dtype):
             return None
