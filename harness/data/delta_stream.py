@@ -256,10 +256,9 @@ class StoredBlock(StoredDeltas):
         below = np.empty(self.base.size, np.float32)
         _widen(self.base, below, self.stored_base)
         require_finite(below, self.stored_base.path, self.stored_base.name)
+        delta = np.empty_like(below)
         for t, row in zip(self.tuned, self.rows):
-            delta = np.empty_like(below)
-            _widen(row, delta, t)
-            require_finite(np.subtract(delta, below, out=delta), t.path, t.name)
+            _subtract(row, below, delta, t)  # the dense stream's own widen, subtract and check
         super().refuse()
 
 
