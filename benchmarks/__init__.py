@@ -1,6 +1,6 @@
 """asv suites, parameterised from the specs in configs/ and the strategy registry.
 
-The suites are thin: cases come from `harness.asv_bridge`, which prepares them along the code
+The suites are thin: cases come from `harness.run.asv_cases`, which prepares them along the code
 path `harness run` takes. asv owns timing and statistics per commit and machine.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from harness.asv_bridge import Case, case_keys, strategies_for
+from harness.run.asv_cases import Case, case_keys, strategies_for
 from harness.linalg.device import torch_module
-from harness.machine import probe
+from harness.machine.info import probe
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 SPECS = [CONFIGS / "bench.toml", CONFIGS / "bench_dense.toml"]

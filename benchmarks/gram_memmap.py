@@ -30,9 +30,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from harness.atomic import atomic_npy
-from harness.axes_step import orthonormality_error, stream_axes
-from harness.bench.roofline import drop_from_page_cache, sequential_read
+from harness.base.atomic import atomic_npy
+from harness.compute.axes import orthonormality_error, stream_axes
+from harness.machine.roofline import drop_from_page_cache, sequential_read
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.workload import Workload

@@ -41,14 +41,14 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.gram_memmap import peak_anon, rss_anon
-from harness.bench.roofline import drop_from_page_cache, sequential_read
+from harness.machine.roofline import drop_from_page_cache, sequential_read
 from harness.data.layout import AdapterLayout
 from harness.data.registry import build_source
 from harness.data.safetensors_io import SafetensorsFile
 from harness.data.workload import Workload
-from harness.executors import SerialExecutor
-from harness.machine import probe
-from harness.pca_step import pca_results
+from harness.base.executors import SerialExecutor
+from harness.machine.info import probe
+from harness.compute.pca import pca_results
 from harness.spec import PcaAnalysis, Spec, load_spec
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy
@@ -262,7 +262,7 @@ PEAK_REPORTING_HARNESS = """import atexit, sys
 from pathlib import Path
 status = Path("/proc/self/status")
 atexit.register(lambda: print(next(l for l in status.read_text().splitlines() if l.startswith("VmHWM")), file=sys.stderr))
-from harness.entry import main
+from harness.cli.entry import main
 sys.exit(main())"""
 
 

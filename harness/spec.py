@@ -20,14 +20,14 @@ from pydantic import (
 )
 
 from harness.data.registry import DATA_MODELS, DataConfig
-from harness.features import (
+from harness.linalg.features import (
     FULL_SPECTRUM_ONLY,
     PAIRWISE_FEATURES,
     SCALAR_FEATURES,
     SUBSPACE_FEATURES,
 )
 from harness.strategies.registry import check_strategy_name
-from harness.units import parse_duration
+from harness.base.units import parse_duration
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
 

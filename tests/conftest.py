@@ -10,10 +10,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Workload
-from harness.results import RunRecord, load_record
+from harness.record.run_record import RunRecord, load_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -43,7 +43,7 @@ def work_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture(scope="session", autouse=True)
 def no_wisdom() -> Iterator[None]:
     """Plans from the cost model alone, whatever earlier tests measured: a test that wants wisdom
-    passes its own (harness.wisdom), and runs in subprocesses inherit the setting."""
+    passes its own (harness.machine.wisdom), and runs in subprocesses inherit the setting."""
     before = os.environ.get("HARNESS_WISDOM")
     os.environ["HARNESS_WISDOM"] = "off"
     yield

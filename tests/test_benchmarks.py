@@ -11,9 +11,9 @@ import pytest
 from benchmarks import SPECS, case_params
 from benchmarks.memory import SvdMemory
 from benchmarks.ops import Svd, Svdvals, SvdTopk
-from harness.asv_bridge import case_keys, machine_name
-from harness.cli import main
-from harness.machine import probe
+from harness.run.asv_cases import case_keys, machine_name
+from harness.cli.main import main
+from harness.machine.info import probe
 from harness.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]

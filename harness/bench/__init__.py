@@ -1,4 +1,4 @@
-"""The benchmark phase: after a full analysis, every compared strategy is timed on a sample of
-matrices within a time budget (budget), under explicit thread counts (threads), beside a record
-of what else the machine was doing (conditions, noise), and checked against float64 references
-computed once per run (references). `phase` runs it; `Runner` only orchestrates."""
+"""The timing kit: measure a callable under explicit thread counts (threads, measure), beside a
+record of what else the machine was doing (conditions, noise), and share a time budget (budget).
+Knows nothing of plans, strategies or records; the benchmark phase that uses it lives in run/.
+May import linalg/ and base/."""

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from harness.bench.measure import MIN_TIME_S
-from harness.units import format_seconds
+from harness.base.units import format_seconds
 
 
 FLOOR = 0.25  # every item may take this share of an even split of the budget, spent or not

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.bench.conditions import Conditions
-from harness.units import format_seconds
+from harness.base.units import format_seconds
 
 MAX_IQR = 0.25  # IQR / median above this: the samples disagree
 MAX_SPREAD_FEW = 1.5  # max / min of 2 samples

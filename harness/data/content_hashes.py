@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.atomic import write_atomic
+from harness.base.atomic import write_atomic
 from harness.data.workload import DataError
 
 __all__ = ["STORE", "digest", "remembered"]

@@ -32,7 +32,7 @@ from harness.linalg.compiled import load_kernel
 from harness.linalg.gram import STORED_DTYPES, StoredDeltas
 from harness.linalg.prefetch import Ring
 from harness.linalg.spans import ReadError, SpanReader
-from harness.machine import memory_available
+from harness.machine.info import memory_available
 
 __all__ = ["StoredBlock", "StoredTensor", "as_stored", "read_delta", "row_bytes", "stream_deltas", "stream_stored",
            "streamable", "warm_deltas"]

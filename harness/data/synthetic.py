@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.data.workload import Census, Factors, MatrixRef, Source
-from harness.machine import usable_cores
+from harness.machine.info import usable_cores
 
 GENERATOR_VERSION = 1
 MATRICES_PER_THREAD = 64  # fewer are generated on one thread

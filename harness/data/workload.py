@@ -114,7 +114,7 @@ class Source(ABC):
     has_factors: bool = False
     load_bytes_per_s: float = 1e9  # reading stored tensors (page cache or a fast disk): an estimate
     # Loads read stored files and do no BLAS work, so a loader thread can read the next chunk
-    # while this one is computed (harness.chunk_task.run_chunks_ahead). A PEFT load forms B @ A
+    # while this one is computed (harness.compute.chunks.run_chunks_ahead). A PEFT load forms B @ A
     # (BLAS, whose thread pool is process-wide) and a generator's is compute, not I/O.
     reads_ahead: bool = False
 

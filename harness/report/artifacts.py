@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from harness.features import FeatureRow
-from harness.results import SPECTRA, RecordError
+from harness.record.features_csv import FeatureRow
+from harness.record.run_record import SPECTRA, RecordError
 
 FEATURES = "features.csv"
 PCA = "pca.npz"

@@ -15,11 +15,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import LogFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from harness.bench.roofline import Roof, roof_device
-from harness.compare import Comparison
+from harness.machine.roofline import Roof, roof_device
+from harness.report.compare import Comparison
 from harness.report.terminal import COMPUTED_MARK, COMPUTED_NOTE, strategy_label
-from harness.results import AnalysisRecord, RunRecord
-from harness.units import format_rate, format_seconds, format_speedup
+from harness.record.run_record import AnalysisRecord, RunRecord
+from harness.base.units import format_rate, format_seconds, format_speedup
 
 SVG_RC = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from harness.atomic import write_atomic
-from harness.history import Series
+from harness.base.atomic import write_atomic
+from harness.report.history import Series
 from harness.report.charts import _figure, _log_axis, to_svg
 from harness.report.html import environment
 

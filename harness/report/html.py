@@ -12,14 +12,14 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from harness.compare import Comparison, min_samples
+from harness.report.compare import Comparison, min_samples
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, axes_summary, peak_share, spread,
                                      strategy_label)
-from harness.atomic import write_atomic
-from harness.results import AnalysisRecord, RunRecord, load_record
-from harness.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
+from harness.base.atomic import write_atomic
+from harness.record.run_record import AnalysisRecord, RunRecord, load_record
+from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
 
 REPORT = "report.html"
 

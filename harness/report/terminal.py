@@ -11,15 +11,15 @@ from rich.table import Table
 
 from harness.bench.conditions import Conditions
 from harness.bench.noise import condition_reasons
-from harness.machine import MachineInfo
-from harness.bench.roofline import Roof, roof_device
-from harness.plan import Candidate, Plan, Timed
-from harness.results import AnalysisRecord, RunRecord, StrategyTiming
-from harness.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
-from harness.wisdom import Wisdom
+from harness.machine.info import MachineInfo
+from harness.machine.roofline import Roof, roof_device
+from harness.plan.model import Candidate, Plan, Timed
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
+from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
+from harness.machine.wisdom import Wisdom
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
-    from harness.compare import Comparison
+    from harness.report.compare import Comparison
 
 
 def executor_label(plan: Plan) -> str:

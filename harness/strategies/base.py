@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload
 from harness.linalg.device import Backend, load_for, resolve_device, torch_missing_reason
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 from harness.strategies import cost
 
 

@@ -1,8 +1,8 @@
 """Flop and byte counts of every kernel, and the throughput model behind the planner's estimates.
 
-The counts are the roofline's (harness.bench.roofline): standard operation counts, and the least
+The counts are the roofline's (harness.machine.roofline): standard operation counts, and the least
 traffic a kernel needs (every input read once per pass it must make, every output written once).
-The throughputs are the fallback where the machine's wisdom (harness.wisdom) has no measurement:
+The throughputs are the fallback where the machine's wisdom (harness.machine.wisdom) has no measurement:
 fitted on a 2-core x86 CPU with OpenBLAS (numpy) and MKL (torch CPU), where 3072x768 float32
 svdvals took 0.19 s with numpy and 0.10 s batched in torch. The CUDA figure was measured on an
 H100 (torch 2.11, cuSOLVER gesvd, the driver the harness uses there: 65 ms per 3072x768 matrix,
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from harness.linalg.device import Backend
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 
 CPU_GFLOPS_PER_CORE = 17.0  # LAPACK gesdd, numpy/OpenBLAS, effective
 TORCH_CPU_SPEEDUP = 2.0  # batched torch.linalg on the CPU vs one numpy call per matrix

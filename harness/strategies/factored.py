@@ -12,7 +12,7 @@ from harness.data.workload import Factors, KronFactors, MatrixRef, ShapeGroup, S
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.factored import factored_svd, pad_spectrum
 from harness.linalg.kron import kron_svd
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 

@@ -31,7 +31,7 @@ from harness.linalg.gram import (
     block_columns,
 )
 from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, StrategyBase
 

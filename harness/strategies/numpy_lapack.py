@@ -8,7 +8,7 @@ import numpy as np
 
 from harness.data.workload import ShapeGroup
 from harness.linalg.device import Backend
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 

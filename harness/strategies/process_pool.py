@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.data.workload import ShapeGroup
 from harness.linalg.device import Backend
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 from harness.strategies.numpy_lapack import stack_results, svd_one

@@ -7,7 +7,7 @@ from typing import Any
 from harness.data.workload import ShapeGroup
 from harness.linalg import dense
 from harness.linalg.device import Backend
-from harness.machine import MachineInfo
+from harness.machine.info import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")

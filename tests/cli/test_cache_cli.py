@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.results import SPECTRA, load_record
+from harness.cli.main import main
+from harness.record.run_record import SPECTRA, load_record
 
 # 40 dense 200x200 matrices in chunks of 2 (the budget fits two): 20 chunks of ~10 ms each after
 # a start-up of a second or more, so a run can be killed with some chunks cached and most not.

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")

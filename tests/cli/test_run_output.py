@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness import cli
-from harness.progress import Display
+from harness.cli import main as cli
+from harness.base.progress import Display
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, entry
+from harness.cli import main as cli
+from harness.cli import entry
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")

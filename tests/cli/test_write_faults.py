@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import harness.prepare
-from harness import footprint
-from harness.cli import main
+import harness.run.prepare
+from harness.plan import footprint
+from harness.cli.main import main
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Census
-from harness.machine import probe
+from harness.machine.info import probe
 from harness.spec import load_spec
-from harness.units import format_bytes
+from harness.base.units import format_bytes
 from tests.cli.test_bad_inputs import SMOKE, one_line, spec, tree
 
 Mount = Callable[[str, str], Path]
@@ -80,7 +80,7 @@ def test_an_oversized_synthetic_workload_is_refused_before_it_is_listed(
 def test_a_workload_over_the_machines_memory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     small = probe().model_copy(update={"memory_available": 2**20})
-    monkeypatch.setattr(harness.prepare, "probe", lambda: small)
+    monkeypatch.setattr(harness.run.prepare, "probe", lambda: small)
     path = spec(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(path), "--set", "data.adapters=1000"]) == 2
@@ -167,9 +167,9 @@ def test_a_disk_that_fills_during_the_run_leaves_a_whole_incomplete_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The first spectra.npz goes in with the first record; every later write finds the disk full."""
-    import harness.run
+    import harness.run.runner
 
-    real = harness.run.save_spectra
+    real = harness.run.runner.save_spectra
     calls: list[int] = []
 
     def filling(spectra: dict[str, np.ndarray], folder: Path) -> Path:
@@ -178,7 +178,7 @@ def test_a_disk_that_fills_during_the_run_leaves_a_whole_incomplete_record(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(spectra, folder)
 
-    monkeypatch.setattr(harness.run, "save_spectra", filling)
+    monkeypatch.setattr(harness.run.runner, "save_spectra", filling)
     out = tmp_path / "out"
     assert main(["run", SMOKE, "-o", str(out), "--no-cache"]) == 2
     assert run_lines(capsys.readouterr().err) == [
@@ -191,12 +191,12 @@ def test_a_disk_that_fills_during_the_run_leaves_a_whole_incomplete_record(
 
 def test_a_record_that_cannot_be_written_at_all_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    import harness.run
+    import harness.run.runner
 
     def refused(*args: object) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr(harness.run, "save_spectra", refused)
+    monkeypatch.setattr(harness.run.runner, "save_spectra", refused)
     out = tmp_path / "out"
     assert main(["run", SMOKE, "-o", str(out), "--no-cache"]) == 2
     assert run_lines(capsys.readouterr().err) == [

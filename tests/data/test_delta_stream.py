@@ -13,19 +13,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.data import content_hashes, delta_stream
 from harness.data.checkpoint import CheckpointData, CheckpointSource
 from harness.data.layout import AdapterLayout
 from harness.data.safetensors_io import SafetensorsFile
 from harness.data.workload import DataError, MatrixRef, Workload
-from harness.executors import SerialExecutor
+from harness.base.executors import SerialExecutor
 from harness.linalg.compiled import load_kernel
 from harness.linalg.gram import accumulate_delta_gram, accumulate_gram
 from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.linalg.spans import SpanReader
-from harness.machine import probe
-from harness.plan import PlanError, compile_plan
+from harness.machine.info import probe
+from harness.plan.model import PlanError
+from harness.plan.compiler import compile_plan
 from harness.spec import load_spec
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.cli import main
+from harness.cli.main import main
 
 SPEC = """
 [experiment]

@@ -11,7 +11,7 @@ import pytest
 from numpy.random import Generator
 from safetensors.numpy import save_file
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.data.kohya import KohyaData, KohyaSource
 from harness.data.workload import DataError, Workload
 from harness.strategies.base import ExecContext, OpRequest

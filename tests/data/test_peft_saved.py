@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numpy.random import Generator
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.data.peft import PeftData, PeftSource
 from harness.data.workload import DataError
 

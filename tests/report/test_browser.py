@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.report.html import REPORT
-from harness.results import RunRecord
+from harness.record.run_record import RunRecord
 
 from .test_html import key_numbers
 
@@ -73,11 +73,11 @@ def page_requests(netlog: Path) -> list[str]:
 
 
 def test_compare_page_in_browser(smoke_run: tuple[Path, RunRecord], tmp_path: Path) -> None:
-    from harness import cli
-    from harness.compare import compare_records
-    from harness.results import load_record
+    from harness.cli import main as cli
+    from harness.report.compare import compare_records
+    from harness.record.run_record import load_record
 
-    from ..test_compare import saved, synthetic
+    from .test_compare import saved, synthetic
 
     offline = "--host-resolver-rules=MAP * ~NOTFOUND"  # a request that left would fail, and be logged
     probe = tmp_path / "fetches.html"  # the check can fire: a page that fetches an image is caught

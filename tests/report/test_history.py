@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.history import HistoryError, load
+from harness.cli import main as cli
+from harness.report.history import HistoryError, load
 from harness.report.history_page import write_history
 
 pytest.importorskip("asv")

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cli
-from harness.features import CSV_COLUMNS
+from harness.cli import main as cli
+from harness.record.features_csv import CSV_COLUMNS
 from harness.report.html import REPORT, render_report
-from harness.results import RECORD, RunRecord
-from harness.units import format_seconds, format_speedup
+from harness.record.run_record import RECORD, RunRecord
+from harness.base.units import format_seconds, format_speedup
 
 FETCHED = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""", re.I)
 

@@ -10,12 +10,12 @@ import pytest
 from matplotlib.axis import Axis
 from matplotlib.collections import LineCollection, PathCollection
 
-from harness.bench.roofline import Roof
+from harness.machine.roofline import Roof
 from harness.report import charts
 from harness.report.html import REPORT, write_report
 from harness.report.terminal import peak_share
-from harness.results import RunRecord, save_record
-from harness.units import format_rate, format_share
+from harness.record.run_record import RunRecord, save_record
+from harness.base.units import format_rate, format_share
 
 from .test_html import copy_run
 

@@ -19,8 +19,8 @@ from harness.report import charts
 from harness.report.artifacts import decay_bands
 from harness.report.html import REPORT, render_report
 from harness.report.terminal import COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, run_table, strategy_label
-from harness.results import AnalysisRecord, RunRecord, StrategyTiming, apply_speedups
-from harness.units import format_seconds
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming, apply_speedups
+from harness.base.units import format_seconds
 
 from .test_roofline_chart import visible_labels
 
@@ -98,7 +98,7 @@ def test_the_spread_is_the_interval_of_quartiles_or_n_1(smoke_run: tuple[Path, R
 
 def test_the_terminal_table_does_not_import_matplotlib() -> None:
     """The quartiles live with the record, so `harness run` without --report stays light."""
-    code = ("import sys, harness.report.terminal, harness.results; "
+    code = ("import sys, harness.report.terminal, harness.record.run_record; "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

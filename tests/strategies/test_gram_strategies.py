@@ -9,7 +9,7 @@ from harness.data.layout import AdapterLayout
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import DataError, MatrixRef, Workload
 from harness.linalg.pca import dual_pca
-from harness.pca_step import scoped_grams
+from harness.compute.pca import scoped_grams
 from harness.strategies.base import ExecContext
 from harness.strategies.registry import STRATEGIES
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import scipy.sparse.linalg
 
-from harness.bench.references import Operator
-from harness.executors import SerialExecutor
+from harness.compute.verify import Operator
+from harness.base.executors import SerialExecutor
 from harness.spec import _AnalysisBase
 from harness.strategies.base import ExecContext, OpRequest, OpResult
 from harness.strategies.registry import STRATEGIES
-from harness.verify import verify
+from harness.compute.verify import verify
 from tests.conftest import known_spectrum
 
 TOLERANCE = _AnalysisBase.model_fields["tolerance"].default  # what a run checks float32 against

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from harness.data.workload import Workload
-from harness.executors import process_pool
+from harness.base.executors import process_pool
 from harness.linalg.device import torch_module
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
-from harness.bench.references import Operator, operator, exact_values
-from harness.verify import verify
+from harness.compute.verify import Operator
+from harness.compute.references import operator, exact_values
+from harness.compute.verify import verify
 from tests.conftest import known_spectrum
 
 OPS = [OpRequest("svdvals"), OpRequest("svd"), OpRequest("svd_topk", 3)]

@@ -1,0 +1,2 @@
+"""Foundations every stage uses: atomic writes, units, the progress display, executors. Imports
+nothing of harness."""

@@ -1,0 +1,121 @@
+"""What the user sees while a run works: a live rich display of every phase on a terminal (the
+current item, counts, elapsed time and ETA, redrawn several times a second), and one line per
+finished phase when stderr is not a terminal (a log, CI)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+
+from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from harness.base.units import format_seconds
+
+REFRESH_PER_S = 4
+
+
+@dataclass
+class Phase:
+    """A phase in progress: advance its count, say what it is working on."""
+
+    display: Display
+    description: str
+    total: int | None
+    task: TaskID | None
+    done: int = 0
+    current: str = ""
+    summary: str = ""  # what the one line of a finished phase says, when set
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.task is not None and self.display.progress is not None:
+            self.display.progress.update(self.task, advance=n)
+
+    def item(self, text: str) -> None:
+        self.current = text
+        if self.task is not None and self.display.progress is not None:
+            self.display.progress.update(self.task, item=text)
+
+
+class _Progress(Progress):
+    """One empty line while no phase runs, as at the end of every run: rich before 15 stops a Live
+    whose last render was empty with a newline it never erases (Textualize/rich#3796), a blank line
+    above the run table; a one-line render it erases in every version."""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        if self.tasks:
+            yield from super().get_renderables()
+        else:
+            yield Text("")
+
+
+class Display:
+    """Live on a terminal, one line per phase elsewhere; a context manager around a run."""
+
+    def __init__(self, console: Console, live: bool | None = None) -> None:
+        self.console = console
+        self.live = console.is_terminal if live is None else live
+        self.progress: Progress | None = None
+
+    def __enter__(self) -> Display:
+        if self.live:
+            self.progress = _Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[item]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+                refresh_per_second=REFRESH_PER_S,
+            )
+            self.progress.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    @contextmanager
+    def phase(self, description: str, total: int | None = None) -> Iterator[Phase]:
+        """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`)."""
+        start = time.perf_counter()
+        task = None
+        if self.progress is not None:
+            task = self.progress.add_task(description, total=total, item="")
+        phase = Phase(self, description, total, task)
+        try:
+            yield phase
+        finally:
+            if self.progress is not None and task is not None:
+                self.progress.remove_task(task)
+        if not self.live:  # a failed phase says nothing: the error says what went wrong
+            count = f" {phase.done}/{total}" if total is not None else ""
+            said = phase.summary or phase.current
+            what = f" ({said})" if said else ""
+            self.console.print(f"{description}:{count}{what} in {format_seconds(time.perf_counter() - start)}",
+                               markup=False, highlight=False)
+
+    def note(self, text: str) -> None:
+        """A line that stays (a warning, a note), above the live display."""
+        self.console.print(text)

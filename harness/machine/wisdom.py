@@ -1,0 +1,207 @@
+"""What this machine has measured, kept for the planner: FFTW's wisdom for strategies.
+
+One JSON file per machine identity (CPU, cores, memory, GPU, library versions, numpy's BLAS, the
+thread variables set)
+under the cache folder. `harness calibrate` fills it, and every run adds what its benchmark
+measured (unstable measurements excepted); `auto` then plans from seconds measured here rather
+than from constants fitted elsewhere. A file written under another identity or wisdom version is
+never read: another machine's or another numpy's timings say nothing about this one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+import os
+import statistics
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import BaseModel, ValidationError
+
+from harness.base.atomic import write_atomic
+from harness.machine.roofline import RUN_PROBE, ReadRoof, Roof
+from harness.machine.info import MachineInfo
+
+VERSION = 1
+FOLDER = "wisdom"
+ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test suite's setting)
+COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
+RECENT = 5  # measurements of one key whose median is its estimate
+MODELLED = "modelled: no measurement"
+
+
+class Observation(BaseModel):
+    """Seconds per matrix (op pca: per position) of one strategy on one shape, as measured."""
+
+    strategy: str
+    op: str
+    k: int | None = None
+    shape: tuple[int, int]
+    rank: int | None = None
+    dtype: str
+    device: str  # the backend: "numpy", "cpu" (torch) or "cuda"
+    threads: int  # the in-process threads it was timed on
+    # matrices a fan-out strategy spread over its workers in one call (its time per matrix falls
+    # with it until every worker is busy); 1 for every other strategy
+    width: int = 1
+    seconds: float  # the median of `recent`
+    flops: float
+    samples: int  # timed calls behind `recent`
+    when: str  # ISO date-time of the newest
+    source: str  # "calibrate", or the experiment whose run measured it (the newest)
+    recent: list[float] = []  # the last RECENT measurements' seconds, oldest first
+
+    def merged(self, newer: Observation) -> Observation:
+        """This key measured again: one noisy run must not flip the planner's choice between
+        near-equal strategies, so the estimate is the median of the last RECENT measurements."""
+        recent = [*(self.recent or [self.seconds]), newer.seconds][-RECENT:]
+        return newer.model_copy(update={"recent": recent, "seconds": statistics.median(recent),
+                                        "samples": self.samples + newer.samples})
+
+    def key(self) -> tuple[object, ...]:
+        return (self.strategy, self.op, self.k, self.shape, self.rank, self.dtype, self.device, self.threads,
+                self.width)
+
+
+def width(fans_out: bool, workers: int, matrices: int) -> int:
+    """How many matrices a call spreads at once: a fan-out strategy one per worker, at most."""
+    return min(workers, matrices) if fans_out else 1
+
+
+class Estimate(NamedTuple):
+    seconds: float
+    basis: str  # "measured on this machine, <date>, <n> samples"
+
+
+def _orientation(shape: tuple[int, int]) -> int:
+    m, n = shape
+    return (m > n) - (m < n)
+
+
+class Wisdom(BaseModel):
+    version: int = VERSION
+    machine: dict[str, str]
+    roofs: dict[str, Roof] = {}  # by device: "cpu", "cuda"
+    reads: ReadRoof | None = None
+    observations: list[Observation] = []
+
+    def add(self, observations: Iterable[Observation]) -> None:
+        """One entry per (strategy, op, shape, dtype, device, threads), merged with what it measured before."""
+        index = {o.key(): i for i, o in enumerate(self.observations)}
+        for o in observations:
+            if (i := index.get(o.key())) is not None:
+                self.observations[i] = self.observations[i].merged(o)
+            else:
+                index[o.key()] = len(self.observations)
+                self.observations.append(o.model_copy(update={"recent": [o.seconds]}))
+
+    def estimate(
+        self, strategy: str, op: str, device: str, dtype: str, threads: int, flops: float, shape: tuple[int, int],
+        width: int = 1,
+    ) -> Estimate | None:
+        """Seconds for `flops` of work, from measurements of the same strategy, op, device, dtype,
+        threads and width (the same orientation, tall or wide, where there is one): a power law
+        between the two measured neighbours in flops, a constant rate beyond them, and nothing
+        more than COVERAGE times outside the measured range."""
+        near = [o for o in self.observations
+                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width) == (strategy, op, device, dtype, threads, width)
+                and o.seconds > 0 and o.flops > 0]
+        near = [o for o in near if _orientation(o.shape) == _orientation(shape)] or near
+        if not near or not min(o.flops for o in near) / COVERAGE <= flops <= max(o.flops for o in near) * COVERAGE:
+            return None
+        below = max((o for o in near if o.flops <= flops), key=lambda o: o.flops, default=None)
+        above = min((o for o in near if o.flops >= flops), key=lambda o: o.flops, default=None)
+        if below is not None and above is not None and above.flops > below.flops:
+            t = math.log(flops / below.flops) / math.log(above.flops / below.flops)
+            seconds = math.exp((1 - t) * math.log(below.seconds) + t * math.log(above.seconds))
+            used = [below, above]
+        else:
+            nearest = below or above
+            assert nearest is not None
+            seconds, used = nearest.seconds * flops / nearest.flops, [nearest]
+        when = max(o.when for o in used)[:10]
+        samples = sum(o.samples for o in used)
+        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
+
+
+def identity(machine: MachineInfo) -> dict[str, str]:
+    """What a measurement depends on; a change of any of it starts a new wisdom file."""
+    gib = round(machine.memory_total / 2**30)
+    return {
+        "cpu": machine.cpu,
+        "cores": str(machine.cores),
+        "memory": f"{gib} GiB",
+        "gpu": machine.cuda_device or "none",
+        "python": machine.python,
+        "harness": machine.harness,
+        "numpy": machine.numpy,
+        "scipy": machine.scipy,
+        "torch": machine.torch or "none",
+        # numpy's BLAS as built, not the pools loaded when the machine was probed: those change
+        # as torch and scipy.linalg are imported
+        "blas": machine.numpy_blas or "unknown",
+        "threads": ", ".join(f"{k}={v}" for k, v in sorted(machine.thread_env.items())) or "library defaults",
+    }
+
+
+def folder(cache_root: Path) -> Path | None:
+    """Where wisdom lives: $HARNESS_WISDOM, else `wisdom/` in the cache folder; None when off."""
+    setting = os.environ.get(ENV)
+    if setting == "off":
+        return None
+    return Path(setting) if setting else cache_root / FOLDER
+
+
+def path_for(where: Path, machine: MachineInfo) -> Path:
+    key = json.dumps(identity(machine), sort_keys=True)
+    return where / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def load(where: Path | None, machine: MachineInfo) -> Wisdom:
+    """This machine's wisdom, empty when there is none, or none that is this machine's."""
+    empty = Wisdom(machine=identity(machine))
+    if where is None:
+        return empty
+    path = path_for(where, machine)
+    try:
+        stored = Wisdom.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError, ValueError):
+        return empty
+    return stored if stored.version == VERSION and stored.machine == empty.machine else empty
+
+
+@contextmanager
+def _locked(where: Path) -> Iterator[None]:
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def learn(
+    where: Path | None,
+    machine: MachineInfo,
+    observations: Iterable[Observation] = (),
+    roofs: Iterable[Roof] = (),
+    reads: ReadRoof | None = None,
+) -> Wisdom | None:
+    """Add to the stored wisdom under a lock (runs may end at once) and write it atomically."""
+    if where is None:
+        return None
+    with _locked(where):
+        wisdom = load(where, machine)
+        wisdom.add(observations)
+        for roof in roofs:
+            old = wisdom.roofs.get(roof.device)
+            if old is None or old.by == RUN_PROBE or roof.by != RUN_PROBE:  # a calibration outranks a run's probe
+                wisdom.roofs[roof.device] = roof
+        if reads is not None:
+            wisdom.reads = reads
+        text = wisdom.model_dump_json(indent=1).encode()
+        write_atomic(path_for(where, machine), lambda fh: fh.write(text))
+    return wisdom

@@ -1,0 +1,151 @@
+"""A candidate per (analysis, strategy): can it run here, with what batches, at what estimated
+cost, measured (this machine's wisdom) or modelled."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from harness.bench.budget import POSITIONS
+from harness.data.layout import AdapterLayout
+from harness.data.workload import ShapeGroup, Workload
+from harness.linalg.device import Backend, torch_module
+from harness.machine.info import MachineInfo
+from harness.machine.wisdom import MODELLED, Wisdom, width
+from harness.plan.model import Candidate
+from harness.spec import Spec
+from harness.strategies import cost
+from harness.strategies.base import OpRequest, Strategy, StrategyBase
+from harness.strategies.gram import GramStrategy
+from harness.base.units import format_bytes
+
+CUDA_HEADROOM = 0.8  # leave room for the allocator's fragmentation and LAPACK workspaces
+# Matrices per chunk at most, whatever the budget allows: batched kernels gain nothing past a few
+# hundred, while a chunk of 1,064 LoRA deltas held ~0.6 GB of transient QR factors, and smaller
+# chunks mean finer progress and less to redo after a kill.
+MAX_BATCH = 256
+
+
+def memory_budget(requested: int, backend: Backend) -> int:
+    """The spec's budget, capped on CUDA by what the device has free right now."""
+    if backend == "cuda":
+        torch = torch_module()
+        assert torch is not None
+        free, _total = torch.cuda.mem_get_info()
+        return min(requested, int(free * CUDA_HEADROOM))
+    return requested
+
+
+def _cannot_run(strategy: StrategyBase, workload: Workload, spec: Spec) -> Candidate | None:
+    """The candidate that says why `strategy` cannot run here at all, or None."""
+    if (reason := strategy.unavailable(workload, spec.execution.device)) is None:
+        return None
+    return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+
+
+def _resources(strategy: StrategyBase, spec: Spec) -> tuple[Backend, int, int]:
+    """Where the strategy would run, the memory budget there, and the item size."""
+    backend = strategy.backend(spec.execution.device)
+    budget = memory_budget(int(spec.execution.memory_budget), backend)
+    return backend, budget, np.dtype(spec.execution.dtype).itemsize
+
+
+class Costing(NamedTuple):
+    """What the planner estimates with: the machine, its wisdom, and the threads timings run on."""
+
+    machine: MachineInfo
+    wisdom: Wisdom | None
+    threads: int
+    workers: int
+
+    def seconds(self, strategy: StrategyBase, op: str, backend: Backend, dtype: str, work: cost.Work,
+                shape: tuple[int, int], model: float, count: int = 1) -> tuple[float, str]:
+        """Measured seconds where this machine's wisdom covers the work, else the model's; a
+        fan-out strategy's measurements count at the width it will run `count` matrices at."""
+        wide = width(strategy.fans_out, self.workers, count)
+        if self.wisdom is not None and (
+                found := self.wisdom.estimate(strategy.name, op, backend, dtype, self.threads, work.flops, shape, wide)):
+            return found
+        return model, MODELLED
+
+
+def reads_ahead(spec: Spec, workload: Workload) -> bool:
+    """Whether full analyses may read the next chunk while computing this one: in this process
+    (a worker loads its own chunk), from a source whose loads are I/O (Source.reads_ahead)."""
+    return spec.execution.read_ahead and spec.execution.executor == "local" and workload.source.reads_ahead
+
+
+def evaluate(
+    strategy: Strategy,
+    op: OpRequest,
+    workload: Workload,
+    groups: list[ShapeGroup],
+    costing: Costing,
+    spec: Spec,
+) -> Candidate:
+    """Can `strategy` run this op here, with what batches, at what estimated cost."""
+    if (cannot := _cannot_run(strategy, workload, spec)) is not None:
+        return cannot
+    backend, budget, itemsize = _resources(strategy, spec)
+    batches: dict[str, int] = {}
+    per_matrix: dict[str, float] = {}
+    basis: dict[str, str] = {}
+    needs = {g.label: strategy.bytes_per_matrix(op, g, itemsize) for g in groups}
+    inputs = {g.label: workload.source.load_bytes(g.refs[:1], itemsize) for g in groups}  # one matrix's
+    ahead = reads_ahead(spec, workload) and all(needs[g] + inputs[g] <= budget for g in needs)
+    for group in groups:
+        if op.k is not None and op.k > min(group.shape):
+            reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
+            return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+        per = needs[group.label]
+        if per > budget:
+            reason = (
+                f"one {group.label} matrix needs {format_bytes(per)}, over the memory budget "
+                f"of {format_bytes(budget)}"
+            )
+            return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+        if ahead:  # the next chunk's inputs beside this chunk's
+            per += inputs[group.label]
+        batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
+        model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
+        per_matrix[group.label], basis[group.label] = costing.seconds(
+            strategy, op.op, backend, spec.execution.dtype, strategy.work(op, group, itemsize), group.shape, model,
+            len(group))
+    total = sum(per_matrix[g.label] * len(g) for g in groups)
+    return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches,
+                     per_matrix_s=per_matrix, basis=basis, reads_ahead=ahead)
+
+
+def evaluate_gram(
+    strategy: GramStrategy, layout: AdapterLayout, workload: Workload, costing: Costing, spec: Spec
+) -> Candidate:
+    """Can `strategy` build the adapters' Gram here, at what cost; batch = dense block columns."""
+    if (cannot := _cannot_run(strategy, workload, spec)) is not None:
+        return cannot
+    backend, budget, itemsize = _resources(strategy, spec)
+    dtype = np.dtype(spec.execution.dtype)
+    need = strategy.bytes_needed(layout, workload.source, dtype)
+    if need > budget:
+        reason = f"needs {format_bytes(need)} for one position, over the memory budget of {format_bytes(budget)}"
+        return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+    count = len(layout.positions)
+    work = strategy.work(layout, itemsize)
+    per_position, basis = costing.seconds(
+        strategy, "pca", backend, spec.execution.dtype, cost.Work(work.flops / count, work.bytes / count),
+        position_shape(layout), strategy.seconds(layout, costing.machine, backend) / count)
+    return Candidate(
+        strategy=strategy.name,
+        device=backend,
+        estimate_s=per_position * count,
+        batch_sizes=strategy.batch_sizes(layout, workload.source, dtype, budget),
+        per_matrix_s={POSITIONS: per_position},
+        basis={POSITIONS: basis},
+    )
+
+
+def position_shape(layout: AdapterLayout) -> tuple[int, int]:
+    """How wisdom files a PCA position: (adapters, mean parameters per position)."""
+    return layout.n, layout.d // len(layout.positions)
+
+

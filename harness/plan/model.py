@@ -1,0 +1,115 @@
+"""The Plan and its parts as value objects: what runs, on which device, with what batches, what
+the benchmark phase times, and why. Whoever reads a plan imports only this module."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, computed_field
+
+from harness.bench.budget import Allocation
+
+class GroupInfo(BaseModel):
+    label: str
+    shape: tuple[int, int]
+    rank: int | None
+    count: int
+
+
+class Candidate(BaseModel):
+    strategy: str
+    device: str | None
+    estimate_s: float | None
+    batch_sizes: dict[str, int] = {}
+    per_matrix_s: dict[str, float] = {}  # estimate per shape group (pca: per position)
+    basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
+    reason: str | None = None  # why it cannot run, when it cannot
+    reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)
+
+    @property
+    def available(self) -> bool:
+        return self.reason is None
+
+
+class Timed(BaseModel):
+    strategy: str
+    role: str  # "baseline", "compare" or "chosen"
+    device: str
+    batch_sizes: dict[str, int]
+    allocations: list[Allocation] = []  # its share of the benchmark budget, per shape group
+    cut: str | None = None  # what the budget cut, and why
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def estimate_s(self) -> float:
+        """Seconds its allocations are estimated to take."""
+        return sum(a.estimate_s for a in self.allocations)
+
+
+class Step(BaseModel):
+    analysis: str
+    op: str
+    k: int | None
+    tolerance: float
+    features: list[str] = []
+    energy_tau: float = 0.9
+    strategy: str
+    device: str
+    batch_sizes: dict[str, int]
+    reads_ahead: bool = False  # the next chunk is read while this one is computed
+    estimate_s: float
+    reason: str
+    timed: list[Timed]
+    skipped: list[Candidate]
+    candidates: list[Candidate]
+
+
+class BenchPlan(BaseModel):
+    """The benchmark phase as planned: its budget, what a strategy gets when the budget allows,
+    the threads of every in-process timing, and the estimated seconds of it all."""
+
+    budget_s: float
+    warmup: int
+    repeats: int
+    sample: int
+    threads: int
+    threads_reason: str = ""  # the spec's, or the cores other processes left free
+    references_s: float  # float64 references of the sampled matrices, once per run
+    estimate_s: float  # every allocation, and the references
+
+
+class Plan(BaseModel):
+    device_requested: str
+    dtype: str
+    memory_budget: int
+    workers: int
+    executor: str = "local"
+    threads_per_worker: int = 1
+    dask_address: str | None = None
+    sample: int
+    n_matrices: int
+    groups: list[GroupInfo]
+    steps: list[Step]
+    bench: BenchPlan | None = None  # None only in records of schema version 1
+    # estimated seconds of the work around the analyses: loading every matrix once, features,
+    # importing torch, starting workers
+    overheads: dict[str, float] = {}
+    skipped_inputs: list[str] = []  # input tensors not analysed, `file: tensor (why)` each
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def estimate_s(self) -> float:
+        """The whole run: full analyses, the work around them, and the benchmark phase."""
+        bench = self.bench.estimate_s if self.bench is not None else 0.0
+        return sum(s.estimate_s for s in self.steps) + sum(self.overheads.values()) + bench
+
+
+class PlanError(Exception):
+    """The spec asks for something this machine or workload cannot do; one line per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def backends(steps: list[Step]) -> set[str]:
+    """Every backend the analyses and their timings use."""
+    return {s.device for s in steps} | {t.device for s in steps for t in s.timed}

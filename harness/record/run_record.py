@@ -1,0 +1,260 @@
+"""The versioned RunRecord and the files of a run folder, always written atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from harness.base.atomic import write_atomic
+from harness.machine.info import MachineInfo
+from harness.plan.model import Plan, Step
+from harness.bench.measure import Measurement
+from harness.machine.roofline import Roof
+from harness.record.verification import Verification
+
+# 2: the benchmark's budget, cuts, threads, conditions and noise verdicts; 3: flops and bytes of
+# every timing, the machine's roofs
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # older records read with the newer fields at their defaults
+RECORD = "record.json"
+SPECTRA = "spectra.npz"
+FEATURES = "features.csv"
+
+
+class GroupTiming(BaseModel):
+    group: str
+    sampled: int
+    total: int
+    measurement: Measurement
+    # per matrix (op pca: per position): operations, and the least bytes moved (cost.Work)
+    flops: float | None = None
+    bytes: float | None = None
+
+    @property
+    def seconds_per_matrix(self) -> float:
+        return self.measurement.median_s / self.sampled
+
+    @property
+    def gflops_per_s(self) -> float | None:
+        return None if self.flops is None else self.flops / self.seconds_per_matrix / 1e9
+
+    @property
+    def gbytes_per_s(self) -> float | None:
+        return None if self.bytes is None else self.bytes / self.seconds_per_matrix / 1e9
+
+    @property
+    def intensity(self) -> float | None:
+        """Flops per byte moved: where the timing sits on the roofline's x axis."""
+        return None if self.flops is None or not self.bytes else self.flops / self.bytes
+
+
+class StrategyTiming(BaseModel):
+    strategy: str
+    role: str
+    device: str
+    groups: list[GroupTiming]
+    estimate_total_s: float  # per-matrix medians scaled to every matrix of the workload
+    iqr_total_s: float
+    extrapolated: bool
+    speedup: float | None = None  # baseline's estimate_total_s / this one's
+    cached: bool = False  # measured by an earlier run on this machine, reused from the cache
+    cut: str | None = None  # what the benchmark budget cut, and why
+
+    def _per_sampled(self, field: str) -> float | None:
+        values = [getattr(g, field) for g in self.groups]
+        if not values or any(v is None for v in values):
+            return None
+        return sum(v * g.sampled for v, g in zip(values, self.groups))
+
+    @property
+    def gflops_per_s(self) -> float | None:
+        """Achieved over every sampled matrix of every group: their flops over their time."""
+        flops = self._per_sampled("flops")
+        seconds = sum(g.measurement.median_s for g in self.groups)
+        return None if flops is None or seconds <= 0 else flops / seconds / 1e9
+
+    @property
+    def intensity(self) -> float | None:
+        flops, moved = self._per_sampled("flops"), self._per_sampled("bytes")
+        return None if flops is None or not moved else flops / moved
+
+    @property
+    def unstable(self) -> list[str]:
+        """`group: reason` of every group measured under unreliable conditions."""
+        return [f"{g.group}: {r}" for g in self.groups for r in g.measurement.reasons]
+
+    @property
+    def quartile_totals(self) -> tuple[float, float]:
+        """The 25th and 75th percentiles of the workload total: each group's sample quartiles per
+        matrix, scaled to the group's size and summed (as estimate_total_s is). Here, not in the
+        charts, so that the terminal shows the same interval without importing matplotlib."""
+        q = np.zeros(2)
+        for g in self.groups:
+            q += np.percentile(g.measurement.samples_s, [25, 75]) * g.total / g.sampled
+        return float(q[0]), float(q[1])
+
+    @property
+    def fewest_samples(self) -> int:
+        """The fewest samples of any group: below 2, the quartiles show no spread, only one call."""
+        return min((len(g.measurement.samples_s) for g in self.groups), default=0)
+
+
+class ChunkPlacement(BaseModel):
+    """Where and when one chunk of a full analysis ran."""
+
+    group: str
+    first: str  # id of its first matrix
+    count: int
+    worker: str
+    started: float  # seconds since the epoch, on the worker
+    seconds: float  # loading and computing, on the worker
+    attempts: int = 1  # more than one: its worker was lost and it was submitted again
+
+
+def apply_speedups(timings: list[StrategyTiming]) -> None:
+    """Each timing's speedup: the baseline's workload total over its own."""
+    baseline = next((t for t in timings if t.role == "baseline"), None)
+    for t in timings:
+        if baseline is not None and t.estimate_total_s > 0:
+            t.speedup = baseline.estimate_total_s / t.estimate_total_s
+
+
+class Skipped(BaseModel):
+    strategy: str
+    reason: str
+
+
+class AxesRecord(BaseModel):
+    """op pca with axes = true: where the principal axes went, and how well they check out."""
+
+    file: str  # in the run folder: a (components, parameters) .npy
+    components: int
+    parameters: int
+    dtype: str
+    seconds: float  # streaming every delta once and writing the file
+    # max |A A^T - I| over the nonzero components of every PCA, read back from the file: it
+    # fails when the streamed deltas are not the vectors whose Gram gave the PCA
+    orthonormality_error: float
+
+
+class AnalysisRecord(BaseModel):
+    name: str
+    op: str
+    k: int | None
+    strategy: str
+    device: str
+    reason: str
+    n_matrices: int
+    wall_s: float  # the full analysis with the chosen strategy, loading included
+    bench_s: float = 0.0  # timing and verifying the compared strategies (references included)
+    # chunks of the full analysis read from the result cache / computed by this run; when all
+    # came from the cache, wall_s is the time to read them, not to compute them
+    placements: list[ChunkPlacement] = []
+    cached_chunks: int = 0
+    computed_chunks: int = 0
+    timings: list[StrategyTiming] = []
+    verification: list[Verification] = []
+    skipped: list[Skipped] = []
+    # op pca: explained-variance ratio of the components per PCA ("global" or "layer3/mlp_up")
+    explained_variance_ratio: dict[str, list[float]] | None = None
+    axes: AxesRecord | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verification)
+
+
+def analysis_record(
+    step: Step, n_matrices: int, wall_s: float, timings: list[StrategyTiming],
+    verification: list[Verification], **extra: Any,
+) -> AnalysisRecord:
+    """The record of a planned step: what the plan said, and what running it measured."""
+    return AnalysisRecord(
+        name=step.analysis,
+        op=step.op,
+        k=step.k,
+        strategy=step.strategy,
+        device=step.device,
+        reason=step.reason,
+        n_matrices=n_matrices,
+        wall_s=wall_s,
+        timings=timings,
+        verification=verification,
+        skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
+        **extra,
+    )
+
+
+class BenchRecord(BaseModel):
+    """The benchmark phase of a run, over every analysis."""
+
+    budget_s: float
+    spent_s: float = 0.0
+    threads: int
+    references_computed: int = 0
+    references_cached: int = 0
+    references_s: float = 0.0
+    unstable: int = 0  # measurements flagged unstable
+
+
+class RunRecord(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    harness_version: str
+    experiment: str
+    spec_path: str
+    spec: dict[str, Any]
+    spec_hash: str
+    workload_fingerprint: str
+    command: str
+    started: str
+    finished: str | None = None
+    complete: bool = False
+    machine: MachineInfo
+    plan: Plan
+    analyses: list[AnalysisRecord] = []
+    bench: BenchRecord | None = None
+    roofs: dict[str, Roof] = {}  # the machine's measured ceilings by device, from its wisdom
+
+    @property
+    def passed(self) -> bool:
+        return all(a.passed for a in self.analyses)
+
+
+class RecordError(ValueError):
+    """A run folder without a readable record of a schema this harness knows."""
+
+
+def save_record(record: RunRecord, folder: Path) -> Path:
+    path = folder / RECORD
+    write_atomic(path, lambda fh: fh.write(record.model_dump_json(indent=2).encode()))
+    return path
+
+
+def save_spectra(spectra: dict[str, np.ndarray], folder: Path) -> Path:
+    path = folder / SPECTRA
+    write_atomic(path, lambda fh: np.savez(fh, **spectra))
+    return path
+
+
+def load_record(folder: Path) -> RunRecord:
+    path = folder / RECORD if folder.is_dir() else folder
+    if not path.exists():
+        raise RecordError(f"{folder}: no {RECORD} here; is this a run folder from `harness run`?")
+    try:
+        raw = json.loads(path.read_text())
+    except ValueError as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if version not in READABLE_VERSIONS:
+        raise RecordError(
+            f"{path}: record schema version {version!r}; this harness reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
+        )
+    try:
+        return RunRecord.model_validate(raw)
+    except ValidationError as exc:
+        raise RecordError(f"{path}: malformed record ({exc.error_count()} problems)") from None

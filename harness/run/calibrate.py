@@ -1,0 +1,172 @@
+"""`harness calibrate`: measure this machine once, so that `auto` plans from its measurements.
+
+The roofs (GEMM peak per precision and device, memory bandwidth, file reads) and every
+registered strategy on representative shapes: small, square, the reference 3072 x 768 tall and
+wide, LoRA ranks 8 to 64, and a PCA. Strategies are timed by the run's own benchmark phase on
+synthetic workloads, so a calibration measures exactly what a run would, verified against float64
+references, and what it measures lands in the wisdom the same way a run's does.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.machine import wisdom
+from harness.run.phase import BenchPhase
+from harness.machine.roofline import RUN_PROBE, ReadRoof, Roof, measure_cpu, measure_cuda, measure_reads, roof_device
+from harness.bench.threads import pinned
+from harness.data.registry import build_source
+from harness.data.workload import Workload
+from harness.base.executors import LazyExecutor
+from harness.linalg.device import cuda_available, torch_missing_reason
+from harness.machine.info import MachineInfo
+from harness.plan.compiler import compile_plan
+from harness.base.progress import Display
+from harness.run.context import exec_context, local_executor
+from harness.spec import Spec
+from harness.base.units import format_bytes
+
+TALL, WIDE = [3072, 768], [768, 3072]
+READ_BYTES = {True: 128 << 20, False: 1 << 30}  # the read probe's file, quick and full
+
+
+def _spec(name: str, data: dict[str, Any], analyses: list[dict[str, Any]], budget: float) -> Spec:
+    return Spec.model_validate({
+        "experiment": {"name": f"calibrate-{name}", "seed": 0},
+        "data": {"source": "synthetic", "adapters": 2, "layers": 1, **data},
+        "analysis": [{"strategy": a["compare"][0], **a} for a in analyses],  # what is named, nothing else
+        "execution": {"device": "auto", "memory_budget": "2GiB", "dtype": "float32"},
+        "benchmark": {"budget": budget, "warmup": 1, "repeats": 3, "sample": 2},
+    })
+
+
+def values_ops(quick: bool) -> list[dict[str, Any]]:
+    """Values and top-k; the exact torch top-k is torch's full SVD, timed apart by a full calibration."""
+    return [
+        {"name": "svdvals", "op": "svdvals", "compare": ["numpy", "process_pool", "torch"]},
+        {"name": "top3", "op": "svd_topk", "k": 3,
+         "compare": ["scipy_svds", "torch_lowrank"] + ([] if quick else ["torch"])},
+    ]
+
+
+def vectors_ops(quick: bool) -> list[dict[str, Any]]:
+    """Vectors; quick leaves the pool's (about numpy's over the cores) to the model."""
+    return [{"name": "svd", "op": "svd", "compare": ["numpy", "torch"] + ([] if quick else ["process_pool"])}]
+
+
+def lora_ops() -> list[dict[str, Any]]:
+    return [
+        {"name": "svdvals", "op": "svdvals", "compare": ["factored"], "baseline": "factored"},
+        {"name": "svd", "op": "svd", "compare": ["factored"], "baseline": "factored"},
+        {"name": "top3", "op": "svd_topk", "k": 3, "compare": ["factored"], "baseline": "factored"},
+        {"name": "pca", "op": "pca", "components": 2, "compare": ["dual_gram", "factored_gram"],
+         "baseline": "dual_gram"},
+    ]
+
+
+def specs(quick: bool) -> list[Spec]:
+    """What a calibration times. Quick: values of the reference shapes tall and wide, vectors of
+    the tall one, LoRA rank 16, about 30 s on 2 idle cores."""
+    dense = {"small": [256, 256], "tall": TALL, "wide": WIDE} | ({} if quick else {"square": [1024, 1024]})
+    vectors = {"small": [256, 256], "tall": TALL} if quick else dense
+    ranks = (16,) if quick else (8, 16, 64)
+    seconds = 8.0 if quick else 60.0
+    without_torch = torch_missing_reason() is not None
+    out = [_spec("values", {"form": "dense", "modules": dense}, _available(values_ops(quick), without_torch), seconds),
+           _spec("vectors", {"form": "dense", "modules": vectors}, _available(vectors_ops(quick), without_torch), seconds)]
+    for rank in ranks:
+        out.append(_spec(f"lora-r{rank}", {"form": "lora", "rank": rank, "modules": {"tall": TALL, "wide": WIDE}},
+                         lora_ops(), seconds / 4 / len(ranks)))
+    return out
+
+
+def _available(analyses: list[dict[str, Any]], without_torch: bool) -> list[dict[str, Any]]:
+    """Without torch, the torch strategies are left out of what is timed, not failed."""
+    if without_torch:
+        for a in analyses:
+            a["compare"] = [s for s in a["compare"] if s not in ("torch", "torch_lowrank")]
+    return analyses
+
+
+def roofs(machine: MachineInfo, quick: bool) -> list[Roof]:
+    by = "harness calibrate" + (" --quick" if quick else "")
+    found = [measure_cpu(machine.cores, quick, use_torch=torch_missing_reason() is None, by=by)]
+    if cuda_available():
+        found.append(measure_cuda(quick, by))
+    return found
+
+
+def reads(where: Path, quick: bool) -> ReadRoof | str:
+    """The read probe, or why it was not run (not enough free disk for its file)."""
+    size = READ_BYTES[quick]
+    where.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(where).free
+    if free < 2 * size:
+        return f"file reads not measured: {format_bytes(free)} free in {where}, the probe needs {format_bytes(2 * size)}"
+    return measure_reads(where, size)
+
+
+def time_strategies(spec: Spec, machine: MachineInfo, display: Display, pool: LazyExecutor) -> list[wisdom.Observation]:
+    """The spec's every strategy through the run's benchmark phase; what it would teach a run."""
+    workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
+    plan = compile_plan(spec, workload, machine)
+    bench = BenchPhase(plan, workload, lambda device: exec_context(plan, device, 0, pool), display,
+                       machine.cores, source="calibrate")
+    assert plan.bench is not None
+    with pinned(plan.bench.threads):
+        for step, analysis in zip(plan.steps, spec.analysis, strict=True):
+            if step.op == "pca":
+                bench.time_pca(step, analysis)  # type: ignore[arg-type]
+            else:
+                bench.time_step(step)
+    return bench.observations
+
+
+def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool = False,
+              chosen: list[Spec] | None = None) -> tuple[wisdom.Wisdom, list[str]]:
+    """Measure the roofs, the reads and the strategies; store them as this machine's wisdom.
+    Returns the wisdom and notes on what could not be measured."""
+    notes: list[str] = []
+    with display.phase("measuring the GEMM peak and memory bandwidth") as phase:
+        found = roofs(machine, quick)
+        phase.summary = ", ".join(f"{r.device}: {r.gemm_gflops['float32']:.0f} GFLOP/s float32, "
+                                  f"{r.bandwidth_gbs:.0f} GB/s" for r in found)
+    with display.phase("measuring file reads") as phase:
+        read = reads(where, quick)
+        if isinstance(read, str):
+            notes.append(read)
+            read = None
+        else:
+            phase.summary = f"{read.cached_gbs:.1f} GB/s from the page cache" + (
+                f", {read.cold_gbs:.1f} GB/s cold" if read.cold_gbs is not None else "")
+    with local_executor(machine.cores, display) as pool:
+        observations = [o for spec in (chosen or specs(quick)) for o in time_strategies(spec, machine, display, pool)]
+    stored = wisdom.learn(where, machine, observations, found, read)
+    assert stored is not None
+    return stored, notes
+
+
+def run_roofs(where: Path | None, learnt: wisdom.Wisdom, machine: MachineInfo, backends: set[str]) -> dict[str, Roof]:
+    """The roofs a run's record carries: from the wisdom the run was planned with (`learnt`),
+    else measured quickly now (a second or so, once per machine) and kept. None are measured
+    when wisdom is off."""
+    if where is None:
+        return {}
+    known = learnt.roofs
+    devices = {roof_device(b) for b in backends}  # type: ignore[arg-type]
+    missing = devices - set(known)
+    if not missing:
+        return {d: known[d] for d in devices}
+    use_torch = bool(backends & {"cpu", "cuda"})  # a numpy-only run does not import torch for its roof
+    fresh = [measure_cpu(machine.cores, True, use_torch=use_torch, by=RUN_PROBE)] if "cpu" in missing else []
+    if "cuda" in missing:
+        fresh.append(measure_cuda(True, RUN_PROBE))
+    try:
+        stored = wisdom.learn(where, machine, roofs=fresh)
+    except OSError:
+        stored = None
+    known = stored.roofs if stored is not None else {r.device: r for r in fresh}
+    return {d: known[d] for d in devices if d in known}
+

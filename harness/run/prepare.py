@@ -1,0 +1,66 @@
+"""From a spec file to what running it needs, built once: the spec, its workload, this machine
+and its wisdom, the plan, and the folders the run keeps its cache and wisdom in. Nothing
+downstream locates a folder or probes the machine again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.data.registry import build_source
+from harness.data.workload import Census, Workload
+from harness.machine import wisdom
+from harness.machine.info import MachineInfo, probe
+from harness.machine.wisdom import Wisdom
+from harness.plan.compiler import compile_plan
+from harness.plan.footprint import check_memory
+from harness.plan.model import Plan
+from harness.spec import Spec, load_spec
+from harness.store.cache import locate
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a `harness plan/run`, a calibration's timings or an asv case starts from."""
+
+    spec_path: Path
+    spec: Spec
+    workload: Workload
+    machine: MachineInfo
+    cache_dir: Path  # where the spec's result cache is (whether or not this run uses it)
+    wisdom_folder: Path | None  # where this machine's wisdom is kept; None: wisdom is off
+    wisdom: Wisdom  # empty where this machine has none (or wisdom is off)
+    plan: Plan
+
+
+def load_workload(spec: Spec, spec_path: str | Path, machine: MachineInfo | None = None) -> Workload:
+    """The spec's workload; data paths resolve against the spec's folder. With `machine`, a
+    workload whose results cannot stay in memory is refused (PlanError), a countable one before
+    its matrices are listed."""
+    source = build_source(spec.data, spec.experiment.seed, Path(spec_path).resolve().parent)
+    census = source.census()
+    if machine is not None and census is not None:
+        check_memory(spec, census, machine)
+    workload = Workload.from_source(source)
+    if machine is not None and census is None:
+        check_memory(spec, Census.of(workload.refs), machine)
+    return workload
+
+
+def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunContext:
+    """Shared by `harness plan/run` and the asv suites, so both see the same plan: from this
+    machine's wisdom where it has measured, from the cost model elsewhere."""
+    spec = load_spec(spec_path, overrides)
+    machine = probe()
+    workload = load_workload(spec, spec_path, machine)
+    cache_dir = locate(spec.execution.cache_dir, spec_path)
+    where = wisdom.folder(cache_dir)
+    known = wisdom.load(where, machine)
+    return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known,
+                      compile_plan(spec, workload, machine, known))
+
+
+def skipped_warning(skipped: list[str]) -> str:
+    """The one line that says which input tensors the run leaves out; the plan lists them too."""
+    count = f"{len(skipped)} input tensor" + ("s are" if len(skipped) > 1 else " is")
+    return f"warning: {count} not analysed (plan.skipped_inputs): " + "; ".join(skipped)

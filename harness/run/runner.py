@@ -1,0 +1,387 @@
+"""Executing a plan: per analysis, the full analysis with the chosen strategy, then the
+benchmark phase (harness.bench) and the features, recorded step by step. The runner only
+orchestrates: what a phase does lives in its own module."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from harness.machine import wisdom
+from harness.compute.axes import AXES_FILE, axes_backend, write_axes
+from harness.run.context import exec_context, run_executor
+from harness.run.phase import BenchPhase, failure_reason
+from harness.bench.threads import pinned
+from harness.store.keys import Keys
+from harness.store.cache import ResultCache
+from harness.store.entries import StepEntry
+from harness.compute.chunks import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_chunks_ahead, run_gram_task
+from harness.data.layout import AdapterLayout
+from harness.data.memo import MemoSource
+from harness.data.workload import DataError, MatrixRef, Workload, chunks
+from harness.record.exports import TIMINGS, VERIFICATION, write_exports
+from harness.compute.feature_rows import feature_rows
+from harness.linalg.features import SUBSPACE_FEATURES
+from harness.record.features_csv import csv_rows, write_features_csv
+from harness.compute.pca import PCA_FILE, pca_results, save_pca
+from harness.plan.model import PlanError, Step
+from harness.base.progress import Display, Phase
+from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
+from harness.spec import PcaAnalysis
+from harness.strategies.base import ExecContext, OpRequest
+from harness.strategies.registry import STRATEGIES
+from harness.base.units import now
+
+Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
+Task = ChunkTask | GramTask
+MAX_ATTEMPTS = 3
+MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
+
+
+class OutputError(Exception):
+    """The run folder refused a write (a full disk, a read-only mount, permissions): the user's
+    to fix, so one line and exit 2; what is on disk is what was whole before it."""
+
+
+@contextmanager
+def writing(folder: Path, name: str) -> Iterator[None]:
+    """Writes of `name` into the run folder, whose OSError becomes an OutputError naming both."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot write {name}: {exc.strerror or exc}; free space there or "
+                          "choose another folder with -o") from exc
+
+
+def lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """What a future raises when its worker process died, for every executor we hand out
+    (distributed is imported only by runs that fan out)."""
+    try:
+        from distributed import KilledWorker
+    except ImportError:
+        return (BrokenProcessPool,)
+    return (BrokenProcessPool, KilledWorker)
+
+
+class Runner:
+    def __init__(
+        self,
+        record: RunRecord,
+        workload: Workload,
+        folder: Path,
+        *,
+        seed: int,
+        display: Display,
+        cache: ResultCache | None = None,
+        wisdom_folder: Path | None = None,
+    ) -> None:
+        self.record = record
+        self.plan = record.plan
+        limit = min(self.plan.memory_budget, record.machine.memory_available // MEMO_SHARE)
+        self.memo = MemoSource(workload.source, limit, np.dtype(self.plan.dtype))
+        self.workload = Workload(source=self.memo, refs=workload.refs)
+        # the last step whose own results come from factors: after it, the memo goes, before
+        # its benchmark forms dense deltas
+        factored = [i for i, s in enumerate(self.plan.steps) if STRATEGIES[s.strategy].needs_factors]
+        self._last_factored = factored[-1] if factored else -1
+        self.folder = folder
+        self.seed = seed
+        self.display = display
+        self.spectra: dict[str, np.ndarray] = {}
+        self.bases: dict[str, np.ndarray] = {}  # top-k U by matrix id, for subspace features
+        self.features: list[str] = []  # features.csv lines, one string per analysis
+        self._saved_spectra = 0  # how many spectra the file on disk holds
+        self.cache = cache
+        self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
+        self.bench = BenchPhase(self.plan, self.workload, self._context, display, record.machine.cores,
+                                cache, self.keys, source=record.experiment)
+        self.wisdom_folder = wisdom_folder
+        self._executor = run_executor(self.plan, display)
+
+    def _context(self, device: str) -> ExecContext:
+        return exec_context(self.plan, device, self.seed, self._executor)
+
+    def run(self) -> RunRecord:
+        """Run every step, this process's work on the plan's threads (its workers have their
+        own); on any exit the record on disk says how far it got."""
+        with self._executor:
+            try:
+                self._save()  # from the start, the folder says the run is not complete
+                assert self.plan.bench is not None
+                with pinned(self.plan.bench.threads), self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
+                    for i, step in enumerate(self.plan.steps):
+                        run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
+                                 f"{self.bench.clock.spent_s:.1f} of {self.bench.clock.budget_s:.1f} s")
+                        self.record.analyses.append(self._step(step, last_factored=i == self._last_factored))
+                        self.record.bench = self.bench.record()
+                        self._save()
+                        run.advance()
+                    run.summary = f"{len(self.plan.steps)} analyses"
+                self.record.complete = True
+            finally:
+                self.record.finished = now()
+                self.record.bench = self.bench.record()
+                self._teach()
+                with self.display.phase("writing results") as phase:
+                    phase.item(str(self.folder))
+                    self._save(final=True)
+        return self.record
+
+    def _teach(self) -> None:
+        """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
+        read-only still finishes, and says so."""
+        try:
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations)
+        except OSError as exc:
+            self.display.note(f"wisdom not updated: {exc}")
+
+    def _save(self, final: bool = False) -> None:
+        """Write the record, which says how far the run got; the spectra at the end, or after
+        each step when there is no cache to get them back from after a kill (thousands of small
+        arrays: ~0.4 s a write); features.csv at the end (a resumed run gets its rows back from
+        the cache), and the tidy timings.csv and verification.csv of what finished."""
+        wanted = final or self.cache is None or not (self.folder / SPECTRA).exists()
+        if wanted and (len(self.spectra) != self._saved_spectra or not (self.folder / SPECTRA).exists()):
+            with writing(self.folder, SPECTRA):
+                save_spectra(self.spectra, self.folder)
+            self._saved_spectra = len(self.spectra)
+        if final and self.features:
+            with writing(self.folder, FEATURES):
+                write_features_csv(self.features, self.folder / FEATURES)
+        if final:
+            with writing(self.folder, f"{TIMINGS} and {VERIFICATION}"):
+                write_exports(self.record, self.folder)
+        with writing(self.folder, RECORD):
+            save_record(self.record, self.folder)
+
+    def _step(self, step: Step, last_factored: bool) -> AnalysisRecord:
+        if step.op == "pca":
+            return self._pca(step, last_factored)
+        wall, cached, placements = self._full(step, OpRequest(step.op, step.k))
+        self._features(step)
+        if last_factored:
+            self.memo.release()
+        start = time.perf_counter()
+        timings, checks = self.bench.time_step(step)
+        bench_s = time.perf_counter() - start
+        return analysis_record(
+            step, len(self.workload), wall, timings, checks, bench_s=bench_s,
+            cached_chunks=cached, computed_chunks=len(placements), placements=placements,
+        )
+
+    def _analysis_spec(self, step: Step) -> dict[str, object]:
+        """The resolved `[[analysis]]` table of a step: every option belongs in its cache keys."""
+        return next(a for a in self.record.spec["analysis"] if (a.get("name") or a["op"]) == step.analysis)
+
+    def _features(self, step: Step) -> None:
+        """features.csv rows of one analysis, from the cache when it holds them."""
+        if not step.features:
+            return
+        key = self.keys.step(step, "features", analysis=self._analysis_spec(step))
+        hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
+        if hit is None:
+            with self.display.phase(f"{step.analysis}: features") as phase:
+                phase.item(", ".join(step.features))
+                rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device),
+                                           self.bases)
+                hit = StepEntry(csv=csv_rows(rows), notes=notes)
+                phase.advance(len(rows))
+            if self.cache is not None:
+                self.cache.put_model(key, hit, f"{step.analysis}: features", kind="step")
+        self.bases.clear()  # used: the next analysis keeps its own
+        self.features.append(hit.csv)
+        for note in hit.notes:
+            self.display.note(f"[yellow]note:[/] {note}")
+
+    def _pca(self, step: Step, last_factored: bool) -> AnalysisRecord:
+        """A pca step: its PCA from the cache when this workload's Grams were computed before,
+        then the benchmark phase and, when asked, the principal axes."""
+        start = time.perf_counter()
+        analysis = PcaAnalysis.model_validate(self._analysis_spec(step))
+        layout = AdapterLayout.from_workload(self.workload)
+        key = self.keys.step(step, "pca", analysis=self._analysis_spec(step), budget=self.plan.memory_budget)
+        hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
+        arrays = self.cache.get_arrays(key + "-arrays") if hit is not None and self.cache else None
+        if hit is not None and hit.record is not None and arrays is not None:
+            record = hit.record
+            record.wall_s = time.perf_counter() - start  # reading the cache, as for other steps
+            record.cached_chunks, record.computed_chunks = 1, 0
+        else:
+            grams, placements = self._fanned_grams(step)
+            ratios, arrays = pca_results(step.analysis, analysis, layout, grams)
+            record = analysis_record(step, len(self.workload), time.perf_counter() - start, [], [],
+                                     explained_variance_ratio=ratios, placements=placements,
+                                     computed_chunks=len(placements))
+            if self.cache is not None:
+                self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
+                self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
+        if last_factored:
+            self.memo.release()
+        bench_start = time.perf_counter()
+        record.timings, record.verification = self.bench.time_pca(step, analysis)
+        record.bench_s = time.perf_counter() - bench_start
+        if analysis.axes:  # never cached: as large as `components` adapters
+            with writing(self.folder, AXES_FILE.format(name=step.analysis)):
+                record.axes, check, index = write_axes(
+                    step.analysis, analysis, arrays, self.workload, self.folder, dtype=np.dtype(self.plan.dtype),
+                    backend=axes_backend(self._context(step.device).backend),
+                    memory_budget=self.plan.memory_budget, tolerance=step.tolerance, display=self.display,
+                )
+            record.verification.append(check)
+            arrays = {**arrays, **index}
+        with writing(self.folder, PCA_FILE):
+            save_pca(arrays, self.folder)
+        return record
+
+    def _full(self, step: Step, op: OpRequest) -> tuple[float, int, list[ChunkPlacement]]:
+        """The analysis itself over every matrix, chunked to the planned batch sizes: cached
+        chunks first, the rest computed here or on the executor's workers, each cached as it
+        completes. Returns the wall time, the chunks from the cache and where the rest ran."""
+        start = time.perf_counter()
+        cached = 0
+        placements: list[ChunkPlacement] = []
+        with self.display.phase(f"{step.analysis}: {step.op} by {step.strategy} on {step.device}",
+                                len(self.workload)) as phase:
+            todo: list[Item] = []
+            for group in self.workload.groups():
+                for chunk in chunks(group.refs, step.batch_sizes[group.label]):
+                    key = self.keys.chunk(step, [ref.id for ref in chunk])
+                    hit = self.cache.get_arrays(key) if self.cache is not None else None
+                    if hit is not None and "S" in hit and len(hit["S"]) == len(chunk):
+                        self._store(step, chunk, hit["S"], hit.get("U"))
+                        cached += 1
+                        phase.advance(len(chunk))
+                    else:
+                        todo.append((group.label, key, self._task(step, op, chunk)))
+            ahead = run_chunks_ahead if step.reads_ahead else None
+            for i, outcome, attempts in self._chosen(
+                    step, self._outcomes([t for _, _, t in todo], run_chunk, phase, ahead)):
+                label, key, chunk_task = todo[i]
+                self._store(step, chunk_task.refs, outcome.result, outcome.vectors)
+                if self.cache is not None:
+                    what = f"{step.analysis}: {step.op} by {step.strategy}, {len(chunk_task.refs)} from {chunk_task.refs[0].id}"
+                    kept = {"U": outcome.vectors} if outcome.vectors is not None else {}
+                    self.cache.put_arrays(key, {"S": outcome.result, **kept}, what)
+                placements.append(ChunkPlacement(
+                    group=label, first=chunk_task.refs[0].id, count=len(chunk_task.refs),
+                    worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
+                    attempts=attempts,
+                ))
+                phase.advance(len(chunk_task.refs))
+        return time.perf_counter() - start, cached, placements
+
+    def _chosen(
+        self, step: Step, outcomes: Iterator[tuple[int, ChunkOutcome, int]]
+    ) -> Iterator[tuple[int, ChunkOutcome, int]]:
+        """The chosen strategy's outcomes; its failure ends the run as a PlanError (one line, exit
+        2): the analysis has no results and later ones never run, so there is no verdict to give
+        (exit 3), and the remedy is the user's: another strategy for this analysis. The record on
+        disk stays marked incomplete (Runner.run saves it on the way out)."""
+        try:
+            yield from outcomes
+        except (MemoryError, DataError):
+            raise  # the machine's trouble, or a bad input file (the CLI has its own line for it)
+        except Exception as exc:
+            raise PlanError([f"{step.analysis}: the chosen strategy {step.strategy} failed: {failure_reason(exc)}; "
+                             f"choose another (analysis.strategy); {self.folder} holds a record marked "
+                             "incomplete"]) from exc
+
+    def _task(self, step: Step, op: OpRequest, chunk: Sequence[MatrixRef]) -> ChunkTask:
+        """Top-k bases come back too when subspace features will compare them (m x k each)."""
+        keep = step.op == "svd_topk" and any(f in SUBSPACE_FEATURES for f in step.features)
+        return ChunkTask(
+            source=self.workload.source, refs=tuple(chunk), strategy=step.strategy, op=op,
+            dtype=self.plan.dtype, device=step.device, seed=self.seed, threads=self._threads(),
+            keep_vectors=keep,
+        )
+
+    def _threads(self) -> int | None:
+        """BLAS threads for a task: as they are in this process, or the workers' setting."""
+        return None if self.plan.executor == "local" else self.plan.threads_per_worker
+
+    def _store(self, step: Step, refs: Sequence[MatrixRef], S: np.ndarray, U: np.ndarray | None = None) -> None:
+        for ref, values in zip(refs, S):
+            self.spectra[f"{step.analysis}:{ref.id}"] = values
+        if U is not None:
+            self.bases.update((ref.id, u) for ref, u in zip(refs, U))
+
+    def _outcomes(
+        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome], phase: Phase,
+        ahead: Callable[..., Iterator[ChunkOutcome]] | None = None,
+    ) -> Iterator[tuple[int, ChunkOutcome, int]]:
+        """(index, outcome, attempts) of each task, in order of completion.
+
+        `local` runs them here, in order (through `ahead`, which reads the next task's inputs
+        while this one computes, where the plan says so); otherwise they go to the executor, and
+        a task lost with its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
+        """
+        if self.plan.executor == "local":
+            local = ahead(tasks, self._executor) if ahead is not None else (run_task(t, self._executor) for t in tasks)
+            for i in range(len(tasks)):
+                phase.item(f"chunk {i + 1} of {len(tasks)}")
+                yield i, next(local), 1
+            return
+        attempts = dict.fromkeys(range(len(tasks)), 1)
+        lost = lost_worker_errors()
+        pending: dict[Future[ChunkOutcome], tuple[int, Executor]] = {}
+
+        def submit(i: int) -> None:
+            executor = self._executor()
+            pending[executor.submit(run_task, tasks[i])] = (i, executor)
+
+        for i in range(len(tasks)):
+            submit(i)
+        while pending:
+            phase.item(f"{len(pending)} tasks on {self.plan.workers} workers")
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                i, executor = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except lost as exc:
+                    if attempts[i] >= MAX_ATTEMPTS:
+                        raise RuntimeError(f"a task was lost with its worker {attempts[i]} times: "
+                                           f"{exc}") from exc
+                    attempts[i] += 1
+                    if isinstance(exc, BrokenProcessPool):
+                        self._executor.replace_broken(executor)
+                    submit(i)
+                    continue
+                yield i, outcome, attempts[i]
+
+    def _fanned_grams(self, step: Step) -> tuple[np.ndarray, list[ChunkPlacement]]:
+        """The chosen strategy's Grams of every position, split into position ranges over the
+        executor's workers (or computed here for `local`), in position order."""
+        layout = AdapterLayout.from_workload(self.workload)
+        parts = 1 if self.plan.executor == "local" else min(len(layout.positions), 2 * self.plan.workers)
+        bounds = np.linspace(0, len(layout.positions), parts + 1).round().astype(int)
+        tasks = [
+            GramTask(
+                source=self.workload.source,
+                layout=replace(layout, positions=layout.positions[a:b]),
+                strategy=step.strategy, dtype=self.plan.dtype, device=step.device, seed=self.seed,
+                threads=self._threads(), memory_budget=self.plan.memory_budget,
+            )
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
+        results: dict[int, np.ndarray] = {}
+        placements = []
+        with self.display.phase(f"{step.analysis}: Grams by {step.strategy} on {step.device}",
+                                len(layout.positions)) as phase:
+            for i, outcome, attempts in self._chosen(step, self._outcomes(tasks, run_gram_task, phase)):
+                results[i] = outcome.result
+                first = tasks[i].layout.positions[0]
+                placements.append(ChunkPlacement(
+                    group="positions", first=first.label, count=len(tasks[i].layout.positions),
+                    worker=outcome.worker, started=outcome.started, seconds=outcome.seconds,
+                    attempts=attempts,
+                ))
+                phase.advance(len(tasks[i].layout.positions))
+        return np.concatenate([results[i] for i in range(len(tasks))]), placements

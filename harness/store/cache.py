@@ -1,0 +1,206 @@
+"""Content-addressed store of computed results: a re-run, or a run resumed after a crash, redoes
+only what the store does not hold.
+
+An entry is `<root>/<key[:2]>/<key>.entry`: one line of JSON (the payload's SHA-256 and size,
+what it holds, when it was written), then the payload. The key is the SHA-256 of the canonical
+JSON of everything that determines the payload (store.keys), so a hit is never stale; the
+checksum is verified on every read, so a torn or flipped entry is recomputed, never used.
+Writes are atomic (temporary file, fsync, rename), so concurrent runs sharing a store at worst
+both write the same key, and one complete entry wins.
+
+Default location: `.harness-cache/` in the current working directory, beside the `results/`
+folder that `harness run` writes there too; `[execution] cache_dir` moves it (a relative path
+resolves against the spec file's folder, as data paths do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from harness.base.atomic import write_atomic
+
+DEFAULT_DIR = Path(".harness-cache")
+SUFFIX = ".entry"
+STALE_TMP_S = 3600.0  # a temporary file this old belongs to no live writer
+
+M = TypeVar("M", bound=BaseModel)
+Kind = Literal["chunk", "timing", "step", "reference"]
+
+
+class Header(BaseModel):
+    sha256: str
+    size: int
+    kind: Kind
+    label: str  # what the entry holds, for `harness cache ls`
+    created: float  # seconds since the epoch
+
+
+class CorruptEntry(Exception):
+    """An entry whose header or payload does not check out."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    size: int
+    mtime: float
+
+    @property
+    def key(self) -> str:
+        return self.path.name.removesuffix(SUFFIX)
+
+
+def locate(cache_dir: str | None, spec_path: str | Path) -> Path:
+    """The store a spec uses: `cache_dir` (relative to the spec's folder), else DEFAULT_DIR."""
+    if cache_dir is None:
+        return DEFAULT_DIR
+    return Path(spec_path).resolve().parent / Path(cache_dir).expanduser()
+
+
+def cache_key(parts: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON (sorted keys, no spaces) of `parts`."""
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def encode(header_fields: dict[str, Any], payload: bytes) -> bytes:
+    header = Header(sha256=hashlib.sha256(payload).hexdigest(), size=len(payload), **header_fields)
+    return header.model_dump_json().encode() + b"\n" + payload
+
+
+def decode(blob: bytes) -> tuple[Header, bytes]:
+    """The header and the payload of an entry's bytes; CorruptEntry when they do not check out."""
+    line, newline, payload = blob.partition(b"\n")
+    if not newline:
+        raise CorruptEntry("no header line")
+    try:
+        header = Header.model_validate_json(line)
+    except ValidationError:
+        raise CorruptEntry("unreadable header") from None
+    if len(payload) != header.size:
+        raise CorruptEntry(f"payload is {len(payload)} bytes, header says {header.size}")
+    if hashlib.sha256(payload).hexdigest() != header.sha256:
+        raise CorruptEntry("payload checksum mismatch")
+    return header, payload
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+class ResultCache:
+    """Get and put payloads by key; a corrupt entry is warned about once and reads as a miss."""
+
+    def __init__(self, root: Path, warn: Callable[[str], None] = _stderr) -> None:
+        self.root = root
+        self.warn = warn
+        self._warned: set[str] = set()
+        self._unwritable = False
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}{SUFFIX}"
+
+    def get(self, key: str) -> bytes | None:
+        path = self.path(key)
+        try:
+            blob = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            payload = decode(blob)[1]
+        except CorruptEntry as exc:
+            if key not in self._warned:
+                self._warned.add(key)
+                self.warn(f"warning: cache entry {path} is corrupt ({exc}); recomputing it")
+            return None
+        try:
+            os.utime(path)  # mtime = last use, which `clear --older-than` goes by
+        except OSError:  # a read-only store still serves hits
+            pass
+        return payload
+
+    def put(self, key: str, payload: bytes, kind: Kind, label: str) -> None:
+        """Store an entry; a store that refuses writes (read-only, full) costs the run its cache,
+        not its results: one warning, and no further tries."""
+        if self._unwritable:
+            return
+        blob = encode({"kind": kind, "label": label, "created": time.time()}, payload)
+        try:
+            write_atomic(self.path(key), lambda fh: fh.write(blob))
+        except OSError as exc:
+            self._unwritable = True
+            self.warn(f"warning: cannot write to the result cache {self.root} ({exc.strerror or exc}); this "
+                      "run's results are not cached (execution.cache_dir, or --no-cache)")
+
+    def get_arrays(self, key: str) -> dict[str, np.ndarray] | None:
+        payload = self.get(key)
+        if payload is None:
+            return None
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+
+    def put_arrays(self, key: str, arrays: dict[str, np.ndarray], label: str, kind: Kind = "chunk") -> None:
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        self.put(key, buffer.getvalue(), kind, label)
+
+    def get_model(self, key: str, model: type[M]) -> M | None:
+        payload = self.get(key)
+        if payload is None:
+            return None
+        try:
+            return model.model_validate_json(payload)
+        except ValidationError:  # written by another schema: not an answer to trust
+            return None
+
+    def put_model(self, key: str, value: BaseModel, label: str, kind: Kind = "timing") -> None:
+        self.put(key, value.model_dump_json().encode(), kind, label)
+
+    def entries(self) -> Iterator[Entry]:
+        """Every entry file, oldest first."""
+        found = []
+        for path in self.root.glob(f"??/*{SUFFIX}"):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:  # removed by a concurrent clear
+                continue
+            found.append(Entry(path=path, size=stat.st_size, mtime=stat.st_mtime))
+        yield from sorted(found, key=lambda e: e.mtime)
+
+    def clear(self, older_than_s: float | None = None) -> tuple[int, int]:
+        """Remove entries (only those older than `older_than_s`); returns (count, bytes)."""
+        cutoff = time.time() - older_than_s if older_than_s is not None else None
+        count = size = 0
+        for entry in self.entries():
+            if cutoff is None or entry.mtime < cutoff:
+                entry.path.unlink(missing_ok=True)
+                count, size = count + 1, size + entry.size
+        for tmp in self.root.glob("??/.*.tmp"):  # left by a killed writer, never read
+            try:
+                if tmp.stat().st_mtime < time.time() - STALE_TMP_S:
+                    tmp.unlink()
+            except FileNotFoundError:
+                pass
+        for folder in self.root.glob("??"):
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or a concurrent run just wrote into it
+                pass
+        return count, size
+
+
+def read_header(entry: Entry) -> Header:
+    """The verified header of an entry; CorruptEntry when it does not check out."""
+    return decode(entry.path.read_bytes())[0]

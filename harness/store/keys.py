@@ -1,0 +1,101 @@
+"""The keys of one run's cache entries: what determines a chunk's numbers, a timing, a float64
+reference or a step's product, down to a fingerprint of the code that computes them.
+
+The fingerprint is derived from the packages whose code determines numbers and timings
+(NUMERIC_PACKAGES): every module they contain, whatever its name, so a move or a new module
+can never leave it stale. An edit there invalidates the store while harness.__version__ stays
+the same (an editable install under development)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import harness
+from harness.machine.info import MachineInfo
+from harness.plan.model import Step, Timed
+from harness.store.cache import cache_key
+
+NUMERIC_PACKAGES = ("compute", "strategies", "linalg", "data", "bench")
+
+
+def numeric_modules() -> list[Path]:
+    """Every module of NUMERIC_PACKAGES, sorted; a package that is gone is an error, not a
+    fingerprint over nothing."""
+    root = Path(harness.__file__).parent
+    found = []
+    for name in NUMERIC_PACKAGES:
+        package = root / name
+        if not (package / "__init__.py").is_file():
+            raise RuntimeError(f"harness.{name} is listed in NUMERIC_PACKAGES but is not a package")
+        found.extend(sorted(package.rglob("*.py")))
+    return found
+
+
+@functools.cache
+def source_digest() -> str:
+    """SHA-256 over the modules of NUMERIC_PACKAGES (path and content)."""
+    root = Path(harness.__file__).parent
+    digest = hashlib.sha256()
+    for file in numeric_modules():
+        digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def versions(machine: MachineInfo) -> dict[str, str | None]:
+    """The software that computed an entry; any change is a miss."""
+    return {
+        "harness": machine.harness,
+        "harness_source": source_digest(),
+        "numpy": machine.numpy,
+        "scipy": machine.scipy,
+        "torch": machine.torch,
+        "python": machine.python,
+    }
+
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The keys of one run's entries. A chunk key covers what determines its numbers; a timing
+    key adds the sample, the measuring settings and the machine, since timings only hold there."""
+
+    dtype: str
+    seed: int
+    workload: str  # Workload.fingerprint()
+    machine: MachineInfo
+
+    def _base(self, step: Step) -> dict[str, Any]:
+        return {"op": step.op, "k": step.k, "dtype": self.dtype, "seed": self.seed,
+                "workload": self.workload, "versions": versions(self.machine)}
+
+    def chunk(self, step: Step, ids: Sequence[str]) -> str:
+        return cache_key({**self._base(step), "entry": "chunk", "strategy": step.strategy,
+                          "device": step.device, "ids": list(ids)})
+
+    def timing(
+        self, step: Step, timed: Timed, samples: Mapping[str, Sequence[str]],
+        *, budget_s: float, threads: int, workers: int,
+    ) -> str:
+        """Its allocation (matrices, warm-up, repeats per group) is in `timed`."""
+        return cache_key({
+            **self._base(step), "entry": "timing", "timed": timed.model_dump(mode="json"),
+            "tolerance": step.tolerance, "samples": {label: list(ids) for label, ids in samples.items()},
+            "budget": budget_s, "threads": threads, "workers": workers, "machine": self.machine.identity,
+        })
+
+    def reference(self, kind: str, name: str) -> str:
+        """A float64 reference (`values` of a matrix, `gram` of a position): only the data and
+        the code that computed it matter, not the step."""
+        return cache_key({"entry": "reference", "kind": kind, "name": name, "workload": self.workload,
+                          "seed": self.seed, "versions": versions(self.machine)})
+
+    def step(self, step: Step, entry: str, **settings: Any) -> str:
+        """A whole step's product (features, a PCA's arrays): the step as planned, less what
+        only the benchmark or the plan's wording depends on, plus the settings."""
+        planned = step.model_dump(mode="json", exclude={"timed", "skipped", "candidates", "reason", "estimate_s"})
+        return cache_key({**self._base(step), "entry": entry, "step": planned, "settings": settings})

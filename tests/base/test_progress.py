@@ -1,0 +1,36 @@
+"""The live display: phases with their items on a terminal, one line per phase elsewhere."""
+
+import io
+
+from rich.console import Console
+
+from harness.base.progress import Display
+
+
+def test_without_a_terminal_one_line_per_phase() -> None:
+    text = io.StringIO()
+    with Display(Console(file=text, width=200)) as display:
+        with display.phase("spectrum: timing numpy on 3072x768", total=2) as phase:
+            phase.item("1 matrix, call 1 of 2")
+            phase.advance(2)
+            phase.summary = "1 matrix, 2 calls, median 250.0 ms"
+        with display.phase("writing results"):
+            pass
+    lines = text.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("spectrum: timing numpy on 3072x768: 2/2 (1 matrix, 2 calls, median 250.0 ms) in ")
+    assert lines[1].startswith("writing results: in ")
+
+
+def test_on_a_terminal_a_live_task_per_phase() -> None:
+    text = io.StringIO()
+    console = Console(file=text, width=200, force_terminal=True)
+    with Display(console) as display:
+        assert display.live and display.progress is not None
+        with display.phase("top3: timing torch on 768x3072", total=3) as phase:
+            phase.item("call 2 of 3")
+            task = display.progress.tasks[0]
+            assert task.description == "top3: timing torch on 768x3072" and task.fields["item"] == "call 2 of 3"
+            display.progress.refresh()
+        assert display.progress.tasks == []  # a finished phase leaves the display
+    assert "top3: timing torch on 768x3072" in text.getvalue()

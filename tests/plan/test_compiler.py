@@ -1,0 +1,162 @@
+"""The planner's choices and reasons, with CUDA and torch faked present or absent."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.data.registry import build_source
+from harness.data.workload import Workload
+from harness.machine.info import MachineInfo, probe
+from harness.plan.model import PlanError
+from harness.plan.compiler import compile_plan
+from harness.spec import Spec, load_spec
+from tests.conftest import CONFIGS
+
+
+def plan_for(overrides: list[str], machine: MachineInfo | None = None):
+    """The smoke plan with `overrides`, on `machine` (default: this one, probed)."""
+    spec = load_spec(CONFIGS / "smoke.toml", overrides)
+    workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
+    return compile_plan(spec, workload, probe() if machine is None else machine)
+
+
+def step(plan, name: str):
+    return next(s for s in plan.steps if s.analysis == name)
+
+
+def test_auto_picks_factored_for_lora_and_says_why() -> None:
+    plan = plan_for(["data.modules={up=[600,400]}", "data.rank=8"])
+    svdvals = step(plan, "svdvals")
+    assert svdvals.strategy == "factored"
+    assert svdvals.reason.startswith("auto: fastest exact strategy")
+    assert "numpy est." in svdvals.reason
+
+
+def test_dense_workload_never_gets_factored_and_the_plan_says_why() -> None:
+    plan = plan_for(["data.form='dense'", "analysis.2.compare=['factored','torch']"])
+    for s in plan.steps:
+        assert s.strategy != "factored"
+    topk = step(plan, "svd_topk")
+    assert "factored not possible: needs LoRA or LoKr factors" in topk.reason
+    assert [c.strategy for c in topk.skipped] == ["factored"]
+    assert "torch_lowrank" not in [t.strategy for t in topk.timed]
+
+
+def test_auto_leaves_out_randomized() -> None:
+    topk = step(plan_for(["data.form='dense'"]), "svd_topk")
+    assert topk.strategy != "torch_lowrank"
+    assert "torch_lowrank left out: randomized" in topk.reason
+
+
+def test_baseline_and_compare_roles() -> None:
+    s = step(plan_for([]), "svd")
+    assert [(t.strategy, t.role) for t in s.timed] == [("numpy", "baseline"), ("torch", "compare")]
+
+
+def test_tiny_memory_budget_chunks_the_groups() -> None:
+    # torch svd of a 48x32 float32 matrix: (2*48*32 + 48*32 + 32*32) * 4 bytes = 22,528
+    plan = plan_for(["execution.memory_budget=30000", "analysis.1.strategy='torch'"])
+    assert step(plan, "svd").batch_sizes == {"48x32r4": 1, "32x48r4": 1}
+    plan = plan_for(["execution.memory_budget=100000", "analysis.1.strategy='torch'"])
+    assert step(plan, "svd").batch_sizes == {"48x32r4": 4, "32x48r4": 4}
+
+
+def test_a_named_strategy_that_cannot_fit_is_an_error() -> None:
+    with pytest.raises(PlanError, match=r"analysis\[1\].strategy: numpy cannot run: one 48x32r4 matrix needs"):
+        plan_for(["execution.memory_budget=20000"])
+
+
+def test_cuda_requested_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(PlanError, match="execution.device: 'cuda' requested but torch sees no CUDA device"):
+        plan_for(["execution.device='cuda'"])
+
+
+def test_fake_cuda_puts_torch_on_the_gpu_within_free_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (40_000, 80 * 2**30))
+    plan = plan_for(["analysis.1.strategy='torch'", "data.form='dense'"], probe().model_copy(update={"cores": 2}))
+    s = step(plan, "svd")
+    assert s.device == "cuda"
+    # 80% of 40,000 free bytes = 32,000: one 48x32 float32 matrix with vectors per batch
+    assert s.batch_sizes == {"48x32": 1, "32x48": 1}
+    assert step(plan, "svdvals").strategy == "torch"  # the modelled GPU throughput beats 2 cores
+
+
+def test_without_torch_the_plan_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    plan = plan_for(["data.form='dense'"])
+    svdvals = step(plan, "svdvals")
+    assert svdvals.strategy in {"numpy", "process_pool"}
+    assert "torch not possible: torch is not installed" in svdvals.reason
+    assert [c.strategy for c in svdvals.skipped] == ["torch"]
+    with pytest.raises(PlanError, match="torch cannot run: torch is not installed"):
+        plan_for(["analysis.1.strategy='torch'"])
+
+
+def test_k_larger_than_a_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(PlanError, match="no strategy can run svd_topk here"):
+        plan_for(["analysis.2.k=40"])
+
+
+def test_plan_round_trips_as_json() -> None:
+    plan = plan_for([])
+    assert type(plan).model_validate_json(plan.model_dump_json()) == plan
+    assert isinstance(Spec, type)
+
+
+def test_the_budget_is_shared_and_every_timed_strategy_gets_a_share() -> None:
+    big = ["data.modules={up=[600,400]}", "data.rank=8", "benchmark.sample=4", "analysis.0.compare=['numpy','torch']"]
+    two_cores = probe().model_copy(update={"cores": 2})  # on 16 cores 0.2 s would cut nothing
+    roomy = plan_for([*big, "benchmark.budget='10m'"], two_cores)
+    tight = plan_for([*big, "benchmark.budget='0.2s'"], two_cores)
+    for plan in (roomy, tight):
+        assert plan.bench is not None
+        for s in plan.steps:
+            for t in s.timed:
+                assert [a.group for a in t.allocations] == (
+                    ["positions"] if s.op == "pca" else [g.label for g in plan.groups])
+                assert all(a.matrices >= 1 and a.repeats >= 1 for a in t.allocations)
+    assert all(t.cut is None for s in roomy.steps for t in s.timed)
+    numpy = next(t for t in step(tight, "svdvals").timed if t.strategy == "numpy")
+    assert numpy.cut is not None and "one call costs" in numpy.cut
+    assert tight.bench.estimate_s < roomy.bench.estimate_s  # type: ignore[union-attr]
+    assert roomy.estimate_s > roomy.bench.estimate_s  # the whole run: analyses and loading too
+
+
+def test_a_fan_out_strategy_is_timed_on_a_matrix_per_worker() -> None:
+    plan = plan_for(["analysis.0.compare=['process_pool']", "execution.workers=2", "benchmark.budget=0"])
+    pool = next(t for t in step(plan, "svdvals").timed if t.strategy == "process_pool")
+    assert all(a.matrices == 2 and a.min_matrices == 2 for a in pool.allocations)
+
+
+def test_threads_default_to_the_cores_other_processes_leave(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.bench import threads
+    from harness.bench.conditions import Conditions
+
+    cores = probe().cores
+    monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.0))
+    threads.default_threads.cache_clear()
+    plan = plan_for([])
+    assert plan.bench is not None and plan.bench.threads == cores
+    assert plan.bench.threads_reason == f"the machine's {cores} cores"
+    monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.96))
+    threads.default_threads.cache_clear()
+    busy = plan_for([]).bench
+    assert busy is not None and busy.threads == 1 and "other processes took 96% of the CPUs" in busy.threads_reason
+    named = plan_for(["benchmark.threads=3"]).bench
+    assert named is not None and (named.threads, named.threads_reason) == (3, "[benchmark] threads")
+    threads.default_threads.cache_clear()  # the next test watches the real machine
+
+
+def test_any_analysis_name_plans_and_gets_its_own_allocations() -> None:
+    """Names are free text: one holding "|" or prefixing another must not mix up benchmark items."""
+    plan = plan_for(["analysis.0.name='a|b'", "analysis.1.name='a'", "analysis.2.name='a|b|c'"])
+    assert plan.bench is not None
+    for s in plan.steps:
+        for t in s.timed:
+            assert [a.group for a in t.allocations] == (
+                ["positions"] if s.op == "pca" else [g.label for g in plan.groups]), (s.analysis, t.strategy)
