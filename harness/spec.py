@@ -27,7 +27,7 @@ from harness.linalg.features import (
     SUBSPACE_FEATURES,
 )
 from harness.strategies.registry import check_strategy_name
-from harness.base.units import parse_duration
+from harness.base.units import parse_duration, parse_share
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
 
@@ -203,21 +203,26 @@ class Execution(_Section):
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
+Share = Annotated[float, BeforeValidator(parse_share)]
 DEFAULT_BUDGET_S = 4.0
+DEFAULT_PRECISION = 0.10
 
 
 class Benchmark(_Section):
-    """How compared strategies are timed. `warmup`, `repeats` and `sample` are what a strategy
-    gets when the budget allows; the plan cuts matrices first, then warm-up, then repeats."""
+    """How compared strategies are timed: in rounds (the baseline and every strategy back to
+    back) until each speedup's interval is within `precision`, or the budget is spent."""
 
     budget: Seconds = Field(
         DEFAULT_BUDGET_S,
-        description='time for timing every compared strategy, e.g. "20s" or "2m"; at least one '
-        "timed call per strategy and shape group is always made",
+        description='time for timing every compared strategy, e.g. "20s" or "2m"; the floor (two '
+        "rounds of every strategy) is always measured, and the plan says when it is more",
     )
-    warmup: int = Field(1, ge=0, description="untimed calls before timing, when the budget allows")
-    repeats: int = Field(3, ge=1, description="timed calls, when the budget allows")
-    sample: int = Field(4, ge=0, description="at most this many matrices per shape group to time; 0 = all")
+    precision: Share = Field(
+        DEFAULT_PRECISION, description='the half-width of each speedup\'s 95% interval to sample to, e.g. "10%"')
+    warmup: int = Field(1, ge=0, le=100, description="untimed calls before a strategy's first round")
+    repeats: int = Field(1, ge=1, le=1000, description="timed calls in each round at least (fast calls repeat "
+                         "until 20 ms are sampled)")
+    sample: int = Field(4, ge=0, description="matrices per shape group the rounds rotate through; 0 = all")
     threads: int | None = Field(
         None, ge=1, description="BLAS, OpenMP and torch threads of every in-process timing; "
         "default: the cores other processes leave free when the plan is made (process pool "

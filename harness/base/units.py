@@ -33,10 +33,22 @@ def format_bytes(n: float) -> str:
 
 
 def format_speedup(x: float | None) -> str:
-    """Two decimals, but significant digits below 0.1 so a 500x slowdown is not '0.00x'."""
+    """Two decimals, but significant digits below 0.1 so a 500x slowdown is not '0.00x', and
+    whole numbers with thousands separators from 100 up (1,130x)."""
     if x is None:
         return "-"
+    if x >= 100:
+        return f"{x:,.0f}x"
     return f"{x:.2f}x" if x >= 0.1 else f"{x:.2g}x"
+
+
+def format_interval(low: float | None, high: float | None) -> str:
+    """A speedup's interval without its unit, as format_speedup writes its ends: "1,050-1,210"."""
+    if low is None or high is None:
+        return "no interval"
+    if high == float("inf"):
+        return f"{format_speedup(low)[:-1]}-inf"
+    return f"{format_speedup(low)[:-1]}-{format_speedup(high)[:-1]}"
 
 
 def format_rate(x: float | None) -> str:
@@ -65,3 +77,17 @@ def parse_duration(value: str | float | int) -> float:
     if not seconds >= 0 or seconds == float("inf"):
         raise ValueError(f"{value!r}: a duration must be a finite number of seconds >= 0")
     return seconds
+
+
+def parse_share(value: str | float | int) -> float:
+    """A fraction from a number (0.1) or a percentage ("10%"), in (0, 1]."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        share = float(value)
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(%)?\s*", str(value))
+        if match is None:
+            raise ValueError(f"{value!r} is not a share; expected e.g. \"10%\" or 0.1")
+        share = float(match.group(1)) / (100 if match.group(2) else 1)
+    if not 0 < share <= 1:
+        raise ValueError(f"{value!r}: expected a share above 0% and at most 100%")
+    return share

@@ -1,33 +1,32 @@
-"""Sharing the benchmark budget: how many matrices, warm-ups and repeats each compared
-strategy gets per shape group, planned from cost estimates and re-fitted while the phase runs.
+"""Sharing the benchmark budget in rounds.
 
-Every (analysis, strategy, group) item wants `sample` matrices, `warmup` untimed calls and
-`repeats` timed ones. The budget is shared max-min fairly (water-filling: cheap items get all
-they want, what they leave goes to the rest). An item that does not fit gives up matrices
-first, then warm-up, then repeats, down to one timed call on the fewest matrices it can be
-measured on: no compared strategy is ever dropped, so a tight budget is overrun rather than
-a strategy left untimed. While the phase runs, each item's allowance is its planned share of
-what is left, and its cost estimate is corrected by how far off the estimates of the items
-already measured were.
+A round of one analysis times the baseline and each of its compared strategies on every shape
+group, back to back, one block each: a block is one call, or for a call shorter than BLOCK_S as
+many calls as fill it (their median is the block's seconds). Rounds are the replicates of the
+speedups' intervals (bench.statistics), so the budget buys rounds, not calls.
+
+The floor is the least benchmarking that answers every compared strategy with an interval: its
+untimed warm-up calls (fast calls only) and MIN_ROUNDS rounds. A run spends
+max(budget, floor); what the budget leaves above the floor goes to extra rounds, each analysis a
+share in proportion to what its rounds cost, so every analysis gets about as many rounds.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import numpy as np
 from pydantic import BaseModel
 
-from harness.bench.measure import MIN_TIME_S
 from harness.base.units import format_seconds
 
-
-FLOOR = 0.25  # every item may take this share of an even split of the budget, spent or not
-# A call estimated under FAST_CALL_S gets its warm-up and MIN_FAST_SAMPLES samples whatever the
-# budget: they cost ~0.1 s at most, and one unwarmed sample of a 1 ms call was a 36 ms hiccup here
-FAST_CALL_S = 0.02
-MIN_FAST_SAMPLES = 5
+MIN_ROUNDS = 2  # the fewest rounds that give an interval at all
+MAX_ROUNDS = 30  # planned at most: beyond, the interval narrows by less than a tenth per round
+BLOCK_S = 0.02  # a round's block of a fast call: calls until this much is sampled
+# A call this long gets no untimed warm-up (the strategy's imports and compilation are warmed
+# apart): its first round's answer is the one verified. What a first call costs more (allocator,
+# page faults) is small against it, and a warm-up would double the floor of the slow baselines.
+SLOW_CALL_S = 0.05
+OVERRUN = 0.10  # the phase may pass its limit by this share while a round in progress ends
 POSITIONS = "positions"  # the one "group" of a pca step: its (layer, module) positions
 ItemKey = tuple[str, str, str]  # one item of the phase: (analysis, strategy, shape group)
 
@@ -37,156 +36,116 @@ class Allocation(BaseModel):
 
     group: str
     per_matrix_s: float  # estimated seconds of one matrix (one position for pca)
-    matrices: int
-    warmup: int
-    repeats: int
-    min_time_s: float  # fast calls repeat until this much is sampled
-    max_matrices: int  # what it would get with budget to spare
-    min_matrices: int  # the fewest it can be timed on
-
-    def want(self, warmup: int, repeats: int, correction: float = 1.0) -> Want:
-        """What it wants, its per-matrix estimate scaled by `correction`."""
-        return Want(self.group, self.per_matrix_s * correction, self.max_matrices, self.min_matrices,
-                    warmup, repeats)
+    matrices: int  # timed in each round's call (a fan-out strategy: one per worker)
+    warmup: int  # untimed calls before its first round (the first one's answer is verified)
+    calls: int = 1  # timed calls in a round's block at least
+    rounds: int  # planned within the budget; the phase stops earlier once its speedup is resolved
+    sample: int  # matrices the rounds rotate through
 
     @property
     def call_s(self) -> float:
         return self.per_matrix_s * self.matrices
 
     @property
-    def min_samples(self) -> int:
-        """Samples to take even past the allowance."""
-        return MIN_FAST_SAMPLES if self.call_s < FAST_CALL_S else 1
+    def block_s(self) -> float:
+        """Seconds of its block in one round."""
+        return block_s(self.call_s, self.calls)
+
+    @property
+    def warmups(self) -> int:
+        """Untimed calls before its first round: none for a slow call."""
+        return warmups(self.call_s, self.warmup)
+
+    @property
+    def first_s(self) -> float:
+        """Seconds of its untimed calls."""
+        return self.call_s * self.warmups
 
     @property
     def estimate_s(self) -> float:
-        return cost(self.per_matrix_s, self.matrices, self.warmup, self.repeats, self.min_time_s)
+        return self.first_s + self.rounds * self.block_s
 
 
 @dataclass(frozen=True)
 class Want:
-    """What an item gets when the budget allows, and the fewest matrices it can be timed on
-    (a fan-out strategy needs one matrix per worker, or it measures one worker)."""
+    """One item as the plan sees it before the budget is shared."""
 
     group: str
     per_matrix_s: float
-    matrices: int
-    min_matrices: int
+    matrices: int  # per round
     warmup: int
-    repeats: int
+    calls: int
+    sample: int
 
 
-def cost(per_matrix_s: float, matrices: int, warmup: int, repeats: int, min_time_s: float) -> float:
-    call = per_matrix_s * matrices
-    return call * warmup + max(call * repeats, min_time_s if call < min_time_s else 0.0)
+def warmups(call_s: float, warmup: int) -> int:
+    return 0 if call_s >= SLOW_CALL_S else warmup
 
 
-def fit(want: Want, share_s: float) -> Allocation:
-    """The best allocation of `want` within `share_s`: matrices are cut first, then warm-up, then
-    repeats; at least one timed call on `min_matrices` when nothing fits (a fast call keeps its
-    warm-up and repeats)."""
-    min_time = min(MIN_TIME_S, max(share_s, 0.0) / 2)
-
-    def alloc(n: int, w: int, r: int) -> Allocation:
-        return Allocation(group=want.group, per_matrix_s=want.per_matrix_s, matrices=n, warmup=w,
-                          repeats=r, min_time_s=min_time, max_matrices=want.matrices,
-                          min_matrices=want.min_matrices)
-
-    for r in range(want.repeats, 0, -1):
-        for w in range(want.warmup, -1, -1):
-            lo, hi = want.min_matrices, want.matrices
-            if cost(want.per_matrix_s, lo, w, r, min_time) > share_s:
-                continue
-            while lo < hi:  # the most matrices that fit: cost grows with n
-                mid = (lo + hi + 1) // 2
-                if cost(want.per_matrix_s, mid, w, r, min_time) <= share_s:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            return alloc(lo, w, r)
-    if want.per_matrix_s * want.min_matrices < FAST_CALL_S:
-        return alloc(want.min_matrices, want.warmup, want.repeats)
-    return alloc(want.min_matrices, 0, 1)
+def block_s(call_s: float, calls: int) -> float:
+    """Seconds of a block of `calls` calls of `call_s`, fast ones repeated to fill BLOCK_S."""
+    return max(call_s * calls, BLOCK_S)
 
 
-def allocate(wants: dict[ItemKey, Want], budget_s: float) -> dict[ItemKey, Allocation]:
-    """Water-filling: in order of what they want, each item gets at most an equal share of what
-    the items before it left."""
-    def full(w: Want) -> float:
-        return cost(w.per_matrix_s, w.matrices, w.warmup, w.repeats, MIN_TIME_S)
-
-    order = sorted(wants, key=lambda key: full(wants[key]))
-    remaining, out = budget_s, {}
-    for i, key in enumerate(order):
-        out[key] = fit(wants[key], remaining / (len(order) - i))
-        remaining -= out[key].estimate_s
+def _round_s(wants: dict[ItemKey, Want]) -> dict[str, float]:
+    """Seconds of one round of each analysis."""
+    out: dict[str, float] = {}
+    for (analysis, _strategy, _group), w in wants.items():
+        out[analysis] = out.get(analysis, 0.0) + block_s(w.per_matrix_s * w.matrices, w.calls)
     return out
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+def floor_s(wants: dict[ItemKey, Want]) -> float:
+    """The least benchmarking that answers every item with an interval."""
+    first = sum(w.per_matrix_s * w.matrices * warmups(w.per_matrix_s * w.matrices, w.warmup) for w in wants.values())
+    return first + MIN_ROUNDS * sum(_round_s(wants).values())
 
 
-def _cuts(a: Allocation, w: Want, per_group: str) -> list[str]:
-    cut = []
-    if a.matrices < w.matrices:
-        unit = ("position", "positions") if a.group == POSITIONS else ("matrix", "matrices")
-        cut.append(_count(a.matrices, *unit) + per_group)
-    if a.warmup < w.warmup:
-        cut.append("no warm-up" if a.warmup == 0 else _count(a.warmup, "warm-up", "warm-ups"))
-    if a.repeats < w.repeats:
-        cut.append(_count(a.repeats, "repeat", "repeats"))
-    return cut
+def allocate(wants: dict[ItemKey, Want], budget_s: float) -> dict[ItemKey, Allocation]:
+    """MIN_ROUNDS for every analysis, and the budget above the floor as extra rounds, shared so
+    that each analysis gets the same number of extra rounds (the cheap ones no more: a round's
+    baseline serves every strategy of it, and intervals narrow with rounds, not seconds)."""
+    rounds_s = _round_s(wants)
+    spare = max(budget_s - floor_s(wants), 0.0)
+    extra = int(spare / sum(rounds_s.values())) if rounds_s else 0
+    rounds = min(MIN_ROUNDS + extra, MAX_ROUNDS)
+    return {key: Allocation(group=w.group, per_matrix_s=w.per_matrix_s, matrices=w.matrices, warmup=w.warmup,
+                            calls=w.calls, rounds=rounds, sample=w.sample)
+            for key, w in wants.items()}
 
 
-def cut_note(allocations: list[Allocation], wants: list[Want]) -> str | None:
-    """What the budget cut, and why, in words: "1 matrix per group, 2 repeats: one call costs
-    ~0.3 s"; None when nothing was cut."""
-    cut = {a.group: _cuts(a, w, "") for a, w in zip(allocations, wants)}
-    cut_calls = [a.call_s for a in allocations if cut[a.group]]
-    if not cut_calls:
-        return None
-    if len(allocations) == 1:
-        what = ", ".join(cut[allocations[0].group])
-    elif len({tuple(c) for c in cut.values()}) == 1:
-        what = ", ".join(_cuts(allocations[0], wants[0], " per group"))
-    else:
-        what = "; ".join(f"{group}: {', '.join(c)}" for group, c in cut.items() if c)
-    return f"{what}: one call costs ~{format_seconds(max(cut_calls))}"
+def rounds_note(allocations: list[Allocation]) -> str:
+    """What the plan gives an item in words: "3 rounds, 1 matrix per round: ~0.3 s a round"."""
+    if not allocations:
+        return ""
+    a = max(allocations, key=lambda x: x.block_s)
+    unit = ("position", "positions") if a.group == POSITIONS else ("matrix", "matrices")
+    per = f"{a.matrices} {unit[0] if a.matrices == 1 else unit[1]} a call"
+    return f"{a.rounds} rounds, {per}: ~{format_seconds(sum(x.block_s for x in allocations))} a round"
 
 
 @dataclass
-class BudgetClock:
-    """The budget while the phase runs: what is left, each remaining item's planned share, and
-    how far off the estimates were (measured / estimated seconds, per strategy)."""
+class Limit:
+    """The phase's one clock: the seconds it may spend (max(budget, floor)), what it has spent,
+    and what each analysis still needs for its floor, so an early analysis never spends a later
+    one's."""
 
-    budget_s: float
-    planned: dict[ItemKey, float]  # planned seconds of the items not yet done
+    limit_s: float
+    floors: dict[str, float]  # analysis -> its floor, until it has run
+    weights: dict[str, float]  # analysis -> seconds of one of its rounds
     spent_s: float = 0.0
-    ratios: dict[str, list[float]] = field(default_factory=dict)
-    items: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.items = len(self.planned)
+    def allowance(self, analysis: str) -> float:
+        """Seconds this analysis may spend: its floor, and a share of what is left above the
+        floors of the analyses still to run, in proportion to the cost of their rounds."""
+        left = self.limit_s - self.spent_s
+        pending = [a for a in self.floors if a != analysis]
+        spare = left - self.floors.get(analysis, 0.0) - sum(self.floors[a] for a in pending)
+        weight = self.weights.get(analysis, 0.0)
+        share = weight / (weight + sum(self.weights[a] for a in pending) or 1.0)
+        return self.floors.get(analysis, 0.0) + max(spare, 0.0) * share
 
-    def allowance(self, key: ItemKey) -> float:
-        """Its planned share of what is left; at least FLOOR of an even share of the budget, so
-        an overrun leaves cheap items their repeats and bounds the total overrun."""
-        left = max(self.budget_s - self.spent_s, 0.0)
-        total = sum(self.planned.values())
-        share = left * self.planned.get(key, 0.0) / total if total > 0 else left
-        return max(share, FLOOR * self.budget_s / max(self.items, 1))
-
-    def correction(self, strategy: str) -> float:
-        """Measured over estimated seconds: this strategy's own when it has been measured,
-        else the median of all, else 1."""
-        own = self.ratios.get(strategy)
-        every = [r for rs in self.ratios.values() for r in rs]
-        chosen = own or every
-        return float(np.median(chosen)) if chosen else 1.0
-
-    def done(self, key: ItemKey, strategy: str, seconds: float, ratio: float | None) -> None:
+    def done(self, analysis: str, seconds: float) -> None:
         self.spent_s += seconds
-        self.planned.pop(key, None)
-        if ratio is not None and math.isfinite(ratio) and ratio > 0:
-            self.ratios.setdefault(strategy, []).append(ratio)
+        self.floors.pop(analysis, None)
+        self.weights.pop(analysis, None)

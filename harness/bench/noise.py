@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.bench.conditions import Conditions
+from harness.bench.statistics import drift_reason
 from harness.base.units import format_seconds
 
 MAX_IQR = 0.25  # IQR / median above this: the samples disagree
@@ -50,5 +51,7 @@ def condition_reasons(c: Conditions) -> list[str]:
 
 
 def judge(samples: list[float], conditions: Conditions | None) -> list[str]:
-    """Why the measurement is unreliable; empty when it is not."""
-    return dispersion_reasons(samples) + (condition_reasons(conditions) if conditions else [])
+    """Why the measurement is unreliable (samples in time order: calls, or rounds); empty when
+    it is not."""
+    drift = drift_reason(samples)
+    return dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])

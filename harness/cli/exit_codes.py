@@ -7,6 +7,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1  # `compare --fail-on-regression` found a regression: what CI gates on
 EXIT_USER_ERROR = 2  # a mistake in the spec, the input or the command line
 EXIT_VERIFICATION_FAILED = 3  # a strategy failed verification
+EXIT_INCONCLUSIVE = 4  # `compare --fail-on-regression` could not judge (no group gated, an incomplete run)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 

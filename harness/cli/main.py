@@ -25,21 +25,22 @@ from rich.table import Table
 import harness
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
-from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records, min_samples
+from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
+from harness.report.compare import MIN_ROUNDS as MIN_COMPARE_ROUNDS
 from harness.data import content_hashes
 from harness.data.workload import Census, DataError, Workload
 from harness.plan.footprint import check_disk
 from harness.cli.exit_codes import (
-    EXIT_REGRESSION, EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED, exit_code, stopped,
+    EXIT_INCONCLUSIVE, EXIT_REGRESSION, EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED, exit_code, stopped,
 )
 from harness.report.history import HistoryError
 from harness.machine.info import probe
 from harness.plan.model import PlanError, backends
 from harness.run.prepare import RunContext, prepare, skipped_warning
 from harness.base.progress import Display, Phase
-from harness.report.terminal import compare_table, plan_table, run_table, system_lines, wall_lines, wisdom_tables
+from harness.report.terminal import compare_table, floor_note, plan_table, run_table, system_lines, wall_lines, wisdom_tables
 from harness.record.run_record import RECORD, RecordError, RunRecord, load_record
-from harness.machine import wisdom
+from harness.machine import measurements, wisdom
 from harness.run.calibrate import calibrate as measure_machine
 from harness.run.calibrate import run_roofs
 from harness.run.runner import OutputError, Runner
@@ -102,7 +103,7 @@ def _run_command(args: argparse.Namespace) -> str:
     shows it verbatim, so what it leaves out a reader cannot know."""
     words = ["harness", "run", str(args.spec), *(f"--set={s}" for s in _overrides(args))]
     words += (["-o", str(args.output)] if args.output else []) + ["--report"] * args.report
-    return shlex.join(words + ["--no-cache"] * args.no_cache)
+    return shlex.join(words + ["--no-cache"] * args.no_cache + ["--fresh"] * args.fresh)
 
 
 def _check_run_folder(folder: Path) -> None:
@@ -171,8 +172,11 @@ def run(args: argparse.Namespace) -> int:
         with display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
             record.roofs = run_roofs(where, context.wisdom, record.machine, backends(the_plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in record.roofs.values()) or "wisdom is off"
+        pool = None if args.fresh else measurements.load(where, context.machine)
+        if (note := floor_note(the_plan)) is not None:
+            display.note(note)
         runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache,
-                        wisdom_folder=where)
+                        wisdom_folder=where, pool=pool)
         created = not folder.exists()
         try:
             runner.run()
@@ -189,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
     if interrupted is not None:
         err.print(f"{stopped(interrupted)}: {folder} holds a record marked incomplete", markup=False)
         return exit_code(interrupted)
+    for line in record.verdicts:  # the verdict first, as hyperfine prints it
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
     out.print(run_table(record))
     for line in wall_lines(record):
         out.print(line)
@@ -226,36 +232,42 @@ def _ratio(text: str) -> float:
 
 def _gate_lines(c: Comparison, several: bool) -> list[tuple[str, str]]:
     """(text, style): each regression, each unstable row and why, and a note when rows have too
-    few samples for the test: without it a gate that cannot fire would look like one that passed."""
+    few rounds: without it a gate that cannot fire would look like one that passed."""
     where = f" ({c.b.folder})" if several else ""
     lines = [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
     lines += [(("unstable, not gated: " if c.gate else "unstable: ") + u + where, "yellow") for u in c.unstable]
     if c.gate and (few := c.too_few):
         fewest = min(min(r.n_a, r.n_b) for r in few)
-        lines.append((f"not gated: {len(few)} of {len(c.rows)} groups have too few samples for Mann-Whitney to "
-                      f"reach p < {c.alpha} (fewest {fewest} a side, it needs {min_samples(c.alpha)} a side: "
-                      f"raise [benchmark] repeats or --budget){where}", "yellow"))
+        lines.append((f"not gated: {len(few)} of {len(c.rows)} groups have too few rounds to test (fewest {fewest} "
+                      f"a side not shared with the other run, it needs {MIN_COMPARE_ROUNDS}: run each side with "
+                      f"more --budget, or --fresh so that they share none){where}", "yellow"))
+    lines += [(f"inconclusive: {why}{where}", "bold yellow") for why in c.inconclusive]
     return lines
 
 
-def _verdict(comparisons: list[Comparison], ratio: float) -> tuple[str, str]:
+def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bool) -> tuple[str, str, int]:
+    """The gate's headline, its style and the exit code: 1 on a regression, 4 when inconclusive
+    (0 with --allow-inconclusive), else 0."""
     regressions = sum(len(c.regressions) for c in comparisons)
     alpha = comparisons[0].alpha
-    if regressions:
-        return f"FAILED: {regressions} regression(s): slower than {ratio:g}x with p < {alpha}", "bold red"
-    gated = sum(r.gated for c in comparisons for r in c.rows)
-    if not gated:
-        return ("passed, but vacuously: no group had stable measurements and enough samples, so this gate "
-                "cannot fail", "yellow")
+    gated = sum(c.n_gated for c in comparisons)
     total = sum(len(c.rows) for c in comparisons)
-    return f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green"
+    if regressions:
+        return (f"FAILED: {regressions} regression(s): slower than {ratio:g}x with p < {alpha}", "bold red",
+                EXIT_REGRESSION)
+    if any(c.inconclusive for c in comparisons):
+        code = 0 if allow_inconclusive else EXIT_INCONCLUSIVE
+        return (f"INCONCLUSIVE: {gated} of {total} groups gated; the gate could not judge (see above)"
+                + (" — allowed by --allow-inconclusive" if allow_inconclusive else ""), "bold yellow", code)
+    return (f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green",
+            0)
 
 
 @command("compare")
 def compare(args: argparse.Namespace) -> int:
     """Every run against the first; RecordError (exit 2) when their specs differ. With
-    --fail-on-regression exit 1 on a regression; with --json stdout holds the JSON alone, so
-    human lines go to stderr."""
+    --fail-on-regression exit 1 on a regression, 4 when the gate could not judge; with --json
+    stdout holds the JSON alone, so human lines go to stderr."""
     base = load_record(Path(args.base))
     from harness.report.html import write_compare
 
@@ -272,13 +284,16 @@ def compare(args: argparse.Namespace) -> int:
     if args.html:
         human.print(f"report: {write_compare(comparisons, Path(args.html))}")
     passed = all(c.passed for c in comparisons)
+    code = 0 if passed else EXIT_REGRESSION
     if gate:
-        text, style = _verdict(comparisons, ratio)
+        text, style, code = _verdict(comparisons, ratio, args.allow_inconclusive)
         human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
     if args.json:
-        print(CompareOutput(gate=ratio if gate else None, passed=passed, comparisons=comparisons)
+        inconclusive = [f"{c.b.folder}: {why}" for c in comparisons for why in c.inconclusive]
+        print(CompareOutput(gate=ratio if gate else None, passed=passed, inconclusive=inconclusive,
+                            n_gated=sum(c.n_gated for c in comparisons), comparisons=comparisons)
               .model_dump_json(indent=2))
-    return 0 if passed else EXIT_REGRESSION
+    return code
 
 
 def _cache(root: Path) -> ResultCache:
@@ -418,11 +433,17 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("--html", metavar="FILE", help="also write the comparison as an HTML page")
     cmp.add_argument("--fail-on-regression", nargs="?", const=FACTOR, type=_ratio, metavar="RATIO",
                      help=f"exit 1 when a group of a RUN_B is slower than RUN_A by more than RATIO (default "
-                     f"{FACTOR}) with Mann-Whitney p < {ALPHA}; unstable measurements are reported, not gated on")
+                     f"{FACTOR}) with p < {ALPHA} (Welch's t on the rounds' log seconds); unstable measurements "
+                     "are reported, not gated on; exit 4 when no group could be judged or a run is incomplete")
+    cmp.add_argument("--allow-inconclusive", action="store_true",
+                     help="with --fail-on-regression: exit 0 instead of 4 when the gate could not judge")
     cmp.add_argument("--json", action="store_true",
                      help="print the comparisons and the gate's verdict as JSON on stdout (the rest on stderr)")
     sub.choices["run"].add_argument("--no-cache", action="store_true",
                                     help="compute everything; neither read nor write the result cache")
+    sub.choices["run"].add_argument("--fresh", action="store_true",
+                                    help="time every strategy anew: take no rounds from earlier runs "
+                                    "(this run's rounds are still kept for later ones)")
     cache_parser = sub.add_parser("cache", help="list, verify or clear the result cache")
     cache_parser.add_argument("action", choices=["ls", "verify", "clear"])
     cache_parser.add_argument("spec", nargs="?", help="spec whose [execution] cache_dir to use")

@@ -90,3 +90,7 @@ class AdapterLayout:
         if count == 0 or count >= len(self.positions):
             return self
         return AdapterLayout(adapters=self.adapters, positions=self.positions[:count])
+
+    def at(self, index: int) -> AdapterLayout:
+        """Position `index` alone: what one benchmark round of a PCA times."""
+        return AdapterLayout(adapters=self.adapters, positions=(self.positions[index],))

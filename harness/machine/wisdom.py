@@ -176,7 +176,7 @@ def load(where: Path | None, machine: MachineInfo) -> Wisdom:
 
 
 @contextmanager
-def _locked(where: Path) -> Iterator[None]:
+def locked(where: Path) -> Iterator[None]:
     where.mkdir(parents=True, exist_ok=True)
     with open(where / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -193,7 +193,7 @@ def learn(
     """Add to the stored wisdom under a lock (runs may end at once) and write it atomically."""
     if where is None:
         return None
-    with _locked(where):
+    with locked(where):
         wisdom = load(where, machine)
         wisdom.add(observations)
         for roof in roofs:

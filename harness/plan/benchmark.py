@@ -1,11 +1,11 @@
 """The benchmark phase as planned: what each timed (analysis, strategy, group) wants, the
-budget shared across them less the float64 references' estimate, and what the budget cut."""
+budget in rounds less the float64 references' estimate, and the floor."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.bench.budget import Allocation, ItemKey, Want, allocate
+from harness.bench.budget import Allocation, ItemKey, Want, allocate, floor_s
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.machine.info import MachineInfo
@@ -17,13 +17,14 @@ from harness.strategies.registry import STRATEGIES
 
 
 def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Want:
-    """What a strategy gets on a group when the budget allows; a fan-out strategy is timed on
-    one matrix per worker at least, or its fan-out would not be measured."""
+    """One item: a round's call takes one matrix, or one per worker for a fan-out strategy (or
+    its fan-out would not be measured); the rounds rotate through `sample` matrices, spread over
+    the group, so matrices whose cost differs (an iterative solver's) vary between rounds."""
     b = spec.benchmark
-    most = size if b.sample == 0 else min(b.sample, size)
-    least = min(workers, size) if STRATEGIES[candidate.strategy].fans_out else 1
-    return Want(group=group, per_matrix_s=candidate.per_matrix_s[group], matrices=max(most, least),
-                min_matrices=least, warmup=b.warmup, repeats=b.repeats)
+    per_call = min(workers, size) if STRATEGIES[candidate.strategy].fans_out else 1
+    sample = size if b.sample == 0 else min(b.sample, size)
+    return Want(group=group, per_matrix_s=candidate.per_matrix_s[group], matrices=per_call, warmup=b.warmup,
+                calls=b.repeats, sample=max(sample, per_call))
 
 
 def reference_seconds(
@@ -47,20 +48,18 @@ def reference_seconds(
 
 def share_budget(
     budget_s: float, wants: dict[ItemKey, Want], pca: set[str], references: Callable[[dict[str, int], int], float],
-) -> tuple[dict[ItemKey, Allocation], float]:
-    """The budget, less the references' estimate, shared across every timed item; returns the
-    allocations and the references' estimate for what they sample. References are shared by
-    matrix (and position), so each group needs the most matrices any item of it times."""
-
-    def estimate(counts: dict[ItemKey, int]) -> float:
-        per_group: dict[str, int] = {}
-        positions = 0
-        for (analysis, _strategy, group), n in counts.items():
-            if analysis in pca:
-                positions = max(positions, n)
-            else:
-                per_group[group] = max(per_group.get(group, 0), n)
-        return references(per_group, positions)
-
-    allocations = allocate(wants, max(budget_s - estimate({k: w.matrices for k, w in wants.items()}), 0.0))
-    return allocations, estimate({k: a.matrices for k, a in allocations.items()})
+) -> tuple[dict[ItemKey, Allocation], float, float]:
+    """The budget, less the references' estimate, in rounds; returns the allocations, the
+    references' estimate and the floor. References are shared by matrix (and position): each
+    group needs as many as the most distinct matrices any of its items' rounds visit."""
+    per_group: dict[str, int] = {}
+    positions = 0
+    allocations = allocate(wants, budget_s)
+    for (analysis, _strategy, group), a in allocations.items():
+        visited = min(a.sample, a.matrices * (a.rounds + 1))
+        if analysis in pca:
+            positions = max(positions, visited)
+        else:
+            per_group[group] = max(per_group.get(group, 0), visited)
+    refs = references(per_group, positions)
+    return allocate(wants, budget_s - refs), refs, floor_s(wants) + refs

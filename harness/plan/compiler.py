@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.bench.budget import POSITIONS, Allocation, ItemKey, Want, cut_note
+from harness.bench.budget import POSITIONS, Allocation, ItemKey, Want, rounds_note
 from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
@@ -93,8 +93,7 @@ def _step(c: Choice, wants: dict[ItemKey, Want], allocations: dict[ItemKey, Allo
         keys = [k for k in wants if k[:2] == (c.analysis.label, t.strategy)]
         mine = [allocations[k] for k in keys]
         timed.append(Timed(strategy=t.strategy, role=c.roles[t.strategy], device=t.device or "",
-                           batch_sizes=t.batch_sizes, allocations=mine,
-                           cut=cut_note(mine, [wants[k] for k in keys])))
+                           batch_sizes=t.batch_sizes, allocations=mine, cut=rounds_note(mine)))
     a = c.analysis
     return Step(
         analysis=a.label, op=c.op.op, k=c.op.k, tolerance=a.tolerance, features=a.features,
@@ -124,14 +123,14 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
         raise PlanError(problems)
     wants = _wants(choices, spec, workers)
     pca = {c.analysis.label for c in choices if c.op.op == "pca"}
-    allocations, references_s = share_budget(
+    allocations, references_s, floor = share_budget(
         b.budget, wants, pca, lambda per_group, positions: reference_seconds(workload, machine, layout, per_group, positions))
     steps = [_step(c, wants, allocations) for c in choices]
     groups = workload.groups()
     return Plan(
-        bench=BenchPlan(budget_s=b.budget, warmup=b.warmup, repeats=b.repeats, sample=b.sample, threads=threads[0],
-                        threads_reason=threads[1], references_s=references_s,
-                        estimate_s=references_s + sum(a.estimate_s for a in allocations.values())),
+        bench=BenchPlan(budget_s=b.budget, floor_s=floor, precision=b.precision, warmup=b.warmup, sample=b.sample,
+                        threads=threads[0], threads_reason=threads[1], references_s=references_s,
+                        estimate_s=max(references_s + sum(a.estimate_s for a in allocations.values()), floor)),
         overheads=overheads(spec, workload, machine, steps, workers, layout),
         skipped_inputs=workload.source.skipped(),
         device_requested=spec.execution.device,

@@ -35,7 +35,7 @@ class Timed(BaseModel):
     device: str
     batch_sizes: dict[str, int]
     allocations: list[Allocation] = []  # its share of the benchmark budget, per shape group
-    cut: str | None = None  # what the budget cut, and why
+    cut: str | None = None  # the rounds the budget affords it, in words
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -63,17 +63,25 @@ class Step(BaseModel):
 
 
 class BenchPlan(BaseModel):
-    """The benchmark phase as planned: its budget, what a strategy gets when the budget allows,
-    the threads of every in-process timing, and the estimated seconds of it all."""
+    """The benchmark phase as planned: its budget and floor, the precision it samples to, the
+    threads of every in-process timing, and the estimated seconds of it all."""
 
     budget_s: float
+    floor_s: float = 0.0  # the least benchmarking that answers every compared strategy
+    precision: float = 0.10  # the half-width of each speedup's 95% interval it aims for
     warmup: int
-    repeats: int
+    repeats: int = 1  # schema 3 and earlier: timed calls per strategy
     sample: int
     threads: int
     threads_reason: str = ""  # the spec's, or the cores other processes left free
     references_s: float  # float64 references of the sampled matrices, once per run
     estimate_s: float  # every allocation, and the references
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def limit_s(self) -> float:
+        """What the phase may spend: the budget, or the floor when that is more."""
+        return max(self.budget_s, self.floor_s)
 
 
 class Plan(BaseModel):

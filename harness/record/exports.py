@@ -45,9 +45,12 @@ CONDITION_FIELDS: tuple[str, ...] = tuple(
 
 TIMING_COLUMNS: tuple[str, ...] = (
     "experiment", "started", "host", "analysis", "op", "k", "strategy", "role", "chosen", "device",
-    "group", "sample", "seconds", "matrices", "total", "seconds_per_matrix",
+    "group", "sample", "round", "pooled", "seconds", "matrices", "total", "seconds_per_matrix",
     "median_s", "q1_s", "q3_s", "iqr_s", "warmup", "threads", "bench_threads",
-    "flops", "bytes", "gflops_per_s", "gbytes_per_s", "cached", "cut", "unstable", "unstable_reasons",
+    "flops", "bytes", "gflops_per_s", "gbytes_per_s",
+    "speedup", "speedup_low", "speedup_high", "unresolved", "unresolved_reason",
+    "rounds", "rounds_this_run", "rounds_pooled", "pooled_since",
+    "cached", "cut", "unstable", "unstable_reasons",
     *(f"cond_{name}" for name in CONDITION_FIELDS),
 )
 
@@ -91,6 +94,15 @@ def _group_rows(
         "bench_threads": record.bench.threads if record.bench is not None else None,
         "flops": group.flops,
         "bytes": group.bytes,
+        "speedup": timing.speedup,
+        "speedup_low": timing.speedup_ci[0] if timing.speedup_ci else None,
+        "speedup_high": timing.speedup_ci[1] if timing.speedup_ci else None,
+        "unresolved": timing.unresolved,
+        "unresolved_reason": timing.unresolved_reason,
+        "rounds": len(group.rounds),
+        "rounds_this_run": len(group.rounds) - group.pooled,
+        "rounds_pooled": group.pooled,
+        "pooled_since": timing.pooled_since,
         "cached": timing.cached,
         "cut": timing.cut,
         "unstable": m.unstable,
@@ -102,6 +114,8 @@ def _group_rows(
         yield {
             **common,
             "sample": i,
+            "round": group.rounds[i] if i < len(group.rounds) else None,
+            "pooled": i < group.pooled,
             "seconds": seconds,
             "seconds_per_matrix": per_matrix,
             "gflops_per_s": _per_s(group.flops, per_matrix or 0.0),
@@ -110,7 +124,8 @@ def _group_rows(
 
 
 def timing_rows(record: RunRecord) -> Iterator[dict[str, Any]]:
-    """One row per analysis x strategy x shape group x timed sample, keyed by TIMING_COLUMNS.
+    """One row per analysis x strategy x shape group x round (schema 4; earlier records: timed
+    call), keyed by TIMING_COLUMNS; `pooled` rows were measured by an earlier run.
 
     Rates (gflops_per_s, gbytes_per_s) are of that one sample; the group's median, quartiles,
     threads and conditions repeat on each of its rows.

@@ -13,23 +13,30 @@ from harness.base.atomic import write_atomic
 from harness.machine.info import MachineInfo
 from harness.plan.model import Plan, Step
 from harness.bench.measure import Measurement
+from harness.bench.statistics import paired_ratio
 from harness.machine.roofline import Roof
 from harness.record.verification import Verification
 
 # 2: the benchmark's budget, cuts, threads, conditions and noise verdicts; 3: flops and bytes of
-# every timing, the machine's roofs
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)  # older records read with the newer fields at their defaults
+# every timing, the machine's roofs; 4: rounds, pooled across runs, and an interval on every speedup
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)  # older records read with the newer fields at their defaults
 RECORD = "record.json"
 SPECTRA = "spectra.npz"
 FEATURES = "features.csv"
 
 
 class GroupTiming(BaseModel):
+    """One strategy on one shape group. From schema 4 the measurement's samples are rounds: the
+    seconds of one call (of `sampled` matrices) in each round, earlier runs' first."""
+
     group: str
     sampled: int
     total: int
     measurement: Measurement
+    rounds: list[str] = []  # each sample's round id ("<run started>#<analysis>#<n>"), in order
+    pooled: int = 0  # the leading samples that earlier runs measured
+    calls: int = 0  # timed calls this run made (a fast call repeats within a round)
     # per matrix (op pca: per position): operations, and the least bytes moved (cost.Work)
     flops: float | None = None
     bytes: float | None = None
@@ -60,9 +67,15 @@ class StrategyTiming(BaseModel):
     estimate_total_s: float  # per-matrix medians scaled to every matrix of the workload
     iqr_total_s: float
     extrapolated: bool
-    speedup: float | None = None  # baseline's estimate_total_s / this one's
-    cached: bool = False  # measured by an earlier run on this machine, reused from the cache
-    cut: str | None = None  # what the benchmark budget cut, and why
+    speedup: float | None = None  # baseline's workload total / this one's (geometric mean over rounds)
+    speedup_ci: tuple[float, float] | None = None  # its 95% interval, from the rounds' paired ratios
+    unresolved: bool = False  # the interval is wider than the precision asked for (or missing)
+    unresolved_reason: str | None = None
+    rounds: int = 0  # rounds behind its speedup (paired with the baseline), or its own for a baseline
+    rounds_pooled: int = 0  # of them, measured by earlier runs of the same code on this machine
+    pooled_since: str | None = None  # the date of the earliest pooled round
+    cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
+    cut: str | None = None  # the rounds the plan gave it, in words
 
     def _per_sampled(self, field: str) -> float | None:
         values = [getattr(g, field) for g in self.groups]
@@ -115,12 +128,51 @@ class ChunkPlacement(BaseModel):
     attempts: int = 1  # more than one: its worker was lost and it was submitted again
 
 
-def apply_speedups(timings: list[StrategyTiming]) -> None:
-    """Each timing's speedup: the baseline's workload total over its own."""
-    baseline = next((t for t in timings if t.role == "baseline"), None)
+def round_totals(t: StrategyTiming) -> dict[str, float]:
+    """Round id -> the workload total that round measured (every group's seconds per matrix
+    scaled to the group's size), for the rounds that timed every group."""
+    per_group = [{r: s / g.sampled * g.total for r, s in zip(g.rounds, g.measurement.samples_s)} for g in t.groups]
+    common = set.intersection(*(set(p) for p in per_group)) if per_group else set()
+    order = list(per_group[0]) if per_group else []
+    return {r: sum(p[r] for p in per_group) for r in order if r in common}
+
+
+def _pooled(t: StrategyTiming, rounds: list[str]) -> None:
+    """How many of `rounds` (those behind its figure) earlier runs measured, and since when."""
+    earlier = {r for g in t.groups for r in g.rounds[: g.pooled]}
+    pooled = [r for r in rounds if r in earlier]
+    t.rounds, t.rounds_pooled = len(rounds), len(pooled)
+    t.pooled_since = min(r.split("#")[0] for r in pooled)[:10] if pooled else None
+
+
+def apply_speedups(timings: list[StrategyTiming], precision: float) -> None:
+    """Each timing's speedup over the baseline and its interval, from the rounds both timed
+    (bench.statistics.paired_ratio); unresolved where the interval is wider than `precision`."""
     for t in timings:
-        if baseline is not None and t.estimate_total_s > 0:
-            t.speedup = baseline.estimate_total_s / t.estimate_total_s
+        _pooled(t, list(round_totals(t)))
+    baseline = next((t for t in timings if t.role == "baseline"), None)
+    if baseline is None:
+        return
+    base = round_totals(baseline)
+    baseline.speedup = 1.0  # by definition: no interval, nothing to resolve
+    for t in timings:
+        if t is baseline:
+            continue
+        own = round_totals(t)
+        paired = [r for r in own if r in base]
+        _pooled(t, paired)
+        if not paired:
+            t.speedup, t.unresolved, t.unresolved_reason = None, True, "no round timed it beside the baseline"
+            continue
+        interval = paired_ratio([base[r] for r in paired], [own[r] for r in paired])
+        t.speedup = interval.estimate
+        t.speedup_ci = (interval.low, interval.high) if len(paired) >= 2 else None
+        if len(paired) < 2:
+            t.unresolved, t.unresolved_reason = True, "1 round: no interval"
+        elif not interval.resolved(precision):
+            t.unresolved = True
+            t.unresolved_reason = (f"interval ±{100 * interval.half_width:.0f}% over {len(paired)} rounds, "
+                                   f"wider than the ±{100 * precision:.0f}% asked for")
 
 
 class Skipped(BaseModel):
@@ -159,6 +211,9 @@ class AnalysisRecord(BaseModel):
     timings: list[StrategyTiming] = []
     verification: list[Verification] = []
     skipped: list[Skipped] = []
+    verdict: str | None = None  # the analysis' speedups in one line, the best first
+    # how the plan's choice fared against the measurements: a line when it lost, else None
+    choice_check: str | None = None
     # op pca: explained-variance ratio of the components per PCA ("global" or "layer3/mlp_up")
     explained_variance_ratio: dict[str, list[float]] | None = None
     axes: AxesRecord | None = None
@@ -193,6 +248,13 @@ class BenchRecord(BaseModel):
     """The benchmark phase of a run, over every analysis."""
 
     budget_s: float
+    floor_s: float = 0.0  # the least benchmarking that answers every strategy, when measured cold
+    limit_s: float = 0.0  # what the phase allowed itself: max(budget, floor), its own floor as found
+    precision: float = 0.10
+    rounds: int = 0  # rounds this run timed, over every analysis
+    rounds_pooled: int = 0  # rounds earlier runs had timed, taken into this run's intervals
+    resolved: int = 0  # speedups whose interval met the precision
+    unresolved: int = 0
     spent_s: float = 0.0
     threads: int
     references_computed: int = 0
@@ -222,6 +284,12 @@ class RunRecord(BaseModel):
     @property
     def passed(self) -> bool:
         return all(a.passed for a in self.analyses)
+
+    @property
+    def verdicts(self) -> list[str]:
+        """Every analysis' verdict line, then the line of each plan choice that lost."""
+        return [a.verdict for a in self.analyses if a.verdict] + [a.choice_check for a in self.analyses
+                                                                   if a.choice_check]
 
 
 class RecordError(ValueError):

@@ -260,18 +260,19 @@ def roofline_chart(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtyp
 RATIO_TICKS = ((0.12, [0.8, 0.9, 1, 1.1, 1.25]), (0.35, [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2]),
                (0.75, [0.2, 0.33, 0.5, 1, 2, 3, 5]), (1.1, [0.1, 0.2, 0.5, 1, 2, 5, 10]),
                (2.2, [0.01, 0.1, 1, 10, 100]))
-CHANGE_COLOR = {"slower": "#c0392b", "faster": "#1b7f3a", "same": "#5b7fa6", "too few samples": "#999999"}
-CHANGE_LABEL = {"slower": "slower", "faster": "faster", "same": "no significant change",
-                "too few samples": "too few samples for the test"}
+CHANGE_COLOR = {"slower": "#c0392b", "faster": "#1b7f3a", "not significant": "#5b7fa6", "too few rounds": "#999999"}
+CHANGE_LABEL = {"slower": "slower", "faster": "faster", "not significant": "no significant change",
+                "too few rounds": "too few rounds for the test"}
 
 
 def ratio_figure(c: Comparison) -> Figure:
-    """B/A per (analysis, strategy, shape group) on a log axis centred on 1: the ratio of medians
-    as a point, q1(B)/q3(A) to q3(B)/q1(A) as its bar (both interquartile ranges combined, no
-    bootstrap), the band inside which no change is reported shaded, unstable rows hollow and the
-    gate's regressions as red diamonds: where a table of ratios hides how wide each one is."""
+    """B/A per (analysis, strategy, shape group) on a log axis centred on 1: the ratio as a point,
+    its 95% interval as its bar (none with too few rounds), the band inside which no change is
+    reported shaded, unstable rows hollow and the gate's regressions as red diamonds: where a table
+    of ratios hides how wide each one is."""
     rows = c.rows
-    finite = [abs(np.log10(v)) for r in rows for v in (r.ratio_low, r.ratio, r.ratio_high) if 0 < v < np.inf]
+    ends = [r.ratio_ci or (r.ratio, r.ratio) for r in rows]
+    finite = [abs(np.log10(v)) for r, e in zip(rows, ends) for v in (e[0], r.ratio, e[1]) if 0 < v < np.inf]
     extent = 1.4 * max([np.log10(c.factor), *finite]) + 0.01  # room for the labels right of the bars
     lo_x, hi_x = 10**-extent, 10**extent
     fig = _figure(9.0, 0.3 * len(rows) + 1.4)
@@ -279,9 +280,9 @@ def ratio_figure(c: Comparison) -> Figure:
     ax.axvspan(1 / c.factor, c.factor, color="#e8e8e8", lw=0, zorder=0)
     ax.axvline(1.0, color="#444", lw=0.8, ls="--", zorder=1)
     y = np.arange(len(rows))
-    for yi, r in zip(y, rows):
+    for yi, r, (e_low, e_high) in zip(y, rows, ends):
         color = CHANGE_COLOR[r.change]
-        low, high = np.clip([min(r.ratio_low, r.ratio), max(r.ratio_high, r.ratio)], lo_x, hi_x)
+        low, high = np.clip([min(e_low, r.ratio), max(e_high, r.ratio)], lo_x, hi_x)
         ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]], fmt="D" if r.regression else "o",
                     ms=7 if r.regression else 5, color=color, mfc="white" if r.unstable else color, capsize=3,
                     zorder=3)
@@ -302,7 +303,7 @@ def ratio_figure(c: Comparison) -> Figure:
             label.set_color(CHANGE_COLOR["slower"])
             label.set_fontweight("bold")
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
-    ax.set_xlabel("B / A per matrix, log scale: ratio of medians (point), q1(B)/q3(A) to q3(B)/q1(A) (bar)")
+    ax.set_xlabel("B / A per matrix, log scale: geometric means of the rounds (point), 95% interval (bar)")
     ax.set_title(f"B = {c.b.folder} against A = {c.a.folder}", fontsize=9)
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
     handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]

@@ -1,30 +1,35 @@
-"""Comparing runs of one spec: per analysis, strategy and shape group, the ratio of medians and
-whether the raw samples differ significantly (two-sided Mann-Whitney U, as asv compare does).
+"""Comparing runs of one spec: per analysis, strategy and shape group, B's time per matrix over
+A's with a 95% interval, and whether they differ.
 
-A ratio alone reads noise as a regression; a change is reported only when the test rejects and
-the ratio is beyond FACTOR, which is asv's rule (`asv compare --factor`, `_stats.is_different`).
+The replication unit is the round, not the call (bench.statistics): consecutive calls of one
+process are correlated, and treating ~200 of them as independent called identical code "changed"
+at p = 1e-55. Each side's rounds are the samples of Welch's t on log seconds; rounds both runs
+share (pooled from the same earlier run) are left out, so a run is never tested against itself.
+A change is reported when p < ALPHA and the ratio is beyond FACTOR (asv's rule, `asv compare
+--factor`); otherwise the difference is "not significant", which is not "the same".
 
 As a CI gate (`harness compare --fail-on-regression`) the same rule decides, with two exemptions a
-gate must not trip on: measurements flagged unstable (the machine was busy, the samples disagree),
-which are reported instead, and groups with too few samples for the test ever to reject, which are
-counted so that a gate that cannot fire says so.
+gate must not trip on: measurements flagged unstable, reported instead, and groups with too few
+rounds. A gate that judged no group, or was handed an incomplete run, is inconclusive: it says
+so and exits 4, never a silent pass.
 """
 
 from __future__ import annotations
 
-from math import comb
+import math
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel
 
 from harness.bench.measure import Measurement
-from harness.record.run_record import RecordError, RunRecord, StrategyTiming
+from harness.bench.statistics import welch_ratio
+from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
 
-ALPHA = 0.01  # two-sided; 5 samples against 5 can already reach p = 0.008
+ALPHA = 0.01  # two-sided
 FACTOR = 1.1  # asv's default: smaller changes are not reported even when significant
+MIN_ROUNDS = 2  # a side, after the rounds both runs share are left out
 
-Change = Literal["slower", "faster", "same", "too few samples"]
+Change = Literal["slower", "faster", "not significant", "too few rounds"]
 
 
 class RunSummary(BaseModel):
@@ -45,13 +50,12 @@ class GroupComparison(BaseModel):
     group: str
     median_a_s: float
     median_b_s: float
-    n_a: int
+    n_a: int  # rounds of A in the test (those B shares are left out)
     n_b: int
-    ratio: float  # B's median / A's median: above 1 is slower
-    # the samples' spread as a ratio: q1(B)/q3(A) .. q3(B)/q1(A), both interquartile ranges combined
-    ratio_low: float
-    ratio_high: float
-    p_value: float | None  # None when the samples are too few for the test to ever reject
+    shared: int = 0  # rounds both runs hold (pooled from the same earlier run): not tested
+    ratio: float  # B over A per matrix (geometric means of the rounds): above 1 is slower
+    ratio_ci: tuple[float, float] | None  # its 95% interval (Welch's t on log seconds)
+    p_value: float | None  # None when either side has too few rounds
     change: Change
     unstable: list[str]  # "A: reason", "B: reason": why either measurement is unreliable
     gated: bool  # the gate may fail on this row: both sides stable, enough samples for the test
@@ -62,9 +66,10 @@ class GroupComparison(BaseModel):
         return f"{self.analysis}/{self.strategy} on {self.group}"
 
     def describe(self) -> str:
-        """`analysis/strategy on group: B/A 1.42x, p=0.003`."""
+        """`analysis/strategy on group: B/A 1.42x (1.30-1.55), p=0.003`."""
         p = "" if self.p_value is None else f", p={self.p_value:.2g}"
-        return f"{self.label}: B/A {self.ratio:.3g}x{p}"
+        ci = f" ({self.ratio_ci[0]:.3g}-{self.ratio_ci[1]:.3g})" if self.ratio_ci else ""
+        return f"{self.label}: B/A {self.ratio:.3g}x{ci}{p}"
 
 
 class Comparison(BaseModel):
@@ -79,6 +84,21 @@ class Comparison(BaseModel):
     gate: float | None = None  # --fail-on-regression's ratio (then equal to factor); None: no gate
     regressions: list[str] = []  # GroupComparison.describe() of every row that fails the gate
     passed: bool = True  # no regression (always true without a gate)
+    incomplete: list[str] = []  # "A" and/or "B": the runs whose record is marked incomplete
+
+    @property
+    def n_gated(self) -> int:
+        return sum(r.gated for r in self.rows)
+
+    @property
+    def inconclusive(self) -> list[str]:
+        """Why a gate could not judge: no group it may fail on, or a run that did not finish."""
+        if self.gate is None:
+            return []
+        why = [f"{side} did not finish (its record is marked incomplete)" for side in self.incomplete]
+        if not self.n_gated:
+            why.append(f"none of {len(self.rows)} groups could be gated (unstable, or too few rounds)")
+        return why
 
     @property
     def unstable(self) -> list[str]:
@@ -88,8 +108,8 @@ class Comparison(BaseModel):
 
     @property
     def too_few(self) -> list[GroupComparison]:
-        """Rows the test cannot judge at alpha, whatever their samples say."""
-        return [r for r in self.rows if r.change == "too few samples"]
+        """Rows the test cannot judge, whatever their rounds say."""
+        return [r for r in self.rows if r.change == "too few rounds"]
 
 
 class CompareOutput(BaseModel):
@@ -97,6 +117,8 @@ class CompareOutput(BaseModel):
 
     gate: float | None
     passed: bool
+    inconclusive: list[str] = []  # why the gate could not judge (each "B: why" per comparison)
+    n_gated: int = 0
     comparisons: list[Comparison]
 
 
@@ -110,32 +132,25 @@ def summarise(record: RunRecord, folder: str) -> RunSummary:
     )
 
 
-def min_p_value(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p the exact test can give for these sample sizes."""
-    return 2 / comb(n_a + n_b, min(n_a, n_b))
+def _rounds(g: GroupTiming) -> dict[str, float]:
+    """Round id -> seconds per matrix; a record before schema 4 has calls, not rounds: none."""
+    return {r: s / g.sampled for r, s in zip(g.rounds, g.measurement.samples_s)}
 
 
-def min_samples(alpha: float = ALPHA) -> int:
-    """The fewest samples a side with which the test can reject at alpha (5 at 0.01)."""
-    n = 1
-    while min_p_value(n, n) >= alpha:
-        n += 1
-    return n
-
-
-def compare_samples(
+def compare_rounds(
     a: list[float], b: list[float], alpha: float = ALPHA, factor: float = FACTOR
-) -> tuple[float | None, Change]:
-    """The p value of a two-sided Mann-Whitney U test and the verdict under alpha and factor."""
-    ratio = float(np.median(b) / np.median(a))
-    if min_p_value(len(a), len(b)) >= alpha:
-        return None, "too few samples"
-    from scipy.stats import mannwhitneyu  # scipy.stats takes a while to import: only when comparing
-
-    p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    if p >= alpha or 1 / factor < ratio < factor:
-        return p, "same"
-    return p, "slower" if ratio > 1 else "faster"
+) -> tuple[float, tuple[float, float] | None, float | None, Change]:
+    """B over A, its interval, the p value of Welch's t on the logs, and the verdict."""
+    if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS:
+        ratio = math.exp(sum(map(math.log, b)) / len(b) - sum(map(math.log, a)) / len(a)) if a and b else math.nan
+        return ratio, None, None, "too few rounds"
+    interval, p = welch_ratio(a, b)
+    assert p is not None
+    if p >= alpha or 1 / factor < interval.estimate < factor:
+        change: Change = "not significant"
+    else:
+        change = "slower" if interval.estimate > 1 else "faster"
+    return interval.estimate, (interval.low, interval.high), p, change
 
 
 def _reasons(side: str, m: Measurement) -> list[str]:
@@ -153,22 +168,19 @@ def _groups(
         gb = by_label.get(ga.group)
         if gb is None:
             continue
-        # compare per matrix: the two runs may have sampled different numbers of matrices
-        a = [s / ga.sampled for s in ga.measurement.samples_s]
-        b = [s / gb.sampled for s in gb.measurement.samples_s]
-        p, change = compare_samples(a, b, alpha, factor)
-        ma, mb = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
-        (q1a, q3a), (q1b, q3b) = np.percentile(a, [25, 75]), np.percentile(b, [25, 75])
+        ra, rb = _rounds(ga), _rounds(gb)
+        shared = set(ra) & set(rb)
+        a = [s for r, s in ra.items() if r not in shared]
+        b = [s for r, s in rb.items() if r not in shared]
+        ratio, ci, p, change = compare_rounds(a, b, alpha, factor)
         unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
-        gated = not unstable and change != "too few samples"
-        rows.append(
-            GroupComparison(
-                analysis=analysis, strategy=ta.strategy, group=ga.group, median_a_s=ma,
-                median_b_s=mb, n_a=len(a), n_b=len(b), ratio=mb / ma, ratio_low=float(q1b / q3a),
-                ratio_high=float(q3b / q1a), p_value=p, change=change, unstable=unstable, gated=gated,
-                regression=gate and gated and change == "slower",
-            )
-        )
+        gated = not unstable and change != "too few rounds"
+        rows.append(GroupComparison(
+            analysis=analysis, strategy=ta.strategy, group=ga.group,
+            median_a_s=ga.measurement.median_s / ga.sampled, median_b_s=gb.measurement.median_s / gb.sampled,
+            n_a=len(a), n_b=len(b), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
+            unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
+        ))
     return rows
 
 
@@ -202,8 +214,9 @@ def compare_records(
     names_a = {an.name for an in a.analyses}
     unmatched.extend(f"{name}: only in B" for name in analyses_b if name not in names_a)
     regressions = [r.describe() for r in rows if r.regression]
+    incomplete = [side for side, record in (("A", a), ("B", b)) if not record.complete]
     return Comparison(
         experiment=a.experiment, spec_hash=a.spec_hash, a=summarise(a, folders[0]),
         b=summarise(b, folders[1]), alpha=alpha, factor=factor, rows=rows, unmatched=unmatched,
-        gate=factor if gate else None, regressions=regressions, passed=not regressions,
+        gate=factor if gate else None, regressions=regressions, passed=not regressions, incomplete=incomplete,
     )

@@ -12,7 +12,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from harness.report.compare import Comparison, min_samples
+from harness.report.compare import Comparison
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, axes_summary, peak_share, spread,
@@ -151,8 +151,8 @@ def write_report(folder: Path, output: Path | None = None) -> Path:
 
 def write_compare(comparisons: list[Comparison], path: Path) -> Path:
     """The comparison page: per B, its table and its chart of B/A ratios with their spread."""
-    sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None,
-                 "need": min_samples(c.alpha)} for c in comparisons]
+    sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None}
+                for c in comparisons]
     html = environment().get_template("compare.html.j2").render(comparisons=comparisons, sections=sections)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

@@ -15,7 +15,10 @@ from harness.machine.info import MachineInfo
 from harness.machine.roofline import Roof, roof_device
 from harness.plan.model import Candidate, Plan, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
-from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
+from harness.base.units import (
+    format_bytes, format_interval, format_rate, format_seconds, format_share, format_speedup,
+)
+from harness.bench.budget import MIN_ROUNDS
 from harness.machine.wisdom import Wisdom
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
@@ -43,11 +46,23 @@ def _threads(n: int, why: str) -> str:
     return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({why})" if why else "")
 
 
+def floor_note(plan: Plan) -> str | None:
+    """The line a plan and a run print when the floor is more than the budget."""
+    b = plan.bench
+    if b is None or b.floor_s <= b.budget_s:
+        return None
+    return (f"the benchmark's floor (every strategy's first call and {MIN_ROUNDS} rounds) is "
+            f"~{format_seconds(b.floor_s)}, more than its budget of {format_seconds(b.budget_s)}: it spends the "
+            "floor (less where earlier runs' rounds are pooled); --budget sets more")
+
+
 def bench_plan_line(plan: Plan) -> str:
     b = plan.bench
     if b is None:
         return ""
-    return (f"Benchmark: budget {format_seconds(b.budget_s)}, est. {format_seconds(b.estimate_s)} "
+    return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
+            f"{' (over the budget: the floor is spent)' if b.floor_s > b.budget_s else ''}, to a precision of "
+            f"±{100 * b.precision:.0f}%, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
@@ -114,6 +129,31 @@ def strategy_label(analysis: AnalysisRecord, strategy: str) -> str:
     return strategy + (f" {COMPUTED_MARK}" if strategy == analysis.strategy else "")
 
 
+UNRESOLVED_MARK = "?"
+SPEEDUP_NOTE = (f"Speedup: the baseline's workload total over the strategy's, the geometric mean over the rounds "
+                f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
+                "is wider than the precision asked for. Rounds: this run's + earlier runs' (pooled).")
+
+
+def speedup_text(t: StrategyTiming) -> str:
+    """`1,130x (1,050-1,210)`, `0.94x (0.73-1.22) ?` when unresolved, `1x (baseline)`."""
+    if t.role == "baseline":
+        return "1x (baseline)"
+    if t.speedup is None:
+        return f"- {UNRESOLVED_MARK}"
+    interval = f" ({format_interval(*t.speedup_ci)})" if t.speedup_ci else " (no interval)"
+    return format_speedup(t.speedup) + interval + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
+
+
+def rounds_text(t: StrategyTiming) -> str:
+    """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`reused` when all were)."""
+    pooled = min((g.pooled for g in t.groups), default=0)
+    own = min((len(g.rounds) for g in t.groups), default=0) - pooled
+    if own <= 0 and pooled:
+        return f"{pooled} reused"
+    return f"{own}+{pooled}" if pooled else str(own)
+
+
 def spread(t: StrategyTiming) -> str:
     """`[52.1 ms, 61.0 ms]`: the workload total's quartiles as an interval, which a `± IQR` beside
     the median read as a half-width is not; `n=1` when a group was timed once (no spread at all)."""
@@ -135,8 +175,9 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
             t.role,
             t.device,
             format_seconds(per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
-            escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s) + " " + spread(t)),
-            format_speedup(t.speedup),
+            escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)),
+            escape(speedup_text(t)),
+            rounds_text(t),
             format_rate(t.gflops_per_s),
             format_share(peak_share(record, t)),
             errors,
@@ -148,10 +189,10 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
         if v.reason is not None and v.strategy not in timed:
             plan = planned.get(v.strategy)
             table.add_row(analysis.name, strategy_label(analysis, v.strategy), plan.role if plan else "-",
-                          plan.device if plan else "-", "-", "-", "-", "-", "-", "-",
+                          plan.device if plan else "-", "-", "-", "-", "-", "-", "-", "-",
                           f"[bold red]failed:[/] {escape(v.reason)}")
     for s in analysis.skipped:
-        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", s.reason)
+        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", s.reason)
 
 
 def run_table(record: RunRecord) -> Table:
@@ -159,7 +200,7 @@ def run_table(record: RunRecord) -> Table:
         title=f"{record.experiment}: {record.plan.n_matrices} matrices on {record.machine.describe()}",
         title_justify="left",
         caption=f"{ROLES_NOTE} ! measured under unreliable conditions (below). "
-        f"Time: median per matrix on the sample; total scaled to the workload (~ = extrapolated). {escape(SPREAD_NOTE)}. "
+        f"Time: median per matrix over the rounds; total scaled to the workload (~ = extrapolated). {SPEEDUP_NOTE} "
         "GFLOP/s: achieved; % of peak: of the roof at the kernel's flops per byte, min(GEMM peak, "
         "bandwidth x flops/byte), both measured on this machine" + (
             "" if record.roofs else " (none measured: `harness calibrate`)") + "; over 100%: the data fit in "
@@ -168,7 +209,7 @@ def run_table(record: RunRecord) -> Table:
         caption_justify="left",
     )
     for column in ("analysis", "strategy", "role", "device", "per matrix", "workload total",
-                   "speedup", "GFLOP/s", "% of peak", "max error", "passed"):
+                   "speedup (95% CI)", "rounds", "GFLOP/s", "% of peak", "max error", "passed"):
         table.add_column(column, overflow="fold")
     for analysis in record.analyses:
         _analysis_rows(table, record, analysis)
@@ -181,15 +222,18 @@ def bench_lines(record: RunRecord) -> list[str]:
     if b is None:
         return []
     why = record.plan.bench.threads_reason if record.plan.bench is not None else ""
-    lines = [f"benchmark: {format_seconds(b.spent_s)} of a {format_seconds(b.budget_s)} budget, "
+    lines = [f"benchmark: {format_seconds(b.spent_s)} of a {format_seconds(b.budget_s)} budget "
+             f"(floor {format_seconds(b.floor_s)}); {b.rounds} rounds timed, {b.rounds_pooled} pooled from earlier "
+             f"runs; {b.resolved} of {b.resolved + b.unresolved} speedups resolved to ±{100 * b.precision:.0f}%; "
              f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
     for a in record.analyses:
+        lines += [f"{a.name}: {v.strategy} [bold red]failed:[/] {escape(v.reason)}" for v in a.verification if v.reason]
         for t in a.timings:
-            if t.cut and not t.cached:
-                lines.append(f"{a.name}: {t.strategy}: {t.cut}")
-            then = " (measured by an earlier run; --no-cache measures again)" if t.cached else ""
+            if t.unresolved and t.unresolved_reason:
+                lines.append(f"unresolved {a.name}: {t.strategy}: {t.unresolved_reason}")
+            then = " (rounds of earlier runs; --fresh measures anew)" if t.cached else ""
             for reason in t.unstable:
                 lines.append(f"[bold yellow]unstable[/] {a.name}: {t.strategy} on {reason}{then}")
     if b.unstable:
@@ -219,7 +263,7 @@ def _cache_note(analysis: AnalysisRecord) -> str:
     if retried := sum(p.attempts > 1 for p in analysis.placements):
         notes.append(f"{retried} chunks resubmitted after losing their worker")
     if any(t.cached for t in analysis.timings):
-        notes.append("timings reused from an earlier run on this machine")
+        notes.append("timings reused from earlier runs on this machine")
     return f" ({'; '.join(notes)})" if notes else ""
 
 
@@ -252,7 +296,7 @@ def _axes_lines(analysis: AnalysisRecord) -> list[str]:
     return [] if summary is None else [f"{analysis.name}: {summary}"]
 
 
-CHANGE_STYLE = {"slower": "bold red", "faster": "green", "same": "", "too few samples": "yellow"}
+CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
 
 
 def compare_table(comparison: Comparison) -> Table:
@@ -260,24 +304,21 @@ def compare_table(comparison: Comparison) -> Table:
         title=f"{comparison.experiment}: B = {comparison.b.folder} against A = {comparison.a.folder}",
         title_justify="left",
         caption=f"A: {comparison.a.machine}, {comparison.a.started}\nB: {comparison.b.machine}, "
-        f"{comparison.b.started}\nChanged: two-sided Mann-Whitney U p < {comparison.alpha} on the raw "
-        f"samples and B/A beyond {comparison.factor}x either way."
+        f"{comparison.b.started}\nB / A: per matrix, the geometric means of the rounds, with a 95% interval; "
+        f"changed: Welch's t on the rounds' log seconds p < {comparison.alpha} and B/A beyond "
+        f"{comparison.factor}x either way. Rounds both runs share (pooled from one earlier run) are left out."
         + "".join(f"\nnot compared: {u}" for u in comparison.unmatched),
         caption_justify="left",
     )
-    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", "B / A",
-                   "samples A, B", "p", "change"):
+    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", "B / A (95% CI)",
+                   "rounds A, B", "p", "change"):
         table.add_column(column, overflow="fold")
     for r in comparison.rows:
         style = CHANGE_STYLE[r.change]
+        ci = f" ({r.ratio_ci[0]:.3g}-{r.ratio_ci[1]:.3g})" if r.ratio_ci else ""
         table.add_row(
-            r.analysis,
-            r.strategy,
-            r.group,
-            format_seconds(r.median_a_s),
-            format_seconds(r.median_b_s),
-            f"{r.ratio:.3g}",
-            f"{r.n_a}, {r.n_b}",
+            r.analysis, r.strategy, r.group, format_seconds(r.median_a_s), format_seconds(r.median_b_s),
+            f"{r.ratio:.3g}{ci}", f"{r.n_a}, {r.n_b}" + (f" ({r.shared} shared)" if r.shared else ""),
             "-" if r.p_value is None else f"{r.p_value:.1e}",
             f"[{style}]{r.change}[/]" if style else r.change,
         )

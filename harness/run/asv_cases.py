@@ -15,7 +15,7 @@ import numpy as np
 from harness.machine.info import MachineInfo
 from harness.run.prepare import load_workload, prepare
 from harness.data.workload import chunks
-from harness.run.phase import compute_batches, load_batches, sample_refs
+from harness.run.subjects import compute_batches, load_batches, sample_refs
 from harness.compute.references import References, checked
 from harness.run.context import exec_context, local_executor
 from harness.spec import SpecError, load_spec

@@ -17,7 +17,8 @@ import numpy as np
 from harness.machine import wisdom
 from harness.compute.axes import AXES_FILE, axes_backend, write_axes
 from harness.run.context import exec_context, run_executor
-from harness.run.phase import BenchPhase, failure_reason
+from harness.run.phase import BenchPhase
+from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
 from harness.store.keys import Keys
 from harness.store.cache import ResultCache
@@ -37,12 +38,15 @@ from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord,
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
+from harness.record.verdict import choice_check, verdict
+from harness.machine.measurements import Measurements
 from harness.base.units import now
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
+APPROXIMATE = {name for name, s in STRATEGIES.items() if s.approximate}  # auto never picks these
 
 
 class OutputError(Exception):
@@ -81,6 +85,7 @@ class Runner:
         display: Display,
         cache: ResultCache | None = None,
         wisdom_folder: Path | None = None,
+        pool: Measurements | None = None,
     ) -> None:
         self.record = record
         self.plan = record.plan
@@ -101,7 +106,7 @@ class Runner:
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
         self.bench = BenchPhase(self.plan, self.workload, self._context, display, record.machine.cores,
-                                cache, self.keys, source=record.experiment)
+                                cache, self.keys, source=record.experiment, pool=pool, run_id=record.started)
         self.wisdom_folder = wisdom_folder
         self._executor = run_executor(self.plan, display)
 
@@ -118,8 +123,11 @@ class Runner:
                 with pinned(self.plan.bench.threads), self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
-                                 f"{self.bench.clock.spent_s:.1f} of {self.bench.clock.budget_s:.1f} s")
-                        self.record.analyses.append(self._step(step, last_factored=i == self._last_factored))
+                                 f"{self.bench.limit.spent_s:.1f} of {self.bench.limit.limit_s:.1f} s")
+                        analysis = self._step(step, last_factored=i == self._last_factored)
+                        analysis.verdict = verdict(analysis)
+                        analysis.choice_check = choice_check(analysis, APPROXIMATE)
+                        self.record.analyses.append(analysis)
                         self.record.bench = self.bench.record()
                         self._save()
                         run.advance()
@@ -139,6 +147,7 @@ class Runner:
         read-only still finishes, and says so."""
         try:
             wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations)
+            self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")
 

@@ -36,7 +36,7 @@ SUFFIX = ".entry"
 STALE_TMP_S = 3600.0  # a temporary file this old belongs to no live writer
 
 M = TypeVar("M", bound=BaseModel)
-Kind = Literal["chunk", "timing", "step", "reference"]
+Kind = Literal["chunk", "timing", "verification", "step", "reference"]  # timing: written by schema 3
 
 
 class Header(BaseModel):
@@ -165,7 +165,7 @@ class ResultCache:
         except ValidationError:  # written by another schema: not an answer to trust
             return None
 
-    def put_model(self, key: str, value: BaseModel, label: str, kind: Kind = "timing") -> None:
+    def put_model(self, key: str, value: BaseModel, label: str, kind: Kind = "verification") -> None:
         self.put(key, value.model_dump_json().encode(), kind, label)
 
     def entries(self) -> Iterator[Entry]:

@@ -1,11 +1,10 @@
-"""What the run's cache entries hold beside arrays: a step's product and a strategy's timing."""
+"""What the run's cache entries hold beside arrays and verdicts: a step's product."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from harness.record.run_record import AnalysisRecord, StrategyTiming
-from harness.record.verification import Verification
+from harness.record.run_record import AnalysisRecord
 
 
 class StepEntry(BaseModel):
@@ -14,10 +13,3 @@ class StepEntry(BaseModel):
     csv: str = ""  # feature rows, as features.csv lines
     notes: list[str] = []
     record: AnalysisRecord | None = None
-
-
-class TimingEntry(BaseModel):
-    """What a timing entry holds: one strategy's measurements and verdict on the sample."""
-
-    timing: StrategyTiming
-    verification: Verification

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import harness
 from harness.machine.info import MachineInfo
-from harness.plan.model import Step, Timed
+from harness.plan.model import Step
 from harness.store.cache import cache_key
 
 NUMERIC_PACKAGES = ("compute", "strategies", "linalg", "data", "bench")
@@ -61,8 +61,8 @@ def versions(machine: MachineInfo) -> dict[str, str | None]:
 
 @dataclass(frozen=True)
 class Keys:
-    """The keys of one run's entries. A chunk key covers what determines its numbers; a timing
-    key adds the sample, the measuring settings and the machine, since timings only hold there."""
+    """The keys of one run's entries: each covers what determines its numbers. Timings are not
+    cached here: their rounds are pooled per machine (machine.measurements)."""
 
     dtype: str
     seed: int
@@ -77,16 +77,11 @@ class Keys:
         return cache_key({**self._base(step), "entry": "chunk", "strategy": step.strategy,
                           "device": step.device, "ids": list(ids)})
 
-    def timing(
-        self, step: Step, timed: Timed, samples: Mapping[str, Sequence[str]],
-        *, budget_s: float, threads: int, workers: int,
-    ) -> str:
-        """Its allocation (matrices, warm-up, repeats per group) is in `timed`."""
-        return cache_key({
-            **self._base(step), "entry": "timing", "timed": timed.model_dump(mode="json"),
-            "tolerance": step.tolerance, "samples": {label: list(ids) for label, ids in samples.items()},
-            "budget": budget_s, "threads": threads, "workers": workers, "machine": self.machine.identity,
-        })
+    def verification(self, step: Step, strategy: str, device: str, group: str, ids: Sequence[str]) -> str:
+        """A strategy's verdict on the matrices `ids` of one group: its numbers, not its timing,
+        so neither the budget, the threads nor the wisdom are in the key."""
+        return cache_key({**self._base(step), "entry": "verification", "strategy": strategy, "device": device,
+                          "tolerance": step.tolerance, "group": group, "ids": list(ids)})
 
     def reference(self, kind: str, name: str) -> str:
         """A float64 reference (`values` of a matrix, `gram` of a position): only the data and

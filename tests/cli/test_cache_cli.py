@@ -112,12 +112,12 @@ def test_cache_ls_verify_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str
     spec = write_spec(tmp_path, cache)
     assert main(["run", str(spec), "-o", str(tmp_path / "run"), "--set=data.adapters=2"]) == 0
     entries = sorted(cache.glob("*/*.entry"))
-    assert len(entries) == 3  # one chunk, one timing, the reference of the one timed matrix
+    assert len(entries) == 3  # one chunk, one verdict, the reference of the one timed matrix
     capsys.readouterr()
 
     assert main(["cache", "ls", str(spec)]) == 0  # located through the spec's cache_dir
     listing = capsys.readouterr().out
-    assert "3 entries" in listing and "chunk" in listing and "timing" in listing and "reference" in listing
+    assert "3 entries" in listing and "chunk" in listing and "verification" in listing and "reference" in listing
 
     entries[0].write_bytes(entries[0].read_bytes()[:-3])
     assert main(["cache", "verify", "--dir", str(cache)]) == 3

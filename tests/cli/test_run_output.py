@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli import main as cli
+from harness.record.run_record import load_record
 from harness.base.progress import Display
 from tests.conftest import CONFIGS
 
@@ -71,10 +72,13 @@ def test_the_live_display_leaves_no_blank_line_on_a_terminal() -> None:
     assert screen(buffer.getvalue()) == ["before", "the table"]
 
 
-def test_run_output_starts_with_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_output_starts_with_the_verdicts_then_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("smoke: 12 matrices on "), out[:200]
+    record = load_record(tmp_path / "r")
+    verdicts = record.verdicts
+    assert len(verdicts) >= len(record.analyses) and all(" than " in v for v in verdicts[: len(record.analyses)])
+    assert out.startswith("\n".join(verdicts) + "\nsmoke: 12 matrices on "), out[:400]
     assert "\n\n" not in out
 
 

@@ -194,7 +194,11 @@ def test_auto_follows_the_measurements_and_says_so() -> None:
 def steady(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every measurement judged stable, so that what is learned does not depend on how busy the
     machine is (unstable measurements are never learned: tested apart)."""
+    from harness.run import phase, rounds
+
     monkeypatch.setattr(measure_module, "judge", lambda samples, conditions: [])
+    monkeypatch.setattr(phase, "judge", lambda samples, conditions: [])
+    monkeypatch.setattr(rounds, "condition_reasons", lambda conditions: [])
 
 
 def test_a_run_teaches_the_wisdom_and_the_next_plan_uses_it(

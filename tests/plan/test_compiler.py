@@ -108,29 +108,36 @@ def test_plan_round_trips_as_json() -> None:
     assert isinstance(Spec, type)
 
 
-def test_the_budget_is_shared_and_every_timed_strategy_gets_a_share() -> None:
+def test_the_budget_buys_rounds_and_the_floor_is_said() -> None:
     big = ["data.modules={up=[600,400]}", "data.rank=8", "benchmark.sample=4", "analysis.0.compare=['numpy','torch']"]
-    two_cores = probe().model_copy(update={"cores": 2})  # on 16 cores 0.2 s would cut nothing
+    two_cores = probe().model_copy(update={"cores": 2})
     roomy = plan_for([*big, "benchmark.budget='10m'"], two_cores)
     tight = plan_for([*big, "benchmark.budget='0.2s'"], two_cores)
     for plan in (roomy, tight):
-        assert plan.bench is not None
+        assert plan.bench is not None and plan.bench.floor_s > 0
         for s in plan.steps:
             for t in s.timed:
                 assert [a.group for a in t.allocations] == (
                     ["positions"] if s.op == "pca" else [g.label for g in plan.groups])
-                assert all(a.matrices >= 1 and a.repeats >= 1 for a in t.allocations)
-    assert all(t.cut is None for s in roomy.steps for t in s.timed)
-    numpy = next(t for t in step(tight, "svdvals").timed if t.strategy == "numpy")
-    assert numpy.cut is not None and "one call costs" in numpy.cut
-    assert tight.bench.estimate_s < roomy.bench.estimate_s  # type: ignore[union-attr]
+                assert all(a.matrices >= 1 and a.rounds >= 2 for a in t.allocations)
+                assert t.cut and "rounds" in t.cut
+    assert tight.bench is not None and roomy.bench is not None
+    assert tight.bench.limit_s == tight.bench.floor_s > 0.2  # the floor is spent, not the budget
+    assert roomy.bench.limit_s == 600.0
+    rounds = {a.rounds for s in roomy.steps for t in s.timed for a in t.allocations}
+    assert rounds and min(rounds) > 2  # the budget above the floor buys rounds
+    assert tight.bench.estimate_s < roomy.bench.estimate_s
     assert roomy.estimate_s > roomy.bench.estimate_s  # the whole run: analyses and loading too
+    from harness.report.terminal import bench_plan_line, floor_note
+
+    assert "over the budget" in bench_plan_line(tight) and floor_note(tight) is not None
+    assert floor_note(roomy) is None
 
 
 def test_a_fan_out_strategy_is_timed_on_a_matrix_per_worker() -> None:
     plan = plan_for(["analysis.0.compare=['process_pool']", "execution.workers=2", "benchmark.budget=0"])
     pool = next(t for t in step(plan, "svdvals").timed if t.strategy == "process_pool")
-    assert all(a.matrices == 2 and a.min_matrices == 2 for a in pool.allocations)
+    assert all(a.matrices == 2 and a.sample >= 2 for a in pool.allocations)
 
 
 def test_threads_default_to_the_cores_other_processes_leave(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -10,44 +11,88 @@ import numpy as np
 import pytest
 
 from harness.cli import main as cli
-from harness.report.compare import CompareOutput, compare_records, compare_samples, min_samples
+from harness.report.compare import CompareOutput, compare_records, compare_rounds
 from harness.report import charts
 from harness.record.run_record import RECORD, RecordError, RunRecord, load_record, save_record
 
 
-def with_samples(record: RunRecord, draw: "np.random.Generator", slow: str, factor: float) -> RunRecord:
-    """The record with fresh lognormal samples for every group; `slow` strategy's times scaled."""
+def synthetic(record: RunRecord, seed: int, scale: dict[str, float] | None = None, n: int = 8,
+              unstable: str = "", run: str | None = None, spread: float = 0.1) -> RunRecord:
+    """The record with n fresh lognormal rounds per group (ids of run `run`, the seed's by
+    default), `scale[strategy]` times slower, every measurement stable except `unstable`'s: the
+    smoke run's own flags depend on how busy the machine was, which a test must not."""
+    draw = np.random.default_rng(seed)
     out = record.model_copy(deep=True)
+    run = run or f"run{seed}"
     for a in out.analyses:
         for t in a.timings:
             for g in t.groups:
-                samples = 1e-3 * draw.lognormal(0.0, 0.1, size=30) * (factor if t.strategy == slow else 1.0)
-                g.measurement.samples_s = samples.tolist()
-                g.measurement.median_s = float(np.median(samples))
+                samples = 1e-3 * g.sampled * draw.lognormal(0.0, spread, size=n) * (scale or {}).get(t.strategy, 1.0)
+                m = g.measurement
+                m.samples_s, m.median_s = samples.tolist(), float(np.median(samples))
+                g.rounds, g.pooled = [f"{run}#{a.name}#{i}" for i in range(n)], 0
+                m.unstable = t.strategy == unstable
+                m.reasons = ["other processes took 48% of the 2 CPUs"] if m.unstable else []
     return out
 
 
 def test_slowdown_flagged_and_noise_not(smoke_run: tuple[Path, RunRecord]) -> None:
     record = smoke_run[1]
-    a = with_samples(record, np.random.default_rng(1), slow="", factor=1.0)
-    b = with_samples(record, np.random.default_rng(2), slow="numpy", factor=1.5)
+    a = synthetic(record, 1)
+    b = synthetic(record, 2, scale={"numpy": 1.5})
     comparison = compare_records(a, b, ("A", "B"))
     assert comparison.rows and not comparison.unmatched
     for row in comparison.rows:
-        assert row.change == ("slower" if row.strategy == "numpy" else "same"), row
-        assert row.p_value is not None
+        assert row.change == ("slower" if row.strategy == "numpy" else "not significant"), row
+        assert row.p_value is not None and row.ratio_ci is not None
+        assert row.ratio_ci[0] < row.ratio < row.ratio_ci[1]
     slow = [r for r in comparison.rows if r.strategy == "numpy"]
-    assert all(1.3 < r.ratio < 1.7 and r.p_value < 1e-6 for r in slow)
+    assert all(1.3 < r.ratio < 1.7 and r.p_value < 1e-4 and r.ratio_ci[0] > 1.1 for r in slow)  # type: ignore[index]
 
 
-def test_significant_but_tiny_change_is_same() -> None:
+def test_significant_but_tiny_change_is_not_reported() -> None:
     a = [1.0 + 0.001 * i for i in range(20)]
-    assert compare_samples(a, [x * 1.05 for x in a]) [1] == "same"  # p tiny, below asv's 1.1x
-    assert compare_samples(a, [x / 1.5 for x in a])[1] == "faster"
+    assert compare_rounds(a, [x * 1.05 for x in a])[3] == "not significant"  # p tiny, below asv's 1.1x
+    assert compare_rounds(a, [x / 1.5 for x in a])[3] == "faster"
 
 
-def test_too_few_samples_for_the_test() -> None:
-    assert compare_samples([1.0, 1.1], [3.0, 3.1]) == (None, "too few samples")
+def test_too_few_rounds_for_the_test() -> None:
+    ratio, ci, p, change = compare_rounds([1.0], [3.0, 3.1])
+    assert (ci, p, change) == (None, None, "too few rounds") and ratio == pytest.approx(math.sqrt(3.0 * 3.1))
+
+
+def test_rounds_both_runs_share_are_never_tested_against_themselves(smoke_run: tuple[Path, RunRecord]) -> None:
+    """A run that pooled every round of another holds the same samples: not "1x, p = 1, same"."""
+    a = synthetic(smoke_run[1], 1)
+    c = compare_records(a, a.model_copy(deep=True), ("A", "B"))
+    assert all(r.change == "too few rounds" and r.shared == 8 and r.n_a == r.n_b == 0 for r in c.rows)
+    b = synthetic(smoke_run[1], 2)  # its own rounds, and A's pooled in front of them
+    for an_a, an_b in zip(a.analyses, b.analyses):
+        for ta, tb in zip(an_a.timings, an_b.timings):
+            for ga, gb in zip(ta.groups, tb.groups):
+                gb.rounds = ga.rounds + gb.rounds
+                gb.measurement.samples_s = ga.measurement.samples_s + gb.measurement.samples_s
+                gb.pooled = len(ga.rounds)
+    rows = compare_records(a, b, ("A", "B")).rows
+    assert all(r.shared == 8 and r.n_a == 0 and r.change == "too few rounds" for r in rows)
+
+
+def test_identical_code_is_not_significant_in_at_least_95_percent_of_groups(smoke_run: tuple[Path, RunRecord]) -> None:
+    """A/A: pairs of runs of the same code, each group's rounds with their own noise and a
+    run-level offset as large as the rounds' spread (a run's process state, its memory layout)."""
+    record, changed = smoke_run[1], 0
+    total = 0
+    for seed in range(40):
+        draw = np.random.default_rng(1000 + seed)
+        a, b = synthetic(record, 2 * seed, n=6), synthetic(record, 2 * seed + 1, n=6)
+        for an in b.analyses:
+            for t in an.timings:
+                for g in t.groups:
+                    g.measurement.samples_s = [s * draw.lognormal(0, 0.02) for s in g.measurement.samples_s]
+        rows = compare_records(a, b, ("A", "B")).rows
+        changed += sum(r.change != "not significant" for r in rows)
+        total += len(rows)
+    assert changed / total <= 0.05
 
 
 def test_different_specs_refused(smoke_run: tuple[Path, RunRecord], tmp_path: Path,
@@ -65,10 +110,13 @@ def test_different_specs_refused(smoke_run: tuple[Path, RunRecord], tmp_path: Pa
 
 def test_cli_table_and_html(smoke_run: tuple[Path, RunRecord], tmp_path: Path,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    folder, record = smoke_run
+    _, record = smoke_run
     slow = tmp_path / "slow"
-    shutil.copytree(folder, slow)
-    b = with_samples(record, np.random.default_rng(3), slow="torch", factor=3.0)
+    shutil.copytree(smoke_run[0], slow)
+    b = synthetic(record, 3, scale={"torch": 3.0})
+    a = synthetic(record, 4)
+    (folder := tmp_path / "base").mkdir()
+    save_record(a, folder)
     (slow / RECORD).unlink()
     save_record(b, slow)
     html = tmp_path / "compare.html"
@@ -79,25 +127,8 @@ def test_cli_table_and_html(smoke_run: tuple[Path, RunRecord], tmp_path: Path,
 
 
 # The CI gate: `--fail-on-regression` exits 1 on a significant slowdown beyond RATIO of a stable
-# measurement, and says why it did not gate a row (unstable, too few samples).
-
-
-def synthetic(record: RunRecord, seed: int, scale: dict[str, float] | None = None, n: int = 8,
-              unstable: str = "") -> RunRecord:
-    """The record with n fresh lognormal samples per group, `scale[strategy]` times slower, every
-    measurement stable except `unstable`'s: the smoke run's own flags depend on how busy the
-    machine was, which a test must not."""
-    draw = np.random.default_rng(seed)
-    out = record.model_copy(deep=True)
-    for a in out.analyses:
-        for t in a.timings:
-            for g in t.groups:
-                samples = 1e-3 * g.sampled * draw.lognormal(0.0, 0.1, size=n) * (scale or {}).get(t.strategy, 1.0)
-                m = g.measurement
-                m.samples_s, m.median_s = samples.tolist(), float(np.median(samples))
-                m.unstable = t.strategy == unstable
-                m.reasons = ["other processes took 48% of the 2 CPUs"] if m.unstable else []
-    return out
+# measurement, says why it did not gate a row (unstable, too few rounds), and exits 4 when it
+# could judge nothing or a run did not finish.
 
 
 def saved(record: RunRecord, folder: Path) -> str:
@@ -152,15 +183,31 @@ def test_unstable_slowdown_reported_not_gated(base: tuple[str, RunRecord], tmp_p
     assert "unstable, not gated: svdvals/numpy on" in out and "slower): B: other processes took 48%" in out
 
 
-def test_too_few_samples_cannot_gate(base: tuple[str, RunRecord], tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecord], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     _, record = base
     a = saved(synthetic(record, seed=6, n=1), tmp_path / "A1")
     b = saved(synthetic(record, seed=7, scale={"numpy": 3.0}, n=1), tmp_path / "B1")
-    assert cli.main(["compare", a, b, "--fail-on-regression"]) == 0
+    assert cli.main(["compare", a, b, "--fail-on-regression"]) == 4
     out = capsys.readouterr().out
-    assert "have too few samples for Mann-Whitney to reach p < 0.01 (fewest 1 a side, it needs 5 a side" in out
-    assert "vacuously" in out.splitlines()[-1]
+    assert "have too few rounds to test (fewest 1 a side" in out
+    assert out.splitlines()[-1].startswith("INCONCLUSIVE: 0 of")
+    assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive"]) == 0
+    assert cli.main(["compare", a, b]) == 0  # no gate: nothing to be inconclusive about
+
+
+def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRecord], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    a, record = base
+    killed = synthetic(record, seed=13)
+    killed.complete = False
+    b = saved(killed, tmp_path / "killed")
+    assert cli.main(["compare", a, b, "--fail-on-regression", "--json"]) == 4
+    captured = capsys.readouterr()
+    verdict = CompareOutput.model_validate(json.loads(captured.out))
+    assert verdict.passed and verdict.n_gated > 0
+    assert verdict.inconclusive == [f"{b}: B did not finish (its record is marked incomplete)"]
+    assert "inconclusive: B did not finish" in captured.err
 
 
 def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
@@ -177,7 +224,8 @@ def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
     rows = verdict.comparisons[1].rows
     assert all(r.regression == (r.strategy == "torch") and r.gated and not r.unstable for r in rows)
     assert verdict.comparisons[1].regressions == [r.describe() for r in rows if r.strategy == "torch"]
-    assert all(r.ratio_low <= r.ratio <= r.ratio_high for r in rows)
+    assert all(r.ratio_ci is not None and r.ratio_ci[0] <= r.ratio <= r.ratio_ci[1] for r in rows)
+    assert verdict.n_gated == sum(r.gated for c in verdict.comparisons for r in c.rows) and not verdict.inconclusive
     assert "REGRESSION" in captured.err and "FAILED" in captured.err
     assert cli.main(["compare", a, noise, "--json"]) == 0
     plain = json.loads(capsys.readouterr().out)
@@ -197,7 +245,7 @@ def test_compare_page_has_the_ratio_chart(base: tuple[str, RunRecord], tmp_path:
     assert cli.main(["compare", a, b, "--fail-on-regression", "--html", str(page)]) == 1
     html = page.read_text()
     assert html.count("<svg") == 1 and "<script" not in html and "<!DOCTYPE svg" not in html
-    assert "q1(B)/q3(A) to q3(B)/q1(A)" in html and "no bootstrap" in html
+    assert "95% interval" in html and "Welch" in html
     rows = compare_records(load_record(Path(a)), load_record(Path(b)), (a, b), gate=True).rows
     assert "Gate at 1.1x FAILED" in html
     assert html.count('<span class="fail">REGRESSION</span>') == sum(r.strategy == "numpy" for r in rows) > 0
@@ -211,16 +259,11 @@ def test_ratio_chart_axes(base: tuple[str, RunRecord], tmp_path: Path) -> None:
     ax = charts.ratio_figure(c).axes[0]
     lo, hi = ax.get_xlim()
     assert ax.get_xscale() == "log" and lo * hi == pytest.approx(1.0)  # centred on 1
-    assert lo < min(r.ratio_low for r in c.rows) and max(r.ratio_high for r in c.rows) < hi
+    assert all(r.ratio_ci is not None for r in c.rows)
+    assert lo < min(r.ratio_ci[0] for r in c.rows) and max(r.ratio_ci[1] for r in c.rows) < hi  # type: ignore[index]
     labels = [t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi]
     assert "1" in labels and len([s for s in labels if s]) >= 3
     assert [t.get_text() for t in ax.get_yticklabels()] == [r.label for r in c.rows]
-    assert ax.get_xlabel() and "q1(B)/q3(A)" in ax.get_xlabel()
+    assert ax.get_xlabel() and "95% interval" in ax.get_xlabel()
     red = {t.get_text() for t in ax.get_yticklabels() if t.get_color() == charts.CHANGE_COLOR["slower"]}
     assert red == {r.label for r in c.rows if r.regression} and red
-
-
-def test_min_samples_is_where_the_test_can_first_reject() -> None:
-    n = min_samples(0.01)
-    assert n == 5 and compare_samples([1.0] * 4, [2.0] * 4)[1] == "too few samples"
-    assert compare_samples([1.0 + 0.01 * i for i in range(n)], [2.0 + 0.01 * i for i in range(n)])[1] == "slower"

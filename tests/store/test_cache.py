@@ -47,7 +47,13 @@ sample = 1
 
 
 @pytest.fixture
-def spec(tmp_path: Path) -> Path:
+def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The spec, with this test's own wisdom folder, where rounds are pooled; every round judged
+    taken on a quiet machine, so that pooling does not depend on how busy this one is."""
+    from harness.run import rounds
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounds, "condition_reasons", lambda conditions: [])
     path = tmp_path / "spec.toml"
     path.write_text(SPEC)
     return path
@@ -113,9 +119,12 @@ def test_warm_run_reuses_every_chunk_and_timing_with_identical_spectra(spec: Pat
     ],
 )
 def test_a_change_that_can_alter_the_numbers_is_a_miss(spec: Path, override: str) -> None:
+    """The numbers are recomputed; the timings are pooled under what determines seconds (dtype,
+    strategy, shape), not values: another seed or alpha times the same kernel on the same shape."""
     run(spec, "cold")
     cached, computed, timings_reused = run(spec, "changed", override)
-    assert cached == 0 and computed >= 4 and not timings_reused  # float64 halves the batches
+    assert cached == 0 and computed >= 4  # float64 halves the batches
+    assert timings_reused == (override.startswith(("experiment.seed", "data.alpha")))
 
 
 def test_another_library_version_is_a_miss(

@@ -1,0 +1,202 @@
+"""The rounds of one analysis: the baseline and every strategy whose speedup is not yet resolved,
+timed back to back on every shape group, the order reversed each round so that drift and load
+hit both sides of each ratio alike, until every speedup's interval is within the precision or the
+analysis' allowance is spent. Rounds earlier runs measured count from the start.
+
+A fast subject's first calls are untimed warm-ups; every answer on a matrix a round visits for the
+first time is verified against the float64 references. A strategy that raises is recorded as
+failed and leaves the rounds; the others go on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from harness.base.progress import Display, Phase
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, OVERRUN
+from harness.bench.conditions import Conditions, between, snapshot
+from harness.bench.measure import measure
+from harness.bench.noise import condition_reasons
+from harness.bench.statistics import paired_ratio
+from harness.data.workload import DataError
+from harness.machine.measurements import Round
+from harness.record.verification import Verification
+from harness.run.subjects import Subject
+
+Check = Callable[[Subject, tuple[str, ...]], Verification | None]
+Keep = Callable[[Subject, tuple[str, ...], Verification], None]
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line for the record and the run table: the exception's type and first line."""
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+@dataclass
+class Timeline:
+    """One subject's rounds: earlier runs' (pooled) first, then this run's."""
+
+    pooled: list[Round]
+    new: list[Round] = field(default_factory=list)
+    flagged: set[str] = field(default_factory=set)  # this run's rounds measured under load
+    calls: int = 0
+    warmed: bool = False
+
+    @property
+    def rounds(self) -> list[Round]:
+        return self.pooled + self.new
+
+
+def totals(subjects: list[Subject], lines: dict[int, Timeline]) -> dict[str, float]:
+    """Round id -> the workload total of one strategy (its subjects are its groups), over the
+    rounds that timed every group."""
+    per = [{r.round: r.seconds / s.allocation.matrices * s.total for r in lines[id(s)].rounds} for s in subjects]
+    common = set.intersection(*map(set, per)) if per else set()
+    return {r: sum(p[r] for p in per) for r in per[0] if r in common} if per else {}
+
+
+@dataclass
+class Rounds:
+    analysis: str
+    run_id: str  # the run's id (when it started): the prefix of its round ids
+    subjects: dict[str, list[Subject]]  # strategy -> one subject per group, in the plan's order
+    baseline: str | None
+    lines: dict[int, Timeline]  # id(subject) -> its timeline
+    precision: float
+    allowance_s: float
+    display: Display
+    cores: int
+    lookup: Check
+    keep: Keep
+    failures: dict[str, str] = field(default_factory=dict)
+    count: int = 0  # rounds this run timed
+    first_s: float = 0.0  # seconds of one-off work: warm-ups, a pool's start, verifying an answer
+    conditions: Conditions | None = None
+
+    def unresolved(self) -> list[str]:
+        """The strategies whose speedup still needs rounds (all of them without a baseline, until
+        MIN_ROUNDS), in the plan's order."""
+        live = [s for s in self.subjects if s not in self.failures and s != self.baseline]
+        if self.baseline is None or self.baseline in self.failures or not live:  # nothing to pair with
+            return [s for s in self.subjects if s not in self.failures and self.paired(s) < MIN_ROUNDS]
+        base = totals(self.subjects[self.baseline], self.lines)
+        todo = []
+        for s in live:
+            own = totals(self.subjects[s], self.lines)
+            paired = [r for r in own if r in base]
+            if len(paired) < MIN_ROUNDS or not paired_ratio([base[r] for r in paired],
+                                                            [own[r] for r in paired]).resolved(self.precision):
+                todo.append(s)
+        return todo
+
+    def paired(self, strategy: str) -> int:
+        own = totals(self.subjects[strategy], self.lines)
+        if self.baseline is None or self.baseline in self.failures or strategy == self.baseline:
+            return len(own)
+        return len(set(own) & set(totals(self.subjects[self.baseline], self.lines)))
+
+    def run(self) -> None:
+        """Rounds until resolved or out of time; then a verdict for every subject."""
+        start, before, last = time.perf_counter(), snapshot(), None
+        while todo := self.unresolved():
+            names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
+            floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
+            estimate = last if last is not None else self._estimate(names)
+            elapsed = time.perf_counter() - start
+            limit = self.allowance_s * (1 + OVERRUN) if floor else self.allowance_s
+            if self.count and elapsed + estimate > limit:
+                break
+            began, first = time.perf_counter(), self.first_s
+            self._round(names if self.count % 2 == 0 else names[::-1])
+            last = time.perf_counter() - began - (self.first_s - first)  # the next round has no first calls
+        self.conditions = between(before, snapshot(), self.cores)
+        for s in self.subjects:
+            if s not in self.failures:
+                for subject in self.subjects[s]:
+                    self._verified(subject)
+
+    def _estimate(self, names: list[str]) -> float:
+        """Seconds of the next round from the plan, the untimed first calls included."""
+        seconds = 0.0
+        for s in names:
+            for subject in self.subjects[s]:
+                a = subject.allocation
+                seconds += a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
+        return seconds
+
+    def _round(self, names: list[str]) -> None:
+        rid = f"{self.run_id}#{self.analysis}#{self.count}"
+        total = sum(len(self.subjects[s]) for s in names)
+        with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
+            for s in names:
+                for subject in self.subjects[s]:
+                    if s in self.failures:
+                        break
+                    phase.item(f"{s} on {subject.group}")
+                    self._guarded(subject, lambda: self._block(subject, rid, phase))
+                    phase.advance()
+        self.count += 1
+
+    def _guarded(self, subject: Subject, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except (MemoryError, DataError):
+            raise  # the machine or the input files are in trouble, not one strategy
+        except Exception as exc:  # one strategy failing must not cost the others
+            self.failures[subject.name] = f"{failure_reason(exc)} (on {subject.group})"
+
+    def _first(self, subject: Subject, r: int, verify: bool) -> None:
+        """Before a subject's first round: its imports and compilation, a pool's start, and its
+        warm-up calls on round r's matrices (with `verify`, at least one, whose answer is checked)."""
+        line, began = self.lines[id(subject)], time.perf_counter()
+        subject.strategy.warm(subject.ctx.backend)  # no timed call imports torch or compiles a kernel
+        if subject.strategy.fans_out:
+            subject.ctx.executor()  # started now: a pool's start-up is never inside a timed call
+        calls = max(subject.allocation.warmups, 1 if verify else 0)
+        if calls:
+            call = subject.prepare(r)
+            for _ in range(calls):
+                result = call()
+            if verify:
+                self._judge(subject, result, r)
+        line.warmed = True
+        self.first_s += time.perf_counter() - began
+
+    def _block(self, subject: Subject, rid: str, phase: Phase) -> None:
+        line = self.lines[id(subject)]
+        r = len(line.rounds)  # the sample rotates over every round the subject ever had
+        if not line.warmed:
+            self._first(subject, r, verify=False)
+        call = subject.prepare(r)
+        m, result = measure(call, warmup=0, repeats=subject.allocation.calls, backend=subject.ctx.backend,
+                            cores=self.cores, min_time_s=BLOCK_S, min_samples=subject.allocation.calls,
+                            on_call=lambda what: phase.item(f"{subject.name} on {subject.group}, {what}"))
+        line.calls += len(m.samples_s)
+        line.new.append(Round(round=rid, when=self.run_id, seconds=m.median_s))
+        if m.conditions is not None and condition_reasons(m.conditions):
+            line.flagged.add(rid)
+        if tuple(subject.ids(r)) not in subject.checks:  # a one-off, like the first calls
+            began = time.perf_counter()
+            self._judge(subject, result, r)
+            self.first_s += time.perf_counter() - began
+
+    def _judge(self, subject: Subject, result: object, r: int) -> None:
+        ids = tuple(subject.ids(r))
+        verdict = self.lookup(subject, ids) or subject.judge(result, r)
+        subject.checks[ids] = verdict
+        self.keep(subject, ids, verdict)
+
+    def _verified(self, subject: Subject) -> None:
+        """A subject no round timed this run (its rounds all pooled) still needs a verdict: from
+        the cache, else from one untimed call."""
+        if subject.checks:
+            return
+        ids = tuple(subject.ids(0))
+        if (hit := self.lookup(subject, ids)) is not None:
+            subject.checks[ids] = hit
+            return
+        self._guarded(subject, lambda: self._first(subject, 0, verify=True))
