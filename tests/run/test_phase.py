@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench import measure as measuring
 from harness.cli.main import main
 from harness.report.terminal import bench_lines
 from harness.record.run_record import load_record
