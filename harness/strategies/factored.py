@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.data.workload import Factors, KronFactors, MatrixRef, ShapeGroup, Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
-from harness.linalg.factored import factored_svd, pad_spectrum
+from harness.linalg.factored import factored_svd, gram_route, pad_spectrum
 from harness.linalg.kron import kron_svd
 from harness.machine.info import MachineInfo
 from harness.strategies import cost
@@ -20,7 +20,8 @@ from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 class FactoredStrategy(Strategy):
     name = "factored"
     ops = frozenset({"svdvals", "svd", "svd_topk"})
-    summary = "LoRA: QR of B and A.T, then an r x r SVD, O((m+n) r^2); LoKr: SVDs of both factors; exact"
+    summary = ("LoRA: float64 Grams of B and A (float32) or QRs (float64), then r x r eigensolves or SVDs, "
+               "batched over a (shape, rank) group, O((m+n) r^2); LoKr: SVDs of both factors; exact")
     needs_factors = True
     factor_forms = frozenset({"lora", "kron"})
     factor_names = "LoRA or LoKr factors"
@@ -45,7 +46,11 @@ class FactoredStrategy(Strategy):
     def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
         if group.kron is not None:
             return cost.kron_work(group.kron, op.wants_vectors, itemsize)
-        return cost.factored_work(group.shape, group.rank or min(group.shape), op.wants_vectors, itemsize)
+        rank = group.rank or min(group.shape)
+        if gram_route(np.dtype(f"f{itemsize}")):
+            k = None if not op.wants_vectors else op.k or min(rank, *group.shape)
+            return cost.factored_gram_work(group.shape, rank, k, itemsize)
+        return cost.factored_work(group.shape, rank, op.wants_vectors, itemsize)
 
     def load(self, source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors | KronFactors:
         if refs[0].kron is not None:
