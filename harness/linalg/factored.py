@@ -10,6 +10,7 @@ torch on "cpu" / "cuda"). Outputs are numpy arrays.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
@@ -58,16 +59,18 @@ def gram_route(dtype: Any) -> bool:
     return size < 8
 
 
-def _factor_grams_numpy(B: np.ndarray, A: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+def _factor_grams_numpy(B: np.ndarray, A: np.ndarray, threads: Callable[[], int]) -> tuple[np.ndarray, np.ndarray]:
     """float64 G_B = B.T B and G_A = A A.T, (k, r, r) each, of float32 (or narrower) stacks,
     widened GRAM_PIECE deltas at a time into per-thread buffers that stay in cache (a widened
-    copy of the whole stack cost more than the products), the batch split over threads."""
+    copy of the whole stack cost more than the products), the batch split over `threads()`
+    threads; asked only for a batch worth splitting (the question costs ~1 ms)."""
     k, m, r = B.shape
     n = A.shape[-1]
     GB, GA = np.empty((k, r, r)), np.empty((k, r, r))
 
     def grams(lo: int, hi: int) -> None:
-        wide_b, wide_a = np.empty((GRAM_PIECE, m, r)), np.empty((GRAM_PIECE, r, n))
+        piece = min(GRAM_PIECE, hi - lo)
+        wide_b, wide_a = np.empty((piece, m, r)), np.empty((piece, r, n))
         for i in range(lo, hi, GRAM_PIECE):
             j = min(i + GRAM_PIECE, hi)
             b, a = wide_b[: j - i], wide_a[: j - i]
@@ -76,7 +79,7 @@ def _factor_grams_numpy(B: np.ndarray, A: np.ndarray, threads: int) -> tuple[np.
             np.matmul(b.swapaxes(-1, -2), b, out=GB[i:j])
             np.matmul(a, a.swapaxes(-1, -2), out=GA[i:j])
 
-    threads = max(1, min(threads, k // GRAM_PIECE))
+    threads = max(1, min(threads(), k // GRAM_PIECE)) if k >= 2 * GRAM_PIECE else 1
     cuts = np.linspace(0, k, threads + 1).astype(int)
     if threads == 1:
         grams(0, k)
@@ -105,7 +108,7 @@ def factor_grams(B: Any, A: Any, backend: Backend = "numpy") -> tuple[Any, Any]:
     G_B, G_A : arrays of shape (batch, r, r), float64: numpy arrays, or CUDA tensors for "cuda"
     """
     if backend != "cuda":
-        return _factor_grams_numpy(to_numpy(B), to_numpy(A), kernel_threads())
+        return _factor_grams_numpy(to_numpy(B), to_numpy(A), kernel_threads)
     torch = _namespace(backend)
     B, A = (as_backend(x, backend).to(torch.float64) for x in (B, A))
     return B.mT @ B, A @ A.mT
