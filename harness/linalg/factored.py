@@ -10,12 +10,15 @@ torch on "cpu" / "cuda"). Outputs are numpy arrays.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from harness.linalg.device import Backend, as_backend, to_numpy, torch_module
+from harness.linalg.parallel import kernel_threads
 
 
 def _namespace(backend: Backend) -> ModuleType:
@@ -37,6 +40,138 @@ def _qr_r(xp: ModuleType, X: Any) -> Any:
     return R if xp is np else R[1]
 
 
+GRAM_PIECE = 8  # deltas widened to float64 at once per thread: 8 (m + n) r 8 B, ~4 MB at 3072+768, r=16
+VECTOR_FLOOR = 1e-3  # Gram-route vectors where sigma_k >= this * sigma_1: error <= eps64 / floor^2
+GESVDJ_BATCHED_MAX = 32  # cuSOLVER's gesvdjBatched takes matrices up to 32 x 32
+
+
+def core_svd_driver(backend: Backend, r: int) -> str | None:
+    """The cuSOLVER driver for a batch of r x r cores on `backend`: batched Jacobi (gesvdjBatched,
+    made for matrices up to 32 x 32, reached through torch's ``driver="gesvdj"``) on CUDA for
+    r <= 32, else None (torch's default: LAPACK on the CPU, gesvd on CUDA)."""
+    return "gesvdj" if backend == "cuda" and r <= GESVDJ_BATCHED_MAX else None
+
+
+def gram_route(dtype: Any) -> bool:
+    """Whether factors of `dtype` go through the float64 Gram route (float32 and narrower) rather
+    than Householder QR in their own precision (float64): see `factored_svd`."""
+    size = dtype.itemsize if isinstance(getattr(dtype, "itemsize", None), int) else np.dtype(dtype).itemsize
+    return size < 8
+
+
+def _factor_grams_numpy(B: np.ndarray, A: np.ndarray, threads: Callable[[], int]) -> tuple[np.ndarray, np.ndarray]:
+    """float64 G_B = B.T B and G_A = A A.T, (k, r, r) each, of float32 (or narrower) stacks,
+    widened GRAM_PIECE deltas at a time into per-thread buffers that stay in cache (a widened
+    copy of the whole stack cost more than the products), the batch split over `threads()`
+    threads; asked only for a batch worth splitting (the question costs ~1 ms)."""
+    k, m, r = B.shape
+    n = A.shape[-1]
+    GB, GA = np.empty((k, r, r)), np.empty((k, r, r))
+
+    def grams(lo: int, hi: int) -> None:
+        piece = min(GRAM_PIECE, hi - lo)
+        wide_b, wide_a = np.empty((piece, m, r)), np.empty((piece, r, n))
+        for i in range(lo, hi, GRAM_PIECE):
+            j = min(i + GRAM_PIECE, hi)
+            b, a = wide_b[: j - i], wide_a[: j - i]
+            np.copyto(b, B[i:j])
+            np.copyto(a, A[i:j])
+            np.matmul(b.swapaxes(-1, -2), b, out=GB[i:j])
+            np.matmul(a, a.swapaxes(-1, -2), out=GA[i:j])
+
+    threads = max(1, min(threads(), k // GRAM_PIECE)) if k >= 2 * GRAM_PIECE else 1
+    cuts = np.linspace(0, k, threads + 1).astype(int)
+    if threads == 1:
+        grams(0, k)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(grams, cuts[:-1], cuts[1:]))
+    return GB, GA
+
+
+def factor_grams(B: Any, A: Any, backend: Backend = "numpy") -> tuple[Any, Any]:
+    """The r x r Grams G_B = B.T B and G_A = A A.T of a stack of factors, summed in float64.
+
+    Products of float32 values are exact in float64, so each entry carries float64's round-off
+    only: |G - fl(G)| <= m eps64 |B|.T |B| (Higham, Accuracy and Stability, 3.5).
+
+    Parameters
+    ----------
+    B : array of shape (batch, m, r)
+    A : array of shape (batch, r, n)
+    backend : {"numpy", "cpu", "cuda"}
+        numpy and "cpu" compute on the CPU in numpy, the batch split over `kernel_threads`;
+        "cuda" widens on the device and runs one batched product per Gram.
+
+    Returns
+    -------
+    G_B, G_A : arrays of shape (batch, r, r), float64: numpy arrays, or CUDA tensors for "cuda"
+    """
+    if backend != "cuda":
+        return _factor_grams_numpy(to_numpy(B), to_numpy(A), kernel_threads)
+    torch = _namespace(backend)
+    B, A = (as_backend(x, backend).to(torch.float64) for x in (B, A))
+    return B.mT @ B, A @ A.mT
+
+
+def _gram_core(xp: ModuleType, GB: Any, GA: Any, vectors: bool) -> tuple[Any, Any, Any]:
+    """S (ascending order undone: descending), the eigenvectors W of M = F G_A F.T (or None) and
+    F, a square root of G_B (F.T F = G_B, from its eigendecomposition, exact zeros kept)."""
+    d, V = xp.linalg.eigh(GB)
+    F = xp.sqrt(xp.clip(d, 0, None))[..., :, None] * V.swapaxes(-1, -2)
+    M = F @ GA @ F.swapaxes(-1, -2)
+    M = (M + M.swapaxes(-1, -2)) * 0.5
+    if not vectors:
+        lam = xp.linalg.eigvalsh(M)
+        return xp.sqrt(xp.clip(xp.flip(lam, -1), 0, None)), None, F
+    lam, W = xp.linalg.eigh(M)
+    return xp.sqrt(xp.clip(xp.flip(lam, -1), 0, None)), xp.flip(W, -1), F
+
+
+def _factored_svd_gram(B: Any, A: Any, scale: Any, compute_uv: bool, k: int, backend: Backend) -> tuple[Any, ...]:
+    """The Gram route of `factored_svd`: S (batch, k) float64, and for vectors U, Vh in B's
+    dtype with a mask of the deltas whose k-th value is too small for them (None without)."""
+    on = "cuda" if backend == "cuda" else "numpy"
+    xp = _namespace(on)
+    B = _on(xp, B, on, None)
+    A = _on(xp, A, on, B.dtype)
+    s = _on(xp, scale, on, xp.float64)
+    GB, GA = factor_grams(B, A, on)
+    S, W, F = _gram_core(xp, GB, GA, compute_uv)
+    S = S[:, :k]
+    if not compute_uv:
+        return S * abs(s)[:, None], None, None, None
+    W = W[..., :k]
+    inv = xp.where(S > 0, 1 / xp.where(S > 0, S, 1), 0)
+    X = inv[..., :, None] * (W.swapaxes(-1, -2) @ F) * xp.where(s < 0, -1.0, 1.0)[:, None, None]
+    Y = (GA @ F.swapaxes(-1, -2) @ W) * (inv * inv)[..., None, :]
+    U = B @ _on(xp, Y, on, B.dtype)  # (m x r)(r x k)
+    Vh = _on(xp, X, on, B.dtype) @ A  # (k x r)(r x n)
+    weak = (S[:, 0] <= 0) | (S[:, -1] < VECTOR_FLOOR * S[:, 0])
+    return S * abs(s)[:, None], U, Vh, weak
+
+
+def _factored_svd_qr(B: Any, A: Any, scale: Any, compute_uv: bool, k: int | None, backend: Backend) -> tuple[Any, ...]:
+    """The Householder route of `factored_svd`, in B's dtype."""
+    xp = _namespace(backend)
+    B = _on(xp, B, backend, None)
+    A = _on(xp, A, backend, B.dtype)
+    s = _on(xp, scale, backend, B.dtype)[:, None, None]
+    At = A.swapaxes(-1, -2)
+    if not compute_uv:
+        core = s * (_qr_r(xp, B) @ _qr_r(xp, At).swapaxes(-1, -2))
+        S = xp.linalg.svdvals(core) if xp is not np else np.linalg.svd(core, compute_uv=False)
+        return S[:, :k], None, None
+    Qb, Rb = xp.linalg.qr(B)
+    Qa, Ra = xp.linalg.qr(At)
+    core = s * (Rb @ Ra.swapaxes(-1, -2))
+    if xp is np:
+        Uc, S, Vch = np.linalg.svd(core, full_matrices=False)
+    else:
+        Uc, S, Vch = xp.linalg.svd(core, full_matrices=False, driver=core_svd_driver(backend, core.shape[-1]))
+    return S[:, :k], Qb @ Uc[..., :k], Vch[:, :k] @ Qa.swapaxes(-1, -2)
+
+
 def factored_svd(
     B: Any,
     A: Any,
@@ -48,14 +183,29 @@ def factored_svd(
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Thin SVD of a stack of LoRA deltas dW[i] = scale[i] * B[i] @ A[i], from the factors.
 
-    With thin QRs B = Qb Rb and A.T = Qa Ra, dW = Qb (s Rb Ra.T) Qa.T, and Qb, Qa have
-    orthonormal columns, so the SVD of the small core s Rb Ra.T = Uc S Vc.T gives
-    dW = (Qb Uc) S (Qa Vc).T exactly. Cost O((m + n) r^2) per delta. The scale goes into the
-    core, so a negative scale lands in the vectors and S stays non-negative. When only values are
-    asked for, the QRs return R alone and no Q is formed.
+    Two exact routes, one batched call each over the whole stack (a (shape, rank) group):
 
-    The rank-r delta has min(m, n) - q further singular values, all exactly zero; see
-    `pad_spectrum`.
+    * **Gram** (float32 factors): the r x r Grams G_B = B.T B and G_A = A A.T in float64
+      (`factor_grams`), a square root F = D^(1/2) V.T of G_B from its eigendecomposition
+      (F.T F = G_B, so ||B A x|| = ||F A x|| for every x), and the eigenvalues S^2 and
+      eigenvectors W of the r x r M = F G_A F.T = (F A)(F A).T, all float64. Vectors without
+      inverting a factor: Vh = S^-1 W.T F A and U = dW Vh.T S^-1 = B (G_A F.T W S^-2).
+      Error: the Grams carry eps64 round-off of ||B||^2 ||A||^2, so sigma_i is off by about
+      eps64 sigma_1^2 / sigma_i and never by more than sqrt(eps64) sigma_1 ~ 1.5e-8 sigma_1
+      (a square root of an eigenvalue off by eps64 sigma_1^2): below float32's own round-off of
+      the factors, so this route is as exact as float32 arithmetic allows, for any conditioning.
+      Vectors divide by sigma_k: their error is about eps64 (sigma_1 / sigma_k)^2, so deltas
+      whose k-th value is below VECTOR_FLOOR * sigma_1 take the QR route instead.
+      Cost: 2 (m + n) r^2 flops for the Grams, O(r^3) for the eigensolves, the factors read once.
+    * **Householder** (float64 factors, and the weak deltas above): thin QRs B = Qb Rb and
+      A.T = Qa Ra, and the SVD of the core s Rb Ra.T = Uc S Vc.T, so
+      dW = (Qb Uc) S (Qa Vc).T (Golub & Van Loan 5.4.5; values alone form no Q). Accurate to
+      float64's round-off of sigma_1, which the Gram route's sqrt(eps64) would not be. On CUDA
+      the r x r cores go through batched Jacobi (`core_svd_driver`).
+
+    The scale goes into the core (QR) or onto the vectors (Gram): a negative scale lands in the
+    vectors and S stays non-negative. The rank-r delta has min(m, n) - q further singular
+    values, all exactly zero; see `pad_spectrum`.
 
     Parameters
     ----------
@@ -67,33 +217,32 @@ def factored_svd(
     k : int, optional
         Keep the k largest triplets, 1 <= k <= min(r, m, n).
     backend : {"numpy", "cpu", "cuda"}
+        Where the work runs; the Gram route's CPU work is numpy's for "cpu" too (faster there
+        than torch's batched small products, measured).
 
     Returns
     -------
-    S : ndarray of shape (batch, q), descending, q = k or min(r, m, n)
+    S : ndarray of shape (batch, q), descending, q = k or min(r, m, n), in B's dtype
     U : ndarray of shape (batch, m, q), orthonormal columns, or None
     Vh : ndarray of shape (batch, q, n), orthonormal rows, or None
-
-    Computed in B's dtype (float32 or float64): the caller chooses the precision.
     """
-    xp = _namespace(backend)
-    B = _on(xp, B, backend, None)
-    A = _on(xp, A, backend, B.dtype)
-    s = _on(xp, scale, backend, B.dtype)[:, None, None]
+    dtype = B.dtype
     q = min(B.shape[-1], B.shape[-2], A.shape[-1])
     if k is not None and not 1 <= k <= q:
         raise ValueError(f"k={k} must be in [1, min(r, m, n)] = [1, {q}]")
-    At = A.swapaxes(-1, -2)
+    if not gram_route(dtype):
+        S, U, Vh = _factored_svd_qr(B, A, scale, compute_uv, k, backend)
+        return to_numpy(S), None if U is None else to_numpy(U), None if Vh is None else to_numpy(Vh)
+    S, U, Vh, weak = _factored_svd_gram(B, A, scale, compute_uv, k or q, backend)
+    S, out = to_numpy(S), to_numpy(B[:0]).dtype
     if not compute_uv:
-        core = s * (_qr_r(xp, B) @ _qr_r(xp, At).swapaxes(-1, -2))
-        S = xp.linalg.svdvals(core) if xp is not np else np.linalg.svd(core, compute_uv=False)
-        return to_numpy(S[:, :k]), None, None
-    Qb, Rb = xp.linalg.qr(B)
-    Qa, Ra = xp.linalg.qr(At)
-    Uc, S, Vch = xp.linalg.svd(s * (Rb @ Ra.swapaxes(-1, -2)), full_matrices=False)
-    U = Qb @ Uc[..., :k]
-    Vh = Vch[:, :k] @ Qa.swapaxes(-1, -2)
-    return to_numpy(S[:, :k]), to_numpy(U), to_numpy(Vh)
+        return S.astype(out), None, None
+    U, Vh, weak = to_numpy(U), to_numpy(Vh), to_numpy(weak)
+    if weak.any():
+        idx = np.flatnonzero(weak)
+        Sq, Uq, Vq = _factored_svd_qr(*(to_numpy(x)[idx] for x in (B, A, scale)), True, k or q, backend)
+        S[idx], U[idx], Vh[idx] = to_numpy(Sq), to_numpy(Uq), to_numpy(Vq)
+    return S.astype(out), U, Vh
 
 
 def factored_svdvals(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy") -> np.ndarray:

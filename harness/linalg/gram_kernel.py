@@ -21,16 +21,15 @@ widened (4) and read back (4).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
-from threadpoolctl import threadpool_info
 
 from harness.linalg.delta_kernel import f32_from_bits
+from harness.linalg.parallel import kernel_threads
 
 PIECE_COLUMNS = 1024
 MIN_THREAD_COLUMNS = 1 << 16  # fewer columns per thread cost more in start-up than they save
@@ -145,13 +144,6 @@ def usable(block: np.ndarray) -> bool:
         return False
     rows, columns = block.shape
     return (columns <= 1 or block.strides[1] == 4) and (rows <= 1 or (block.strides[0] > 0 and block.strides[0] % 4 == 0))
-
-
-def kernel_threads() -> int:
-    """Threads for one Gram: BLAS's own limit here (set by threadpoolctl in a worker), or the
-    CPUs this process may run on."""
-    blas = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
-    return max(1, min(blas) if blas else len(os.sched_getaffinity(0)))
 
 
 def _in_threads(G: np.ndarray, c: int, threads: int, part: Callable[[int, int, np.ndarray], object]) -> None:

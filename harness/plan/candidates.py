@@ -21,10 +21,10 @@ from harness.strategies.gram import GramStrategy
 from harness.base.units import format_bytes
 
 CUDA_HEADROOM = 0.8  # leave room for the allocator's fragmentation and LAPACK workspaces
-# Matrices per chunk at most, whatever the budget allows: batched kernels gain nothing past a few
-# hundred, while a chunk of 1,064 LoRA deltas held ~0.6 GB of transient QR factors, and smaller
-# chunks mean finer progress and less to redo after a kill.
-MAX_BATCH = 256
+# Matrices per chunk at most, whatever the budget allows: the budget (bytes_per_matrix) is what
+# bounds a chunk; this cap only keeps progress and what a kill loses finite. A whole group per call
+# is what the batched kernels want (the factored Gram route: one call per (shape, rank) group).
+MAX_BATCH = 4096
 
 
 def memory_budget(requested: int, backend: Backend) -> int:

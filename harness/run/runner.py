@@ -120,6 +120,7 @@ class Runner:
             try:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
+                self._warm_chosen()
                 with pinned(self.plan.bench.threads), self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
@@ -141,6 +142,18 @@ class Runner:
                     phase.item(str(self.folder))
                     self._save(final=True)
         return self.record
+
+    def _warm_chosen(self) -> None:
+        """Import (and compile) what the chosen strategies' first calls would, before any full
+        analysis, saying what: the answer's wall time is then its own work's."""
+        loads = {(s.strategy, s.device): STRATEGIES[s.strategy].imports(s.device) for s in self.plan.steps}  # type: ignore[arg-type]
+        if not any(loads.values()):
+            return
+        with self.display.phase("importing for the chosen strategies", len(loads)) as phase:
+            for (name, device), modules in loads.items():
+                phase.item(f"{', '.join(modules) or 'nothing'} for {name} on {device}")
+                STRATEGIES[name].warm(device)  # type: ignore[arg-type]
+                phase.advance()
 
     def _teach(self) -> None:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is

@@ -88,6 +88,10 @@ class StrategyBase(ABC):
         """Import (and compile) what a first call would, so that no timed call pays for it."""
         load_for(backend)
 
+    def imports(self, backend: Backend) -> tuple[str, ...]:
+        """What :meth:`warm` imports (or compiles) on `backend`, for the progress display."""
+        return () if backend == "numpy" else ("torch",)
+
 
 class Strategy(StrategyBase):
     """A per-matrix strategy: the runner hands it chunks of one shape group."""

@@ -60,6 +60,14 @@ def factored_flops(shape: tuple[int, int], rank: int) -> float:
     return 4.0 * (m + n) * rank**2 + 22.0 * rank**3
 
 
+def factored_gram_flops(shape: tuple[int, int], rank: int, k: int | None) -> float:
+    """The float64 Grams B.T B and A A.T, 2 (m + n) r^2; two r x r symmetric eigensolves with
+    vectors, ~9 r^3 each (Golub & Van Loan 8.3), and forming F G_A F.T, 4 r^3; with k vectors,
+    U = B Y and Vh = X A, 2 (m + n) r k."""
+    m, n = shape
+    return 2.0 * (m + n) * rank**2 + 22.0 * rank**3 + (2.0 * (m + n) * rank * k if k else 0.0)
+
+
 def dense_work(shape: tuple[int, int], vectors: bool, itemsize: int) -> Work:
     """A LAPACK-style SVD: the matrix read once, the values (and U, Vh) written once."""
     m, n = shape
@@ -83,6 +91,13 @@ def factored_work(shape: tuple[int, int], rank: int, vectors: bool, itemsize: in
     m, n = shape
     out = rank + ((m + n) * rank if vectors else 0)
     return Work(factored_flops(shape, rank), itemsize * ((m + n) * rank + out))
+
+
+def factored_gram_work(shape: tuple[int, int], rank: int, k: int | None, itemsize: int) -> Work:
+    """The factors read once (widened in cache, never written back); k triplets written once."""
+    m, n = shape
+    out = (k or rank) + ((m + n) * k if k else 0)
+    return Work(factored_gram_flops(shape, rank, k), itemsize * ((m + n) * rank + out))
 
 
 def kron_work(kron: tuple[int, int, int, int], vectors: bool, itemsize: int) -> Work:

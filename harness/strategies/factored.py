@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.data.workload import Factors, KronFactors, MatrixRef, ShapeGroup, Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
-from harness.linalg.factored import factored_svd, pad_spectrum
+from harness.linalg.factored import factored_svd, gram_route, pad_spectrum
 from harness.linalg.kron import kron_svd
 from harness.machine.info import MachineInfo
 from harness.strategies import cost
@@ -20,14 +20,20 @@ from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 class FactoredStrategy(Strategy):
     name = "factored"
     ops = frozenset({"svdvals", "svd", "svd_topk"})
-    summary = "LoRA: QR of B and A.T, then an r x r SVD, O((m+n) r^2); LoKr: SVDs of both factors; exact"
+    summary = ("LoRA: float64 Grams of B and A (float32) or QRs (float64), then r x r eigensolves or SVDs, "
+               "batched over a (shape, rank) group, O((m+n) r^2); LoKr: SVDs of both factors; exact")
     needs_factors = True
     factor_forms = frozenset({"lora", "kron"})
     factor_names = "LoRA or LoKr factors"
 
     def backend(self, device: str) -> Backend:
-        """torch when it is there (batched QR on CUDA or CPU), else numpy: both are exact."""
-        return "numpy" if torch_missing_reason() is not None else resolve_device(device)
+        """CUDA when asked for or found ("auto"); else numpy, unless torch on the CPU is asked for
+        by name ("cpu": its batched QR for float64 factors). float32 factors take the Gram route,
+        whose CPU work is numpy's either way, so "auto" spares a run torch's import (1.3-2.6 s)."""
+        if torch_missing_reason() is not None:
+            return "numpy"
+        backend = resolve_device(device)
+        return backend if backend == "cuda" or device == "cpu" else "numpy"
 
     def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
         if group.kron is not None:
@@ -45,7 +51,11 @@ class FactoredStrategy(Strategy):
     def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
         if group.kron is not None:
             return cost.kron_work(group.kron, op.wants_vectors, itemsize)
-        return cost.factored_work(group.shape, group.rank or min(group.shape), op.wants_vectors, itemsize)
+        rank = group.rank or min(group.shape)
+        if gram_route(np.dtype(f"f{itemsize}")):
+            k = None if not op.wants_vectors else op.k or min(rank, *group.shape)
+            return cost.factored_gram_work(group.shape, rank, k, itemsize)
+        return cost.factored_work(group.shape, rank, op.wants_vectors, itemsize)
 
     def load(self, source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> Factors | KronFactors:
         if refs[0].kron is not None:

@@ -115,6 +115,9 @@ class DualGramStrategy(GramStrategy):
             for base in STORED_DTYPES:  # bf16 rows over either base: each pairing is its own machine code
                 accumulate_delta_gram([StoredDeltas(np.ones((2, 64), np.uint16), np.zeros(64, base))])
 
+    def imports(self, backend: Backend) -> tuple[str, ...]:
+        return (*super().imports(backend), "numba kernels")
+
     def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
         """Streamed from files: the ring's slots of one row of the widest position each (more
         rows fill what the budget gives). Else one position's n deltas whole, plus the float64

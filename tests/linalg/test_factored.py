@@ -9,10 +9,12 @@ import pytest
 
 from harness.linalg.device import Backend
 from harness.linalg.factored import (
+    core_svd_driver,
     factored_svd,
     factored_svdvals,
     frobenius_inner,
     frobenius_norms,
+    gram_route,
     pad_spectrum,
 )
 
@@ -201,3 +203,56 @@ def test_frobenius_inner_and_norms_match_dense(backend: Backend, dtype: type[np.
     np.testing.assert_allclose(N, norms_ref, rtol=1e-12)
     G_self = frobenius_inner(B1, A1, s1, B1, A1, s1, backend=backend)
     np.testing.assert_allclose(np.sqrt(np.diag(G_self)), N, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ranks", [(4, 16, 32), (16, 8)], ids=["4-16-32", "16-8"])
+def test_mixed_ranks_of_one_shape_match_lapack(ranks: tuple[int, ...]) -> None:
+    """PEFT's rank_pattern: one shape, several ranks, each (shape, rank) group one batched call
+    (more deltas than a Gram piece, so the batch is split over threads), values and top-3
+    triplets within 1e-6 of sigma_1 of float64 LAPACK on the dense deltas."""
+    for seed, r in enumerate(ranks):
+        rng = np.random.default_rng(seed)
+        B = (rng.standard_normal((20, 300, r)) * 0.7 ** np.arange(r)).astype(np.float32)
+        A = (rng.standard_normal((20, r, 120)) / np.sqrt(120)).astype(np.float32)
+        scale = np.linspace(-2.0, 2.0, 20).astype(np.float32)
+        dense = _dense(B, A, scale)
+        S_ref = np.linalg.svd(dense, compute_uv=False)
+        assert _rel_err(pad_spectrum(factored_svdvals(B, A, scale), 120), S_ref) < 1e-6
+        S, U, Vh = factored_svd(B, A, scale, k=3)
+        assert U is not None and Vh is not None
+        assert _rel_err(S, S_ref[:, :3]) < 1e-6
+        top3 = (U.astype(np.float64) * S[:, None, :]) @ Vh
+        U_ref, S_full, Vh_ref = np.linalg.svd(dense, full_matrices=False)
+        ref3 = U_ref[..., :3] * S_full[:, None, :3] @ Vh_ref[:, :3]
+        assert np.abs(top3 - ref3).max() < 1e-5 * S_full[:, 0].max()
+
+
+def test_graded_factors_keep_values_within_sqrt_eps64_of_sigma_1() -> None:
+    """The Gram route squares the factors' conditioning, but in float64: a delta graded from 1
+    to 1e-12 keeps every value within sqrt(eps64) ~ 1.5e-8 of sigma_1, and its k-th vector,
+    below VECTOR_FLOOR, comes from the QR route (orthonormal still)."""
+    rng = np.random.default_rng(7)
+    r = 12
+    Q = np.linalg.qr(rng.standard_normal((BATCH, 200, r)))[0]
+    B = (Q * np.logspace(0, -12, r)).astype(np.float32)
+    A = np.linalg.qr(rng.standard_normal((BATCH, 150, r)))[0].swapaxes(1, 2).astype(np.float32)
+    scale = np.ones(BATCH, dtype=np.float32)
+    S_ref = np.linalg.svd(_dense(B, A, scale), compute_uv=False)
+    assert _rel_err(pad_spectrum(factored_svdvals(B, A, scale), 150), S_ref) < 2e-8
+    S, U, Vh = factored_svd(B, A, scale)
+    assert U is not None and Vh is not None
+    assert np.abs(U.swapaxes(1, 2) @ U - np.eye(r)).max() < TOL[np.float32]
+
+
+def test_cuda_cores_go_through_batched_jacobi_up_to_32() -> None:
+    assert core_svd_driver("cuda", 16) == "gesvdj"
+    assert core_svd_driver("cuda", 32) == "gesvdj"
+    assert core_svd_driver("cuda", 33) is None
+    assert core_svd_driver("cpu", 16) is None and core_svd_driver("numpy", 16) is None
+
+
+def test_route_follows_the_factors_precision() -> None:
+    assert gram_route(np.float32) and gram_route(np.float16)
+    assert not gram_route(np.float64)
+    torch = pytest.importorskip("torch")
+    assert gram_route(torch.float32) and not gram_route(torch.float64)

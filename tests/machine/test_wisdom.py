@@ -57,7 +57,9 @@ def test_each_strategy_counts_its_own_kernel() -> None:
     group = ShapeGroup(shape=(300, 200), rank=8, refs=())
     op = OpRequest("svd_topk", 3)
     assert STRATEGIES["numpy"].work(OpRequest("svdvals"), group, 4) == cost.dense_work((300, 200), False, 4)  # type: ignore[attr-defined]
-    assert STRATEGIES["factored"].work(op, group, 4) == cost.factored_work((300, 200), 8, True, 4)  # type: ignore[attr-defined]
+    # float32 factors take the Gram route, float64 ones Householder QR: each counts its own
+    assert STRATEGIES["factored"].work(op, group, 4) == cost.factored_gram_work((300, 200), 8, 3, 4)  # type: ignore[attr-defined]
+    assert STRATEGIES["factored"].work(op, group, 8) == cost.factored_work((300, 200), 8, True, 8)  # type: ignore[attr-defined]
     assert STRATEGIES["scipy_svds"].work(op, group, 4) == cost.lanczos_work((300, 200), 3, 4)  # type: ignore[attr-defined]
     assert STRATEGIES["torch_lowrank"].work(op, group, 4) == cost.randomized_work((300, 200), 13, 2, 4)  # type: ignore[attr-defined]
 

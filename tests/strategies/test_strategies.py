@@ -103,3 +103,17 @@ def test_scipy_svds_answers_k_at_full_rank(pool) -> None:
     # (tests/strategies/test_scipy_svds_degenerate.py checks the values)
     result = STRATEGIES["scipy_svds"].compute(OpRequest("svd_topk", 4), np.zeros((1, 4, 6)), context("scipy_svds", "float64", pool))
     assert result.S.shape == (1, 4) and not result.S.any()
+
+
+def test_factored_runs_on_cuda_when_found_else_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA availability faked: "auto" takes the device when there is one; without, numpy (the
+    Gram route's CPU work is numpy's, and torch's import is spared), torch's CPU only by name."""
+    pytest.importorskip("torch")
+    from harness.linalg import device
+
+    strategy = STRATEGIES["factored"]
+    monkeypatch.setattr(device, "cuda_available", lambda: True)
+    assert strategy.backend("auto") == "cuda" and strategy.imports("cuda") == ("torch",)
+    monkeypatch.setattr(device, "cuda_available", lambda: False)
+    assert strategy.backend("auto") == "numpy" and strategy.imports("numpy") == ()
+    assert strategy.backend("cpu") == "cpu"
