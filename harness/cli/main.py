@@ -43,7 +43,8 @@ from harness.record.run_record import RECORD, RecordError, RunRecord, load_recor
 from harness.machine import measurements, wisdom
 from harness.run.calibrate import calibrate as measure_machine
 from harness.run.calibrate import run_roofs
-from harness.run.runner import OutputError, Runner
+from harness.run.output import OutputError
+from harness.run.runner import Runner
 from harness.spec import Spec, SpecError, load_spec
 from harness.base.units import format_bytes, now
 

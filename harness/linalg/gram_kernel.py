@@ -29,7 +29,6 @@ from numba import njit, types
 from numba.extending import overload
 
 from harness.linalg.delta_kernel import f32_from_bits
-from harness.linalg.parallel import kernel_threads
 
 PIECE_COLUMNS = 1024
 MIN_THREAD_COLUMNS = 1 << 16  # fewer columns per thread cost more in start-up than they save

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,27 +40,13 @@ from harness.strategies.registry import STRATEGIES
 from harness.record.verdict import choice_check, verdict
 from harness.machine.measurements import Measurements
 from harness.base.units import now
+from harness.run.output import writing
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
 APPROXIMATE = {name for name, s in STRATEGIES.items() if s.approximate}  # auto never picks these
-
-
-class OutputError(Exception):
-    """The run folder refused a write (a full disk, a read-only mount, permissions): the user's
-    to fix, so one line and exit 2; what is on disk is what was whole before it."""
-
-
-@contextmanager
-def writing(folder: Path, name: str) -> Iterator[None]:
-    """Writes of `name` into the run folder, whose OSError becomes an OutputError naming both."""
-    try:
-        yield
-    except OSError as exc:
-        raise OutputError(f"{folder}: cannot write {name}: {exc.strerror or exc}; free space there or "
-                          "choose another folder with -o") from exc
 
 
 def lost_worker_errors() -> tuple[type[BaseException], ...]:
