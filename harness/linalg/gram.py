@@ -38,6 +38,7 @@ from harness.linalg.device import (
 )
 from harness.linalg.compiled import load_kernel
 from harness.linalg.device_feed import DeviceFeed, is_pinned
+from harness.linalg.parallel import kernel_threads
 from harness.linalg.prefetch import Ring, prefetched, slot_bytes
 from harness.linalg.spans import SpanReader
 
@@ -230,7 +231,7 @@ def accumulate_delta_gram(blocks: Iterable[StoredDeltas]) -> np.ndarray:
         raise RuntimeError("a Gram of stored deltas needs the compiled kernel (numba, the `fast` extra)")
     G: np.ndarray | None = None
     n: int | None = None
-    threads = kernel.kernel_threads()
+    threads = kernel_threads()
     for block in blocks:
         n = _check_block(block.rows, n)
         if G is None:
@@ -262,7 +263,7 @@ def _accumulate_numpy(blocks: Iterable[np.ndarray], kernel: ModuleType | None = 
     numpy's route for any other, e.g. a float64 one)."""
     G: np.ndarray | None = None
     n: int | None = None
-    threads = kernel.kernel_threads() if kernel is not None else 1
+    threads = kernel_threads() if kernel is not None else 1
     for block in blocks:
         n = _check_block(block, n)
         block = to_numpy(block)
