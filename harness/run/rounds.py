@@ -74,6 +74,7 @@ class Rounds:
     keep: Keep
     failures: dict[str, str] = field(default_factory=dict)
     count: int = 0  # rounds this run timed
+    start: float = 0.0  # when the rounds began (time.perf_counter)
     first_s: float = 0.0  # seconds of one-off work: warm-ups, a pool's start, verifying an answer
     conditions: Conditions | None = None
 
@@ -101,7 +102,8 @@ class Rounds:
 
     def run(self) -> None:
         """Rounds until resolved or out of time; then a verdict for every subject."""
-        start, before, last = time.perf_counter(), snapshot(), None
+        self.start = start = time.perf_counter()
+        before, last = snapshot(), None
         while todo := self.unresolved():
             names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
@@ -134,12 +136,18 @@ class Rounds:
         with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
             for s in names:
                 for subject in self.subjects[s]:
-                    if s in self.failures:
+                    if s in self.failures or self._late(subject):
                         break
                     phase.item(f"{s} on {subject.group}")
                     self._guarded(subject, lambda: self._block(subject, rid, phase))
                     phase.advance()
         self.count += 1
+
+    def _late(self, subject: Subject) -> bool:
+        """Past the allowance and its overrun, a subject that has a round already gets no more:
+        on a busy machine the phase ends near its limit and says what it left unresolved."""
+        late = time.perf_counter() - self.start > self.allowance_s * (1 + OVERRUN)
+        return late and bool(self.lines[id(subject)].rounds)
 
     def _guarded(self, subject: Subject, work: Callable[[], None]) -> None:
         try:
