@@ -8,6 +8,7 @@ EXIT_REGRESSION = 1  # `compare --fail-on-regression` found a regression: what C
 EXIT_USER_ERROR = 2  # a mistake in the spec, the input or the command line
 EXIT_VERIFICATION_FAILED = 3  # a strategy failed verification
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: stdout's reader left, as `yes | head` ends
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 

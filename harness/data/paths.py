@@ -26,6 +26,7 @@ from harness.data import content_hashes
 from harness.data.workload import DataError, MatrixRef
 
 _LAYER = re.compile(r"(?:.*?\.)?(?P<layer>\d+)\.(?P<module>.+)")
+MAX_LAYER = 1 << 20
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
@@ -39,6 +40,8 @@ def parse_layers(text: str) -> frozenset[int]:
         low, high = int(match[1]), int(match[2] or match[1])
         if high < low:
             raise ValueError(f"range {part.strip()!r} runs backwards")
+        if high > MAX_LAYER:  # the set is built in memory: 0-999999999999 would not end
+            raise ValueError(f"range {part.strip()!r} goes past layer {MAX_LAYER}")
         layers.update(range(low, high + 1))
     return frozenset(layers)
 
@@ -104,18 +107,19 @@ def resolve_paths(patterns: Sequence[str], base_dir: Path, field: str = "paths")
             hits = [expanded]  # a link that leads nowhere: say so, not "matches nothing"
         if not hits:
             raise DataError(f"{field}: {pattern!r} matches nothing (relative to {base_dir})")
-        found.update(dict.fromkeys(_reachable(Path(os.path.normpath(base_dir / hit))) for hit in hits))
+        found.update(dict.fromkeys(reachable(Path(os.path.normpath(base_dir / hit))) for hit in hits))
     return list(found)
 
 
-def _reachable(path: Path) -> Path:
+def reachable(path: Path, expected: str = "a file or folder") -> Path:
     """`path` unchanged if it leads to a file or folder; a glob also matches a symbolic link that
-    is dangling or loops, which would otherwise pass for a folder holding nothing."""
+    is dangling or loops, which would otherwise pass for a folder holding nothing (or, as `-o`,
+    for a folder yet to be made)."""
     try:
         path.stat()
     except OSError as e:
         what = {errno.ELOOP: "a symbolic link loop", errno.ENOENT: "a dangling symbolic link"}.get(e.errno, "unreadable")
-        raise DataError(f"{path}: {what} ({e.strerror}); expected a file or folder") from None
+        raise DataError(f"{path}: {what} ({e.strerror}); expected {expected}") from None
     return path
 
 

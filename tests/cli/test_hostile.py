@@ -146,3 +146,109 @@ def test_hostile_input_ends_in_one_line(case: str, tmp_path: Path, monkeypatch: 
     assert main(argv) == 2
     assert expected in last_line(capsys.readouterr().err)
     assert tree(tmp_path) - before <= {".harness-cache", ".harness-cache/content-hashes.json"}
+
+
+def _record(smoke: Path, folder: Path, edit: Callable[[dict], object]) -> str:
+    """A copy of the smoke run's folder whose record.json `edit` rewrites (its return value
+    replaces the record's text when it is bytes)."""
+    copy = folder / "run"
+    copy.mkdir()
+    raw = json.loads((smoke / "record.json").read_text())
+    text = edit(raw)
+    (copy / "record.json").write_bytes(text if isinstance(text, bytes) else json.dumps(raw).encode())
+    return str(copy)
+
+
+def _samples(value: object) -> Callable[[dict], None]:
+    def edit(raw: dict) -> None:
+        raw["analyses"][0]["timings"][0]["groups"][0]["measurement"]["samples_s"] = value
+    return edit
+
+
+def _record_folder(folder: Path) -> str:
+    (folder / "run" / "record.json").mkdir(parents=True)
+    return str(folder / "run")
+
+
+RECORD_CASES: dict[str, Callable[[Path, Path], tuple[str, str]]] = {
+    "record.json is a folder": lambda s, d: (_record_folder(d), "is a folder; expected the run's record.json"),
+    "NaN samples": lambda s, d: (_record(s, d, _samples([float("nan")] * 3)), "samples_s [nan, nan, nan]"),
+    "zero samples": lambda s, d: (_record(s, d, _samples([0.0, 0.0])), "expected positive finite seconds"),
+    "samples nested deeply": lambda s, d: (
+        _record(s, d, lambda raw: json.dumps(raw).replace('"samples_s": [', '"samples_s": ' + "[" * 100_000, 1)
+                .encode()), "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+@pytest.mark.parametrize("case", RECORD_CASES, ids=list(RECORD_CASES))
+def test_a_bad_record_is_refused_in_one_line(case: str, command: str, smoke_run: tuple[Path, object],
+                                             tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad, expected = RECORD_CASES[case](smoke_run[0], tmp_path)
+    argv = ["compare", str(smoke_run[0]), bad] if command == "compare" else ["report", bad, "-o", str(tmp_path / "r.html")]
+    before = tree(tmp_path)
+    assert main(argv) == 2
+    assert expected in one_line(capsys.readouterr().err)
+    assert tree(tmp_path) == before
+
+
+def _sparse(folder: Path, size: int) -> str:
+    path = folder / "huge.toml"
+    with path.open("wb") as fh:
+        fh.truncate(size)
+    return str(path)
+
+
+CLI_CASES: dict[str, Case] = {
+    "benchmark.threads=100000": lambda d: (["plan", SMOKE, "--set", "benchmark.threads=100000"], "benchmark.threads"),
+    "negative seed": lambda d: (["plan", SMOKE, "--set", "experiment.seed=-1"], "experiment.seed"),
+    "memory budget of 2 EiB": lambda d: (["plan", SMOKE, "--set", 'execution.memory_budget="2EiB"'],
+                                          "execution.memory_budget"),
+    "budget of a year": lambda d: (["plan", SMOKE, "--budget", "8760h"], "benchmark.budget"),
+    "tolerance inf": lambda d: (["plan", SMOKE, "--set", "analysis.0.tolerance=inf"], "tolerance"),
+    "synthetic alpha inf": lambda d: (["plan", SMOKE, "--set", "data.alpha=inf"], "data.alpha: Input should be a finite number"),
+    "layers to 10^12": lambda d: (
+        ["plan", _arrays(d, lambda f: None), "--set", 'data.layers="0-999999999999"'], "goes past layer"),
+    "a 2.2 GB spec": lambda d: (["plan", _sparse(d, 2_200_000_000)], "2,200,000,000 bytes"),
+    "/dev/zero as the spec": lambda d: (["plan", "/dev/zero"], "/dev/zero: 1,048,577 bytes or more"),
+    "cache_dir naming a file": lambda d: (
+        ["run", _spec(d, 'source = "synthetic"', '[execution]\ncache_dir = "spec.toml"')],
+        "execution.cache_dir"),
+    "-o on a symlink loop": lambda d: (
+        ["run", SMOKE, "-o", str(_loop(d))], "loop: a symbolic link loop"),
+}
+
+
+def _loop(folder: Path) -> Path:
+    (folder / "loop").symlink_to(folder / "loop")
+    return folder / "loop"
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=list(CLI_CASES))
+def test_a_hostile_number_or_path_is_refused(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv, expected = CLI_CASES[case](tmp_path)
+    before = tree(tmp_path)
+    assert main(argv) == 2
+    assert expected in last_line(capsys.readouterr().err)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["system", "--seconds", "-1"], "--seconds: '-1': expected seconds above 0"),
+    (["cache", "clear", "--older-than=-5d"], "--older-than: '-5d': expected an age like 30d"),
+])
+def test_a_negative_command_line_number_is_refused(argv: list[str], expected: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".harness-cache" / "ab").mkdir(parents=True)
+    (tmp_path / ".harness-cache" / "ab" / ("ab" * 32 + ".entry")).write_text("x")
+    before = tree(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and expected in err.strip().splitlines()[-1]
+    assert tree(tmp_path) == before
