@@ -11,7 +11,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -105,6 +108,33 @@ def _meta(results_dir: Path) -> dict[str, dict[str, object]]:
     return meta
 
 
+@contextmanager
+def _malformed(path: Path) -> Iterator[None]:
+    """What asv's reader or ours raises on a result file that is not asv's, as one line naming it."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+        raise HistoryError(f"{path}: malformed asv results ({type(exc).__name__}: {exc}); expected a file "
+                           "`asv run` wrote") from None
+
+
+def _runs(results: Any, folder: Path) -> list[tuple[Path, Any]]:
+    """Every result file of one machine's folder, read by asv, with its path; asv's own iterator
+    skips a file it cannot read with a log line only, and lets most errors through as tracebacks."""
+    runs = []
+    for root, filename, machine in results.iter_results_paths(str(folder)):
+        path = Path(root) / filename
+        with _malformed(path):
+            try:
+                run = results.Results.load(str(path), machine_name=machine)
+            except results.util.UserError as exc:  # asv's own refusal of a file
+                raise ValueError(str(exc)) from None
+            if not isinstance(run.date, (int, float, type(None))):
+                raise TypeError(f"date {run.date!r} is not a time")
+        runs.append((path, run))
+    return runs
+
+
 def load(results_dir: Path) -> list[Series]:
     """Every series of every machine under `results_dir` (asv's results_dir), commits in date order."""
     results, _step_detect = _asv()
@@ -114,15 +144,11 @@ def load(results_dir: Path) -> list[Series]:
     meta = _meta(results_dir)
     found: dict[tuple[str, str, str, tuple[str, ...]], Series] = {}
     for machine in machines(results_dir):
-        runs = sorted(results.iter_results_for_machine(str(results_dir), machine),  # type: ignore[attr-defined]
-                      key=lambda r: r.date if isinstance(r.date, (int, float)) else 0)
-        envs = {r.env_name for r in runs}
-        for r in runs:
-            try:
+        runs = sorted(_runs(results, results_dir / machine), key=lambda pr: pr[1].date or 0)
+        envs = {r.env_name for _path, r in runs}
+        for path, r in runs:
+            with _malformed(path):
                 _add_run(found, meta, machine, r, several_envs=len(envs) > 1)
-            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-                raise HistoryError(f"{results_dir / machine / Path(r._filename).name}: malformed asv results "
-                                   f"({type(exc).__name__}: {exc}); expected a file `asv run` wrote") from None
     for series in found.values():
         series.steps = steps_of(series.points)
     return sorted(found.values(), key=lambda s: (s.gpu, s.benchmark, list(s.params.values()), s.line))

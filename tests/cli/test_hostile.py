@@ -16,6 +16,7 @@ import pytest
 
 from harness.cli.main import main
 from tests.cli.test_bad_inputs import one_line, tree
+from tests.cli.test_write_faults import tmpfs  # noqa: F401  (a fixture: mounts a small tmpfs)
 from tests.conftest import CONFIGS
 from tests.data.conftest import write_raw_safetensors
 
@@ -252,3 +253,121 @@ def test_a_negative_command_line_number_is_refused(argv: list[str], expected: st
     err = capsys.readouterr().err
     assert "Traceback" not in err and expected in err.strip().splitlines()[-1]
     assert tree(tmp_path) == before
+
+
+def _asv_edit(root: Path, edit: Callable[[Path], None]) -> Path:
+    from tests.report.test_history import write_asv_results
+
+    write_asv_results(root, "box-cpu", {"numpy": [0.01, 0.02], "torch": [0.01, 0.02]})
+    edit(root)
+    return root
+
+
+def _first_result(root: Path, field: str, value: object) -> None:
+    path = sorted((root / "box-cpu").glob("*-existing-py.json"))[0]
+    raw = json.loads(path.read_text())
+    raw[field] = value
+    path.write_text(json.dumps(raw))
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda r: (r / "benchmarks.json").write_text("{not json"), "benchmarks.json: not readable asv benchmark"),
+    (lambda r: (r / "benchmarks.json").write_text("[1, 2]"), "benchmarks.json: expected asv's map"),
+    (lambda r: _first_result(r, "results", {"ops.Svdvals.time_compute": [["x", "y"], 5]}), "malformed asv results"),
+    (lambda r: _first_result(r, "commit_hash", {"not": "a hash"}), "malformed asv results"),
+], ids=["benchmarks not JSON", "benchmarks a list", "values malformed", "commit not a string"])
+def test_history_on_malformed_asv_results(edit: Callable[[Path], None], expected: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("asv")
+    root = _asv_edit(tmp_path / "asv", edit)
+    assert main(["history", "--results", str(root), "-o", str(tmp_path / "h.html")]) == 2
+    assert expected in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "h.html").exists()
+
+
+def _no_measuring(*args: object, **kwargs: object) -> None:
+    raise AssertionError("calibrate measured before it knew its wisdom could be kept")
+
+
+@pytest.mark.parametrize("where", ["HARNESS_WISDOM a file", "--dir /dev/null", "read-only"])
+def test_calibrate_checks_its_wisdom_folder_before_measuring(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest,
+) -> None:
+    monkeypatch.setattr("harness.cli.main.measure_machine", _no_measuring)
+    argv = ["calibrate", "--quick"]
+    if where == "HARNESS_WISDOM a file":
+        (tmp_path / "w").write_text("")
+        monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "w"))
+    elif where == "--dir /dev/null":
+        monkeypatch.delenv("HARNESS_WISDOM")
+        argv += ["--dir", "/dev/null"]
+    else:
+        read_only = request.getfixturevalue("tmpfs")("ro", "ro,size=64k")
+        monkeypatch.setenv("HARNESS_WISDOM", str(read_only))
+    assert main(argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("calibrate: cannot keep the wisdom in ") and "expected a writable folder" in line
+
+
+def test_wisdom_of_another_version_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.machine import wisdom
+    from harness.machine.info import probe
+
+    path = wisdom.path_for(tmp_path, probe())
+    path.write_text(json.dumps({"version": wisdom.VERSION + 1, "machine": {}, "observations": ["kept"]}))
+    before = path.read_bytes()
+    with pytest.raises(wisdom.OtherVersion, match="holds wisdom version"):
+        wisdom.learn(tmp_path, probe())
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path))
+    monkeypatch.setattr("harness.cli.main.measure_machine", _no_measuring)
+    assert main(["calibrate", "--quick"]) == 2
+    assert f"{path} holds wisdom version {wisdom.VERSION + 1}" in one_line(capsys.readouterr().err)
+    assert path.read_bytes() == before
+
+
+def test_cache_entries_that_are_folders_or_pickles_are_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from harness.store.cache import ResultCache, encode
+
+    warnings: list[str] = []
+    cache = ResultCache(tmp_path, warn=warnings.append)
+    folder_key, pickle_key = "a" * 64, "b" * 64
+    cache.path(folder_key).mkdir(parents=True)
+    buffer = io.BytesIO()
+    np.savez(buffer, x=np.array([{"evil": 1}], dtype=object))  # a pickle inside, its checksum valid
+    cache.path(pickle_key).parent.mkdir(parents=True)
+    cache.path(pickle_key).write_bytes(encode({"kind": "chunk", "label": "x", "created": 0.0}, buffer.getvalue()))
+    assert cache.get_arrays(folder_key) is None and cache.get_arrays(pickle_key) is None
+    assert [w.split(" is corrupt (")[0] for w in warnings] == [
+        f"warning: cache entry {cache.path(folder_key)}", f"warning: cache entry {cache.path(pickle_key)}"]
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "ls", "--dir", "."]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert main(["cache", "clear", "--dir", "."]) == 0
+    assert not cache.path(folder_key).exists() and not cache.path(pickle_key).exists()
+
+
+def test_a_second_run_into_a_held_folder_ends_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.base.atomic import exclusive_folder
+
+    out = tmp_path / "out"
+    with exclusive_folder(out):  # as a first run holds it
+        assert main(["run", SMOKE, "-o", str(out)]) == 2
+        assert last_line(capsys.readouterr().err) == (
+            f"{out}: another process is writing into this folder; choose another with -o")
+        assert tree(out) == set()
+    assert not out.exists()  # made by the holder and left empty: removed
+
+
+def test_a_full_cache_disk_costs_only_the_caching(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  request: pytest.FixtureRequest) -> None:
+    full = request.getfixturevalue("tmpfs")("full", "size=4k")
+    path = _spec(tmp_path, 'source = "synthetic"\nadapters = 20\nmodules = {a = [64, 64]}',
+                 f'[execution]\ncache_dir = "{full}"')
+    assert main(["run", path, "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {full}: the result cache would take " in err and "Traceback" not in err
+    assert (tmp_path / "out" / "record.json").exists()
