@@ -2,7 +2,7 @@
 schema`: a small function each.
 
 Exit codes: 0 fine, 1 a regression (compare --fail-on-regression), 2 a user mistake (spec, data,
-plan), 3 a verification failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, see
+plan), 3 a verification failed, 130 interrupted (Ctrl-C), 141 stdout closed early, 143 terminated (SIGTERM, see
 harness.cli.entry).
 """
 

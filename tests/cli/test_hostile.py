@@ -371,3 +371,26 @@ def test_a_full_cache_disk_costs_only_the_caching(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err
     assert f"warning: {full}: the result cache would take " in err and "Traceback" not in err
     assert (tmp_path / "out" / "record.json").exists()
+
+
+def test_a_reader_that_leaves_early_costs_no_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "schema"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, text=True)
+    assert proc.stdout is not None
+    proc.stdout.close()  # as `| true` does, before the schema is written
+    _out, err = proc.communicate(timeout=300)
+    assert err == "" and proc.returncode == 141
+
+
+def test_an_ascii_terminal_gets_the_table_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _spec(tmp_path, 'source = "synthetic"\nadapters = 2\nmodules = {a = [16, 8]}')
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", path, "-o", "out"], cwd=tmp_path,
+                          capture_output=True, env=os.environ | {"PYTHONIOENCODING": "ascii"}, timeout=600)
+    assert b"Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr
+    assert b"results: out" in proc.stdout and "µs".encode() not in proc.stdout
