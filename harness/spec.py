@@ -27,9 +27,19 @@ from harness.linalg.features import (
     SUBSPACE_FEATURES,
 )
 from harness.strategies.registry import check_strategy_name
+from harness.base.bounded import TooLarge, read_capped
 from harness.base.units import parse_duration, parse_share
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
+
+# Every number a user gives has a range: past these a value is a typo or an attack, never a run
+# (`threads = 100000` segfaulted libgomp; a seed beyond 64 bits has no record or cache key).
+MAX_SEED = 2**63 - 1
+MAX_COUNT = 1 << 20  # k, components, sample: more than any matrix has
+MAX_REPEATS = 10_000  # warmup, repeats
+MAX_THREADS = 1024  # BLAS / OpenMP / torch threads, workers, threads per worker
+MAX_BUDGET_S = 7 * 86400.0  # a benchmark phase of a week
+MEMORY_BUDGET_RANGE = (1, 1 << 50)  # bytes, to 1 PiB (tests plan with a few KiB)
 
 
 FILE_NAME = r"[A-Za-z0-9_.-]+"  # names that become file or folder names
@@ -48,7 +58,7 @@ class Experiment(_Section):
         "at most 128 characters",
         json_schema_extra={"pattern": rf"^{EXPERIMENT_NAME}$"},
     )
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     description: str = ""
 
     @field_validator("name")
@@ -69,7 +79,7 @@ class _AnalysisBase(_Section):
     strategy: str = Field("auto", description='"auto" or a strategy name')
     compare: list[str] = Field(default_factory=list, description="strategies timed vs baseline")
     baseline: str | None = Field(None, description="defaults to the op's baseline strategy")
-    tolerance: float = Field(1e-4, gt=0, description="max error relative to sigma_max")
+    tolerance: float = Field(1e-4, gt=0, le=1, allow_inf_nan=False, description="max error relative to sigma_max")
     features: list[str] = Field(
         default_factory=list, description="spectral features written to features.csv"
     )
@@ -132,14 +142,14 @@ class SvdAnalysis(_AnalysisBase):
 
 class SvdTopkAnalysis(_AnalysisBase):
     op: Literal["svd_topk"]
-    k: int = Field(ge=1, description="number of leading singular triplets")
+    k: int = Field(ge=1, le=MAX_COUNT, description="number of leading singular triplets")
 
 
 class PcaAnalysis(_AnalysisBase):
     """PCA across adapters: each adapter's deltas flattened to one vector (or one per position)."""
 
     op: Literal["pca"]
-    components: int = Field(ge=1, description="leading principal components, at most the adapters")
+    components: int = Field(ge=1, le=MAX_COUNT, description="leading principal components, at most the adapters")
     center: bool = Field(True, description="centre the adapter vectors (PCA); false: uncentred SVD")
     scope: Literal["global", "per_layer"] = Field(
         "global", description="one PCA over whole adapters, or one per (layer, module)"
@@ -172,15 +182,16 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
 
 class Execution(_Section):
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    workers: int | None = Field(None, ge=1, description="process workers; default: all cores")
+    workers: int | None = Field(None, ge=1, le=MAX_THREADS, description="process workers; default: all cores")
     executor: Literal["local", "process_pool", "dask"] = Field(
         "local",
         description="where full analyses run, chunk by chunk: in this process, a local process "
         "pool, or Dask (dask_address, else a LocalCluster of `workers` processes)",
     )
     dask_address: str | None = Field(None, description='an existing scheduler, "tcp://host:8786"')
-    threads_per_worker: int = Field(1, ge=1, description="BLAS threads per worker process")
-    memory_budget: ByteSize = Field(ByteSize(4 * 2**30), description='e.g. "4GiB"')
+    threads_per_worker: int = Field(1, ge=1, le=MAX_THREADS, description="BLAS threads per worker process")
+    memory_budget: ByteSize = Field(ByteSize(4 * 2**30), ge=MEMORY_BUDGET_RANGE[0], le=MEMORY_BUDGET_RANGE[1],
+                                    description='e.g. "4GiB"; at most 1 PiB')
     dtype: Literal["float32", "float64"] = "float32"
     read_ahead: bool = Field(
         True,
@@ -214,17 +225,18 @@ class Benchmark(_Section):
 
     budget: Seconds = Field(
         DEFAULT_BUDGET_S,
+        le=MAX_BUDGET_S,
         description='time for timing every compared strategy, e.g. "20s" or "2m"; the floor (two '
         "rounds of every strategy) is always measured, and the plan says when it is more",
     )
     precision: Share = Field(
         DEFAULT_PRECISION, description='the half-width of each speedup\'s 95% interval to sample to, e.g. "10%"')
-    warmup: int = Field(1, ge=0, le=100, description="untimed calls before a strategy's first round")
-    repeats: int = Field(1, ge=1, le=1000, description="timed calls in each round at least (fast calls repeat "
-                         "until 20 ms are sampled)")
-    sample: int = Field(4, ge=0, description="matrices per shape group the rounds rotate through; 0 = all")
+    warmup: int = Field(1, ge=0, le=MAX_REPEATS, description="untimed calls before a strategy's first round")
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS, description="timed calls in each round at least (fast calls "
+                         "repeat until 20 ms are sampled)")
+    sample: int = Field(4, ge=0, le=MAX_COUNT, description="matrices per shape group the rounds rotate through; 0 = all")
     threads: int | None = Field(
-        None, ge=1, description="BLAS, OpenMP and torch threads of every in-process timing; "
+        None, ge=1, le=MAX_THREADS, description="BLAS, OpenMP and torch threads of every in-process timing; "
         "default: the cores other processes leave free when the plan is made (process pool "
         "workers: 1 each)",
     )
@@ -256,10 +268,17 @@ class SpecError(Exception):
         self.lines = lines
 
 
+SPEC_CAP = 1 << 20  # bytes: a spec is a page of TOML; anything larger is not one
+
+
 def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_capped(path, SPEC_CAP).decode("utf-8"))
+    except TooLarge as exc:
+        raise SpecError([f"{path}: {exc}; a spec file (TOML) is small"]) from None
+    except RecursionError:
+        raise SpecError([f"{path}: invalid TOML: nested too deeply"]) from None
     except FileNotFoundError:
         raise SpecError([f"{path}: file not found"]) from None
     except IsADirectoryError:

@@ -1,7 +1,9 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never part of one."""
+"""Atomic file writes: a reader sees the old file or the whole new one, never part of one; and
+an output folder one writer holds at a time."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -82,3 +84,29 @@ def atomic_npy(path: Path, shape: tuple[int, int], dtype: np.dtype) -> Iterator[
         fh.truncate(offset + int(np.prod(shape)) * dtype.itemsize)
         yield NpyColumns(tmp, fh.fileno(), offset, shape, dtype)
         os.fsync(fh.fileno())
+
+
+class FolderTaken(OSError):
+    """Another process holds the folder (:func:`exclusive_folder`)."""
+
+
+@contextmanager
+def exclusive_folder(folder: Path) -> Iterator[None]:
+    """`folder`, made if missing, held by this process alone while the block runs: an exclusive
+    flock on the folder itself, which the kernel drops when the holder dies, however it dies (no
+    stale lock file to clean). A second holder gets FolderTaken at once: two runs given one `-o`
+    both exited 0 with one `results:` line, and one run's results were gone. A folder this call
+    made and the block left empty is removed again."""
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FolderTaken(f"{folder}: another process is writing into this folder") from None
+        yield
+    finally:
+        os.close(fd)
+        if made and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()

@@ -7,7 +7,10 @@ import importlib
 import importlib.util
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -18,9 +21,20 @@ from harness.base.progress import Display
 
 
 START_TIMEOUT_S = 300.0  # every worker has started by then, or the pool is broken
+ORPHAN_CHECK_S = 1.0  # how often a worker looks whether its run is still alive
 
 
-def _init_worker(parent_path: list[str], threads: int, preload: tuple[str, ...], started: Any) -> None:
+def _die_with(parent: int) -> None:
+    """Exit the worker once `parent` is gone, however it went: a run killed with SIGKILL left its
+    workers alive (two still held memory 34 minutes later). A thread watching the parent pid
+    rather than prctl's PR_SET_PDEATHSIG, which fires when the *thread* that started the worker
+    ends, not the process."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(1)
+
+
+def _init_worker(parent: int, parent_path: list[str], threads: int, preload: tuple[str, ...], started: Any) -> None:
     """Give the worker the parent's import path and `threads` BLAS/OpenMP threads (one for
     per-matrix fan-out), then wait at the `started` barrier for the other workers: the pool is
     handed out when all of them can take work, so no first timed call waits for a start.
@@ -29,7 +43,12 @@ def _init_worker(parent_path: list[str], threads: int, preload: tuple[str, ...],
     import `harness` when the parent ran from a source checkout. torch is not imported here (a
     second or more per worker, for numpy work): OMP_NUM_THREADS sets its pool if a task
     imports it later.
+
+    Ctrl-C reaches the whole process group: the run answers it with one line and shuts the
+    pool down, so workers ignore SIGINT rather than each printing a KeyboardInterrupt traceback.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_die_with, args=(parent,), name="die-with-the-run", daemon=True).start()
     for entry in reversed(parent_path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -59,7 +78,7 @@ def process_pool(workers: int, threads: int = 1, preload: tuple[str, ...] = ()) 
         max_workers=workers,
         mp_context=context,
         initializer=_init_worker,
-        initargs=(list(sys.path), threads, tuple(preload), context.Barrier(workers)),
+        initargs=(os.getpid(), list(sys.path), threads, tuple(preload), context.Barrier(workers)),
     )
     # with spawn, each submit that finds no idle worker starts one: `workers` submits start all
     for future in [pool.submit(_ready) for _ in range(workers)]:

@@ -6,22 +6,44 @@ library and the exit codes."""
 from __future__ import annotations
 
 import importlib
+import io
+import os
 import signal
 import sys
 from types import FrameType
 
-from harness.cli.exit_codes import Terminated, exit_code, stopped
+from harness.cli.exit_codes import EXIT_BROKEN_PIPE, Terminated, exit_code, stopped
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+def _tolerant_streams() -> None:
+    """A terminal or pipe whose encoding cannot show a character ("µs" under
+    PYTHONIOENCODING=ascii) gets "?" for it, rather than a traceback after the results are written."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
+
+
+def _reader_gone() -> int:
+    """stdout's reader left (`harness schema | head -1`): the rest of the output goes nowhere,
+    as it would for any Unix tool, instead of a BrokenPipeError traceback at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
+    _tolerant_streams()
     try:
         cli = importlib.import_module("harness.cli.main")
-        return int(cli.main(argv))
+        code = int(cli.main(argv))
+        sys.stdout.flush()  # here, where a gone reader can be answered, not at exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except KeyboardInterrupt as exc:  # before the CLI could answer it: while importing
         print(f"harness: {stopped(exc)}", file=sys.stderr)
         return exit_code(exc)

@@ -9,6 +9,7 @@ EXIT_USER_ERROR = 2  # a mistake in the spec, the input or the command line
 EXIT_VERIFICATION_FAILED = 3  # a strategy failed verification
 EXIT_INCONCLUSIVE = 4  # `compare --fail-on-regression` could not judge (no group gated, an incomplete run)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: stdout's reader left, as `yes | head` ends
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 

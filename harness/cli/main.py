@@ -2,7 +2,7 @@
 schema`: a small function each.
 
 Exit codes: 0 fine, 1 a regression (compare --fail-on-regression), 2 a user mistake (spec, data,
-plan), 3 a verification failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, see
+plan), 3 a verification failed, 130 interrupted (Ctrl-C), 141 stdout closed early, 143 terminated (SIGTERM, see
 harness.cli.entry).
 """
 
@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
 from harness.report.compare import MIN_ROUNDS as MIN_COMPARE_ROUNDS
 from harness.data import content_hashes
+from harness.data.paths import reachable
 from harness.data.workload import Census, DataError, Workload
 from harness.plan.footprint import check_disk
 from harness.cli.exit_codes import (
@@ -37,6 +40,7 @@ from harness.report.history import HistoryError
 from harness.machine.info import probe
 from harness.plan.model import PlanError, backends
 from harness.run.prepare import RunContext, prepare, skipped_warning
+from harness.base.atomic import FolderTaken, exclusive_folder
 from harness.base.progress import Display, Phase
 from harness.report.terminal import compare_table, floor_note, plan_table, run_table, system_lines, wall_lines, wisdom_tables
 from harness.record.run_record import RECORD, RecordError, RunRecord, load_record
@@ -49,6 +53,7 @@ from harness.spec import Spec, SpecError, load_spec
 from harness.base.units import format_bytes, now
 
 
+MAX_AGE_S = 100 * 365 * 86400.0
 WIDE = 160  # tables are unreadable at the 80 columns rich assumes without a terminal
 out = Console(width=None if sys.stdout.isatty() else WIDE)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else WIDE)
@@ -111,8 +116,9 @@ def _check_run_folder(folder: Path) -> None:
     """PlanError unless `folder` can become the run folder: a new or empty folder, under folders
     (a file there would end in a traceback halfway). The default folder stays inside results/
     because the spec accepts only a safe folder name as `experiment.name`."""
-    above = next(p for p in [folder, *folder.parents] if p.exists())
+    above = next(p for p in [folder, *folder.parents] if os.path.lexists(p))
     inside = "" if above == folder else f" to hold {folder}"
+    reachable(above, f"a new or empty run folder{inside}")  # a link that loops passed for a new folder
     if not above.is_dir():
         raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
     if folder.is_dir() and any(folder.iterdir()):
@@ -120,6 +126,19 @@ def _check_run_folder(folder: Path) -> None:
     if not os.access(above, os.W_OK | os.X_OK):  # a read-only mount says so even to root
         raise PlanError([f"{above}: cannot write here (a read-only file system, or permissions); expected a "
                          f"writable folder{inside}; choose another with -o"])
+
+
+@contextmanager
+def _claimed(folder: Path) -> Iterator[None]:
+    """The run folder, this run's alone (base.atomic.exclusive_folder): a second run given the
+    same folder ends in one line; so does one that finds it filled since it was checked."""
+    try:
+        with exclusive_folder(folder):
+            if any(folder.iterdir()):
+                raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+            yield
+    except FolderTaken as exc:
+        raise PlanError([f"{exc}; choose another with -o"]) from None
 
 
 def _fingerprint(workload: Workload, cache_dir: Path | None, phase: Phase) -> str:
@@ -153,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.output:  # -o was checked before anything was printed
             _check_run_folder(folder)
         cache_dir = None if args.no_cache else context.cache_dir
-        check_disk(spec, Census.of(workload.refs), folder, cache_dir)
+        for warning in check_disk(spec, Census.of(workload.refs), folder, cache_dir):
+            display.note(warning)
         with display.phase("fingerprinting the input files") as phase:
             fingerprint = _fingerprint(workload, cache_dir, phase)
         record = RunRecord(
@@ -180,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
                         wisdom_folder=where, pool=pool)
         created = not folder.exists()
         try:
-            runner.run()
+            with _claimed(folder):
+                runner.run()
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.cli.entry)
             interrupted = exc
         except DataError:
@@ -341,12 +362,27 @@ def cache(args: argparse.Namespace) -> int:
 
 
 def _age(text: str) -> float:
-    """`30d`, `12h`, `15m` or `90s` in seconds."""
+    """`30d`, `12h`, `15m` or `90s` in seconds; a negative age (`-5d`) would clear everything."""
     units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
     try:
-        return float(text[:-1]) * units[text[-1]]
+        seconds = float(text[:-1]) * units[text[-1]]
     except (ValueError, KeyError, IndexError):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 30d, 12h, 15m or 90s") from None
+        seconds = math.nan
+    if not 0 <= seconds <= MAX_AGE_S:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 30d, 12h, 15m or 90s, "
+                                         "from 0 to 100 years") from None
+    return seconds
+
+
+def _watch(text: str) -> float:
+    """`system --seconds`: how long to sample the machine, a positive time up to an hour."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds above 0, at most 3600")
+    return seconds
 
 
 @command("asv-machine")
@@ -378,6 +414,11 @@ def calibrate(args: argparse.Namespace) -> int:
         raise PlanError([f"calibrate: wisdom is off (${wisdom.ENV}=off)"])
     machine = probe()
     if not args.show:
+        try:  # before minutes of measuring, not after: their results had nowhere to go
+            wisdom.check_writable(where, machine)
+        except OSError as exc:
+            raise PlanError([f"calibrate: cannot keep the wisdom in {where} ({exc.strerror or exc}); expected a "
+                             f"writable folder (--dir, or ${wisdom.ENV})"]) from None
         with Display(err) as display:
             _stored, notes = measure_machine(where, machine, display, quick=args.quick)
         for note in notes:
@@ -453,7 +494,7 @@ def parser() -> argparse.ArgumentParser:
                               help="clear only entries unused for AGE, e.g. 30d, 12h")
     sub.add_parser("asv-machine", help="print this machine's asv name: host and GPU model (or cpu)")
     sys_parser = sub.add_parser("system", help="show what would make timings unreliable here right now")
-    sys_parser.add_argument("--seconds", type=float, default=1.0, help="how long to watch the machine (default 1)")
+    sys_parser.add_argument("--seconds", type=_watch, default=1.0, help="how long to watch the machine (default 1)")
     cal = sub.add_parser("calibrate", help="measure this machine (GEMM peak, bandwidth, reads, every strategy) "
                          "so that auto plans from measurements")
     cal.add_argument("--quick", action="store_true", help="fewer shapes and shorter probes (~20 s on 2 cores)")

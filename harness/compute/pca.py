@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.base.atomic import write_atomic
 from harness.data.layout import AdapterLayout
+from harness.data.workload import DataError
 from harness.linalg.gram import cosine_from_gram
 from harness.linalg.pca import DualPCA, dual_pca
 from harness.spec import PcaAnalysis
@@ -83,6 +84,15 @@ def gram_errors(
     return gram_error, eig_error
 
 
+def require_finite_grams(grams: np.ndarray, layout: AdapterLayout) -> None:
+    """DataError naming the first position whose Gram overflowed: finite deltas can still have
+    squares beyond the dtype (a float64 1e300), and an Inf Gram has no eigenvalues."""
+    for position, G in zip(layout.positions, grams):
+        if not np.isfinite(G).all():
+            raise DataError(f"{position.label}: the Gram of its deltas overflows {G.dtype} (a value too large to "
+                            "square); expected deltas whose squares fit the run's dtype")
+
+
 def pca_results(
     name: str, analysis: PcaAnalysis, layout: AdapterLayout, full_grams: np.ndarray
 ) -> tuple[dict[str, list[float]], dict[str, np.ndarray]]:
@@ -90,6 +100,7 @@ def pca_results(
     (positions, n, n) Grams of the whole workload."""
     ratios: dict[str, list[float]] = {}
     arrays: dict[str, np.ndarray] = {}
+    require_finite_grams(full_grams, layout)
     for key, G in scoped_grams(full_grams, layout, analysis.scope).items():
         pca = dual_pca(G, analysis.components, center=analysis.center)
         ratios[key] = pca.explained_variance_ratio.tolist()

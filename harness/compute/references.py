@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 from harness.data.layout import AdapterLayout, Position
 from harness.data.workload import MatrixRef, Source
 from harness.linalg.factored import factored_svdvals, frobenius_gram, pad_spectrum
+from harness.linalg.kron import kron_svd
 from harness.linalg.gram import accumulate_gram
 from harness.linalg.prefetch import SLOT_BYTES, SLOTS, Ring
 from harness.strategies.base import OpResult
@@ -67,10 +68,14 @@ def operator(source: Source, refs: Sequence[MatrixRef]) -> Operator:
 
 def exact_values(source: Source, refs: Sequence[MatrixRef]) -> np.ndarray:
     """All min(m, n) singular values of each matrix, float64: from float64 factors (padded
-    with the rank-r delta's exact zeros), else LAPACK's gesdd on the dense matrix."""
+    with the rank-r delta's exact zeros), from the two Kronecker factors' SVDs for LoKr (their
+    products, exactly; never the dense delta), else LAPACK's gesdd on the dense matrix."""
     if source.has_factors:
         f = source.load_factors(refs, F64)
         return pad_spectrum(factored_svdvals(f.B, f.A, f.scale), min(refs[0].shape))
+    if all(ref.form == "kron" for ref in refs):  # a 25600 x 25600 LoKr delta is 5.2 GB dense in float64
+        k = source.load_kron(refs, F64)
+        return pad_spectrum(kron_svd(k.W1, k.W2, k.scale, compute_uv=False)[0], min(refs[0].shape))
     return np.linalg.svd(source.load_dense(refs, F64), compute_uv=False)
 
 

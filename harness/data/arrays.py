@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, require_finite
-from harness.data.paths import one_shape, resolve_paths, unique_names
+from harness.data.paths import one_shape, require_in_range, resolve_paths, unique_names
 from harness.data.safetensors_io import bf16_to_f32
 from harness.data.workload import DataError, MatrixRef, Source
 
@@ -64,6 +64,8 @@ def _npy_header(f: IO[bytes], file: Path, key: str) -> tuple[int, int]:
         raise DataError(f"{file}: array {key!r} has no readable .npy header ({e!r})") from e
     if len(shape) != 2:
         raise DataError(f"{file}: array {key!r} has shape {list(shape)}; expected a 2-D matrix")
+    if not all(shape):
+        raise DataError(f"{file}: array {key!r} has shape {list(shape)}; expected a matrix with rows and columns")
     if dtype.kind != "f":
         raise DataError(f"{file}: array {key!r} has dtype {dtype}; expected a float dtype")
     return shape
@@ -175,4 +177,8 @@ class ArraysSource(Source):
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         one_shape(refs)
-        return np.stack([_load(ref) for ref in refs], dtype=dtype)
+        with np.errstate(over="ignore"):
+            stacked = np.stack([_load(ref) for ref in refs], dtype=dtype)
+        for ref, matrix in zip(refs, stacked):
+            require_in_range(matrix, ref.locator["file"], ref.id)
+        return stacked

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
 from harness.data.delta_stream import StoredTensor, as_stored, read_delta, stream_deltas, stream_stored, streamable
-from harness.data.paths import one_shape, unique_names
+from harness.data.paths import one_shape, require_in_range, unique_names
 from harness.data.safetensors_io import SafetensorsFile, TensorInfo, check_readable, is_float
 from harness.data.workload import DataError, MatrixRef, Source
 from harness.linalg.gram import StoredDeltas
@@ -246,6 +246,8 @@ class CheckpointSource(Source):
             if streamable([tuned, base], out.dtype):
                 read_delta(tuned, base, out[i])
             else:
-                np.subtract(_read(files, ref.locator["tuned"], ref), _read(files, ref.locator["base"], ref),
-                            out=out[i], dtype=np.float64)
+                with np.errstate(over="ignore"):
+                    np.subtract(_read(files, ref.locator["tuned"], ref), _read(files, ref.locator["base"], ref),
+                                out=out[i], dtype=np.float64)
+                require_in_range(out[i], tuned.path, tuned.name)
         return out

@@ -22,7 +22,7 @@ from harness.data.checkpoint import find_index, single_file
 from harness.data.deltas import FactorFileSource, Scan, Weights
 from harness.data.module_keys import module_entry, module_tensors
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths, unique_names
-from harness.data.peft import AdapterConfig, lora_scale
+from harness.data.peft import AdapterConfig, lora_scale, problems
 from harness.data.safetensors_io import SafetensorsFile
 from harness.data.workload import DataError
 
@@ -60,7 +60,9 @@ def _metadata_configs(weights: SafetensorsFile) -> dict[str, AdapterConfig]:
             component, _, field = key.rpartition(".")
             by_component.setdefault(component, {})[field] = value
         return {c: AdapterConfig.model_validate(fields) for c, fields in by_component.items()}
-    except (ValueError, AttributeError, ValidationError) as e:
+    except ValidationError as e:
+        raise DataError(f"{path}: metadata {METADATA_KEY!r}: {problems(e)}") from e
+    except (ValueError, AttributeError, RecursionError) as e:
         raise DataError(f"{path}: metadata {METADATA_KEY!r} is not diffusers' LoRA config JSON ({e})") from e
 
 

@@ -8,6 +8,7 @@ of different models gets the same name whatever wraps the layer stack.
 
 from __future__ import annotations
 
+import errno
 import glob
 import hashlib
 import os
@@ -25,6 +26,7 @@ from harness.data import content_hashes
 from harness.data.workload import DataError, MatrixRef
 
 _LAYER = re.compile(r"(?:.*?\.)?(?P<layer>\d+)\.(?P<module>.+)")
+MAX_LAYER = 1 << 20
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
@@ -38,6 +40,8 @@ def parse_layers(text: str) -> frozenset[int]:
         low, high = int(match[1]), int(match[2] or match[1])
         if high < low:
             raise ValueError(f"range {part.strip()!r} runs backwards")
+        if high > MAX_LAYER:  # the set is built in memory: 0-999999999999 would not end
+            raise ValueError(f"range {part.strip()!r} goes past layer {MAX_LAYER}")
         layers.update(range(low, high + 1))
     return frozenset(layers)
 
@@ -99,10 +103,24 @@ def resolve_paths(patterns: Sequence[str], base_dir: Path, field: str = "paths")
             hits = sorted(glob.glob(expanded, root_dir=base_dir, recursive=True))
         else:
             hits = [expanded] if (base_dir / expanded).exists() else []
+        if not hits and os.path.islink(base_dir / expanded):
+            hits = [expanded]  # a link that leads nowhere: say so, not "matches nothing"
         if not hits:
             raise DataError(f"{field}: {pattern!r} matches nothing (relative to {base_dir})")
-        found.update(dict.fromkeys(Path(os.path.normpath(base_dir / hit)) for hit in hits))
+        found.update(dict.fromkeys(reachable(Path(os.path.normpath(base_dir / hit))) for hit in hits))
     return list(found)
+
+
+def reachable(path: Path, expected: str = "a file or folder") -> Path:
+    """`path` unchanged if it leads to a file or folder; a glob also matches a symbolic link that
+    is dangling or loops, which would otherwise pass for a folder holding nothing (or, as `-o`,
+    for a folder yet to be made)."""
+    try:
+        path.stat()
+    except OSError as e:
+        what = {errno.ELOOP: "a symbolic link loop", errno.ENOENT: "a dangling symbolic link"}.get(e.errno, "unreadable")
+        raise DataError(f"{path}: {what} ({e.strerror}); expected {expected}") from None
+    return path
 
 
 def fingerprint_files(config: BaseModel, files: Iterable[Path]) -> str:
@@ -195,6 +213,15 @@ def one_shape(refs: Sequence[MatrixRef]) -> tuple[int, int]:
     if len(shapes) != 1:
         raise ValueError(f"a load needs refs of one shape, got {sorted(shapes)}")
     return shapes.pop()
+
+
+def require_in_range(values: np.ndarray, file: Path | str, tensor: str) -> np.ndarray:
+    """`values` unchanged; Inf raises: finite inputs made it by overflowing the run's dtype as
+    they were narrowed into it or subtracted (a float64 1e300 read into a float32 run)."""
+    if not np.isfinite(values).all():
+        raise DataError(f"{file}: tensor {tensor!r} overflows {values.dtype} (|values| up to "
+                        f"{np.finfo(values.dtype).max:.3g}); expected values in the run's dtype range")
+    return values
 
 
 def require_finite(array: np.ndarray, file: Path | str, tensor: str) -> np.ndarray:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,6 +46,7 @@ _KEY = re.compile(
 _PARTNER = {"lora_A": "lora_B", "lora_embedding_A": "lora_embedding_B"}
 _PARTNER |= {b: a for a, b in _PARTNER.items()}
 _ALPHA_FIELD = {"LORA": "lora_alpha", "LOHA": "alpha", "LOKR": "alpha"}  # peft_type -> its alpha
+MAX_RANK = 1 << 20  # above any layer's width: a larger rank is a corrupt config, not a LoRA
 
 
 class PeftData(FileData):
@@ -60,20 +61,26 @@ class PeftData(FileData):
     )
 
 
+# A rank divides the alpha (its square root with rslora): 0 or a negative one is no rank. A
+# non-finite alpha scales every delta to Inf or NaN, which LAPACK answers with pages of errors.
+Rank = Annotated[int, Field(gt=0, le=MAX_RANK)]
+Alpha = Annotated[float, Field(allow_inf_nan=False)]
+
+
 class AdapterConfig(BaseModel):
     """The fields of adapter_config.json that fix the deltas; the others are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
     peft_type: str = "LORA"
-    r: int = Field(gt=0)
-    lora_alpha: float | None = None  # LORA's
-    alpha: float | None = None  # LOHA's and LOKR's
+    r: Rank
+    lora_alpha: Alpha | None = None  # LORA's
+    alpha: Alpha | None = None  # LOHA's and LOKR's
     use_rslora: bool = False
     use_dora: bool = False
     fan_in_fan_out: bool = False
-    rank_pattern: dict[str, int] | None = None
-    alpha_pattern: dict[str, float] | None = None
+    rank_pattern: dict[str, Rank] | None = None
+    alpha_pattern: dict[str, Alpha] | None = None
 
 
 def pattern_key(patterns: Sequence[str], module: str) -> str | None:
@@ -82,15 +89,19 @@ def pattern_key(patterns: Sequence[str], module: str) -> str | None:
     return next((p for p in patterns if re.fullmatch(rf"(?:.*\.)?(?:{p})", module)), None)
 
 
+def problems(error: ValidationError) -> str:
+    """A config's validation problems on one line, each as `key.path: message`."""
+    return "; ".join(f"{'.'.join(map(str, p['loc']))}: {p['msg']}" for p in error.errors())
+
+
 def _read_config(path: Path) -> AdapterConfig:
     try:
         config = AdapterConfig.model_validate(json.loads(path.read_text()))
     except FileNotFoundError as e:
         raise DataError(f"{path}: file not found; expected a PEFT adapter directory") from e
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, p['loc']))}: {p['msg']}" for p in e.errors())
-        raise DataError(f"{path}: {problems}") from e
-    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: {problems(e)}") from e
+    except (OSError, ValueError, RecursionError) as e:
         raise DataError(f"{path}: not readable JSON ({e})") from e
     if config.peft_type not in _ALPHA_FIELD:
         raise DataError(f"{path}: peft_type is {config.peft_type!r}; expected one of {', '.join(_ALPHA_FIELD)}")

@@ -50,6 +50,7 @@ class TensorInfo:
     dtype: str
     shape: tuple[int, ...]
     start: int  # absolute byte offset of the data in the file
+    nbytes: int = 0  # the data's length, where the header says it
 
 
 class SafetensorsFile:
@@ -122,17 +123,30 @@ def _parsed_header(path: Path, inode: int, size: int, mtime_ns: int) -> tuple[Ma
                 raise ValueError("header is not a JSON object")
     except (OSError, struct.error, ValueError) as e:
         raise DataError(f"{path}: not a readable safetensors file ({e})") from e
+    except RecursionError:  # json's parser recurses once per nesting level
+        raise DataError(f"{path}: not a readable safetensors file (its header is nested too deeply)") from None
     metadata = header.pop("__metadata__", None)
     base = 8 + length
-    return MappingProxyType({name: _tensor_info(path, name, entry, base, size) for name, entry in header.items()}), metadata
+    tensors = {name: _tensor_info(path, name, entry, base, size) for name, entry in header.items()}
+    _refuse_overlaps(path, tensors)
+    return MappingProxyType(tensors), metadata
+
+
+def _refuse_overlaps(path: Path, tensors: Mapping[str, TensorInfo]) -> None:
+    """Two tensors sharing bytes is no file safetensors writes: one of them is not what it says."""
+    spans = sorted((info.start, info.start + info.nbytes, name) for name, info in tensors.items() if info.nbytes)
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
+        if start < end:
+            raise DataError(f"{path}: tensors {first!r} and {second!r} overlap in the file; expected "
+                            "disjoint data_offsets")
 
 
 def _tensor_info(path: Path, name: str, entry: object, base: int, size: int) -> TensorInfo:
     """A header entry, checked against the file: offsets inside it, byte count matching shape."""
     try:
         dtype = str(entry["dtype"])  # type: ignore[index]
-        shape = tuple(int(d) for d in entry["shape"])  # type: ignore[index]
-        start, end = (int(o) for o in entry["data_offsets"])  # type: ignore[index]
+        shape = tuple(_whole(d, "shape") for d in entry["shape"])  # type: ignore[index]
+        start, end = (_whole(o, "data_offsets") for o in entry["data_offsets"])  # type: ignore[index]
     except (KeyError, TypeError, ValueError) as e:
         raise DataError(f"{path}: tensor {name!r} has a malformed header entry ({e!r})") from e
     if not 0 <= start <= end <= size - base:
@@ -143,4 +157,11 @@ def _tensor_info(path: Path, name: str, entry: object, base: int, size: int) -> 
             f"{path}: tensor {name!r} has {end - start} bytes; {dtype} {list(shape)} needs "
             f"{math.prod(shape) * itemsize}"
         )
-    return TensorInfo(dtype, shape, base + start)
+    return TensorInfo(dtype, shape, base + start, end - start)
+
+
+def _whole(value: object, key: str) -> int:
+    """A header's count or offset: a JSON integer, not 0.5 (which int() would quietly floor)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key} holds {value!r}; expected whole numbers")
+    return value

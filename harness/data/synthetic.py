@@ -21,6 +21,7 @@ from harness.machine.info import usable_cores
 
 GENERATOR_VERSION = 1
 MATRICES_PER_THREAD = 64  # fewer are generated on one thread
+MAX_SIDE = 1 << 24  # rows, columns, rank: beyond any model's layer
 
 
 class SyntheticData(BaseModel):
@@ -36,11 +37,12 @@ class SyntheticData(BaseModel):
         default_factory=lambda: {"mlp_up": (256, 64), "mlp_down": (64, 256)},
         description="module name -> [rows, cols]",
     )
-    rank: int = Field(16, ge=1, description="LoRA rank (lora form)")
-    alpha: float = Field(32.0, description="LoRA alpha; scale = alpha / rank (or / sqrt(rank))")
+    rank: int = Field(16, ge=1, le=MAX_SIDE, description="LoRA rank (lora form)")
+    alpha: float = Field(32.0, allow_inf_nan=False,
+                         description="LoRA alpha; scale = alpha / rank (or / sqrt(rank))")
     rslora: bool = False
     condition: float = Field(
-        1e3, ge=1.0, description="dense form: sigma_max / sigma_min of the geometric spectrum"
+        1e3, ge=1.0, allow_inf_nan=False, description="dense form: sigma_max / sigma_min of the geometric spectrum"
     )
 
     @field_validator("modules")
@@ -49,8 +51,8 @@ class SyntheticData(BaseModel):
         if not modules:
             raise ValueError("at least one module is required")
         for name, (m, n) in modules.items():
-            if m < 1 or n < 1:
-                raise ValueError(f"module {name!r} has shape [{m}, {n}]; both must be >= 1")
+            if not (1 <= m <= MAX_SIDE and 1 <= n <= MAX_SIDE):
+                raise ValueError(f"module {name!r} has shape [{m}, {n}]; both must be 1 to {MAX_SIDE}")
         return modules
 
     @property

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import statistics
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,6 +176,32 @@ def load(where: Path | None, machine: MachineInfo) -> Wisdom:
     return stored if stored.version == VERSION and stored.machine == empty.machine else empty
 
 
+class OtherVersion(OSError):
+    """The machine's wisdom file holds another wisdom version: kept, never overwritten."""
+
+
+def _refuse_other_version(path: Path) -> None:
+    """OtherVersion when `path` holds wisdom of another VERSION (a newer harness's, or an older
+    one's kept on purpose): overwriting it silently lost every measurement in it. A file that is
+    not wisdom at all is garbage, and is replaced."""
+    try:
+        version = json.loads(path.read_bytes()).get("version")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return
+    if version != VERSION:
+        raise OtherVersion(f"{path} holds wisdom version {version!r}, this harness writes version {VERSION}; "
+                           f"move the file away to keep it, or point ${ENV} elsewhere")
+
+
+def check_writable(where: Path, machine: MachineInfo) -> None:
+    """OSError unless this machine's wisdom can be written in `where`: a folder (made if
+    missing) that takes a file, and no other version's wisdom in the way."""
+    where.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=where):  # the real test: a read-only mount, permissions, a full disk
+        pass
+    _refuse_other_version(path_for(where, machine))
+
+
 @contextmanager
 def locked(where: Path) -> Iterator[None]:
     where.mkdir(parents=True, exist_ok=True)
@@ -194,6 +221,7 @@ def learn(
     if where is None:
         return None
     with locked(where):
+        _refuse_other_version(path_for(where, machine))
         wisdom = load(where, machine)
         wisdom.add(observations)
         for roof in roofs:

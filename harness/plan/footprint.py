@@ -88,9 +88,10 @@ def _free(path: Path) -> tuple[int, int]:
     return os.stat(above).st_dev, usage.f_bavail * usage.f_frsize
 
 
-def check_disk(spec: Spec, census: Census, folder: Path, cache: Path | None) -> None:
+def check_disk(spec: Spec, census: Census, folder: Path, cache: Path | None) -> list[str]:
     """PlanError when the run folder's disk (and the cache's, the same one counted once) cannot
-    take what the run will write."""
+    take what the run will write. A cache on a disk of its own that lacks room costs only the
+    caching (ResultCache.put stops at the first refused write): a warning line, returned."""
     fp = footprint(spec, census)
     needs = {folder: fp.written_bytes, **({cache: fp.cached} if cache is not None else {})}
     free: dict[int, int] = {}
@@ -98,11 +99,16 @@ def check_disk(spec: Spec, census: Census, folder: Path, cache: Path | None) -> 
     for path in needs:
         device, free[device] = _free(path)
         on.setdefault(device, []).append(path)
+    warnings = []
     for device, paths in on.items():
-        if (need := sum(needs[p] for p in paths)) > free[device]:
+        if (need := sum(needs[p] for p in paths)) > free[device] and folder not in paths:
+            warnings.append(f"warning: {cache}: the result cache would take {format_bytes(need)} and its disk has "
+                            f"{format_bytes(free[device])} free; this run's results may not all be cached")
+        elif need > free[device]:
             what = " and ".join(str(p) for p in paths)
             files = ", ".join(f"{name} {format_bytes(size)}" for name, size in fp.written.items() if size)
             raise PlanError([f"{what}: the run will write {format_bytes(need)} ({files}"
                              f"{', the result cache ' + format_bytes(fp.cached) if cache in paths else ''}) "
                              f"and the disk has {format_bytes(free[device])} free; free space or write elsewhere "
                              "(-o, execution.cache_dir)"])
+    return warnings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from harness.base.atomic import write_atomic
+from harness.base.bounded import TooLarge, read_capped
 from harness.machine.info import MachineInfo
 from harness.plan.model import Plan, Step
 from harness.bench.measure import Measurement
@@ -308,14 +310,25 @@ def save_spectra(spectra: dict[str, np.ndarray], folder: Path) -> Path:
     return path
 
 
+RECORD_CAP = 256 << 20  # bytes: a record of thousands of chunks and samples is a few MB
+
+
 def load_record(folder: Path) -> RunRecord:
+    """The run folder's record, checked whole before anything reads a number from it: a record
+    edited or damaged into NaN or zero seconds made `compare` call every row faster."""
     path = folder / RECORD if folder.is_dir() else folder
     if not path.exists():
         raise RecordError(f"{folder}: no {RECORD} here; is this a run folder from `harness run`?")
     try:
-        raw = json.loads(path.read_text())
-    except ValueError as exc:
-        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+        raw = json.loads(read_capped(path, RECORD_CAP))
+    except TooLarge as exc:
+        raise RecordError(f"{path}: {exc}; is this a record from `harness run`?") from None
+    except IsADirectoryError:
+        raise RecordError(f"{path}: is a folder; expected the run's {RECORD} file") from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read the record ({exc.strerror or exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise RecordError(f"{path}: not valid JSON ({'nested too deeply' if isinstance(exc, RecursionError) else exc})") from None
     version = raw.get("schema_version") if isinstance(raw, dict) else None
     if version not in READABLE_VERSIONS:
         raise RecordError(
@@ -323,6 +336,23 @@ def load_record(folder: Path) -> RunRecord:
             f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     try:
-        return RunRecord.model_validate(raw)
+        record = RunRecord.model_validate(raw)
     except ValidationError as exc:
         raise RecordError(f"{path}: malformed record ({exc.error_count()} problems)") from None
+    _check_timings(record, path)
+    return record
+
+
+def _check_timings(record: RunRecord, path: Path) -> None:
+    """RecordError naming the first timing whose seconds are not positive and finite, or whose
+    group timed no matrix: every ratio, median and rate of a report divides by them."""
+    for a in record.analyses:
+        for t in a.timings:
+            for g in t.groups:
+                m = g.measurement
+                seconds = [*m.samples_s, m.median_s]
+                if g.sampled < 1 or not all(math.isfinite(x) and x > 0 for x in seconds) or not m.iqr_s >= 0:
+                    raise RecordError(
+                        f"{path}: analysis {a.name!r}, strategy {t.strategy!r}, group {g.group!r}: samples_s "
+                        f"{m.samples_s[:3]}{'...' if len(m.samples_s) > 3 else ''}, median_s {m.median_s}, "
+                        f"sampled {g.sampled}; expected positive finite seconds of at least one matrix")

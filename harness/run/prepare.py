@@ -14,7 +14,7 @@ from harness.machine.info import MachineInfo, probe
 from harness.machine.wisdom import Wisdom
 from harness.plan.compiler import compile_plan
 from harness.plan.footprint import check_memory
-from harness.plan.model import Plan
+from harness.plan.model import Plan, PlanError
 from harness.spec import Spec, load_spec
 from harness.store.cache import locate
 
@@ -54,6 +54,9 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
     machine = probe()
     workload = load_workload(spec, spec_path, machine)
     cache_dir = locate(spec.execution.cache_dir, spec_path)
+    if cache_dir.exists() and not cache_dir.is_dir():  # every get and put would fail, each its own way
+        raise PlanError([f"{spec_path}: execution.cache_dir: {cache_dir} is a file; expected a folder "
+                         "(made if missing)"])
     where = wisdom.folder(cache_dir)
     known = wisdom.load(where, machine)
     return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known,

@@ -4,7 +4,11 @@ only what the store does not hold.
 An entry is `<root>/<key[:2]>/<key>.entry`: one line of JSON (the payload's SHA-256 and size,
 what it holds, when it was written), then the payload. The key is the SHA-256 of the canonical
 JSON of everything that determines the payload (store.keys), so a hit is never stale; the
-checksum is verified on every read, so a torn or flipped entry is recomputed, never used.
+checksum is verified on every read, so a torn or flipped entry is recomputed, never used. The
+checksum guards against corruption, not tampering: whoever can write the folder can write an entry
+with a matching checksum, and it is served as a result. A cache is trusted as the code is: share
+one only between users who trust each other (README, Result cache). Payloads are JSON or .npz
+read without pickle, so an entry can lie about numbers but never run code.
 Writes are atomic (temporary file, fsync, rename), so concurrent runs sharing a store at worst
 both write the same key, and one complete entry wins.
 
@@ -19,8 +23,10 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import time
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,21 +121,23 @@ class ResultCache:
     def get(self, key: str) -> bytes | None:
         path = self.path(key)
         try:
-            blob = path.read_bytes()
+            payload = decode(_read(path))[1]
         except FileNotFoundError:
             return None
-        try:
-            payload = decode(blob)[1]
         except CorruptEntry as exc:
-            if key not in self._warned:
-                self._warned.add(key)
-                self.warn(f"warning: cache entry {path} is corrupt ({exc}); recomputing it")
+            self._corrupt(key, str(exc))
             return None
         try:
             os.utime(path)  # mtime = last use, which `clear --older-than` goes by
         except OSError:  # a read-only store still serves hits
             pass
         return payload
+
+    def _corrupt(self, key: str, why: str) -> None:
+        """Warn once per key of an entry that does not check out; the caller recomputes it."""
+        if key not in self._warned:
+            self._warned.add(key)
+            self.warn(f"warning: cache entry {self.path(key)} is corrupt ({why}); recomputing it")
 
     def put(self, key: str, payload: bytes, kind: Kind, label: str) -> None:
         """Store an entry; a store that refuses writes (read-only, full) costs the run its cache,
@@ -148,8 +156,12 @@ class ResultCache:
         payload = self.get(key)
         if payload is None:
             return None
-        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
+        try:
+            with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+                return {name: npz[name] for name in npz.files}
+        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:  # pickled objects are refused, never loaded
+            self._corrupt(key, f"not arrays: {exc}")
+            return None
 
     def put_arrays(self, key: str, arrays: dict[str, np.ndarray], label: str, kind: Kind = "chunk") -> None:
         buffer = io.BytesIO()
@@ -185,7 +197,10 @@ class ResultCache:
         count = size = 0
         for entry in self.entries():
             if cutoff is None or entry.mtime < cutoff:
-                entry.path.unlink(missing_ok=True)
+                if entry.path.is_dir() and not entry.path.is_symlink():  # a folder where an entry belongs
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    entry.path.unlink(missing_ok=True)
                 count, size = count + 1, size + entry.size
         for tmp in self.root.glob("??/.*.tmp"):  # left by a killed writer, never read
             try:
@@ -203,4 +218,18 @@ class ResultCache:
 
 def read_header(entry: Entry) -> Header:
     """The verified header of an entry; CorruptEntry when it does not check out."""
-    return decode(entry.path.read_bytes())[0]
+    try:
+        return decode(_read(entry.path))[0]
+    except FileNotFoundError:
+        raise CorruptEntry("removed while read") from None
+
+
+def _read(path: Path) -> bytes:
+    """An entry's bytes; CorruptEntry for what cannot be one (a folder, an unreadable file), so
+    it is recomputed like a damaged entry; FileNotFoundError for a miss."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CorruptEntry(f"unreadable: {exc.strerror or exc}") from None

@@ -107,3 +107,56 @@ def test_a_killed_dask_worker_costs_a_resubmission(tmp_path: Path) -> None:
     attempts = [p["attempts"] for a in record["analyses"] for p in a["placements"]]
     assert max(attempts) >= 2, "the record must note the resubmitted chunk"
     assert "resubmitted after losing their worker" in stdout
+
+
+POOL_HOLDER = """
+import os, sys
+from harness.base.executors import process_pool
+pool = process_pool(2)
+try:  # from the line on: the test may press Ctrl-C the moment it reads it
+    print(" ".join(str(p) for p in pool._processes), flush=True)
+    sys.stdin.read()  # until the test acts
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr, flush=True)
+    pool.shutdown(wait=True, cancel_futures=True)
+    sys.exit(130)
+"""
+
+
+def _holder(**popen: object) -> tuple[subprocess.Popen[str], list[int]]:
+    """A process holding a started two-worker pool; its workers' pids, once they all started."""
+    proc = subprocess.Popen([sys.executable, "-c", POOL_HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2], **popen)
+    assert proc.stdout is not None
+    return proc, [int(p) for p in proc.stdout.readline().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_pool_workers_die_with_a_killed_run() -> None:
+    proc, workers = _holder()
+    assert len(workers) == 2 and all(_alive(w) for w in workers)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 60  # an event (the workers' exit) awaited, bounded: not a guess at timing
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survivors = [w for w in workers if _alive(w)]
+    for w in survivors:
+        os.kill(w, signal.SIGKILL)
+    assert survivors == []
+
+
+def test_ctrl_c_to_the_process_group_prints_one_line() -> None:
+    proc, workers = _holder(start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert err == "interrupted\n"

@@ -124,3 +124,24 @@ def test_a_check_holds_one_dense_matrix_at_a_time_and_judges_as_verify(
     factor_loads = _recording(monkeypatch, w.source, "load_factors")
     assert checked("x", OpResult(S[:, :3], U[:, :, :3], Vh[:, :3]), w.source, group.refs, References(w.source), 1e-9).passed
     assert factor_loads == [len(group.refs)] * 2
+
+
+def test_lokr_values_come_from_the_factors_never_the_dense_delta() -> None:
+    """Issue 32: a LoKr delta of two 400 KB files is 25600 x 25600; its float64 reference formed
+    it (10.2 GB resident under a 256 MiB budget). The Kronecker factors' SVDs give it exactly."""
+    from types import SimpleNamespace
+
+    from harness.compute.references import exact_values
+    from harness.data.workload import KronFactors, MatrixRef
+
+    rng = np.random.default_rng(3)
+    W1, W2 = rng.standard_normal((1, 6, 4)), rng.standard_normal((1, 5, 7))
+
+    def dense(*args: object) -> None:
+        raise AssertionError("the dense delta was formed")
+
+    source = SimpleNamespace(has_factors=False, load_dense=dense,
+                             load_kron=lambda refs, dtype: KronFactors(W1=W1, W2=W2, scale=np.array([0.5])))
+    ref = MatrixRef(id="a/m", adapter="a", layer=None, module="m", shape=(30, 28), kron=(6, 4, 5, 7), locator={})
+    values = exact_values(source, [ref])  # type: ignore[arg-type]
+    np.testing.assert_allclose(values[0], np.linalg.svd(0.5 * np.kron(W1[0], W2[0]), compute_uv=False), atol=1e-12)
