@@ -224,8 +224,10 @@ def test_a_run_teaches_the_wisdom_and_the_next_plan_uses_it(
 
 
 def test_unstable_or_wrong_measurements_are_not_learned(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from harness.run import phase
+
     monkeypatch.setenv(wisdom.ENV, str(tmp_path / "wisdom"))
-    monkeypatch.setattr(measure_module, "judge", lambda samples, conditions: ["a noisy neighbour"])
+    monkeypatch.setattr(phase, "judge", lambda samples, conditions: ["a noisy neighbour"])
     assert cli.main(["run", str(CONFIGS / "smoke.toml"), "--no-cache", "-o", str(tmp_path / "run")]) == 0
     assert wisdom.load(tmp_path / "wisdom", MACHINE).observations == []
 
