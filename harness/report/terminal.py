@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.bench.conditions import Conditions
-from harness.bench.noise import condition_reasons
+from harness.bench.noise import condition_reasons, group_reasons
 from harness.machine.info import MachineInfo
 from harness.machine.roofline import Roof, roof_device
 from harness.plan.model import Candidate, Plan, Timed
@@ -91,6 +91,12 @@ def _basis(c: Candidate) -> str:
     if len(texts) == 1:
         return texts.pop()
     return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
+
+
+def device_library(backend: str) -> tuple[str, str]:
+    """(device, library) of a backend: `numpy` is numpy's arrays on the CPU, `cpu` and `cuda` are
+    torch's, so "numpy on numpy" and "torch on cpu" read as the two columns they are."""
+    return roof_device(backend), "numpy" if backend == "numpy" else "torch"  # type: ignore[arg-type]
 
 
 def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
@@ -175,8 +181,19 @@ def run_table(record: RunRecord) -> Table:
     return table
 
 
-def bench_lines(record: RunRecord) -> list[str]:
-    """The benchmark phase: its budget and threads, the references, what was cut, what is unstable."""
+def explained(table: Table, explain: bool) -> Table:
+    """The table with its caption, the footnote that explains columns and marks, only when asked
+    for (`--explain`): printed after every run it is five lines a reader has seen before. The HTML
+    report always explains."""
+    if not explain:
+        table.caption = None
+    return table
+
+
+def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
+    """The benchmark phase: its budget and threads, the references, what was cut, what is unstable:
+    one line per cause (`17 measurements unstable: load 3.2 on 2 cores`), or with `verbose` one
+    line per measurement and reason."""
     b = record.bench
     if b is None:
         return []
@@ -185,27 +202,42 @@ def bench_lines(record: RunRecord) -> list[str]:
              f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
+    cuts, unstable = [], []
     for a in record.analyses:
         for t in a.timings:
             if t.cut and not t.cached:
-                lines.append(f"{a.name}: {t.strategy}: {t.cut}")
+                cuts.append(f"{a.name}: {t.strategy}: {t.cut}")
             then = " (measured by an earlier run; --no-cache measures again)" if t.cached else ""
-            for reason in t.unstable:
-                lines.append(f"[bold yellow]unstable[/] {a.name}: {t.strategy} on {reason}{then}")
-    if b.unstable:
-        lines.append(f"[bold yellow]{b.unstable} measurements were unstable[/]: compare their speedups "
-                     "with care, or re-run on a quiet machine (`harness system` says what is busy)")
-    return lines
+            unstable += [(f"{a.name}: {t.strategy} on {reason}{then}", reason.split(": ", 1)[-1] + then)
+                         for reason in t.unstable]
+    if verbose:
+        return (lines + cuts + [f"[bold yellow]unstable[/] {escape(full)}" for full, _ in unstable]
+                + _unstable_advice(b.unstable, ""))
+    if cuts:
+        lines.append(f"budget cut {len(cuts)} timings (fewer matrices, warm-ups or repeats than asked): "
+                     "--budget gives more; --verbose lists them")
+    lines += [f"[bold yellow]{n} measurement{'s' if n > 1 else ''} unstable[/]: {escape(reason)}"
+              for n, reason in group_reasons(cause for _, cause in unstable)]
+    return lines + _unstable_advice(b.unstable, "; --verbose names each")
 
 
-def wall_lines(record: RunRecord) -> list[str]:
+def _unstable_advice(count: int, more: str) -> list[str]:
+    if not count:
+        return []
+    return [f"[bold yellow]{count} measurements were unstable[/]: compare their speedups "
+            f"with care, or re-run on a quiet machine (`harness system` says what is busy){more}"]
+
+
+def wall_lines(record: RunRecord, verbose: bool = False) -> list[str]:
+    """What the run did, after its table: each analysis's wall time (loading and all, unlike the
+    table's compute-only workload total), PCA figures, and the benchmark phase's lines."""
     lines = [
-        f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {a.device} in {format_seconds(a.wall_s)}"
-        + _cache_note(a)
+        f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {'{} ({})'.format(*device_library(a.device))} in "
+        f"{format_seconds(a.wall_s)} wall, loading included" + _cache_note(a)
         for a in record.analyses
     ]
     return (lines + [line for a in record.analyses for line in _variance_lines(a) + _axes_lines(a)]
-            + bench_lines(record))
+            + bench_lines(record, verbose))
 
 
 def _cache_note(analysis: AnalysisRecord) -> str:
