@@ -112,7 +112,7 @@ def reads(where: Path, quick: bool) -> ReadRoof | str:
 def time_strategies(spec: Spec, machine: MachineInfo, display: Display, pool: LazyExecutor
                     ) -> tuple[list[wisdom.Observation], list[str]]:
     """The spec's every strategy through the run's benchmark phase: what it would teach a run, and
-    why each measurement it does not teach was dropped (`group: reason`, or a failed check)."""
+    why each measurement it does not teach was dropped (its first reason, or a failed check)."""
     workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
     plan = compile_plan(spec, workload, machine)
     bench = BenchPhase(plan, workload, lambda device: exec_context(plan, device, 0, pool), display,
@@ -126,9 +126,9 @@ def time_strategies(spec: Spec, machine: MachineInfo, display: Display, pool: La
             else:
                 timings, checks = bench.time_step(step)
             failed = {v.strategy for v in checks if not v.passed}
-            for t in timings:
-                dropped += [reason.split(": ", 1)[-1] for reason in t.unstable]
-                dropped += [f"{t.strategy} failed verification"] * (len(t.groups) if t.strategy in failed else 0)
+            for t in timings:  # one cause per measurement dropped: its first
+                dropped += [f"{t.strategy} failed verification" if t.strategy in failed else g.measurement.reasons[0]
+                            for g in t.groups if t.strategy in failed or g.measurement.reasons]
     return bench.observations, dropped
 
 

@@ -48,6 +48,13 @@ def spec_hash(spec: Spec) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def default_folder(spec: Spec) -> Path:
+    """results/<experiment>/<UTC time>-<spec hash>: a fresh folder per run, named so that runs of
+    one spec sort by time and runs of another spec never share a name."""
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path("results") / spec.experiment.name / f"{run_id}-{spec_hash(spec)[:8]}"
+
+
 def _run_command(args: argparse.Namespace) -> str:
     """The command line that reproduces the run, its output folder and flags included: the report
     shows it verbatim, so what it leaves out a reader cannot know."""
@@ -96,8 +103,7 @@ def main(args: argparse.Namespace) -> int:
             context = prepare_context(args)
         spec, workload, the_plan = context.spec, context.workload, context.plan
         digest = spec_hash(spec)
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = Path(args.output) if args.output else Path("results") / spec.experiment.name / f"{run_id}-{digest[:8]}"
+        folder = Path(args.output) if args.output else default_folder(spec)
         if not args.output:  # -o was checked before anything was printed
             _check_run_folder(folder)
         cache_dir = None if args.no_cache else context.cache_dir
