@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.console import Console, ConsoleOptions
 from rich.markup import escape
-from rich.table import Table
+from rich.measure import Measurement
+from rich.table import Column, Table
 
 from harness.bench.conditions import Conditions
 from harness.bench.noise import condition_reasons, group_reasons
@@ -20,6 +25,55 @@ from harness.machine.wisdom import Wisdom
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Comparison
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A table drawn at the width it gets without splitting a word: while its narrowest layout
+    (every column as wide as its longest word) is wider than the terminal, the optional columns
+    go, in the order given, and the caption says which. Rich alone would fold "strategy" into
+    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns."""
+
+    table: Table
+    optional: tuple[str, ...] = ()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
+        yield self.fit(console, options.max_width)
+
+    def fit(self, console: Console, width: int) -> Table:
+        """The table as drawn `width` columns wide: fewer columns, fixed widths."""
+        table, left_out = self.table, []
+        for name in self.optional:
+            if Measurement.get(console, console.options.update_width(1 << 20), table).minimum <= width:
+                break  # measured unbounded: rich clamps a measurement to the width it is given
+            table = copy.copy(table)
+            table.columns = [c for c in table.columns if c.header != name]
+            left_out.append(name)
+        table = copy.copy(table)
+        table.columns = _laid_out(console, table.columns, width)
+        if left_out:
+            note = f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)"
+            table.caption = f"{table.caption}\n{note}" if table.caption else note
+        return table
+
+
+def _laid_out(console: Console, columns: list[Column], width: int) -> list[Column]:
+    """Columns of fixed widths: each its longest word, and what the width leaves shared by how much
+    more each would take. Rich narrows the widest columns first when a table is too wide, which
+    splits words even where the words alone would fit."""
+    unbounded = console.options.update_width(1 << 20)
+    spans = [[Measurement.get(console, unbounded, cell) for cell in [c.header, *c._cells]] for c in columns]
+    least = [max(m.minimum for m in span) for span in spans]
+    most = [max(m.maximum for m in span) for span in spans]
+    spare = max(0, width - (3 * len(columns) + 1) - sum(least))  # a cell's padding and its border
+    wants = [b - a for a, b in zip(least, most, strict=True)]
+    total = sum(wants) or 1
+    laid = []
+    for column, low, want in zip(columns, least, wants, strict=True):
+        column = copy.copy(column)
+        column.width = low + min(want, spare * want // total)
+        laid.append(column)
+    return laid
 
 
 def executor_label(plan: Plan) -> str:
@@ -54,7 +108,7 @@ def bench_plan_line(plan: Plan) -> str:
                if plan.overheads else ""))
 
 
-def plan_table(plan: Plan) -> Table:
+def plan_table(plan: Plan) -> Fitted:
     groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
     table = Table(
         title=f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, "
@@ -82,7 +136,7 @@ def plan_table(plan: Plan) -> Table:
             step.reason,
             "\n".join(f"{c.strategy}: {_basis(c)}" for c in step.candidates if c.available),
         )
-    return table
+    return Fitted(table, ("estimates from", "batch"))
 
 
 def _basis(c: Candidate) -> str:
@@ -356,6 +410,9 @@ def _roof_line(roof: Roof) -> str:
             f"({', '.join(roof.libraries)}{threads}; {roof.by}, {roof.measured[:16]})")
 
 
+WISDOM_OPTIONAL = ("by", "measured", "% of GEMM peak", "samples", "GFLOP/s", "rank", "dtype")
+
+
 def wisdom_tables(w: Wisdom, path: object) -> list[object]:
     """`harness calibrate --show`: the roofs, the reads, and every measurement kept."""
     lines: list[object] = [f"wisdom: {path}", "machine: " + "; ".join(f"{k} {v}" for k, v in w.machine.items())]
@@ -377,4 +434,4 @@ def wisdom_tables(w: Wisdom, path: object) -> list[object]:
                       str(o.rank or "-"), o.device, o.dtype, str(o.threads), format_seconds(o.seconds),
                       format_rate(gflops), format_share(gflops / peak) if peak else "-", str(o.samples),
                       o.when[:16], o.source)
-    return [*lines, table]
+    return [*lines, Fitted(table, WISDOM_OPTIONAL)]

@@ -13,6 +13,7 @@ from harness.base.units import format_bytes
 from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
 from harness.plan.model import PlanError
+from harness.report.terminal import Fitted
 from harness.spec import load_spec
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
@@ -87,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
         used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
         table.add_row(entry.key[:16], kind, owner, label, format_bytes(entry.size), used)
     if args.action == "ls" or corrupt:
-        out.print(table)
+        out.print(Fitted(table, ("last used", "experiment", "key")))
     if args.action == "verify":
         out.print(f"{len(entries) - corrupt} of {len(entries)} entries check out; corrupt ones are "
                   "recomputed on their next use")
