@@ -58,8 +58,8 @@ class Fitted:
 
 
 def _laid_out(console: Console, columns: list[Column], width: int) -> list[Column]:
-    """Columns of fixed widths: each its longest word, and what the width leaves shared by how much
-    more each would take. Rich narrows the widest columns first when a table is too wide, which
+    """Columns of fixed widths: each its longest word, and what the width leaves shared max-min
+    fairly (a column that wants little more gets it whole; the rest share what is left). Rich narrows the widest columns first when a table is too wide, which
     splits words even where the words alone would fit."""
     unbounded = console.options.update_width(1 << 20)
     spans = [[Measurement.get(console, unbounded, cell) for cell in [c.header, *c._cells]] for c in columns]
@@ -67,11 +67,15 @@ def _laid_out(console: Console, columns: list[Column], width: int) -> list[Colum
     most = [max(m.maximum for m in span) for span in spans]
     spare = max(0, width - (3 * len(columns) + 1) - sum(least))  # a cell's padding and its border
     wants = [b - a for a, b in zip(least, most, strict=True)]
-    total = sum(wants) or 1
+    extra = [0] * len(columns)
+    order = sorted(range(len(columns)), key=lambda i: wants[i])  # max-min fair: modest columns whole
+    for left, i in enumerate(order):
+        extra[i] = min(wants[i], spare // (len(order) - left))
+        spare -= extra[i]
     laid = []
-    for column, low, want in zip(columns, least, wants, strict=True):
+    for column, low, more in zip(columns, least, extra, strict=True):
         column = copy.copy(column)
-        column.width = low + min(want, spare * want // total)
+        column.width = low + more
         laid.append(column)
     return laid
 
