@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,19 @@ Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's t
 Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
+
+
+@dataclass(frozen=True)
+class _Counter:
+    """The run's item, read at every redraw: the benchmark's clock moves as each measurement is
+    counted, not only when the next analysis starts."""
+
+    analysis: str
+    bench: BenchPhase
+
+    def __str__(self) -> str:
+        clock = self.bench.clock
+        return f"{self.analysis}; benchmark {clock.spent_s:.1f} of {clock.budget_s:.1f} s"
 
 
 class OutputError(Exception):
@@ -115,10 +128,10 @@ class Runner:
             try:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
-                with pinned(self.plan.bench.threads), self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
+                with pinned(self.plan.bench.threads), self.display.phase(
+                        self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
-                        run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
-                                 f"{self.bench.clock.spent_s:.1f} of {self.bench.clock.budget_s:.1f} s")
+                        run.item(_Counter(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}", self.bench))
                         self.record.analyses.append(self._step(step, last_factored=i == self._last_factored))
                         self.record.bench = self.bench.record()
                         self._save()

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli.console import out
+from harness.base.progress import Display
+from harness.cli.console import err, out
 from harness.report.history import load
 from harness.report.history_page import write_history
 
@@ -20,5 +21,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     results_dir = Path(args.results)
-    out.print(f"history: {write_history(load(results_dir), results_dir, Path(args.output))}")
+    with Display(err) as display, display.phase("drawing asv's history") as phase:
+        phase.item(f"reading {results_dir}")
+        results = load(results_dir)
+        phase.item(f"{len(results)} series: a chart each")
+        written = write_history(results, results_dir, Path(args.output))
+    out.print(f"history: {written}")
     return 0

@@ -152,7 +152,10 @@ def main(args: argparse.Namespace) -> int:
     if args.report:
         from harness.report.html import write_report  # matplotlib: only when a report is asked for
 
-        out.print(f"report: {write_report(folder)}")
+        with Display(err) as display, display.phase("rendering the report") as phase:
+            phase.item(f"{folder}: tables and charts")
+            written = write_report(folder)
+        out.print(f"report: {written}")
     if not record.passed:
         err.print("[bold red]verification failed[/] for at least one strategy (see 'passed')")
         return EXIT_VERIFICATION_FAILED
