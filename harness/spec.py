@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -28,7 +29,7 @@ from harness.linalg.features import (
 )
 from harness.strategies.registry import check_strategy_name
 from harness.base.bounded import TooLarge, read_capped
-from harness.base.units import parse_duration, parse_share
+from harness.base.units import DURATION_PATTERN, parse_duration, parse_share
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
 
@@ -213,7 +214,14 @@ class Execution(_Section):
         return self
 
 
-Seconds = Annotated[float, BeforeValidator(parse_duration)]
+# A number of seconds or a string like "20s": the schema says both, so editors and jsonschema
+# accept the documented `budget = "20s"` (pydantic would otherwise publish a bare number)
+Seconds = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0},
+                              {"type": "string", "pattern": f"^{DURATION_PATTERN}$"}]}),
+]
 Share = Annotated[float, BeforeValidator(parse_share)]
 DEFAULT_BUDGET_S = 4.0
 DEFAULT_PRECISION = 0.10
@@ -310,7 +318,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
             value = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
-        parts = key.strip().split(".")
+        parts = _key_parts(key)
         node: Any = raw
         try:
             for part in parts[:-1]:
@@ -323,6 +331,12 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
         except (ValueError, IndexError, TypeError, AttributeError):
             problems.append(f"--set {item!r}: {key} does not name a settable key")
     return problems
+
+
+def _key_parts(key: str) -> list[str]:
+    """`analysis[2].components` (the notation errors print) or `analysis.2.components` as
+    `["analysis", "2", "components"]`: a key copied from an error line must work as an override."""
+    return re.sub(r"\[\s*(\d+)\s*\]", r".\1", key.strip()).split(".")
 
 
 SECTION_MODELS: dict[str, type[BaseModel]] = {

@@ -4,6 +4,7 @@ not only `asv run`. One case per suite, and the machine name for `harness asv-ma
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,9 @@ def test_pca_full_script_reports_every_figure_and_checks_the_answer(tmp_path: Pa
 
     assert proc.stdout.count("handed back to its host during the PCA") == (4 if reported_kib() is not None else 0)
     first, again = proc.stdout.split("`harness run` (run)")[1].split("`harness run` (again)")[:2]
-    assert "fingerprinting the input files: (hashed 5 files" in first and "float64 references: 4 computed" in first
+    words = " ".join(first.split())  # the phrases, wherever a line of the run's output happens to end
+    assert "fingerprinting the input files: (hashed 5 files" in words
+    assert re.search(r"float64 references: [1-9]\d* computed", words)  # one per position the rounds visited
     assert "1 of 1 chunks from the cache" in again.split("bf16:")[0]
     error = float(proc.stdout.split("over 3 deltas = ")[1].split()[0])
     assert error < 1e-6

@@ -139,3 +139,25 @@ def test_benchmark_budget_is_a_duration() -> None:
         load_spec(CONFIGS / "smoke.toml", ["benchmark.budget='soon'"])
     assert exc.value.lines == [f"{CONFIGS / 'smoke.toml'}: benchmark.budget: 'soon' is not a duration; "
                                'expected e.g. "20s", "500ms", "2m"']
+
+
+def test_overrides_take_the_index_notation_errors_print(tmp_path: Path) -> None:
+    """An error names `analysis[0].k`; the same key must work as --set, as `analysis.0.k` does."""
+    spec = load_spec(write(tmp_path, GOOD), ["analysis[0].k=3"])
+    assert spec.analysis[0].k == 3
+
+
+def test_schema_types_budget_as_a_duration() -> None:
+    """`budget = "20s"` is documented: the published schema must accept it (and a number), as
+    jsonschema reads it: one of its alternatives a string whose pattern takes "20s", not "soon"."""
+    import re
+
+    from harness.spec import Spec
+
+    schema = Spec.model_json_schema()
+    budget = schema["$defs"]["Benchmark"]["properties"]["budget"]
+    kinds = {alternative["type"]: alternative for alternative in budget["anyOf"]}
+    assert {"number", "string"} <= set(kinds)
+    pattern = kinds["string"]["pattern"]
+    assert all(re.search(pattern, text) for text in ("20s", "1.5m", "500ms"))
+    assert not re.search(pattern, "soon")

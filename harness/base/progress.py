@@ -5,6 +5,7 @@ finished phase when stderr is not a terminal (a log, CI)."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,11 +17,13 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 from rich.text import Text
 
 from harness.base.units import format_seconds
@@ -45,10 +48,24 @@ class Phase:
         if self.task is not None and self.display.progress is not None:
             self.display.progress.update(self.task, advance=n)
 
-    def item(self, text: str) -> None:
-        self.current = text
+    def item(self, text: object) -> None:
+        """What the phase works on: a string, or an object whose str() is read at every redraw (a
+        counter that moves while the phase counts, not only when the next item starts)."""
+        self.current = text  # type: ignore[assignment]
         if self.task is not None and self.display.progress is not None:
             self.display.progress.update(self.task, item=text)
+
+
+class _Remaining(TimeRemainingColumn):
+    """Rich's remaining time once the phase has a pace; before that, the plan's estimate less the
+    time spent (`estimate_s` of the phase), instead of "-:--:--" until the first step ends."""
+
+    def render(self, task: Task) -> Text:
+        estimate = task.fields.get("estimate_s")
+        if estimate and not task.completed and task.elapsed is not None:
+            left = timedelta(seconds=round(max(estimate - task.elapsed, 0.0)))
+            return Text(f"~{left}", style="progress.remaining")  # as rich writes it, marked as an estimate
+        return super().render(task)
 
 
 class _Progress(Progress):
@@ -73,16 +90,19 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
+            # fixed widths: the bar stays put as labels change; the item takes what is left and
+            # ends in an ellipsis rather than pushing the times off a 100-column terminal
             self.progress = _Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}"),
-                BarColumn(bar_width=24),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[item]}"),
+                TextColumn("{task.description}", table_column=Column(width=34, no_wrap=True, overflow="ellipsis")),
+                BarColumn(bar_width=16),
+                MofNCompleteColumn(table_column=Column(width=7, no_wrap=True)),
+                TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
-                TimeRemainingColumn(),
+                _Remaining(table_column=Column(width=9, no_wrap=True)),
                 console=self.console,
+                expand=True,
                 transient=True,
                 refresh_per_second=REFRESH_PER_S,
             )
@@ -97,12 +117,13 @@ class Display:
             self.progress = None
 
     @contextmanager
-    def phase(self, description: str, total: int | None = None) -> Iterator[Phase]:
-        """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`)."""
+    def phase(self, description: str, total: int | None = None, estimate_s: float | None = None) -> Iterator[Phase]:
+        """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`);
+        `estimate_s`, the plan's, gives its ETA before it has a pace of its own."""
         start = time.perf_counter()
         task = None
         if self.progress is not None:
-            task = self.progress.add_task(description, total=total, item="")
+            task = self.progress.add_task(description, total=total, item="", estimate_s=estimate_s)
         phase = Phase(self, description, total, task)
         try:
             yield phase

@@ -65,12 +65,15 @@ def format_share(x: float | None) -> str:
     return f"{100 * x:.0f}%" if x >= 0.1 else f"{100 * x:.2g}%"
 
 
+DURATION_PATTERN = r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|min|m|h)?\s*"  # "20s", "500ms", "1.5m", "2h"
+
+
 def parse_duration(value: str | float | int) -> float:
     """Seconds from a number (seconds) or a string like "20s", "500ms", "1.5m", "2h"."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = float(value)
     else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|min|m|h)?\s*", str(value))
+        match = re.fullmatch(DURATION_PATTERN, str(value))
         if match is None:
             raise ValueError(f"{value!r} is not a duration; expected e.g. \"20s\", \"500ms\", \"2m\"")
         seconds = float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]

@@ -13,6 +13,7 @@ share in proportion to what its rounds cost, so every analysis gets about as man
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -134,6 +135,15 @@ class Limit:
     floors: dict[str, float]  # analysis -> its floor, until it has run
     weights: dict[str, float]  # analysis -> seconds of one of its rounds
     spent_s: float = 0.0
+    since: float | None = None  # when the analysis under way began (time.perf_counter)
+
+    @property
+    def live_s(self) -> float:
+        """Spent so far, the analysis under way included: what a progress display shows."""
+        return self.spent_s + (time.perf_counter() - self.since if self.since is not None else 0.0)
+
+    def begin(self) -> None:
+        self.since = time.perf_counter()
 
     def allowance(self, analysis: str) -> float:
         """Seconds this analysis may spend: its floor, and a share of what is left above the
@@ -147,5 +157,6 @@ class Limit:
 
     def done(self, analysis: str, seconds: float) -> None:
         self.spent_s += seconds
+        self.since = None
         self.floors.pop(analysis, None)
         self.weights.pop(analysis, None)

@@ -3,6 +3,9 @@ measurement gets `unstable` with every reason that applies, in words a user can 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 import numpy as np
 
 from harness.bench.conditions import Conditions
@@ -55,3 +58,27 @@ def judge(samples: list[float], conditions: Conditions | None) -> list[str]:
     it is not."""
     drift = drift_reason(samples)
     return dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
+
+
+def _cause(reason: str) -> str:
+    """A reason with its numbers blanked: `load # on # cores`, the cause it shares with others."""
+    return re.sub(r"\d+(\.\d+)?", "#", reason)
+
+
+def _worst(reasons: list[str]) -> str:
+    """The reason of a cause with the largest first number: the one to quote for all of them."""
+    def first_number(reason: str) -> float:
+        found = re.search(r"\d+(\.\d+)?", reason)
+        return float(found.group()) if found else 0.0
+
+    return max(reasons, key=first_number)
+
+
+def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
+    """(how many, the worst instance) per cause, most frequent first: 17 measurements under a
+    busy machine are one line, `17 x load 3.2 on 2 cores`, not 17 lines that push the table off
+    the screen. Causes are reasons alike but for their numbers."""
+    by_cause: dict[str, list[str]] = {}
+    for reason in reasons:
+        by_cause.setdefault(_cause(reason), []).append(reason)
+    return sorted(((len(same), _worst(same)) for same in by_cause.values()), key=lambda x: -x[0])

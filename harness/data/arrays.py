@@ -161,7 +161,7 @@ class ArraysSource(Source):
         return [
             (memmap, path)
             for memmap in self.config.memmaps
-            for path in resolve_paths([memmap.path], self.base_dir, field="memmaps")
+            for path in resolve_paths([memmap.path], self.base_dir, field="data.memmaps")
         ]
 
     def refs(self) -> list[MatrixRef]:

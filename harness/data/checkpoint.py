@@ -150,7 +150,7 @@ def _stored(files: dict[str, SafetensorsFile], path: str, ref: MatrixRef) -> Sto
 
 def resolve_base(base: str, base_dir: Path) -> Checkpoint:
     """The one checkpoint the spec's `base` names (a file, a sharded set's index, a folder)."""
-    bases = resolve_paths([base], base_dir, field="base")
+    bases = resolve_paths([base], base_dir, field="data.base")
     if len(bases) != 1:
         raise DataError(f"base: {base!r} matches {len(bases)} paths; expected one")
     return Checkpoint(bases[0])

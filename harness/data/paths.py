@@ -90,10 +90,15 @@ class FileData(BaseModel):
         return kept
 
 
-def resolve_paths(patterns: Sequence[str], base_dir: Path, field: str = "paths") -> list[Path]:
+class PathError(DataError):
+    """A spec key (`data.paths`, `data.base`, `data.memmaps`) names no file: the spec's mistake,
+    which `validate` and `plan` report as `FILE: key: message` like any other."""
+
+
+def resolve_paths(patterns: Sequence[str], base_dir: Path, field: str = "data.paths") -> list[Path]:
     """Absolute paths named by `patterns` (relative to base_dir; globs sorted), each once, in order.
 
-    `field` names the spec field in the error when a pattern matches nothing.
+    `field` names the spec key (as `validate` and `plan` write keys) in the error when a pattern matches nothing.
     """
     base_dir = base_dir.absolute()
     found: dict[Path, None] = {}
@@ -106,7 +111,7 @@ def resolve_paths(patterns: Sequence[str], base_dir: Path, field: str = "paths")
         if not hits and os.path.islink(base_dir / expanded):
             hits = [expanded]  # a link that leads nowhere: say so, not "matches nothing"
         if not hits:
-            raise DataError(f"{field}: {pattern!r} matches nothing (relative to {base_dir})")
+            raise PathError(f"{field}: {pattern!r} matches nothing (relative to {base_dir})")
         found.update(dict.fromkeys(reachable(Path(os.path.normpath(base_dir / hit))) for hit in hits))
     return list(found)
 

@@ -15,8 +15,9 @@ from markupsafe import Markup
 from harness.report.compare import Comparison
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
-from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, axes_summary, peak_share, spread,
-                                     strategy_label)
+from harness.bench.noise import group_reasons
+from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
+                                     spread, strategy_label)
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
@@ -46,9 +47,13 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
     rows = []
     for t in analysis.timings:
         sampled = sum(g.sampled for g in t.groups)
+        device, library = device_library(t.device)
         rows.append(
             {
                 "timing": t,
+                "device": device,
+                "library": library,
+                "unstable": len(t.unstable),
                 "label": strategy_label(analysis, t.strategy),  # as the terminal table writes it
                 "per_matrix": sum(g.measurement.median_s for g in t.groups) / sampled,
                 "spread": spread(t),
@@ -100,9 +105,27 @@ def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
     return sections
 
 
+def _no_roofline(record: RunRecord) -> str:
+    """Why a record has no timing to draw: an interrupted run timed nothing, an old record has no
+    flop counts; a whole run without either timed nothing that has a cost model."""
+    if not record.complete and not any(a.timings for a in record.analyses):
+        return "the run was interrupted before any strategy was timed."
+    if record.schema_version < 3:
+        return f"this record is of schema {record.schema_version}; flop and byte counts came with schema 3."
+    return "no timing in this record has flop and byte counts."
+
+
+def _headline(record: RunRecord) -> dict[str, Any]:
+    """What the page says first: the record's verdict lines when it has them (a list of strings,
+    `RunRecord.verdicts`), and its unreliable measurements by cause, with what to do."""
+    causes = [r.split(": ", 1)[-1] for a in record.analyses for t in a.timings for r in t.unstable]
+    return {"verdicts": list(getattr(record, "verdicts", None) or []), "unstable": group_reasons(causes),
+            "unstable_count": len(causes)}
+
+
 def _roofline(record: RunRecord) -> dict[str, Any]:
     """The roofline chart of every timing with flop and byte counts, and what its roofs are;
-    no chart for records without those counts (before schema 3)."""
+    without a chart, why."""
     points = charts.roofline_points(record)
     dtype = record.plan.dtype
     devices = sorted({p.device for p in points})
@@ -112,6 +135,7 @@ def _roofline(record: RunRecord) -> dict[str, Any]:
                   + (f", {r.threads} threads" if r.threads else "") + ")"
                   for _, r in sorted(record.roofs.items())],
         "missing": [d for d in devices if d not in record.roofs or record.roofs[d].peak(dtype) is None],
+        "why_none": None if points else _no_roofline(record),
     }
 
 
@@ -120,6 +144,9 @@ def render_report(record: RunRecord, folder: Path) -> str:
     analyses = [
         {
             "record": a,
+            "anchor": f"analysis-{a.name}",
+            "device": device_library(a.device)[0],
+            "library": device_library(a.device)[1],
             "rows": _timing_rows(record, a),
             "checks": [(strategy_label(a, v.strategy), v) for v in a.verification],
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
@@ -135,6 +162,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
     ]
     return environment().get_template("report.html.j2").render(
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
+        headline=_headline(record),
         roofline=_roofline(record), notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE},
     )
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.console import Console, ConsoleOptions
 from rich.markup import escape
-from rich.table import Table
+from rich.measure import Measurement
+from rich.table import Column, Table
 
 from harness.bench.conditions import Conditions
-from harness.bench.noise import condition_reasons
+from harness.bench.noise import condition_reasons, group_reasons
 from harness.machine.info import MachineInfo
 from harness.machine.roofline import Roof, roof_device
 from harness.plan.model import Candidate, Plan, Timed
@@ -23,6 +28,59 @@ from harness.machine.wisdom import Wisdom
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Comparison
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A table drawn at the width it gets without splitting a word: while its narrowest layout
+    (every column as wide as its longest word) is wider than the terminal, the optional columns
+    go, in the order given, and the caption says which. Rich alone would fold "strategy" into
+    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns."""
+
+    table: Table
+    optional: tuple[str, ...] = ()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
+        yield self.fit(console, options.max_width)
+
+    def fit(self, console: Console, width: int) -> Table:
+        """The table as drawn `width` columns wide: fewer columns, fixed widths."""
+        table, left_out = self.table, []
+        for name in self.optional:
+            if Measurement.get(console, console.options.update_width(1 << 20), table).minimum <= width:
+                break  # measured unbounded: rich clamps a measurement to the width it is given
+            table = copy.copy(table)
+            table.columns = [c for c in table.columns if c.header != name]
+            left_out.append(name)
+        table = copy.copy(table)
+        table.columns = _laid_out(console, table.columns, width)
+        if left_out:
+            note = f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)"
+            table.caption = f"{table.caption}\n{note}" if table.caption else note
+        return table
+
+
+def _laid_out(console: Console, columns: list[Column], width: int) -> list[Column]:
+    """Columns of fixed widths: each its longest word, and what the width leaves shared max-min
+    fairly (a column that wants little more gets it whole; the rest share what is left). Rich narrows the widest columns first when a table is too wide, which
+    splits words even where the words alone would fit."""
+    unbounded = console.options.update_width(1 << 20)
+    spans = [[Measurement.get(console, unbounded, cell) for cell in [c.header, *c._cells]] for c in columns]
+    least = [max(m.minimum for m in span) for span in spans]
+    most = [max(m.maximum for m in span) for span in spans]
+    spare = max(0, width - (3 * len(columns) + 1) - sum(least))  # a cell's padding and its border
+    wants = [b - a for a, b in zip(least, most, strict=True)]
+    extra = [0] * len(columns)
+    order = sorted(range(len(columns)), key=lambda i: wants[i])  # max-min fair: modest columns whole
+    for left, i in enumerate(order):
+        extra[i] = min(wants[i], spare // (len(order) - left))
+        spare -= extra[i]
+    laid = []
+    for column, low, more in zip(columns, least, extra, strict=True):
+        column = copy.copy(column)
+        column.width = low + more
+        laid.append(column)
+    return laid
 
 
 def executor_label(plan: Plan) -> str:
@@ -69,7 +127,7 @@ def bench_plan_line(plan: Plan) -> str:
                if plan.overheads else ""))
 
 
-def plan_table(plan: Plan) -> Table:
+def plan_table(plan: Plan) -> Fitted:
     groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
     table = Table(
         title=f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, "
@@ -97,7 +155,7 @@ def plan_table(plan: Plan) -> Table:
             step.reason,
             "\n".join(f"{c.strategy}: {_basis(c)}" for c in step.candidates if c.available),
         )
-    return table
+    return Fitted(table, ("estimates from", "batch"))
 
 
 def _basis(c: Candidate) -> str:
@@ -106,6 +164,12 @@ def _basis(c: Candidate) -> str:
     if len(texts) == 1:
         return texts.pop()
     return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
+
+
+def device_library(backend: str) -> tuple[str, str]:
+    """(device, library) of a backend: `numpy` is numpy's arrays on the CPU, `cpu` and `cuda` are
+    torch's, so "numpy on numpy" and "torch on cpu" read as the two columns they are."""
+    return roof_device(backend), "numpy" if backend == "numpy" else "torch"  # type: ignore[arg-type]
 
 
 def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
@@ -216,8 +280,19 @@ def run_table(record: RunRecord) -> Table:
     return table
 
 
-def bench_lines(record: RunRecord) -> list[str]:
-    """The benchmark phase: its budget and threads, the references, what was cut, what is unstable."""
+def explained(table: Table, explain: bool) -> Table:
+    """The table with its caption, the footnote that explains columns and marks, only when asked
+    for (`--explain`): printed after every run it is five lines a reader has seen before. The HTML
+    report always explains."""
+    if not explain:
+        table.caption = None
+    return table
+
+
+def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
+    """The benchmark phase: its budget, floor and rounds, the references, what is unresolved and
+    what is unstable: one line per cause (`17 measurements unstable: load 3.2 on 2 cores`), or with `verbose` one
+    line per measurement and reason."""
     b = record.bench
     if b is None:
         return []
@@ -228,28 +303,45 @@ def bench_lines(record: RunRecord) -> list[str]:
              f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
+    unresolved: list[str] = []
+    unstable: list[tuple[str, str]] = []
     for a in record.analyses:
         lines += [f"{a.name}: {v.strategy} [bold red]failed:[/] {escape(v.reason)}" for v in a.verification if v.reason]
         for t in a.timings:
             if t.unresolved and t.unresolved_reason:
-                lines.append(f"unresolved {a.name}: {t.strategy}: {t.unresolved_reason}")
+                unresolved.append(f"{a.name}: {t.strategy}: {t.unresolved_reason}")
             then = " (rounds of earlier runs; --fresh measures anew)" if t.cached else ""
-            for reason in t.unstable:
-                lines.append(f"[bold yellow]unstable[/] {a.name}: {t.strategy} on {reason}{then}")
-    if b.unstable:
-        lines.append(f"[bold yellow]{b.unstable} measurements were unstable[/]: compare their speedups "
-                     "with care, or re-run on a quiet machine (`harness system` says what is busy)")
-    return lines
+            unstable += [(f"{a.name}: {t.strategy} on {reason}{then}", reason.split(": ", 1)[-1] + then)
+                         for reason in t.unstable]
+    if verbose:
+        return (lines + [f"unresolved {escape(u)}" for u in unresolved]
+                + [f"[bold yellow]unstable[/] {escape(full)}" for full, _ in unstable] + _unstable_advice(b.unstable, ""))
+    if unresolved:
+        lines.append(f"{len(unresolved)} speedup{'s' if len(unresolved) > 1 else ''} unresolved (marked ?): "
+                     "their intervals are wider than the precision; a re-run adds rounds, --budget gives more; "
+                     "--verbose says why each")
+    lines += [f"[bold yellow]{n} measurement{'s' if n > 1 else ''} unstable[/]: {escape(reason)}"
+              for n, reason in group_reasons(cause for _, cause in unstable)]
+    return lines + _unstable_advice(b.unstable, "; --verbose names each")
 
 
-def wall_lines(record: RunRecord) -> list[str]:
+def _unstable_advice(count: int, more: str) -> list[str]:
+    if not count:
+        return []
+    return [f"[bold yellow]{count} measurements were unstable[/]: compare their speedups "
+            f"with care, or re-run on a quiet machine (`harness system` says what is busy){more}"]
+
+
+def wall_lines(record: RunRecord, verbose: bool = False) -> list[str]:
+    """What the run did, after its table: each analysis's wall time (loading and all, unlike the
+    table's compute-only workload total), PCA figures, and the benchmark phase's lines."""
     lines = [
-        f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {a.device} in {format_seconds(a.wall_s)}"
-        + _cache_note(a)
+        f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {'{} ({})'.format(*device_library(a.device))} in "
+        f"{format_seconds(a.wall_s)} wall, loading included" + _cache_note(a)
         for a in record.analyses
     ]
     return (lines + [line for a in record.analyses for line in _variance_lines(a) + _axes_lines(a)]
-            + bench_lines(record))
+            + bench_lines(record, verbose))
 
 
 def _cache_note(analysis: AnalysisRecord) -> str:
@@ -365,6 +457,9 @@ def _roof_line(roof: Roof) -> str:
             f"({', '.join(roof.libraries)}{threads}; {roof.by}, {roof.measured[:16]})")
 
 
+WISDOM_OPTIONAL = ("by", "measured", "% of GEMM peak", "samples", "GFLOP/s", "rank", "dtype")
+
+
 def wisdom_tables(w: Wisdom, path: object) -> list[object]:
     """`harness calibrate --show`: the roofs, the reads, and every measurement kept."""
     lines: list[object] = [f"wisdom: {path}", "machine: " + "; ".join(f"{k} {v}" for k, v in w.machine.items())]
@@ -386,4 +481,4 @@ def wisdom_tables(w: Wisdom, path: object) -> list[object]:
                       str(o.rank or "-"), o.device, o.dtype, str(o.threads), format_seconds(o.seconds),
                       format_rate(gflops), format_share(gflops / peak) if peak else "-", str(o.samples),
                       o.when[:16], o.source)
-    return [*lines, table]
+    return [*lines, Fitted(table, WISDOM_OPTIONAL)]

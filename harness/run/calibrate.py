@@ -16,6 +16,7 @@ from typing import Any
 from harness.machine import wisdom
 from harness.run.phase import BenchPhase
 from harness.machine.roofline import RUN_PROBE, ReadRoof, Roof, measure_cpu, measure_cuda, measure_reads, roof_device
+from harness.bench.noise import group_reasons
 from harness.bench.threads import pinned
 from harness.data.registry import build_source
 from harness.data.workload import Workload
@@ -108,20 +109,39 @@ def reads(where: Path, quick: bool) -> ReadRoof | str:
     return measure_reads(where, size)
 
 
-def time_strategies(spec: Spec, machine: MachineInfo, display: Display, pool: LazyExecutor) -> list[wisdom.Observation]:
-    """The spec's every strategy through the run's benchmark phase; what it would teach a run."""
+def time_strategies(spec: Spec, machine: MachineInfo, display: Display, pool: LazyExecutor
+                    ) -> tuple[list[wisdom.Observation], list[str]]:
+    """The spec's every strategy through the run's benchmark phase: what it would teach a run, and
+    why each measurement it does not teach was dropped (its first reason, or a failed check)."""
     workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
     plan = compile_plan(spec, workload, machine)
     bench = BenchPhase(plan, workload, lambda device: exec_context(plan, device, 0, pool), display,
                        machine.cores, source="calibrate")
     assert plan.bench is not None
+    dropped: list[str] = []
     with pinned(plan.bench.threads):
         for step, analysis in zip(plan.steps, spec.analysis, strict=True):
             if step.op == "pca":
-                bench.time_pca(step, analysis)  # type: ignore[arg-type]
+                timings, checks = bench.time_pca(step, analysis)  # type: ignore[arg-type]
             else:
-                bench.time_step(step)
-    return bench.observations
+                timings, checks = bench.time_step(step)
+            failed = {v.strategy for v in checks if not v.passed}
+            for t in timings:  # one cause per measurement dropped: its first
+                dropped += [f"{t.strategy} failed verification" if t.strategy in failed else g.measurement.reasons[0]
+                            for g in t.groups if t.strategy in failed or g.measurement.reasons]
+    return bench.observations, dropped
+
+
+def kept_note(kept: int, dropped: list[str]) -> str | None:
+    """What a calibration kept and what it dropped, by cause: on a busy machine a quick
+    calibration can measure for a minute and keep nothing, which must not pass in silence."""
+    if not dropped:
+        return None
+    causes = "; ".join(f"{n}x {reason}" if n > 1 else reason for n, reason in group_reasons(dropped))
+    verdict = "kept none" if not kept else f"kept {kept}"
+    return (f"calibrate: {verdict} of {kept + len(dropped)} measurements; dropped {len(dropped)} as unreliable "
+            f"({causes}); `auto` plans from the cost model where nothing was kept: run it again on a quiet "
+            "machine (`harness system` says what is busy)")
 
 
 def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool = False,
@@ -142,7 +162,10 @@ def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool =
             phase.summary = f"{read.cached_gbs:.1f} GB/s from the page cache" + (
                 f", {read.cold_gbs:.1f} GB/s cold" if read.cold_gbs is not None else "")
     with local_executor(machine.cores, display) as pool:
-        observations = [o for spec in (chosen or specs(quick)) for o in time_strategies(spec, machine, display, pool)]
+        measured = [time_strategies(spec, machine, display, pool) for spec in (chosen or specs(quick))]
+    observations = [o for kept, _ in measured for o in kept]
+    if (note := kept_note(len(observations), [reason for _, dropped in measured for reason in dropped])):
+        notes.append(note)
     stored = wisdom.learn(where, machine, observations, found, read)
     assert stored is not None
     return stored, notes

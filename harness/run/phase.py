@@ -44,6 +44,18 @@ from harness.run.rounds import Rounds, Timeline
 from harness.run.subjects import Subject, matrix_subject, pca_subject
 
 
+@dataclass(frozen=True)
+class BenchClockLabel:
+    """The run's progress item, read at every redraw: the benchmark's clock moves as each round
+    is counted, not only when the next analysis starts."""
+
+    analysis: str
+    limit: Limit
+
+    def __str__(self) -> str:
+        return f"{self.analysis}; benchmark {self.limit.live_s:.1f} of {self.limit.limit_s:.1f} s"
+
+
 def summarise(strategy: str, role: str, device: str, groups: Sequence[GroupTiming]) -> StrategyTiming:
     """Per-matrix medians scaled to every matrix of the workload."""
     scale = [g.total / g.sampled for g in groups]
@@ -140,6 +152,7 @@ class BenchPhase:
         bench = self.plan.bench
         assert bench is not None
         start = time.perf_counter()
+        self.limit.begin()
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
                         self.limit.allowance(step.analysis), self.display, self.cores, self._lookup, self._keep)
         rounds.run()

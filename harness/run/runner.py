@@ -16,7 +16,7 @@ import numpy as np
 from harness.machine import wisdom
 from harness.compute.axes import AXES_FILE, axes_backend, write_axes
 from harness.run.context import exec_context, run_executor
-from harness.run.phase import BenchPhase
+from harness.run.phase import BenchClockLabel, BenchPhase
 from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
 from harness.store.keys import Keys
@@ -106,10 +106,11 @@ class Runner:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
                 self._warm_chosen()
-                with pinned(self.plan.bench.threads), self.display.phase(self.record.experiment, len(self.plan.steps)) as run:
+                with pinned(self.plan.bench.threads), self.display.phase(
+                        self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
-                        run.item(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}; benchmark "
-                                 f"{self.bench.limit.spent_s:.1f} of {self.bench.limit.limit_s:.1f} s")
+                        run.item(BenchClockLabel(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}",
+                                                 self.bench.limit))
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         analysis.verdict = verdict(analysis)
                         analysis.choice_check = choice_check(analysis, APPROXIMATE)

@@ -51,6 +51,7 @@ class Header(BaseModel):
     kind: Kind
     label: str  # what the entry holds, for `harness cache ls`
     created: float  # seconds since the epoch
+    experiment: str = ""  # the experiment whose run wrote it ("" in entries from before it was kept)
 
 
 class CorruptEntry(Exception):
@@ -109,8 +110,9 @@ def _stderr(message: str) -> None:
 class ResultCache:
     """Get and put payloads by key; a corrupt entry is warned about once and reads as a miss."""
 
-    def __init__(self, root: Path, warn: Callable[[str], None] = _stderr) -> None:
+    def __init__(self, root: Path, warn: Callable[[str], None] = _stderr, experiment: str = "") -> None:
         self.root = root
+        self.experiment = experiment  # written into every entry, so `cache clear SPEC` removes its own only
         self.warn = warn
         self._warned: set[str] = set()
         self._unwritable = False
@@ -144,7 +146,8 @@ class ResultCache:
         not its results: one warning, and no further tries."""
         if self._unwritable:
             return
-        blob = encode({"kind": kind, "label": label, "created": time.time()}, payload)
+        blob = encode({"kind": kind, "label": label, "created": time.time(), "experiment": self.experiment},
+                      payload)
         try:
             write_atomic(self.path(key), lambda fh: fh.write(blob))
         except OSError as exc:
@@ -191,12 +194,13 @@ class ResultCache:
             found.append(Entry(path=path, size=stat.st_size, mtime=stat.st_mtime))
         yield from sorted(found, key=lambda e: e.mtime)
 
-    def clear(self, older_than_s: float | None = None) -> tuple[int, int]:
-        """Remove entries (only those older than `older_than_s`); returns (count, bytes)."""
+    def clear(self, older_than_s: float | None = None, experiment: str | None = None) -> tuple[int, int]:
+        """Remove entries (only those older than `older_than_s`; only those `experiment` wrote,
+        when given: a corrupt entry names no owner and stays); returns (count, bytes)."""
         cutoff = time.time() - older_than_s if older_than_s is not None else None
         count = size = 0
         for entry in self.entries():
-            if cutoff is None or entry.mtime < cutoff:
+            if (cutoff is None or entry.mtime < cutoff) and (experiment is None or _owner(entry) == experiment):
                 if entry.path.is_dir() and not entry.path.is_symlink():  # a folder where an entry belongs
                     shutil.rmtree(entry.path, ignore_errors=True)
                 else:
@@ -214,6 +218,14 @@ class ResultCache:
             except OSError:  # not empty, or a concurrent run just wrote into it
                 pass
         return count, size
+
+
+def _owner(entry: Entry) -> str | None:
+    """The experiment that wrote the entry; None when its header does not check out."""
+    try:
+        return read_header(entry).experiment
+    except (CorruptEntry, OSError):
+        return None
 
 
 def read_header(entry: Entry) -> Header:

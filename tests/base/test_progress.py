@@ -34,3 +34,29 @@ def test_on_a_terminal_a_live_task_per_phase() -> None:
             display.progress.refresh()
         assert display.progress.tasks == []  # a finished phase leaves the display
     assert "top3: timing torch on 768x3072" in text.getvalue()
+
+
+def test_a_phase_with_an_estimate_has_an_eta_before_it_has_a_pace() -> None:
+    """The top-level ETA read "-:--:--" until the first analysis ended, though the plan had an
+    estimate; an item whose text is read at each redraw moves while the phase counts."""
+    import io
+
+    from rich.console import Console
+
+    from harness.base.progress import Display
+
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    counter = {"n": 0}
+
+    class Live:
+        def __str__(self) -> str:
+            return f"counted {counter['n']}"
+
+    with Display(console, live=True) as display, display.phase("run", 3, estimate_s=600.0) as phase:
+        phase.item(Live())
+        assert display.progress is not None
+        task = display.progress.tasks[0]
+        eta = display.progress.columns[-1].render(task)  # type: ignore[union-attr]
+        assert eta.plain in ("~0:10:00", "~0:09:59")
+        counter["n"] = 7
+        assert str(task.fields["item"]) == "counted 7"

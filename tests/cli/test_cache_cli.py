@@ -134,3 +134,22 @@ def test_a_bad_age_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["cache", "clear", "--dir", str(tmp_path), "--older-than", "soon"])
     assert exc.value.code == 2
+
+
+def test_cache_clear_spec_removes_only_its_experiments_entries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cache clear SPEC` removed every experiment's entries; now its own only, `--all` every one,
+    and no question asked either way."""
+    cache = tmp_path / "cache"
+    spec = write_spec(tmp_path, cache)
+    other = tmp_path / "other.toml"
+    other.write_text(spec.read_text().replace('name = "', 'name = "other', 1))
+    assert main(["run", str(spec), "-o", str(tmp_path / "a"), "--set=data.adapters=2"]) == 0
+    assert main(["run", str(other), "-o", str(tmp_path / "b"), "--set=data.adapters=2", "--set=experiment.seed=7"]) == 0
+    before = len(list(cache.glob("*/*.entry")))
+    capsys.readouterr()
+    assert main(["cache", "clear", str(spec)]) == 0
+    said = capsys.readouterr().out
+    left = len(list(cache.glob("*/*.entry")))
+    assert 0 < left < before and "of experiment" in said and "--all" in said
+    assert main(["cache", "clear", str(spec), "--all"]) == 0
+    assert not list(cache.glob("*/*.entry"))

@@ -293,7 +293,7 @@ def _no_measuring(*args: object, **kwargs: object) -> None:
 def test_calibrate_checks_its_wisdom_folder_before_measuring(
     where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest,
 ) -> None:
-    monkeypatch.setattr("harness.cli.main.measure_machine", _no_measuring)
+    monkeypatch.setattr("harness.cli.commands.calibrate.measure_machine", _no_measuring)
     argv = ["calibrate", "--quick"]
     if where == "HARNESS_WISDOM a file":
         (tmp_path / "w").write_text("")
@@ -320,7 +320,7 @@ def test_wisdom_of_another_version_is_kept(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(wisdom.OtherVersion, match="holds wisdom version"):
         wisdom.learn(tmp_path, probe())
     monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path))
-    monkeypatch.setattr("harness.cli.main.measure_machine", _no_measuring)
+    monkeypatch.setattr("harness.cli.commands.calibrate.measure_machine", _no_measuring)
     assert main(["calibrate", "--quick"]) == 2
     assert f"{path} holds wisdom version {wisdom.VERSION + 1}" in one_line(capsys.readouterr().err)
     assert path.read_bytes() == before

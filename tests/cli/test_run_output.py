@@ -15,6 +15,7 @@ from rich.console import Console
 
 from harness.cli import main as cli
 from harness.record.run_record import load_record
+from harness.cli.commands import run as run_command
 from harness.base.progress import Display
 from tests.conftest import CONFIGS
 
@@ -88,11 +89,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def test_the_recorded_command_has_the_output_folder_and_the_flags() -> None:
     argv = ["run", SMOKE, "--set", "data.adapters=4", "--budget", "5s", "-o", "out dir", "--report", "--no-cache"]
-    command = cli._run_command(parse(argv))
+    command = run_command._run_command(parse(argv))
     assert shlex.split(command) == ["harness", "run", SMOKE, "--set=data.adapters=4", '--set=benchmark.budget="5s"',
                                     "-o", "out dir", "--report", "--no-cache"]
     # without -o a run writes a fresh folder under results/: nothing to repeat
-    assert shlex.split(cli._run_command(parse(["run", SMOKE]))) == ["harness", "run", SMOKE]
+    assert shlex.split(run_command._run_command(parse(["run", SMOKE]))) == ["harness", "run", SMOKE]
     # and the command parses back to the same arguments
     again = parse(shlex.split(command)[1:])
     assert (again.output, again.report, again.no_cache) == ("out dir", True, True)

@@ -142,7 +142,7 @@ def test_the_plan_leaves_room_for_the_chunk_read_ahead_and_says_so(tmp_path: Pat
     pool = plan_for(tmp_path, budget, 'executor = "process_pool"\nworkers = 1')
     assert not pool.steps[0].reads_ahead  # a worker loads its own chunk
     table = plan_table(ahead)
-    assert "next chunk read ahead" in "".join(str(c) for col in table.columns for c in col._cells)
+    assert "next chunk read ahead" in "".join(str(c) for col in table.table.columns for c in col._cells)
 
 
 def budget_for(batch: int) -> str:

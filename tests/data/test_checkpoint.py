@@ -212,7 +212,7 @@ def _two_files_no_index(tmp: Path, rng: Generator, write: Writer) -> tuple[Path,
 
 def _no_base(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:
     write(tmp / "ft.safetensors", model(rng))
-    return Path("base"), "'base.safetensors' matches nothing"  # the spec field, not a file
+    return Path("data.base"), "'base.safetensors' matches nothing"  # the spec key, not a file
 
 
 def _unreadable_float(tmp: Path, rng: Generator, write: Writer) -> tuple[Path, str]:

@@ -261,3 +261,13 @@ def test_calibrate_show_and_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     monkeypatch.setenv(wisdom.ENV, "off")
     assert cli.main(["calibrate"]) == 2
     assert "wisdom is off" in capsys.readouterr().err
+
+
+def test_a_calibration_says_what_it_kept_and_what_it_dropped() -> None:
+    """On a busy machine `calibrate --quick` measured for 53 s, kept nothing and said nothing."""
+    from harness.run.calibrate import kept_note
+
+    assert kept_note(5, []) is None
+    note = kept_note(0, ["load 3.2 on 2 cores", "load 4.1 on 2 cores", "IQR 40% of median"])
+    assert note is not None and "kept none of 3 measurements" in note
+    assert "2x load 4.1 on 2 cores; IQR 40% of median" in note and "cost model" in note

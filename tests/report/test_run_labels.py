@@ -115,7 +115,7 @@ def test_one_label_per_role_in_the_terminal_the_html_and_the_charts(smoke_run: t
 
     assert row_of(terminal_text(record), a.name, label)[2] == "compare"
     page = render_report(record, smoke_run[0])
-    section = page[page.index(f"<h2>{a.name} "):]
+    section = page[page.index(f'<h2 id="analysis-{a.name}">{a.name} '):]
     assert html_row(section, label).startswith(f"{label} | compare |")
     assert "<b>(chosen)</b>" not in page  # the old marker, which read as a role
     text = flat(page)
@@ -166,4 +166,4 @@ def test_the_reproduce_line_is_the_command_that_made_the_run(smoke_run: tuple[Pa
     folder, record = smoke_run
     assert f"-o {folder}" in record.command and record.command.endswith("--report")
     page = (folder / REPORT).read_text()
-    assert f"<h2>Reproduce</h2>\n<pre>{html_lib.escape(record.command)}</pre>" in page
+    assert f'<h2 id="reproduce">Reproduce</h2>\n<pre>{html_lib.escape(record.command)}</pre>' in page

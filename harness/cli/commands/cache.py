@@ -1,0 +1,104 @@
+"""`harness cache ls | verify | clear`: the result cache of `--dir`, else of SPEC, else
+./.harness-cache. `clear SPEC` removes that experiment's entries only; `--all` every entry."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.table import Table
+
+from harness.base.units import format_bytes
+from harness.cli.console import err, out
+from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
+from harness.plan.model import PlanError
+from harness.report.terminal import Fitted
+from harness.spec import load_spec
+from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
+from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
+
+
+
+MAX_AGE_S = 100 * 365 * 86400.0
+
+
+def _age(text: str) -> float:
+    """`30d`, `12h`, `15m` or `90s` in seconds; a negative age (`-5d`) would clear everything."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    try:
+        seconds = float(text[:-1]) * units[text[-1]]
+    except (ValueError, KeyError, IndexError):
+        seconds = math.nan
+    if not 0 <= seconds <= MAX_AGE_S:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 30d, 12h, 15m or 90s, "
+                                         "from 0 to 100 years") from None
+    return seconds
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["ls", "verify", "clear"])
+    parser.add_argument("spec", nargs="?", help="spec whose [execution] cache_dir to use; clear removes only "
+                        "the entries its experiment wrote")
+    parser.add_argument("--dir", help=f"cache folder (default {DEFAULT_CACHE_DIR})")
+    parser.add_argument("--older-than", type=_age, metavar="AGE",
+                        help="clear only entries unused for AGE, e.g. 30d, 12h")
+    parser.add_argument("--all", action="store_true",
+                        help="clear every entry of the cache folder, not only the SPEC's experiment's")
+
+
+def result_cache(root: Path, experiment: str = "") -> ResultCache:
+    """The store at `root`, its warnings one line on stderr; entries it writes name `experiment`."""
+    return ResultCache(root, warn=lambda message: err.print(message, markup=False, highlight=False, soft_wrap=True),
+                       experiment=experiment)
+
+
+def _clear(store: ResultCache, args: argparse.Namespace, experiment: str | None) -> int:
+    """Clear the experiment's entries (all with --all, or without a SPEC), and say what stayed."""
+    whose = None if args.all else experiment
+    count, size = store.clear(args.older_than, experiment=whose)
+    of = f" of experiment {whose!r}" if whose is not None else ""
+    out.print(f"removed {count} entries{of} ({format_bytes(size)}) from {store.root}", markup=False)
+    if whose is not None and (kept := sum(1 for _ in store.entries())):
+        out.print(f"kept {kept} entries of other experiments (or shared ones written before entries named "
+                  "their experiment); --all removes them too", markup=False)
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    root = DEFAULT_CACHE_DIR
+    experiment = None
+    if args.spec:
+        spec = load_spec(args.spec)
+        experiment = spec.experiment.name
+        root = locate(spec.execution.cache_dir, args.spec)
+    if args.dir:
+        root = Path(args.dir)
+    if not root.is_dir():  # else ls/verify say "0 of 0 entries check out" of a folder that is not there
+        raise PlanError([f"{root}: is a file, not a cache folder" if root.exists() else f"{root}: no cache folder here"])
+    store = result_cache(root)
+    if args.action == "clear":
+        return _clear(store, args, experiment)
+    entries = list(store.entries())
+    table = Table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}",
+                  title_justify="left")
+    for column in ("key", "kind", "experiment", "holds", "size", "last used"):
+        table.add_column(column, overflow="fold")
+    corrupt = 0
+    for entry in entries:
+        try:
+            header = read_header(entry)
+            kind, owner, label = header.kind, header.experiment or "-", header.label
+        except CorruptEntry as exc:
+            corrupt += 1
+            kind, owner, label = "[bold red]corrupt[/]", "-", str(exc)
+        used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
+        table.add_row(entry.key[:16], kind, owner, label, format_bytes(entry.size), used)
+    if args.action == "ls" or corrupt:
+        out.print(Fitted(table, ("last used", "experiment", "key")))
+    if args.action == "verify":
+        out.print(f"{len(entries) - corrupt} of {len(entries)} entries check out; corrupt ones are "
+                  "recomputed on their next use")
+        return EXIT_VERIFICATION_FAILED if corrupt else 0
+    return 0

@@ -1,0 +1,47 @@
+"""`harness calibrate`: measure this machine into its wisdom (or show the wisdom), for `auto` to
+plan from; it says what it kept and what it dropped."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.base.progress import Display
+from harness.cli.console import err, out
+from harness.machine import wisdom
+from harness.machine.info import probe
+from harness.plan.model import PlanError
+from harness.report.terminal import wisdom_tables
+from harness.run.calibrate import calibrate as measure_machine
+from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
+
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer shapes and shorter probes (about a minute on 2 busy cores)")
+    parser.add_argument("--show", action="store_true", help="print this machine's wisdom; measure nothing")
+    parser.add_argument("--dir", default=str(DEFAULT_CACHE_DIR),
+                        help=f"cache folder whose wisdom/ to use (default {DEFAULT_CACHE_DIR}; "
+                        "$HARNESS_WISDOM overrides)")
+
+
+def main(args: argparse.Namespace) -> int:
+    where = wisdom.folder(Path(args.dir))
+    if where is None:
+        raise PlanError([f"calibrate: wisdom is off (${wisdom.ENV}=off)"])
+    machine = probe()
+    if not args.show:
+        try:  # before minutes of measuring, not after: their results had nowhere to go
+            wisdom.check_writable(where, machine)
+        except OSError as exc:
+            raise PlanError([f"calibrate: cannot keep the wisdom in {where} ({exc.strerror or exc}); expected a "
+                             f"writable folder (--dir, or ${wisdom.ENV})"]) from None
+        with Display(err) as display:
+            _stored, notes = measure_machine(where, machine, display, quick=args.quick)
+        for note in notes:
+            err.print(note, markup=False, soft_wrap=True)
+    stored = wisdom.load(where, machine)
+    for renderable in wisdom_tables(stored, wisdom.path_for(where, machine)):
+        out.print(renderable)
+    return 0

@@ -1,0 +1,104 @@
+"""`harness compare RUN_A RUN_B...`: runs of one spec against the first, and the regression gate,
+which exits 1 on a regression and 4 when it could not judge."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.cli.console import err, out
+from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
+from harness.record.run_record import load_record
+from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
+from harness.report.compare import MIN_ROUNDS as MIN_COMPARE_ROUNDS
+from harness.report.terminal import compare_table
+
+
+def arguments(cmp: argparse.ArgumentParser) -> None:
+    cmp.add_argument("base", metavar="RUN_A", help="run folder every other run is compared against")
+    cmp.add_argument("others", nargs="+", metavar="RUN_B", help="run folders of the same spec")
+    cmp.add_argument("--html", metavar="FILE", help="also write the comparison as an HTML page")
+    cmp.add_argument("--fail-on-regression", nargs="?", const=FACTOR, type=_ratio, metavar="RATIO",
+                     help=f"exit 1 when a group of a RUN_B is slower than RUN_A by more than RATIO (default "
+                     f"{FACTOR}) with p < {ALPHA} (Welch's t on the rounds' log seconds); unstable measurements "
+                     "are reported, not gated on; exit 4 when no group could be judged or a run is incomplete")
+    cmp.add_argument("--allow-inconclusive", action="store_true",
+                     help="with --fail-on-regression: exit 0 instead of 4 when the gate could not judge")
+    cmp.add_argument("--json", action="store_true",
+                     help="print the comparisons and the gate's verdict as JSON on stdout (the rest on stderr)")
+
+
+def _ratio(text: str) -> float:
+    """--fail-on-regression's RATIO: above 1, or no run could ever pass."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a ratio above 1, e.g. 1.2 (B 20% slower than A)")
+    return value
+
+
+def _gate_lines(c: Comparison, several: bool) -> list[tuple[str, str]]:
+    """(text, style): each regression, each unstable row and why, and a note when rows have too
+    few rounds: without it a gate that cannot fire would look like one that passed."""
+    where = f" ({c.b.folder})" if several else ""
+    lines = [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
+    lines += [(("unstable, not gated: " if c.gate else "unstable: ") + u + where, "yellow") for u in c.unstable]
+    if c.gate and (few := c.too_few):
+        fewest = min(min(r.n_a, r.n_b) for r in few)
+        lines.append((f"not gated: {len(few)} of {len(c.rows)} groups have too few rounds to test (fewest {fewest} "
+                      f"a side not shared with the other run, it needs {MIN_COMPARE_ROUNDS}: run each side with "
+                      f"more --budget, or --fresh so that they share none){where}", "yellow"))
+    lines += [(f"inconclusive: {why}{where}", "bold yellow") for why in c.inconclusive]
+    return lines
+
+
+def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bool) -> tuple[str, str, int]:
+    """The gate's headline, its style and the exit code: 1 on a regression, 4 when inconclusive
+    (0 with --allow-inconclusive), else 0."""
+    regressions = sum(len(c.regressions) for c in comparisons)
+    alpha = comparisons[0].alpha
+    gated = sum(c.n_gated for c in comparisons)
+    total = sum(len(c.rows) for c in comparisons)
+    if regressions:
+        return (f"FAILED: {regressions} regression(s): slower than {ratio:g}x with p < {alpha}", "bold red",
+                EXIT_REGRESSION)
+    if any(c.inconclusive for c in comparisons):
+        code = 0 if allow_inconclusive else EXIT_INCONCLUSIVE
+        return (f"INCONCLUSIVE: {gated} of {total} groups gated; the gate could not judge (see above)"
+                + (" — allowed by --allow-inconclusive" if allow_inconclusive else ""), "bold yellow", code)
+    return (f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green",
+            0)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Every run against the first; RecordError (exit 2) when their specs differ. With
+    --fail-on-regression exit 1 on a regression, 4 when the gate could not judge; with --json
+    stdout holds the JSON alone, so human lines go to stderr."""
+    base = load_record(Path(args.base))
+    from harness.report.html import write_compare
+
+    gate = args.fail_on_regression is not None
+    ratio = args.fail_on_regression or FACTOR
+    comparisons = [compare_records(base, load_record(Path(f)), (args.base, f), factor=ratio, gate=gate)
+                   for f in args.others]
+    human = err if args.json else out
+    for c in comparisons:
+        if not args.json:
+            out.print(compare_table(c))
+        for text, style in _gate_lines(c, len(comparisons) > 1):
+            human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    if args.html:
+        human.print(f"report: {write_compare(comparisons, Path(args.html))}")
+    passed = all(c.passed for c in comparisons)
+    code = 0 if passed else EXIT_REGRESSION
+    if gate:
+        text, style, code = _verdict(comparisons, ratio, args.allow_inconclusive)
+        human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    if args.json:
+        inconclusive = [f"{c.b.folder}: {why}" for c in comparisons for why in c.inconclusive]
+        print(CompareOutput(gate=ratio if gate else None, passed=passed, inconclusive=inconclusive,
+                            n_gated=sum(c.n_gated for c in comparisons), comparisons=comparisons)
+              .model_dump_json(indent=2))
+    return code

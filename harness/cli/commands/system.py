@@ -1,0 +1,37 @@
+"""`harness system`: what would make timings unreliable on this machine right now, as `pyperf
+system show` says it."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from harness.bench.conditions import sample_conditions
+from harness.cli.console import out
+from harness.linalg.device import torch_module
+from harness.machine.info import probe
+from harness.report.terminal import system_lines
+
+
+
+def _watch(text: str) -> float:
+    """`system --seconds`: how long to sample the machine, a positive time up to an hour."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds above 0, at most 3600")
+    return seconds
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=_watch, default=1.0, help="how long to watch the machine (default 1)")
+
+
+def main(args: argparse.Namespace) -> int:
+    torch_module()  # its thread pool is part of what timings run with
+    machine = probe()
+    for line in system_lines(machine, sample_conditions(args.seconds, machine.cores)):
+        out.print(line)
+    return 0

@@ -1,0 +1,18 @@
+"""The two consoles every command writes to: results on stdout, progress and problems on stderr.
+Without a terminal (a pipe, a log, CI) rich would assume 80 columns; tables get 160."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+WIDE = 160  # tables are unreadable at the 80 columns rich assumes without a terminal
+out = Console(width=None if sys.stdout.isatty() else WIDE)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else WIDE)
+
+
+def say(line: str, console: Console = out) -> None:
+    """One line as it is: never folded at the console's width (a log or a pipe keeps each line
+    whole, so `grep` and a test find a phrase however long the line), markup still applied."""
+    console.print(line, soft_wrap=True)

@@ -1,0 +1,55 @@
+"""The README's commands work as written: every fenced bash block marked `<!-- tested -->` runs,
+command by command, in a scratch folder (configs/ linked in), as a new user would type it. Runs of
+the main job get small overrides (one layer, a 1 s budget) so the whole test stays under a minute
+on 2 busy cores; what is tested is that the command line is right, not how long the job takes."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from tests.conftest import ROOT
+
+README = ROOT / "README.md"
+SMALLER = ["--set", "data.layers=1", "--budget", "1s"]  # for runs of the main job
+
+
+def marked_commands(text: str) -> list[list[str]]:
+    """The commands of the marked blocks, comments stripped, each split as a shell would."""
+    blocks = re.findall(r"<!-- tested -->\s*```bash\n(.*?)```", text, flags=re.S)
+    return [shlex.split(line, comments=True) for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_marks_its_tutorial_for_testing() -> None:
+    commands = marked_commands(README.read_text())
+    assert len(commands) >= 6 and all(c[0] == "harness" for c in commands)
+    assert any("analysis[2].components=3" in c for c in commands)
+
+
+def test_the_readme_quick_start_is_the_one_that_works() -> None:
+    """The two fresh-machine commands, word for word."""
+    text = README.read_text()
+    for command in ("bash scripts/setup.sh && . .venv/bin/activate && harness run configs/task_geometry.toml",
+                    "bash scripts/setup.sh && . .venv/bin/activate && python -m pytest -q"):
+        assert f"```bash\n{command}\n```" in text
+
+
+@pytest.mark.slow
+def test_the_readme_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_WISDOM", "off")
+    for command in marked_commands(README.read_text()):
+        argv = command[1:]
+        if argv[0] in ("run", "plan") and argv[1].endswith("task_geometry.toml"):
+            argv += SMALLER
+        code = main(argv)
+        said = capsys.readouterr()
+        assert code == 0, f"{shlex.join(command)} exited {code}: {said.err[-2000:]}"
+    assert (tmp_path / "runs" / "first" / "report.html").is_file()
+    assert (tmp_path / "runs" / "small" / "record.json").is_file()
