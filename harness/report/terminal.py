@@ -237,7 +237,7 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
             analysis.name,
             strategy_label(analysis, t.strategy),
             t.role,
-            t.device,
+            *device_library(t.device),
             format_seconds(per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
             escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)),
             escape(speedup_text(t)),
@@ -253,10 +253,10 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
         if v.reason is not None and v.strategy not in timed:
             plan = planned.get(v.strategy)
             table.add_row(analysis.name, strategy_label(analysis, v.strategy), plan.role if plan else "-",
-                          plan.device if plan else "-", "-", "-", "-", "-", "-", "-", "-",
+                          *(device_library(plan.device) if plan else ("-", "-")), "-", "-", "-", "-", "-", "-", "-",
                           f"[bold red]failed:[/] {escape(v.reason)}")
     for s in analysis.skipped:
-        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", s.reason)
+        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-", s.reason)
 
 
 def run_table(record: RunRecord) -> Table:
@@ -264,7 +264,8 @@ def run_table(record: RunRecord) -> Table:
         title=f"{record.experiment}: {record.plan.n_matrices} matrices on {record.machine.describe()}",
         title_justify="left",
         caption=f"{ROLES_NOTE} ! measured under unreliable conditions (below). "
-        f"Time: median per matrix over the rounds; total scaled to the workload (~ = extrapolated). {SPEEDUP_NOTE} "
+        f"Time: median per matrix over the rounds; compute total: scaled to the workload (~ = extrapolated), "
+        f"compute only (the wall time of each analysis, loading included, is below the table). {SPEEDUP_NOTE} "
         "GFLOP/s: achieved; % of peak: of the roof at the kernel's flops per byte, min(GEMM peak, "
         "bandwidth x flops/byte), both measured on this machine" + (
             "" if record.roofs else " (none measured: `harness calibrate`)") + "; over 100%: the data fit in "
@@ -272,12 +273,18 @@ def run_table(record: RunRecord) -> Table:
         "Error: max |s - s_ref| / s_1 vs float64 references / max singular-triplet residual.",
         caption_justify="left",
     )
-    for column in ("analysis", "strategy", "role", "device", "per matrix", "workload total",
-                   "speedup (95% CI)", "rounds", "GFLOP/s", "% of peak", "max error", "passed"):
+    for column in RUN_COLUMNS:
         table.add_column(column, overflow="fold")
     for analysis in record.analyses:
         _analysis_rows(table, record, analysis)
     return table
+
+
+RUN_COLUMNS = ("analysis", "strategy", "role", "device", "library", "per matrix", "compute total",
+               "speedup (95% CI)", "rounds", "GFLOP/s", "% of peak", "max error", "passed")
+# what a narrow terminal leaves out first: the verdict lines above the table keep the speedups
+RUN_OPTIONAL = ("% of peak", "GFLOP/s", "library", "per matrix", "role", "rounds", "max error")
+COMPARE_OPTIONAL = ("p", "A per matrix", "B per matrix", "group")
 
 
 def explained(table: Table, explain: bool) -> Table:

@@ -70,7 +70,7 @@ def test_a_tiny_speedup_keeps_its_significant_digits(smoke_run: tuple[Path, RunR
     apply_speedups(a.timings, 0.1)
     text = terminal_text(record)
     assert t.speedup == pytest.approx(0.0011 / len(t.groups) * len(t.groups))
-    assert row_of(text, a.name, strategy_label(a, t.strategy))[6].startswith("0.0011x (0.0011-0.0011)")
+    assert row_of(text, a.name, strategy_label(a, t.strategy))[7].startswith("0.0011x (0.0011-0.0011)")
     assert " 0.0x" not in text
     page = html_lib.unescape(render_report(record, smoke_run[0]))
     assert "| 0.0011x |" in html_row(page, strategy_label(a, t.strategy))
@@ -167,3 +167,24 @@ def test_the_reproduce_line_is_the_command_that_made_the_run(smoke_run: tuple[Pa
     assert f"-o {folder}" in record.command and record.command.endswith("--report")
     page = (folder / REPORT).read_text()
     assert f'<h2 id="reproduce">Reproduce</h2>\n<pre>{html_lib.escape(record.command)}</pre>' in page
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_the_run_and_compare_tables_fit_the_terminal_without_splitting_a_speedup(
+        smoke_run: tuple[Path, RunRecord], width: int) -> None:
+    from harness.report.compare import compare_records
+    from harness.report.terminal import COMPARE_OPTIONAL, RUN_OPTIONAL, Fitted, compare_table, speedup_text
+
+    record = smoke_run[1]
+    console = Console(file=io.StringIO(), width=width, record=True, color_system=None)
+    console.print(Fitted(run_table(record), RUN_OPTIONAL))
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= width
+    for a in record.analyses:  # a cell may wrap between words, never inside one
+        for t in a.timings:
+            assert all(word in text for word in speedup_text(t).split()), (width, speedup_text(t))
+    console = Console(file=io.StringIO(), width=width, record=True, color_system=None)
+    console.print(Fitted(compare_table(compare_records(record, record, ("A", "B"))), COMPARE_OPTIONAL))
+    compared = console.export_text()
+    assert max(map(len, compared.splitlines())) <= width
+    assert all(word in compared.split() for word in ("too", "few", "rounds"))

@@ -11,7 +11,7 @@ from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from harness.record.run_record import load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
 from harness.report.compare import MIN_ROUNDS as MIN_COMPARE_ROUNDS
-from harness.report.terminal import compare_table
+from harness.report.terminal import COMPARE_OPTIONAL, Fitted, compare_table
 
 
 def arguments(cmp: argparse.ArgumentParser) -> None:
@@ -86,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
     human = err if args.json else out
     for c in comparisons:
         if not args.json:
-            out.print(compare_table(c))
+            out.print(Fitted(compare_table(c), COMPARE_OPTIONAL))
         for text, style in _gate_lines(c, len(comparisons) > 1):
             human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
     if args.html:

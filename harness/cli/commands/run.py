@@ -28,7 +28,7 @@ from harness.machine import measurements
 from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
 from harness.record.run_record import RECORD, RunRecord
-from harness.report.terminal import explained, floor_note, run_table, wall_lines
+from harness.report.terminal import RUN_OPTIONAL, Fitted, explained, floor_note, run_table, wall_lines
 from harness.run.calibrate import run_roofs
 from harness.run.output import OutputError
 from harness.run.runner import Runner
@@ -175,7 +175,7 @@ def main(args: argparse.Namespace) -> int:
         return exit_code(interrupted)
     for line in record.verdicts:  # the verdict first, as hyperfine prints it
         say(line)
-    out.print(explained(run_table(record), args.explain))
+    out.print(Fitted(explained(run_table(record), args.explain), RUN_OPTIONAL))
     for line in wall_lines(record, verbose=args.verbose):
         say(line)
     out.print(f"results: {folder}")
