@@ -50,8 +50,8 @@ def speedup_color(speedup: float, baseline: bool) -> str:
 def timing_figure(analysis: AnalysisRecord) -> Figure:
     """Left, every timed sample of each strategy per matrix (a strip, jittered, so two modes or a
     wide spread are seen, as criterion draws them) with its median; right, the speedup against
-    the baseline on a log axis (1,578x and 0.71x both readable), [q1, q3] as error bars, green
-    when faster and red when slower. Strategies are labelled as the tables label them."""
+    the baseline on a log axis (1,578x and 0.71x both readable), its 95% interval over the rounds
+    as error bars, green when faster and red when slower. Strategies are labelled as the tables label them."""
     names = [f"{strategy_label(analysis, t.strategy)} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
     fig = _figure(7.5, 0.5 * len(names) + 1.1)
@@ -71,24 +71,24 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     ax_t.set_xlabel("seconds per matrix, every timed sample\n(dots; the bar is the median)")
     ax_t.set_yticks(y, names)
     ax_t.invert_yaxis()
-    baseline = next((t.estimate_total_s for t in analysis.timings if t.role == "baseline"), None)
-    if baseline is not None:
-        medians = np.array([t.estimate_total_s for t in analysis.timings])
-        quartiles = np.array([t.quartile_totals for t in analysis.timings])
-        speedup = baseline / medians
-        # the speedup at the time's quartiles: a slower quartile is a smaller speedup
-        serr = np.stack([speedup - baseline / quartiles[:, 1], baseline / quartiles[:, 0] - speedup]).clip(min=0)
+    if any(t.speedup is not None for t in analysis.timings):
+        speedup = np.array([t.speedup or np.nan for t in analysis.timings])
+        # the 95% interval of each speedup over the rounds (none: one round, or a record before schema 4)
+        ends = np.array([t.speedup_ci if t.speedup_ci else (t.speedup or np.nan,) * 2 for t in analysis.timings])
+        serr = np.nan_to_num(np.stack([speedup - ends[:, 0], ends[:, 1] - speedup]).clip(min=0), posinf=0.0)
         colors = [speedup_color(sp, t.role == "baseline") for sp, t in zip(speedup, analysis.timings)]
         ax_s.barh(y, speedup - 1, left=1, xerr=serr, color=colors, capsize=3, height=0.6)
         ax_s.set_xscale("log")
         _log_axis(ax_s.xaxis)
         ax_s.axvline(1.0, color="#444", lw=0.8, ls="--")
-        for yi, sp, lo, hi in zip(y, speedup, speedup - serr[0], speedup + serr[1]):
-            ax_s.annotate(format_speedup(sp), (hi if sp >= 1 else lo, yi), xytext=(4 if sp >= 1 else -4, 0),
+        for yi, sp, lo, hi, t in zip(y, speedup, speedup - serr[0], speedup + serr[1], analysis.timings):
+            label = format_speedup(sp) + (" ?" if t.unresolved else "")
+            ax_s.annotate(label, (hi if sp >= 1 else lo, yi), xytext=(4 if sp >= 1 else -4, 0),
                           textcoords="offset points", fontsize=7, va="center", ha="left" if sp >= 1 else "right")
-        low, high = min((speedup - serr[0]).min(), 1.0), max((speedup + serr[1]).max(), 1.0)
+        low, high = min(np.nanmin(speedup - serr[0]), 1.0), max(np.nanmax(speedup + serr[1]), 1.0)
         ax_s.set_xlim(low / 3, high * 3)  # room for the labels either side of 1
-    ax_s.set_xlabel(f"speedup vs baseline, log scale\n(green faster, red slower; {COMPUTED_NOTE})")
+    ax_s.set_xlabel(f"speedup vs baseline, log scale, 95% interval bars; ? unresolved\n(green faster, red slower; "
+                    f"{COMPUTED_NOTE})")
     return fig
 
 

@@ -16,7 +16,8 @@ from harness.report.compare import Comparison
 from harness.report import charts
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.bench.noise import group_reasons
-from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
+from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
+                                     rounds_text, speedup_text,
                                      spread, strategy_label)
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
@@ -37,6 +38,8 @@ def environment() -> Environment:
     env.filters["seconds"] = format_seconds
     env.filters["bytes"] = format_bytes
     env.filters["speedup"] = format_speedup
+    env.filters["speedup_text"] = speedup_text
+    env.filters["rounds_text"] = rounds_text
     env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
     env.filters["rate"] = format_rate
     env.filters["percent"] = format_share
@@ -61,7 +64,7 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),
                 # (unstable?, text): what was reused or cut, and why a measurement is unreliable
                 "notes": ([(False, "reused from an earlier run on this machine")] if t.cached else [])
-                + ([(False, f"budget cut: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
+                + ([(False, f"planned: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
                 "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
                 "gflops": t.gflops_per_s,
                 "share": peak_share(record, t),
@@ -163,7 +166,8 @@ def render_report(record: RunRecord, folder: Path) -> str:
     return environment().get_template("report.html.j2").render(
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
         headline=_headline(record),
-        roofline=_roofline(record), notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE},
+        roofline=_roofline(record), notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE,
+                                                             "speedup": SPEEDUP_NOTE},
     )
 
 

@@ -92,7 +92,7 @@ def executor_label(plan: Plan) -> str:
 
 
 def _timed_label(t: Timed) -> str:
-    """`numpy (baseline) ~390 ms`, and what the budget cut."""
+    """`numpy (baseline) ~390 ms`, and the rounds the budget affords it."""
     label = f"{t.strategy} ({t.role})"
     if t.allocations:
         label += f" ~{format_seconds(t.estimate_s)}"
