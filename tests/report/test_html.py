@@ -124,7 +124,7 @@ def test_the_report_says_what_the_budget_cut_and_what_is_unstable(smoke_run, tmp
     measurement = timing.groups[0].measurement
     measurement.unstable, measurement.reasons = True, ["other processes took 85% of the 2 CPUs"]
     page = html_lib.unescape(render_report(edited, folder))
-    assert f"budget cut: {timing.cut}" in page
+    assert f"planned: {timing.cut}" in page
     assert f"unstable</span> {timing.groups[0].group}: other processes took 85% of the 2 CPUs" in page
     assert "as planned, steady" in page  # the other strategies
     assert edited.bench is not None and f"threads per timing: {edited.bench.threads}" in page
