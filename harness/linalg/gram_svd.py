@@ -48,7 +48,9 @@ def error_bound(shape: tuple[int, int]) -> float:
     error analysis, Higham & Mary 2019) times |W|.T |W|, whose 2-norm is at most p sigma_1^2; the
     eigensolver adds a backward error of about p u sigma_1^2 (Golub & Van Loan 8.3). The bound is
     spectrum-free because verification measures errors relative to sigma_1 (harness.compute
-    .verify): a planner can compare it with a tolerance before any data is read.
+    .verify): a planner can compare it with a tolerance before any data is read. It covers
+    `gram_svd`'s vectors too: with sigma_k >= VECTOR_FLOOR sigma_1, their residuals and
+    orthogonality defects stay within about u / VECTOR_FLOOR^2 ~ 1e-10, below it.
     """
     p, q = min(shape), max(shape)
     return float(np.sqrt((p * np.sqrt(q) + p) * UNIT_ROUNDOFF))
