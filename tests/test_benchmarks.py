@@ -53,7 +53,7 @@ def test_memory_suite_streams_a_group() -> None:
 
 def test_params_cover_every_registered_strategy_of_the_op() -> None:
     strategies, _cases = case_params("svd_topk")
-    assert strategies == ["factored", "scipy_svds", "torch", "torch_lowrank"]
+    assert strategies == ["factored", "gram_eigh", "scipy_svds", "torch", "torch_lowrank"]
 
 
 def test_named_analyses_label_cases_and_collisions_are_spec_errors(tmp_path: Path) -> None:

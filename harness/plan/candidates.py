@@ -44,6 +44,20 @@ def _cannot_run(strategy: StrategyBase, workload: Workload, spec: Spec) -> Candi
     return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
 
 
+def _too_loose(strategy: StrategyBase, op: OpRequest, groups: list[ShapeGroup], tolerance: float) -> Candidate | None:
+    """The candidate that says why `strategy` is left out where its error bound (relative to
+    sigma_1, whatever the spectrum) exceeds the analysis' tolerance on some group, or None: what
+    it would fail in verification is never planned, by `auto` or by name."""
+    for group in groups:
+        bound = strategy.error_bound(op, group.shape)
+        if bound is not None and bound > tolerance:
+            reason = (f"its error bound, {bound:.1e} of sigma_1 on the {group.label} group, exceeds the "
+                      f"tolerance {tolerance:g}: it would fail verification (loosen analysis.tolerance "
+                      "or choose another strategy)")
+            return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+    return None
+
+
 def _resources(strategy: StrategyBase, spec: Spec) -> tuple[Backend, int, int]:
     """Where the strategy would run, the memory budget there, and the item size."""
     backend = strategy.backend(spec.execution.device)
@@ -83,10 +97,13 @@ def evaluate(
     groups: list[ShapeGroup],
     costing: Costing,
     spec: Spec,
+    tolerance: float,
 ) -> Candidate:
-    """Can `strategy` run this op here, with what batches, at what estimated cost."""
+    """Can `strategy` run this op here, within `tolerance`, with what batches, at what estimated cost."""
     if (cannot := _cannot_run(strategy, workload, spec)) is not None:
         return cannot
+    if (loose := _too_loose(strategy, op, groups, tolerance)) is not None:
+        return loose
     backend, budget, itemsize = _resources(strategy, spec)
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}

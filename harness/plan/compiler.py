@@ -68,7 +68,7 @@ def _choose(
         sizes = {POSITIONS: len(layout.positions)}
     else:
         groups = workload.groups()
-        candidates = [evaluate(s, op, workload, groups, costing, spec) for s in serving]  # type: ignore[arg-type]
+        candidates = [evaluate(s, op, workload, groups, costing, spec, analysis.tolerance) for s in serving]  # type: ignore[arg-type]
         sizes = {g.label: len(g) for g in groups}
     try:
         chosen, reason = choose(analysis.strategy, candidates, op.op, workload)

@@ -92,6 +92,13 @@ class StrategyBase(ABC):
         """What :meth:`warm` imports (or compiles) on `backend`, for the progress display."""
         return () if backend == "numpy" else ("torch",)
 
+    def error_bound(self, op: OpRequest, shape: tuple[int, int]) -> float | None:
+        """The largest error this strategy can make on any m x n matrix, whatever its spectrum,
+        relative to sigma_1 (the measure verification uses), where its method adds to LAPACK's
+        round-off in the run's dtype; None where it does not. The planner leaves a strategy out
+        of an analysis whose tolerance is below its bound."""
+        return None
+
 
 class Strategy(StrategyBase):
     """A per-matrix strategy: the runner hands it chunks of one shape group."""

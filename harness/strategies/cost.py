@@ -68,6 +68,23 @@ def factored_gram_flops(shape: tuple[int, int], rank: int, k: int | None) -> flo
     return 2.0 * (m + n) * rank**2 + 22.0 * rank**3 + (2.0 * (m + n) * rank * k if k else 0.0)
 
 
+def gram_eigh_flops(shape: tuple[int, int], k: int | None) -> float:
+    """The float64 Gram of the smaller side p = min(m, n) over q = max(m, n), p (p + 1) q with
+    symmetry (syrk), and its eigenvalues, ~4/3 p^3 for the tridiagonal reduction (Golub & Van Loan
+    8.3); with k vectors, the reduction's back-transformation of k eigenvectors, 2 p^2 k, and the
+    other side's vectors, 2 p q k."""
+    p, q = min(shape), max(shape)
+    return p * (p + 1.0) * q + 4.0 / 3.0 * p**3 + (2.0 * p * k * (p + q) if k else 0.0)
+
+
+def gram_eigh_work(shape: tuple[int, int], k: int | None, itemsize: int) -> Work:
+    """The matrix read once (widened in cache, one matrix at a time); the values, and k triplets,
+    written once."""
+    m, n = shape
+    out = (k or min(shape)) + ((m + n) * k if k else 0)
+    return Work(gram_eigh_flops(shape, k), itemsize * (m * n + out))
+
+
 def dense_work(shape: tuple[int, int], vectors: bool, itemsize: int) -> Work:
     """A LAPACK-style SVD: the matrix read once, the values (and U, Vh) written once."""
     m, n = shape

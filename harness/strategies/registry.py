@@ -7,6 +7,7 @@ import difflib
 from harness.strategies.base import StrategyBase
 from harness.strategies.factored import FactoredStrategy
 from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy, GramPairwiseStrategy
+from harness.strategies.gram_eigh import GramEighStrategy
 from harness.strategies.numpy_lapack import NumpyStrategy
 from harness.strategies.process_pool import ProcessPoolStrategy
 from harness.strategies.scipy_svds import ScipySvdsStrategy
@@ -22,6 +23,7 @@ STRATEGIES: dict[str, StrategyBase] = {
         ScipySvdsStrategy(),
         TorchLowrankStrategy(),
         FactoredStrategy(),
+        GramEighStrategy(),
         DualGramStrategy(),
         FactoredGramStrategy(),
         GramPairwiseStrategy(),

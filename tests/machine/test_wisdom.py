@@ -152,7 +152,9 @@ def test_wisdom_can_be_turned_off_and_moved(monkeypatch: pytest.MonkeyPatch, tmp
 # --- the planner ----------------------------------------------------------------------------------
 
 def dense_plan(w: wisdom.Wisdom | None):
-    spec = load_spec(CONFIGS / "smoke.toml", ["data.form='dense'", "benchmark.threads=1", "analysis.0.compare=['numpy','torch']"])
+    # a tolerance below gram_eigh's bound leaves it out: the measured strategies are the question here
+    spec = load_spec(CONFIGS / "smoke.toml", ["data.form='dense'", "benchmark.threads=1", "analysis.0.compare=['numpy','torch']",
+                                              "analysis.0.tolerance=1e-9"])
     workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
     return compile_plan(spec, workload, MACHINE, w)
 

@@ -83,14 +83,15 @@ def test_fake_cuda_puts_torch_on_the_gpu_within_free_memory(monkeypatch: pytest.
     assert s.device == "cuda"
     # 80% of 40,000 free bytes = 32,000: one 48x32 float32 matrix with vectors per batch
     assert s.batch_sizes == {"48x32": 1, "32x48": 1}
-    assert step(plan, "svdvals").strategy == "torch"  # the modelled GPU throughput beats 2 cores
+    svdvals = step(plan, "svdvals")  # the modelled GPU throughput beats 2 cores
+    assert svdvals.device == "cuda" and svdvals.strategy in {"torch", "gram_eigh"}
 
 
 def test_without_torch_the_plan_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     plan = plan_for(["data.form='dense'"])
     svdvals = step(plan, "svdvals")
-    assert svdvals.strategy in {"numpy", "process_pool"}
+    assert svdvals.strategy in {"numpy", "process_pool", "gram_eigh"}
     assert "torch not possible: torch is not installed" in svdvals.reason
     assert [c.strategy for c in svdvals.skipped] == ["torch"]
     with pytest.raises(PlanError, match="torch cannot run: torch is not installed"):
@@ -167,3 +168,23 @@ def test_any_analysis_name_plans_and_gets_its_own_allocations() -> None:
         for t in s.timed:
             assert [a.group for a in t.allocations] == (
                 ["positions"] if s.op == "pca" else [g.label for g in plan.groups]), (s.analysis, t.strategy)
+
+
+def test_gram_eigh_is_planned_only_where_its_bound_meets_the_tolerance() -> None:
+    """Its error, relative to sigma_1, is bounded whatever the spectrum: within a loose tolerance it
+    is a candidate auto may pick; below its bound it is left out, by auto and by name, with why."""
+    dense = ["data.form='dense'", "data.modules={w=[300,100]}"]
+    loose = step(plan_for(dense), "svdvals")
+    gram = next(c for c in loose.candidates if c.strategy == "gram_eigh")
+    assert gram.available and gram.estimate_s is not None
+    tight = step(plan_for([*dense, "analysis.0.tolerance=1e-9", "analysis.0.compare=['gram_eigh']"]), "svdvals")
+    assert tight.strategy != "gram_eigh"
+    assert "gram_eigh not possible: its error bound, 4.5e-07 of sigma_1 on the 300x100 group" in tight.reason
+    assert [c.strategy for c in tight.skipped] == ["gram_eigh"]
+    with pytest.raises(PlanError, match="gram_eigh cannot run: its error bound, .* exceeds the tolerance 1e-09"):
+        plan_for([*dense, "analysis.0.tolerance=1e-9", "analysis.0.strategy='gram_eigh'"])
+
+
+def test_auto_picks_gram_eigh_for_tall_dense_values_within_its_bound() -> None:
+    plan = plan_for(["data.form='dense'", "data.modules={w=[3072,768]}"], probe().model_copy(update={"cores": 2}))
+    assert step(plan, "svdvals").strategy == "gram_eigh"
