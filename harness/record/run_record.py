@@ -163,6 +163,7 @@ def apply_speedups(timings: list[StrategyTiming], precision: float) -> None:
         own = round_totals(t)
         paired = [r for r in own if r in base]
         _pooled(t, paired)
+        t.speedup_ci, t.unresolved, t.unresolved_reason = None, False, None
         if not paired:
             t.speedup, t.unresolved, t.unresolved_reason = None, True, "no round timed it beside the baseline"
             continue
