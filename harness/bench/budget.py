@@ -27,6 +27,10 @@ BLOCK_S = 0.02  # a round's block of a fast call: calls until this much is sampl
 # apart): its first round's answer is the one verified. What a first call costs more (allocator,
 # page faults) is small against it, and a warm-up would double the floor of the slow baselines.
 SLOW_CALL_S = 0.05
+# A strategy whose call on the whole sample is estimated under this takes the whole sample in each
+# round's call: matrices an iterative solver finds harder (ARPACK took 15 ms on one delta of the
+# main job and 30 ms on the next) then average out inside the call instead of swinging the round.
+WHOLE_SAMPLE_S = 0.2
 OVERRUN = 0.10  # the phase may pass its limit by this share while a round in progress ends
 POSITIONS = "positions"  # the one "group" of a pca step: its (layer, module) positions
 ItemKey = tuple[str, str, str]  # one item of the phase: (analysis, strategy, shape group)

@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 from harness.data.layout import AdapterLayout, Position
 from harness.data.workload import MatrixRef, Source
 from harness.linalg.factored import factored_svdvals, frobenius_gram, pad_spectrum
-from harness.linalg.kron import kron_svd
+from harness.linalg.kron import kron_frobenius_gram, kron_svd
 from harness.linalg.gram import accumulate_gram
 from harness.linalg.prefetch import SLOT_BYTES, SLOTS, Ring
 from harness.strategies.base import OpResult
@@ -60,9 +60,11 @@ def checked(
 
 
 def operator(source: Source, refs: Sequence[MatrixRef]) -> Operator:
-    """The matrices of `refs` in float64, as factors when the source has them."""
+    """The matrices of `refs` in float64, as factors when the source has them (LoRA, LoKr)."""
     if source.has_factors:
         return Operator(factors=source.load_factors(refs, F64))
+    if all(ref.form == "kron" for ref in refs):  # a 25600 x 25600 LoKr delta is 5.2 GB dense in float64
+        return Operator(kron=source.load_kron(refs, F64))
     return Operator(dense=source.load_dense(refs, F64))
 
 
@@ -88,6 +90,9 @@ def exact_gram(source: Source, position: Position, ring: Ring) -> np.ndarray:
     if source.has_factors:
         f = source.load_factors(position.refs, F64)
         return frobenius_gram(f.B, f.A, f.scale)
+    if all(ref.form == "kron" for ref in position.refs):  # LoKr: from the factors, never the dense deltas
+        k = source.load_kron(position.refs, F64)
+        return kron_frobenius_gram(k.W1, k.W2, k.scale)
     with threadpool_limits(1, user_api="blas"):
         return accumulate_gram((block for _, block in source.dense_blocks([position.refs], F64, ring)),
                                backend="numpy")

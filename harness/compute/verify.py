@@ -14,22 +14,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.data.workload import Factors
+from harness.data.workload import Factors, KronFactors
+from harness.linalg.kron import kron_matmat
 from harness.record.verification import Verification
 from harness.strategies.base import OpResult
 
 
 @dataclass(frozen=True)
 class Operator:
-    """A stack of float64 matrices W, (b, m, n), as dense arrays or as LoRA factors."""
+    """A stack of float64 matrices W, (b, m, n), as dense arrays, LoRA factors or Kronecker
+    factors (LoKr): the vectors' residuals need only W v and W^T u, never the dense W."""
 
     dense: np.ndarray | None = None
     factors: Factors | None = None
+    kron: KronFactors | None = None
 
     def matmat(self, V: np.ndarray) -> np.ndarray:
         """W @ V for V (b, n, q)."""
         if self.dense is not None:
             return self.dense @ V
+        if self.kron is not None:
+            return kron_matmat(self.kron.W1, self.kron.W2, self.kron.scale, V)
         f = self.factors
         assert f is not None
         return f.scale[:, None, None] * (f.B @ (f.A @ V))
@@ -38,6 +43,9 @@ class Operator:
         """W^T @ U for U (b, m, q)."""
         if self.dense is not None:
             return np.swapaxes(self.dense, 1, 2) @ U
+        if self.kron is not None:
+            k = self.kron
+            return kron_matmat(np.swapaxes(k.W1, 1, 2), np.swapaxes(k.W2, 1, 2), k.scale, U)
         f = self.factors
         assert f is not None
         return f.scale[:, None, None] * (np.swapaxes(f.A, 1, 2) @ (np.swapaxes(f.B, 1, 2) @ U))

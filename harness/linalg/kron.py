@@ -61,3 +61,26 @@ def kron_svd(
     U = np.einsum("bqa,bqc->bacq", U1k, U2k).reshape(len(S1), -1, order.shape[1])
     Vh = np.einsum("bqa,bqc->bqac", V1h[rows, i], V2h[rows, j]).reshape(len(S1), order.shape[1], -1)
     return S, np.sign(s)[:, None, None] * U, Vh
+
+
+def kron_matmat(W1: np.ndarray, W2: np.ndarray, scale: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """scale * kron(W1, W2) @ V without forming the Kronecker product.
+
+    W1: (b, m1, n1), W2: (b, m2, n2), V: (b, n1 n2, q) -> (b, m1 m2, q). With the row-major
+    index (i, j) -> i n2 + j, kron(W1, W2) vec(X) = vec(W1 X W2^T) for X (n1, n2) [Van Loan,
+    "The ubiquitous Kronecker product", 2000]: O(q (m1 n1 n2 + m1 m2 n2)) flops and memory of
+    the operands, where the dense product holds m1 m2 n1 n2 values.
+    """
+    b, n1, n2, q = W1.shape[0], W1.shape[2], W2.shape[2], V.shape[2]
+    X = V.reshape(b, n1, n2, q)
+    Y = np.einsum("bij,bjkq->bikq", W1, X)  # (b, m1, n2, q)
+    Z = np.einsum("bikq,blk->bilq", Y, W2)  # (b, m1, m2, q)
+    return scale[:, None, None] * Z.reshape(b, W1.shape[1] * W2.shape[1], q)
+
+
+def kron_frobenius_gram(W1: np.ndarray, W2: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(b, b) Gram of the flattened deltas scale[i] * kron(W1[i], W2[i]) from the factors:
+    <kron(A, B), kron(C, D)>_F = <A, C>_F <B, D>_F, so no dense delta is formed."""
+    G1 = np.einsum("imn,jmn->ij", W1, W1)
+    G2 = np.einsum("imn,jmn->ij", W2, W2)
+    return np.outer(scale, scale) * G1 * G2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.bench.budget import Allocation, ItemKey, Want, allocate, floor_s
+from harness.bench.budget import WHOLE_SAMPLE_S, Allocation, ItemKey, Want, allocate, floor_s
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.machine.info import MachineInfo
@@ -17,12 +17,15 @@ from harness.strategies.registry import STRATEGIES
 
 
 def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Want:
-    """One item: a round's call takes one matrix, or one per worker for a fan-out strategy (or
-    its fan-out would not be measured); the rounds rotate through `sample` matrices, spread over
-    the group, so matrices whose cost differs (an iterative solver's) vary between rounds."""
+    """One item: a round's call takes one matrix, one per worker for a fan-out strategy (or its
+    fan-out would not be measured), or the whole sample when that is cheap (WHOLE_SAMPLE_S); the
+    rounds rotate through `sample` matrices spread over the group, every strategy of a round on
+    the same ones."""
     b = spec.benchmark
-    per_call = min(workers, size) if STRATEGIES[candidate.strategy].fans_out else 1
     sample = size if b.sample == 0 else min(b.sample, size)
+    per_call = min(workers, size) if STRATEGIES[candidate.strategy].fans_out else 1
+    if per_call == 1 and candidate.per_matrix_s[group] * sample <= WHOLE_SAMPLE_S:
+        per_call = sample  # cheap: the whole sample in every round's call
     return Want(group=group, per_matrix_s=candidate.per_matrix_s[group], matrices=per_call, warmup=b.warmup,
                 calls=b.repeats, sample=max(sample, per_call))
 

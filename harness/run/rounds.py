@@ -74,7 +74,6 @@ class Rounds:
     keep: Keep
     failures: dict[str, str] = field(default_factory=dict)
     count: int = 0  # rounds this run timed
-    start: float = 0.0  # when the rounds began (time.perf_counter)
     first_s: float = 0.0  # seconds of one-off work: warm-ups, a pool's start, verifying an answer
     conditions: Conditions | None = None
 
@@ -102,13 +101,12 @@ class Rounds:
 
     def run(self) -> None:
         """Rounds until resolved or out of time; then a verdict for every subject."""
-        self.start = start = time.perf_counter()
-        before, last = snapshot(), None
+        start, before, last = time.perf_counter(), snapshot(), None
         while todo := self.unresolved():
             names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
             estimate = last if last is not None else self._estimate(names)
-            elapsed = time.perf_counter() - start
+            elapsed = time.perf_counter() - start - self.first_s  # rounds only: one-offs are said apart
             limit = self.allowance_s * (1 + OVERRUN) if floor else self.allowance_s
             if self.count and elapsed + estimate > limit:
                 break
@@ -132,22 +130,18 @@ class Rounds:
 
     def _round(self, names: list[str]) -> None:
         rid = f"{self.run_id}#{self.analysis}#{self.count}"
+        # every subject of the round visits the same matrices: the round after the most any has had
+        r = max(len(self.lines[id(x)].rounds) for s in names for x in self.subjects[s])
         total = sum(len(self.subjects[s]) for s in names)
         with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
             for s in names:
                 for subject in self.subjects[s]:
-                    if s in self.failures or self._late(subject):
+                    if s in self.failures:
                         break
                     phase.item(f"{s} on {subject.group}")
-                    self._guarded(subject, lambda: self._block(subject, rid, phase))
+                    self._guarded(subject, lambda: self._block(subject, rid, r, phase))
                     phase.advance()
         self.count += 1
-
-    def _late(self, subject: Subject) -> bool:
-        """Past the allowance and its overrun, a subject that has a round already gets no more:
-        on a busy machine the phase ends near its limit and says what it left unresolved."""
-        late = time.perf_counter() - self.start > self.allowance_s * (1 + OVERRUN)
-        return late and bool(self.lines[id(subject)].rounds)
 
     def _guarded(self, subject: Subject, work: Callable[[], None]) -> None:
         try:
@@ -174,9 +168,8 @@ class Rounds:
         line.warmed = True
         self.first_s += time.perf_counter() - began
 
-    def _block(self, subject: Subject, rid: str, phase: Phase) -> None:
+    def _block(self, subject: Subject, rid: str, r: int, phase: Phase) -> None:
         line = self.lines[id(subject)]
-        r = len(line.rounds)  # the sample rotates over every round the subject ever had
         if not line.warmed:
             self._first(subject, r, verify=False)
         call = subject.prepare(r)

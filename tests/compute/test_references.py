@@ -145,3 +145,32 @@ def test_lokr_values_come_from_the_factors_never_the_dense_delta() -> None:
     ref = MatrixRef(id="a/m", adapter="a", layer=None, module="m", shape=(30, 28), kron=(6, 4, 5, 7), locator={})
     values = exact_values(source, [ref])  # type: ignore[arg-type]
     np.testing.assert_allclose(values[0], np.linalg.svd(0.5 * np.kron(W1[0], W2[0]), compute_uv=False), atol=1e-12)
+
+
+def test_lokr_vectors_and_grams_come_from_the_factors_never_the_dense_delta() -> None:
+    """The vectors' residuals apply kron(W1, W2) and its transpose through the factors, and a
+    PCA position's float64 Gram is <A, C><B, D> per pair: no dense LoKr delta either way."""
+    from types import SimpleNamespace
+
+    from harness.compute.references import exact_gram, operator
+    from harness.data.layout import Position
+    from harness.data.workload import KronFactors, MatrixRef
+
+    rng = np.random.default_rng(4)
+    W1, W2, scale = rng.standard_normal((3, 6, 4)), rng.standard_normal((3, 5, 7)), np.array([0.5, -1.0, 2.0])
+
+    def dense(*args: object) -> None:
+        raise AssertionError("the dense delta was formed")
+
+    source = SimpleNamespace(has_factors=False, load_dense=dense, dense_blocks=dense,
+                             load_kron=lambda refs, dtype: KronFactors(W1=W1, W2=W2, scale=scale))
+    refs = [MatrixRef(id=f"a{i}/m", adapter=f"a{i}", layer=None, module="m", shape=(30, 28), kron=(6, 4, 5, 7),
+                      locator={}) for i in range(3)]
+    full = np.stack([s * np.kron(a, b) for s, a, b in zip(scale, W1, W2)])
+    W = operator(source, refs)  # type: ignore[arg-type]
+    V, U = rng.standard_normal((3, 28, 2)), rng.standard_normal((3, 30, 2))
+    np.testing.assert_allclose(W.matmat(V), full @ V, atol=1e-12)
+    np.testing.assert_allclose(W.rmatmat(U), np.swapaxes(full, 1, 2) @ U, atol=1e-12)
+    position = Position(layer=None, module="m", shape=(30, 28), rank=None, refs=tuple(refs))
+    flat = full.reshape(3, -1)
+    np.testing.assert_allclose(exact_gram(source, position, None), flat @ flat.T, rtol=1e-12)  # type: ignore[arg-type]
