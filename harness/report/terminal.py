@@ -424,7 +424,7 @@ def compare_table(comparison: Comparison) -> Table:
     return table
 
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
 
 
 def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:

@@ -51,3 +51,14 @@ def test_sigterm_becomes_terminated() -> None:
             signal.raise_signal(signal.SIGTERM)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_launcher_quiets_openmp_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds run strategies back to back: a spinning OpenMP pool must not steal the next one's core."""
+    import os
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(entry.importlib, "import_module", lambda name: type("cli", (), {"main": lambda argv: 0}))
+    assert entry.main(["--version"]) == 0 and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert entry.main(["--version"]) == 0 and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
