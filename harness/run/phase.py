@@ -97,6 +97,7 @@ class BenchPhase:
     new_rounds: dict[Item, list[Round]] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
     unstable: int = 0
+    one_off_s: float = 0.0
     counts: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "pooled": 0, "resolved": 0,
                                                             "unresolved": 0})
 
@@ -114,7 +115,7 @@ class BenchPhase:
         return BenchRecord(budget_s=bench.budget_s, floor_s=bench.floor_s, limit_s=bench.limit_s,
                            precision=bench.precision, rounds=self.counts["rounds"],
                            rounds_pooled=self.counts["pooled"], resolved=self.counts["resolved"],
-                           unresolved=self.counts["unresolved"], spent_s=self.limit.spent_s,
+                           unresolved=self.counts["unresolved"], spent_s=self.limit.spent_s + self.one_off_s, one_off_s=self.one_off_s,
                            threads=bench.threads, references_computed=r.computed, references_cached=r.cached,
                            references_s=r.seconds, unstable=self.unstable)
 
@@ -156,7 +157,8 @@ class BenchPhase:
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
                         self.limit.allowance(step.analysis), self.display, self.cores, self._lookup, self._keep)
         rounds.run()
-        self.limit.done(step.analysis, time.perf_counter() - start)
+        self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys rounds
+        self.one_off_s += rounds.first_s
         self.counts["rounds"] += rounds.count
         timings, checks = [], []
         for t in step.timed:
