@@ -24,6 +24,7 @@ from harness.bench.noise import judge
 from harness.compute.references import References
 from harness.compute.verify import combine
 from harness.data.layout import AdapterLayout
+from harness.data.memo import MemoSource
 from harness.data.workload import Workload
 from harness.machine import measurements
 from harness.machine.info import MachineInfo
@@ -37,7 +38,7 @@ from harness.bench.measure import Measurement
 from harness.bench.threads import thread_counts
 from harness.spec import PcaAnalysis
 from harness.store.cache import ResultCache
-from harness.store.keys import Keys, source_digest
+from harness.store.keys import TIMING_PACKAGES, Keys, source_digest
 from harness.strategies.base import ExecContext
 from harness.strategies.registry import STRATEGIES
 from harness.run.rounds import Rounds, Timeline
@@ -122,7 +123,7 @@ class BenchPhase:
     def _item(self, step: Step, timed: Timed, shape: tuple[int, int], rank: int | None, per_call: int) -> Item:
         bench = self.plan.bench
         assert bench is not None
-        return Item(code=source_digest(), strategy=timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank,
+        return Item(code=source_digest(TIMING_PACKAGES), strategy=timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank,
                     dtype=self.plan.dtype, device=timed.device, threads=bench.threads,
                     width=width(STRATEGIES[timed.strategy].fans_out, self.plan.workers, per_call))
 
@@ -139,8 +140,13 @@ class BenchPhase:
     def time_pca(self, step: Step, analysis: PcaAnalysis) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared Gram strategy, one position a round; totals scaled by positions."""
         layout = AdapterLayout.from_workload(self.workload)
+        # its rounds time loading too: from the source itself, never from the run's factor memo,
+        # whose state depends on what the run computed before it (dual_gram took 0.2 s a position
+        # after a cold run's analyses and 0.9 s after a warm one's, in alternating runs)
+        source = self.workload.source
+        source = source.inner if isinstance(source, MemoSource) else source
         subjects = {t.strategy: [
-            pca_subject(step, analysis, t, a, layout, self.workload.source, self.references, self.context(t.device),
+            pca_subject(step, analysis, t, a, layout, source, self.references, self.context(t.device),
                         self.plan.memory_budget, self._item(step, t, position_shape(layout), None, 1))
             for a in t.allocations] for t in step.timed}
         return self._time(step, subjects)
@@ -155,7 +161,8 @@ class BenchPhase:
         start = time.perf_counter()
         self.limit.begin()
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
-                        self.limit.allowance(step.analysis), self.display, self.cores, self._lookup, self._keep)
+                        self.limit.allowance(step.analysis), self.limit.limit_s - self.limit.spent_s, self.display,
+                        self.cores, self._lookup, self._keep)
         rounds.run()
         self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys rounds
         self.one_off_s += rounds.first_s

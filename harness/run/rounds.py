@@ -68,6 +68,7 @@ class Rounds:
     lines: dict[int, Timeline]  # id(subject) -> its timeline
     precision: float
     allowance_s: float
+    phase_left_s: float  # what the whole phase has left (max(budget, floor) less what it spent)
     display: Display
     cores: int
     lookup: Check
@@ -107,7 +108,8 @@ class Rounds:
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
             estimate = last if last is not None else self._estimate(names)
             elapsed = time.perf_counter() - start - self.first_s  # rounds only: one-offs are said apart
-            limit = self.allowance_s * (1 + OVERRUN) if floor else self.allowance_s
+            # the floor's rounds may take what the whole phase has left, the rest only this analysis' share
+            limit = self.phase_left_s * (1 + OVERRUN) if floor else self.allowance_s
             if self.count and elapsed + estimate > limit:
                 break
             began, first = time.perf_counter(), self.first_s

@@ -21,14 +21,16 @@ from harness.plan.model import Step
 from harness.store.cache import cache_key
 
 NUMERIC_PACKAGES = ("compute", "strategies", "linalg", "data", "bench")
+# timings depend on those and on how the phase takes them (run/: rounds, what a round loads)
+TIMING_PACKAGES = (*NUMERIC_PACKAGES, "run")
 
 
-def numeric_modules() -> list[Path]:
-    """Every module of NUMERIC_PACKAGES, sorted; a package that is gone is an error, not a
-    fingerprint over nothing."""
+def numeric_modules(packages: tuple[str, ...] = NUMERIC_PACKAGES) -> list[Path]:
+    """Every module of `packages`, sorted; a package that is gone is an error, not a fingerprint
+    over nothing."""
     root = Path(harness.__file__).parent
     found = []
-    for name in NUMERIC_PACKAGES:
+    for name in packages:
         package = root / name
         if not (package / "__init__.py").is_file():
             raise RuntimeError(f"harness.{name} is listed in NUMERIC_PACKAGES but is not a package")
@@ -37,11 +39,12 @@ def numeric_modules() -> list[Path]:
 
 
 @functools.cache
-def source_digest() -> str:
-    """SHA-256 over the modules of NUMERIC_PACKAGES (path and content)."""
+def source_digest(packages: tuple[str, ...] = NUMERIC_PACKAGES) -> str:
+    """SHA-256 over the modules of `packages` (path and content): NUMERIC_PACKAGES for numbers,
+    TIMING_PACKAGES for the rounds pooled across runs."""
     root = Path(harness.__file__).parent
     digest = hashlib.sha256()
-    for file in numeric_modules():
+    for file in numeric_modules(packages):
         digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
 
