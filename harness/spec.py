@@ -222,7 +222,12 @@ Seconds = Annotated[
     WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0},
                               {"type": "string", "pattern": f"^{DURATION_PATTERN}$"}]}),
 ]
-Share = Annotated[float, BeforeValidator(parse_share)]
+Share = Annotated[  # a fraction or a percentage: `precision = "10%"` validates in editors too
+    float,
+    BeforeValidator(parse_share),
+    WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                              {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*%?\s*$"}]}),
+]
 DEFAULT_BUDGET_S = 4.0
 DEFAULT_PRECISION = 0.10
 

@@ -161,3 +161,21 @@ def test_schema_types_budget_as_a_duration() -> None:
     pattern = kinds["string"]["pattern"]
     assert all(re.search(pattern, text) for text in ("20s", "1.5m", "500ms"))
     assert not re.search(pattern, "soon")
+
+
+def test_precision_is_a_share_the_schema_and_the_spec_agree_on() -> None:
+    """`precision = "10%"` (or 0.1): the default, the parse, the refusals, and the schema's pattern."""
+    import re
+
+    from harness.spec import Spec
+
+    precision = Spec.model_json_schema()["$defs"]["Benchmark"]["properties"]["precision"]
+    kinds = {alternative["type"]: alternative for alternative in precision["anyOf"]}
+    assert all(re.search(kinds["string"]["pattern"], text) for text in ("10%", "2.5 %", "0.1"))
+    assert not re.search(kinds["string"]["pattern"], "tight")
+    from harness.base.units import parse_share
+
+    assert parse_share("10%") == pytest.approx(0.10) and parse_share(0.25) == 0.25
+    for bad in ("0%", "150%", "tight", -0.1):
+        with pytest.raises(ValueError):
+            parse_share(bad)
