@@ -12,7 +12,6 @@ wisdom folder, under the same lock; HARNESS_WISDOM=off turns both off.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.base.atomic import write_atomic
 from harness.machine.info import MachineInfo
+from harness.machine import wisdom
 from harness.machine.wisdom import identity, locked
 
 VERSION = 1
@@ -68,8 +68,7 @@ class Measurements(BaseModel):
 
 
 def path_for(where: Path, machine: MachineInfo) -> Path:
-    key = json.dumps(identity(machine), sort_keys=True)
-    return where / f"rounds-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    return wisdom.path_for(where, machine, "rounds-")
 
 
 def load(where: Path | None, machine: MachineInfo) -> Measurements:

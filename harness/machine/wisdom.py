@@ -158,9 +158,10 @@ def folder(cache_root: Path) -> Path | None:
     return Path(setting) if setting else cache_root / FOLDER
 
 
-def path_for(where: Path, machine: MachineInfo) -> Path:
+def path_for(where: Path, machine: MachineInfo, prefix: str = "") -> Path:
+    """This machine's file in `where` (`prefix` tells the pooled rounds' file from the wisdom's)."""
     key = json.dumps(identity(machine), sort_keys=True)
-    return where / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    return where / f"{prefix}{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
 def load(where: Path | None, machine: MachineInfo) -> Wisdom:
