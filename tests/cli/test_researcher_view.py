@@ -66,3 +66,11 @@ def test_run_lines_group_warnings_and_keep_the_footnote_for_explain(
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "b"), "--no-cache", "--explain", "--verbose"]) == 0
     shown = capsys.readouterr().out
     assert "Role: baseline" in shown and shown.count("load 18.4 on 2 cores") == count
+
+
+def test_validate_refuses_more_components_than_adapters_as_plan_does(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = str(CONFIGS / "task_geometry.toml")
+    assert cli.main(["validate", spec, "--set", "data.adapters=4"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"{spec}: analysis[2].components: 5 exceeds the 4 adapters of the workload")
+    assert cli.main(["validate", spec, "--set", "data.adapters=4", "--set", "analysis[2].components=3"]) == 0
