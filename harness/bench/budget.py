@@ -31,6 +31,11 @@ SLOW_CALL_S = 0.05
 # round's call: matrices an iterative solver finds harder (ARPACK took 15 ms on one delta of the
 # main job and 30 ms on the next) then average out inside the call instead of swinging the round.
 WHOLE_SAMPLE_S = 0.2
+# A call under MEDIAN_CALL_S is timed at least MEDIAN_CALLS times in each block and the block is
+# their median: one call of scipy's svds (60-90 ms on the main job's sample) swung 3x from round to
+# round (log spread 0.33); the median of three took it to 0.07, which resolves in a few rounds.
+MEDIAN_CALL_S = 0.1
+MEDIAN_CALLS = 3
 OVERRUN = 0.10  # the phase may pass its limit by this share while a round in progress ends
 POSITIONS = "positions"  # the one "group" of a pca step: its (layer, module) positions
 ItemKey = tuple[str, str, str]  # one item of the phase: (analysis, strategy, shape group)
@@ -85,6 +90,11 @@ class Want:
 
 def warmups(call_s: float, warmup: int) -> int:
     return 0 if call_s >= SLOW_CALL_S else warmup
+
+
+def calls_for(call_s: float, repeats: int) -> int:
+    """Timed calls in a block: `repeats`, and at least MEDIAN_CALLS for a call under MEDIAN_CALL_S."""
+    return max(repeats, MEDIAN_CALLS if call_s < MEDIAN_CALL_S else 1)
 
 
 def block_s(call_s: float, calls: int) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.bench.budget import WHOLE_SAMPLE_S, Allocation, ItemKey, Want, allocate, floor_s
+from harness.bench.budget import WHOLE_SAMPLE_S, Allocation, ItemKey, Want, allocate, calls_for, floor_s
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.machine.info import MachineInfo
@@ -26,8 +26,9 @@ def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) 
     per_call = min(workers, size) if STRATEGIES[candidate.strategy].fans_out else 1
     if per_call == 1 and candidate.per_matrix_s[group] * sample <= WHOLE_SAMPLE_S:
         per_call = sample  # cheap: the whole sample in every round's call
-    return Want(group=group, per_matrix_s=candidate.per_matrix_s[group], matrices=per_call, warmup=b.warmup,
-                calls=b.repeats, sample=max(sample, per_call))
+    per_matrix = candidate.per_matrix_s[group]
+    return Want(group=group, per_matrix_s=per_matrix, matrices=per_call, warmup=b.warmup,
+                calls=calls_for(per_matrix * per_call, b.repeats), sample=max(sample, per_call))
 
 
 def reference_seconds(

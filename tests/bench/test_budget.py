@@ -37,3 +37,10 @@ def test_the_limit_keeps_later_analyses_their_floor() -> None:
     assert limit.allowance("a") == pytest.approx(2.0 + 4.0 / 2)  # its floor, half the spare
     limit.done("a", 7.0)  # it overran: b still gets its floor, nothing more
     assert limit.allowance("b") == pytest.approx(4.0)
+
+
+def test_a_fast_call_is_timed_three_times_a_block_and_the_median_kept() -> None:
+    from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, calls_for
+
+    assert calls_for(MEDIAN_CALL_S / 2, 1) == MEDIAN_CALLS and calls_for(MEDIAN_CALL_S, 1) == 1
+    assert calls_for(MEDIAN_CALL_S / 2, 5) == 5 and calls_for(1.0, 2) == 2
