@@ -3,6 +3,7 @@ loopback give the same numbers as a local run, and a killed worker costs a resub
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -142,11 +143,15 @@ def _alive(pid: int) -> bool:
 def test_pool_workers_die_with_a_killed_run() -> None:
     proc, workers = _holder()
     assert len(workers) == 2 and all(_alive(w) for w in workers)
+    exits = [os.pidfd_open(w) for w in workers]  # readable when that worker exits: the event awaited
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 60  # an event (the workers' exit) awaited, bounded: not a guess at timing
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    try:
+        for fd in exits:
+            select.select([fd], [], [], 60)  # bounded, so a worker that never dies fails, not hangs
+    finally:
+        for fd in exits:
+            os.close(fd)
     survivors = [w for w in workers if _alive(w)]
     for w in survivors:
         os.kill(w, signal.SIGKILL)
