@@ -47,9 +47,9 @@ class Allocation(BaseModel):
     group: str
     per_matrix_s: float  # estimated seconds of one matrix (one position for pca)
     matrices: int  # timed in each round's call (a fan-out strategy: one per worker)
-    warmup: int  # untimed calls before its first round (the first one's answer is verified)
+    warmup: int  # untimed calls before its first round, for a fast call
     calls: int = 1  # timed calls in a round's block at least
-    rounds: int  # planned within the budget; the phase stops earlier once its speedup is resolved
+    rounds: int = MIN_ROUNDS  # planned within the budget; the phase stops earlier once its speedup is resolved
     sample: int  # matrices the rounds rotate through
 
     @property
@@ -58,13 +58,13 @@ class Allocation(BaseModel):
 
     @property
     def block_s(self) -> float:
-        """Seconds of its block in one round."""
-        return block_s(self.call_s, self.calls)
+        """Seconds of its block in one round: `calls` calls, fast ones repeated to fill BLOCK_S."""
+        return max(self.call_s * self.calls, BLOCK_S)
 
     @property
     def warmups(self) -> int:
         """Untimed calls before its first round: none for a slow call."""
-        return warmups(self.call_s, self.warmup)
+        return 0 if self.call_s >= SLOW_CALL_S else self.warmup
 
     @property
     def first_s(self) -> float:
@@ -76,57 +76,34 @@ class Allocation(BaseModel):
         return self.first_s + self.rounds * self.block_s
 
 
-@dataclass(frozen=True)
-class Want:
-    """One item as the plan sees it before the budget is shared."""
-
-    group: str
-    per_matrix_s: float
-    matrices: int  # per round
-    warmup: int
-    calls: int
-    sample: int
-
-
-def warmups(call_s: float, warmup: int) -> int:
-    return 0 if call_s >= SLOW_CALL_S else warmup
-
-
 def calls_for(call_s: float, repeats: int) -> int:
     """Timed calls in a block: `repeats`, and at least MEDIAN_CALLS for a call under MEDIAN_CALL_S."""
     return max(repeats, MEDIAN_CALLS if call_s < MEDIAN_CALL_S else 1)
 
 
-def block_s(call_s: float, calls: int) -> float:
-    """Seconds of a block of `calls` calls of `call_s`, fast ones repeated to fill BLOCK_S."""
-    return max(call_s * calls, BLOCK_S)
-
-
-def _round_s(wants: dict[ItemKey, Want]) -> dict[str, float]:
-    """Seconds of one round of each analysis."""
-    out: dict[str, float] = {}
-    for (analysis, _strategy, _group), w in wants.items():
-        out[analysis] = out.get(analysis, 0.0) + block_s(w.per_matrix_s * w.matrices, w.calls)
+def floors(items: dict[ItemKey, Allocation]) -> dict[str, tuple[float, float]]:
+    """Per analysis: its floor (its items' warm-ups and MIN_ROUNDS rounds) and one round's seconds."""
+    out: dict[str, tuple[float, float]] = {}
+    for (analysis, _strategy, _group), a in items.items():
+        floor, round_s = out.get(analysis, (0.0, 0.0))
+        out[analysis] = (floor + a.first_s + MIN_ROUNDS * a.block_s, round_s + a.block_s)
     return out
 
 
-def floor_s(wants: dict[ItemKey, Want]) -> float:
+def floor_s(items: dict[ItemKey, Allocation]) -> float:
     """The least benchmarking that answers every item with an interval."""
-    first = sum(w.per_matrix_s * w.matrices * warmups(w.per_matrix_s * w.matrices, w.warmup) for w in wants.values())
-    return first + MIN_ROUNDS * sum(_round_s(wants).values())
+    return sum(floor for floor, _round_s in floors(items).values())
 
 
-def allocate(wants: dict[ItemKey, Want], budget_s: float) -> dict[ItemKey, Allocation]:
+def allocate(items: dict[ItemKey, Allocation], budget_s: float) -> dict[ItemKey, Allocation]:
     """MIN_ROUNDS for every analysis, and the budget above the floor as extra rounds, shared so
     that each analysis gets the same number of extra rounds (the cheap ones no more: a round's
     baseline serves every strategy of it, and intervals narrow with rounds, not seconds)."""
-    rounds_s = _round_s(wants)
-    spare = max(budget_s - floor_s(wants), 0.0)
-    extra = int(spare / sum(rounds_s.values())) if rounds_s else 0
-    rounds = min(MIN_ROUNDS + extra, MAX_ROUNDS)
-    return {key: Allocation(group=w.group, per_matrix_s=w.per_matrix_s, matrices=w.matrices, warmup=w.warmup,
-                            calls=w.calls, rounds=rounds, sample=w.sample)
-            for key, w in wants.items()}
+    per_analysis = floors(items)
+    rounds_s = sum(round_s for _floor, round_s in per_analysis.values())
+    spare = max(budget_s - sum(floor for floor, _round_s in per_analysis.values()), 0.0)
+    rounds = min(MIN_ROUNDS + (int(spare / rounds_s) if rounds_s else 0), MAX_ROUNDS)
+    return {key: a.model_copy(update={"rounds": rounds}) for key, a in items.items()}
 
 
 def rounds_note(allocations: list[Allocation]) -> str:

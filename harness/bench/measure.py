@@ -73,17 +73,13 @@ def measure(
         fits = time.perf_counter() - start + median <= allowance_s or len(samples) < min_samples
         if not (wanted and fits):
             break
-    conditions = between(before, snapshot(), cores)
+    return summarised(samples, warmup, between(before, snapshot(), cores)), cast(T, result)  # fn ran once at least
+
+
+def summarised(samples: list[float], warmup: int, conditions: Conditions | None) -> Measurement:
+    """The measurement of `samples` in time order (a block's calls, or a strategy's rounds): its
+    median and IQR, the thread counts now, and every reason it is unreliable (noise.judge)."""
     q1, median, q3 = np.percentile(samples, [25, 50, 75])
     reasons = judge(samples, conditions)
-    measurement = Measurement(
-        samples_s=samples,
-        median_s=float(median),
-        iqr_s=float(q3 - q1),
-        warmup=warmup,
-        threads=thread_counts(),
-        conditions=conditions,
-        unstable=bool(reasons),
-        reasons=reasons,
-    )
-    return measurement, cast(T, result)  # one timed call at least, so fn ran
+    return Measurement(samples_s=samples, median_s=float(median), iqr_s=float(q3 - q1), warmup=warmup,
+                       threads=thread_counts(), conditions=conditions, unstable=bool(reasons), reasons=reasons)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.bench.budget import WHOLE_SAMPLE_S, Allocation, ItemKey, Want, allocate, calls_for, floor_s
+from harness.bench.budget import WHOLE_SAMPLE_S, Allocation, ItemKey, allocate, calls_for, floor_s
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.machine.info import MachineInfo
@@ -16,7 +16,7 @@ from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy
 from harness.strategies.registry import STRATEGIES
 
 
-def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Want:
+def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Allocation:
     """One item: a round's call takes one matrix, one per worker for a fan-out strategy (or its
     fan-out would not be measured), or the whole sample when that is cheap (WHOLE_SAMPLE_S); the
     rounds rotate through `sample` matrices spread over the group, every strategy of a round on
@@ -27,7 +27,7 @@ def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) 
     if per_call == 1 and candidate.per_matrix_s[group] * sample <= WHOLE_SAMPLE_S:
         per_call = sample  # cheap: the whole sample in every round's call
     per_matrix = candidate.per_matrix_s[group]
-    return Want(group=group, per_matrix_s=per_matrix, matrices=per_call, warmup=b.warmup,
+    return Allocation(group=group, per_matrix_s=per_matrix, matrices=per_call, warmup=b.warmup,
                 calls=calls_for(per_matrix * per_call, b.repeats), sample=max(sample, per_call))
 
 
@@ -51,7 +51,7 @@ def reference_seconds(
 
 
 def share_budget(
-    budget_s: float, wants: dict[ItemKey, Want], pca: set[str], references: Callable[[dict[str, int], int], float],
+    budget_s: float, wants: dict[ItemKey, Allocation], pca: set[str], references: Callable[[dict[str, int], int], float],
 ) -> tuple[dict[ItemKey, Allocation], float, float]:
     """The budget, less the references' estimate, in rounds; returns the allocations, the
     references' estimate and the floor. References are shared by matrix (and position): each

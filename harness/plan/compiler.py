@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.bench.budget import POSITIONS, Allocation, ItemKey, Want, rounds_note
+from harness.bench.budget import POSITIONS, Allocation, ItemKey, rounds_note
 from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
@@ -80,13 +80,13 @@ def _choose(
     return Choice(analysis, op, candidates, chosen, reason, roles, sizes)
 
 
-def _wants(choices: list[Choice], spec: Spec, workers: int) -> dict[ItemKey, Want]:
+def _wants(choices: list[Choice], spec: Spec, workers: int) -> dict[ItemKey, Allocation]:
     """Pass 2: what every timed (analysis, strategy, group) wants when the budget allows."""
     return {(c.analysis.label, t.strategy, group): want(spec, t, group, size, workers)
             for c in choices for t in c.timed() for group, size in c.sizes.items()}
 
 
-def _step(c: Choice, wants: dict[ItemKey, Want], allocations: dict[ItemKey, Allocation]) -> Step:
+def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey, Allocation]) -> Step:
     """Pass 4: the step, its timed strategies carrying their share of the budget."""
     timed = []
     for t in c.timed():

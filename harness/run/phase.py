@@ -19,8 +19,7 @@ import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import MIN_ROUNDS, Limit
-from harness.bench.noise import judge
+from harness.bench.budget import Limit, floors
 from harness.compute.references import References
 from harness.compute.verify import combine
 from harness.data.layout import AdapterLayout
@@ -34,8 +33,7 @@ from harness.plan.candidates import position_shape
 from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import BenchRecord, GroupTiming, StrategyTiming, apply_speedups
 from harness.record.verification import Verification
-from harness.bench.measure import Measurement
-from harness.bench.threads import thread_counts
+from harness.bench.measure import summarised
 from harness.spec import PcaAnalysis
 from harness.store.cache import ResultCache
 from harness.store.keys import TIMING_PACKAGES, Keys, source_digest
@@ -68,17 +66,6 @@ def summarise(strategy: str, role: str, device: str, groups: Sequence[GroupTimin
     )
 
 
-def _floors(plan: Plan) -> tuple[dict[str, float], dict[str, float]]:
-    """Per analysis: its floor (first calls and MIN_ROUNDS rounds), and the seconds of a round."""
-    floors: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    for s in plan.steps:
-        allocations = [a for t in s.timed for a in t.allocations]
-        weights[s.analysis] = sum(a.block_s for a in allocations)
-        floors[s.analysis] = sum(a.first_s for a in allocations) + MIN_ROUNDS * weights[s.analysis]
-    return floors, weights
-
-
 @dataclass
 class BenchPhase:
     """The run's benchmark phase: one clock, one set of references, one pool of earlier rounds."""
@@ -104,8 +91,11 @@ class BenchPhase:
 
     def __post_init__(self) -> None:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
-        floors, weights = _floors(self.plan)
-        self.limit = Limit(self.plan.bench.limit_s - self.plan.bench.references_s, floors, weights)
+        per_analysis = floors({(s.analysis, t.strategy, a.group): a
+                               for s in self.plan.steps for t in s.timed for a in t.allocations})
+        self.limit = Limit(self.plan.bench.limit_s - self.plan.bench.references_s,
+                           {name: floor for name, (floor, _round_s) in per_analysis.items()},
+                           {name: round_s for name, (_floor, round_s) in per_analysis.items()})
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
 
@@ -116,15 +106,16 @@ class BenchPhase:
         return BenchRecord(budget_s=bench.budget_s, floor_s=bench.floor_s, limit_s=bench.limit_s,
                            precision=bench.precision, rounds=self.counts["rounds"],
                            rounds_pooled=self.counts["pooled"], resolved=self.counts["resolved"],
-                           unresolved=self.counts["unresolved"], spent_s=self.limit.spent_s + self.one_off_s, one_off_s=self.one_off_s,
+                           unresolved=self.counts["unresolved"], spent_s=self.limit.spent_s + self.one_off_s,
+                           one_off_s=self.one_off_s,
                            threads=bench.threads, references_computed=r.computed, references_cached=r.cached,
                            references_s=r.seconds, unstable=self.unstable)
 
     def _item(self, step: Step, timed: Timed, shape: tuple[int, int], rank: int | None, per_call: int) -> Item:
         bench = self.plan.bench
         assert bench is not None
-        return Item(code=source_digest(TIMING_PACKAGES), strategy=timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank,
-                    dtype=self.plan.dtype, device=timed.device, threads=bench.threads,
+        return Item(code=source_digest(TIMING_PACKAGES), strategy=timed.strategy, op=step.op, k=step.k, shape=shape,
+                    rank=rank, dtype=self.plan.dtype, device=timed.device, threads=bench.threads,
                     width=width(STRATEGIES[timed.strategy].fans_out, self.plan.workers, per_call))
 
     def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
@@ -185,12 +176,8 @@ class BenchPhase:
     def _group(self, step: Step, s: Subject, line: Timeline, rounds: Rounds) -> GroupTiming:
         """A subject's rounds as a GroupTiming; its new, unflagged rounds go to the pool and, when
         stable and verified, to the wisdom."""
-        seconds = [r.seconds for r in line.rounds]
-        reasons = judge(seconds, rounds.conditions if line.new else None)
-        measurement = Measurement(samples_s=seconds, median_s=_median(seconds), iqr_s=_iqr(seconds),
-                                  warmup=s.allocation.warmup, threads=thread_counts(),
-                                  conditions=rounds.conditions if line.new else None, unstable=bool(reasons),
-                                  reasons=reasons)
+        measurement = summarised([r.seconds for r in line.rounds], s.allocation.warmup,
+                                 rounds.conditions if line.new else None)
         group = GroupTiming(group=s.group, sampled=s.allocation.matrices, total=s.total, measurement=measurement,
                             flops=s.flops, bytes=s.bytes, rounds=[r.round for r in line.rounds],
                             pooled=len(line.pooled), calls=line.calls)
@@ -214,7 +201,7 @@ class BenchPhase:
         bench = self.plan.bench
         assert bench is not None
         shape, rank = s.item.shape, s.item.rank
-        per_matrix = _median([r.seconds for r in line.new]) / s.allocation.matrices
+        per_matrix = float(np.median([r.seconds for r in line.new])) / s.allocation.matrices
         self.observations.append(Observation(
             strategy=s.name, op=step.op, k=step.k, shape=shape, rank=rank, dtype=self.plan.dtype,
             device=s.timed.device, threads=bench.threads, width=s.item.width, seconds=per_matrix, flops=s.flops,
@@ -235,11 +222,3 @@ class BenchPhase:
     def keep_rounds(self, where: Path | None, machine: MachineInfo) -> None:
         """Add this run's unflagged rounds to the pool."""
         measurements.keep(where, machine, self.new_rounds)
-
-
-def _median(values: Sequence[float]) -> float:
-    return float(np.median(values)) if len(values) else 0.0
-
-
-def _iqr(values: Sequence[float]) -> float:
-    return float(np.subtract(*np.percentile(values, [75, 25]))) if len(values) else 0.0

@@ -2,11 +2,11 @@
 
 import pytest
 
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, SLOW_CALL_S, Limit, Want, allocate, floor_s, rounds_note
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, SLOW_CALL_S, Allocation, Limit, allocate, floor_s, rounds_note
 
 
-def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Want:
-    return Want(group, per, matrices, warmup, calls=1, sample=4)
+def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Allocation:
+    return Allocation(group=group, per_matrix_s=per, matrices=matrices, warmup=warmup, calls=1, sample=4)
 
 
 def test_the_floor_is_the_warm_ups_and_two_rounds() -> None:

@@ -198,10 +198,9 @@ def test_auto_follows_the_measurements_and_says_so() -> None:
 def steady(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every measurement judged stable, so that what is learned does not depend on how busy the
     machine is (unstable measurements are never learned: tested apart)."""
-    from harness.run import phase, rounds
+    from harness.run import rounds
 
     monkeypatch.setattr(measure_module, "judge", lambda samples, conditions: [])
-    monkeypatch.setattr(phase, "judge", lambda samples, conditions: [])
     monkeypatch.setattr(rounds, "condition_reasons", lambda conditions: [])
 
 
@@ -226,10 +225,8 @@ def test_a_run_teaches_the_wisdom_and_the_next_plan_uses_it(
 
 
 def test_unstable_or_wrong_measurements_are_not_learned(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from harness.run import phase
-
     monkeypatch.setenv(wisdom.ENV, str(tmp_path / "wisdom"))
-    monkeypatch.setattr(phase, "judge", lambda samples, conditions: ["a noisy neighbour"])
+    monkeypatch.setattr(measure_module, "judge", lambda samples, conditions: ["a noisy neighbour"])
     assert cli.main(["run", str(CONFIGS / "smoke.toml"), "--no-cache", "-o", str(tmp_path / "run")]) == 0
     assert wisdom.load(tmp_path / "wisdom", MACHINE).observations == []
 
