@@ -47,8 +47,7 @@ class Item(BaseModel, frozen=True):
 class Round(BaseModel):
     """One round's seconds per matrix (per position for a PCA) of one item."""
 
-    round: str  # "<run started>#<n>": the same id on every item timed in that round
-    when: str  # ISO date-time of the run that measured it
+    round: str  # "<run started>#<analysis>#<n>": the same id on every item timed in that round
     seconds: float
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 import math
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from harness.base.bounded import TooLarge, read_capped
 from harness.machine.info import MachineInfo
 from harness.plan.model import Plan, Step
 from harness.bench.measure import Measurement
-from harness.bench.statistics import paired_ratio
+from harness.bench.statistics import Interval, paired_ratio
 from harness.machine.roofline import Roof
 from harness.record.verification import Verification
 
@@ -86,6 +87,11 @@ class StrategyTiming(BaseModel):
         return sum(v * g.sampled for v, g in zip(values, self.groups))
 
     @property
+    def seconds_per_matrix(self) -> float:
+        """Its groups' median calls over the matrices they take: what the tables show per matrix."""
+        return sum(g.measurement.median_s for g in self.groups) / sum(g.sampled for g in self.groups)
+
+    @property
     def gflops_per_s(self) -> float | None:
         """Achieved over every sampled matrix of every group: their flops over their time."""
         flops = self._per_sampled("flops")
@@ -130,13 +136,26 @@ class ChunkPlacement(BaseModel):
     attempts: int = 1  # more than one: its worker was lost and it was submitted again
 
 
-def round_totals(t: StrategyTiming) -> dict[str, float]:
-    """Round id -> the workload total that round measured (every group's seconds per matrix
-    scaled to the group's size), for the rounds that timed every group."""
-    per_group = [{r: s / g.sampled * g.total for r, s in zip(g.rounds, g.measurement.samples_s)} for g in t.groups]
+def workload_totals(groups: Iterable[tuple[Sequence[str], Sequence[float], int, int]]) -> dict[str, float]:
+    """Round id -> the workload total that round measured, for the rounds that timed every group,
+    in the first group's order. A group is (round ids, seconds of one call, the matrices a call
+    takes, the group's matrices): each call's seconds per matrix scaled to the group's size."""
+    per_group = [{r: s / sampled * total for r, s in zip(ids, seconds)} for ids, seconds, sampled, total in groups]
     common = set.intersection(*(set(p) for p in per_group)) if per_group else set()
     order = list(per_group[0]) if per_group else []
     return {r: sum(p[r] for p in per_group) for r in order if r in common}
+
+
+def round_totals(t: StrategyTiming) -> dict[str, float]:
+    """A timing's workload total per round (workload_totals of its groups)."""
+    return workload_totals((g.rounds, g.measurement.samples_s, g.sampled, g.total) for g in t.groups)
+
+
+def speedup_interval(base: dict[str, float], own: dict[str, float]) -> Interval | None:
+    """The baseline's totals over a strategy's, paired by round (bench.statistics.paired_ratio);
+    None when no round timed both."""
+    paired = [r for r in own if r in base]
+    return paired_ratio([base[r] for r in paired], [own[r] for r in paired]) if paired else None
 
 
 def _pooled(t: StrategyTiming, rounds: list[str]) -> None:
@@ -161,20 +180,19 @@ def apply_speedups(timings: list[StrategyTiming], precision: float) -> None:
         if t is baseline:
             continue
         own = round_totals(t)
-        paired = [r for r in own if r in base]
-        _pooled(t, paired)
+        _pooled(t, [r for r in own if r in base])
         t.speedup_ci, t.unresolved, t.unresolved_reason = None, False, None
-        if not paired:
+        interval = speedup_interval(base, own)
+        if interval is None:
             t.speedup, t.unresolved, t.unresolved_reason = None, True, "no round timed it beside the baseline"
             continue
-        interval = paired_ratio([base[r] for r in paired], [own[r] for r in paired])
         t.speedup = interval.estimate
-        t.speedup_ci = (interval.low, interval.high) if len(paired) >= 2 else None
-        if len(paired) < 2:
+        t.speedup_ci = (interval.low, interval.high) if interval.n >= 2 else None
+        if interval.n < 2:
             t.unresolved, t.unresolved_reason = True, "1 round: no interval"
         elif not interval.resolved(precision):
             t.unresolved = True
-            t.unresolved_reason = (f"interval ±{100 * interval.half_width:.0f}% over {len(paired)} rounds, "
+            t.unresolved_reason = (f"interval ±{100 * interval.half_width:.0f}% over {interval.n} rounds, "
                                    f"wider than the ±{100 * precision:.0f}% asked for")
 
 

@@ -61,7 +61,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
         samples = np.concatenate([np.asarray(g.measurement.samples_s) / max(g.sampled, 1) for g in t.groups])
         ax_t.scatter(samples, yi + jitter.uniform(-0.25, 0.25, len(samples)), s=9, alpha=0.55, color=SAMPLE,
                      linewidths=0)
-        median = sum(g.measurement.median_s for g in t.groups) / sum(g.sampled for g in t.groups)
+        median = t.seconds_per_matrix
         ax_t.plot([median, median], [yi - 0.35, yi + 0.35], color="#222", lw=1.5)
         ax_t.annotate(format_seconds(median), (samples.max(), yi), xytext=(4, 0), textcoords="offset points",
                       fontsize=7, va="center")

@@ -141,11 +141,11 @@ def compare_rounds(
     a: list[float], b: list[float], alpha: float = ALPHA, factor: float = FACTOR
 ) -> tuple[float, tuple[float, float] | None, float | None, Change]:
     """B over A, its interval, the p value of Welch's t on the logs, and the verdict."""
-    if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS:
-        ratio = math.exp(sum(map(math.log, b)) / len(b) - sum(map(math.log, a)) / len(a)) if a and b else math.nan
-        return ratio, None, None, "too few rounds"
+    if not a or not b:
+        return math.nan, None, None, "too few rounds"
     interval, p = welch_ratio(a, b)
-    assert p is not None
+    if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS or p is None:
+        return interval.estimate, None, None, "too few rounds"
     if p >= alpha or 1 / factor < interval.estimate < factor:
         change: Change = "not significant"
     else:

@@ -1,33 +1,25 @@
 """The results table as text another tool takes: Markdown for a pull request or a paper, JSON for
 scripts. One row per analysis and timed strategy, the same figures as the terminal table.
 
-The speedup's interval (`speedup_ci`, [low, high]) and `unresolved` (the interval straddles 1:
-no verdict either way) are read when a timing has them, so records from before intervals
-existed still export."""
+The speedup's 95% interval (`speedup_ci`, [low, high]) and `unresolved` (the interval is wider
+than the precision asked for); records from before intervals read with neither."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from harness.base.units import format_seconds, format_speedup
+from harness.base.units import format_interval, format_seconds, format_speedup
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.report.terminal import device_library
-
-
-def _interval(t: StrategyTiming) -> tuple[float, float] | None:
-    ci = getattr(t, "speedup_ci", None)
-    return None if ci is None else (float(ci[0]), float(ci[1]))
 
 
 def speedup_text(t: StrategyTiming) -> str:
     """`1,130x (1,050-1,210)`, `0.98x (0.90-1.07, unresolved)`, or `15.3x` without an interval."""
     text = format_speedup(t.speedup)
-    ci = _interval(t)
-    if ci is None:
+    if t.speedup_ci is None:
         return text
-    low, high = (format_speedup(x).removesuffix("x") for x in ci)
-    return f"{text} ({low}-{high}{', unresolved' if getattr(t, 'unresolved', False) else ''})"
+    return f"{text} ({format_interval(*t.speedup_ci)}{', unresolved' if t.unresolved else ''})"
 
 
 def result_rows(record: RunRecord) -> list[dict[str, Any]]:
@@ -38,21 +30,17 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
         for t in a.timings:
             device, library = device_library(t.device)
             v = checks.get(t.strategy)
-            ci = _interval(t)
+            ci = t.speedup_ci
             rows.append({
                 "analysis": a.name, "op": a.op, "strategy": t.strategy, "role": t.role,
                 "computed_results": t.strategy == a.strategy, "device": device, "library": library,
-                "per_matrix_s": _per_matrix(t), "workload_compute_s": t.estimate_total_s,
+                "per_matrix_s": t.seconds_per_matrix, "workload_compute_s": t.estimate_total_s,
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
-                "unresolved": getattr(t, "unresolved", None), "unstable": bool(t.unstable),
+                "unresolved": t.unresolved, "unstable": bool(t.unstable),
                 "max_error": None if v is None else v.values_error, "passed": None if v is None else v.passed,
             })
     return rows
-
-
-def _per_matrix(t: StrategyTiming) -> float:
-    return sum(g.measurement.median_s for g in t.groups) / sum(g.sampled for g in t.groups)
 
 
 def results_json(record: RunRecord) -> str:

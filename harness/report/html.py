@@ -58,7 +58,7 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 "library": library,
                 "unstable": len(t.unstable),
                 "label": strategy_label(analysis, t.strategy),  # as the terminal table writes it
-                "per_matrix": sum(g.measurement.median_s for g in t.groups) / sampled,
+                "per_matrix": t.seconds_per_matrix,
                 "spread": spread(t),
                 "samples": sum(len(g.measurement.samples_s) for g in t.groups),
                 "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),

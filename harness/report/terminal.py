@@ -231,14 +231,13 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
     checks = {v.strategy: v for v in analysis.verification}
     for t in analysis.timings:
         v = checks[t.strategy]
-        per_matrix = sum(g.measurement.median_s for g in t.groups) / sum(g.sampled for g in t.groups)
         errors = f"{v.values_error:.1e}" + (f" / {v.vectors_error:.1e}" if v.vectors_error is not None else "")
         table.add_row(
             analysis.name,
             strategy_label(analysis, t.strategy),
             t.role,
             *device_library(t.device),
-            format_seconds(per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
+            format_seconds(t.seconds_per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
             escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)),
             escape(speedup_text(t)),
             rounds_text(t),

@@ -19,9 +19,9 @@ from harness.bench.budget import BLOCK_S, MIN_ROUNDS, OVERRUN
 from harness.bench.conditions import Conditions, between, snapshot
 from harness.bench.measure import measure
 from harness.bench.noise import condition_reasons
-from harness.bench.statistics import paired_ratio
 from harness.data.workload import DataError
 from harness.machine.measurements import Round
+from harness.record.run_record import speedup_interval, workload_totals
 from harness.record.verification import Verification
 from harness.run.subjects import Subject
 
@@ -53,10 +53,9 @@ class Timeline:
 
 def totals(subjects: list[Subject], lines: dict[int, Timeline]) -> dict[str, float]:
     """Round id -> the workload total of one strategy (its subjects are its groups), over the
-    rounds that timed every group."""
-    per = [{r.round: r.seconds / s.allocation.matrices * s.total for r in lines[id(s)].rounds} for s in subjects]
-    common = set.intersection(*map(set, per)) if per else set()
-    return {r: sum(p[r] for p in per) for r in per[0] if r in common} if per else {}
+    rounds that timed every group: as the record computes it (record.run_record.workload_totals)."""
+    return workload_totals(([r.round for r in lines[id(s)].rounds], [r.seconds for r in lines[id(s)].rounds],
+                            s.allocation.matrices, s.total) for s in subjects)
 
 
 @dataclass
@@ -87,10 +86,8 @@ class Rounds:
         base = totals(self.subjects[self.baseline], self.lines)
         todo = []
         for s in live:
-            own = totals(self.subjects[s], self.lines)
-            paired = [r for r in own if r in base]
-            if len(paired) < MIN_ROUNDS or not paired_ratio([base[r] for r in paired],
-                                                            [own[r] for r in paired]).resolved(self.precision):
+            interval = speedup_interval(base, totals(self.subjects[s], self.lines))
+            if interval is None or interval.n < MIN_ROUNDS or not interval.resolved(self.precision):
                 todo.append(s)
         return todo
 
@@ -179,7 +176,7 @@ class Rounds:
                             cores=self.cores, min_time_s=BLOCK_S, min_samples=subject.allocation.calls,
                             on_call=lambda what: phase.item(f"{subject.name} on {subject.group}, {what}"))
         line.calls += len(m.samples_s)
-        line.new.append(Round(round=rid, when=self.run_id, seconds=m.median_s))
+        line.new.append(Round(round=rid, seconds=m.median_s))
         if m.conditions is not None and condition_reasons(m.conditions):
             line.flagged.add(rid)
         if tuple(subject.ids(r)) not in subject.checks:  # a one-off, like the first calls
@@ -188,10 +185,13 @@ class Rounds:
             self.first_s += time.perf_counter() - began
 
     def _judge(self, subject: Subject, result: object, r: int) -> None:
+        """The verdict on round r's matrices: the cache's, else judged now and kept."""
         ids = tuple(subject.ids(r))
-        verdict = self.lookup(subject, ids) or subject.judge(result, r)
+        verdict = self.lookup(subject, ids)
+        if verdict is None:
+            verdict = subject.judge(result, r)
+            self.keep(subject, ids, verdict)
         subject.checks[ids] = verdict
-        self.keep(subject, ids, verdict)
 
     def _verified(self, subject: Subject) -> None:
         """A subject no round timed this run (its rounds all pooled) still needs a verdict: from
