@@ -25,7 +25,11 @@ MAX_ROUNDS = 30  # planned at most: beyond, the interval narrows by less than a 
 BLOCK_S = 0.02  # a round's block of a fast call: calls until this much is sampled
 # A call this long gets no untimed warm-up (the strategy's imports and compilation are warmed
 # apart): its first round's answer is the one verified. What a first call costs more (allocator,
-# page faults) is small against it, and a warm-up would double the floor of the slow baselines.
+# page faults) is small against it, and a warm-up would double the floor of the slow baselines;
+# numpy's svdvals of a 3072x768 matrix took 210-234 ms in its first round, 183-216 ms later.
+# Not so a PCA's position: its first call allocates the streaming buffers, and dual_gram took
+# 690 ms in the first round of each run and 173-217 ms in the next 17, one outlier a run that
+# pooling made bimodal; so positions are always warmed up.
 SLOW_CALL_S = 0.05
 # A strategy whose call on the whole sample is estimated under this takes the whole sample in each
 # round's call: matrices an iterative solver finds harder (ARPACK took 15 ms on one delta of the
@@ -63,8 +67,8 @@ class Allocation(BaseModel):
 
     @property
     def warmups(self) -> int:
-        """Untimed calls before its first round: none for a slow call."""
-        return 0 if self.call_s >= SLOW_CALL_S else self.warmup
+        """Untimed calls before its first round: none for a slow call, but for a PCA's position."""
+        return 0 if self.call_s >= SLOW_CALL_S and self.group != POSITIONS else self.warmup
 
     @property
     def first_s(self) -> float:

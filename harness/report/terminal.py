@@ -424,7 +424,8 @@ def compare_table(comparison: Comparison) -> Table:
     return table
 
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
+                    "OPENBLAS_THREAD_TIMEOUT")
 
 
 def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, SLOW_CALL_S, Allocation, Limit, allocate, floor_s, rounds_note
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, POSITIONS, SLOW_CALL_S, Allocation, Limit, allocate, floor_s, rounds_note
 
 
 def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Allocation:
@@ -18,6 +18,13 @@ def test_the_floor_is_the_warm_ups_and_two_rounds() -> None:
 def test_a_slow_call_gets_no_warm_up_a_fast_one_does() -> None:
     slow, fast = allocate({("a", "s", "g"): want(SLOW_CALL_S)}, 0.0), allocate({("a", "f", "g"): want(1e-3)}, 0.0)
     assert slow[("a", "s", "g")].warmups == 0 and fast[("a", "f", "g")].warmups == 1
+
+
+def test_a_pca_position_is_warmed_up_however_slow() -> None:
+    """Its first call allocates the streaming buffers: 3.5x the next ones (dual_gram, main job)."""
+    position = want(0.2, group=POSITIONS)
+    assert position.warmups == 1 and position.first_s == pytest.approx(0.2)
+    assert want(0.2, group=POSITIONS, warmup=0).warmups == 0  # the spec's warmup = 0 holds
 
 
 def test_the_budget_above_the_floor_buys_every_analysis_the_same_extra_rounds() -> None:

@@ -53,12 +53,17 @@ def test_sigterm_becomes_terminated() -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_the_launcher_quiets_openmp_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rounds run strategies back to back: a spinning OpenMP pool must not steal the next one's core."""
+def test_the_launcher_quiets_thread_pools_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds run strategies back to back: a spinning OpenMP or OpenBLAS pool must not steal the
+    next call's cores."""
     import os
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
     monkeypatch.setattr(entry.importlib, "import_module", lambda name: type("cli", (), {"main": lambda argv: 0}))
-    assert entry.main(["--version"]) == 0 and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert entry.main(["--version"]) == 0
+    assert (os.environ["OMP_WAIT_POLICY"], os.environ["OPENBLAS_THREAD_TIMEOUT"]) == ("PASSIVE", "18")
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert entry.main(["--version"]) == 0 and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
+    assert entry.main(["--version"]) == 0
+    assert (os.environ["OMP_WAIT_POLICY"], os.environ["OPENBLAS_THREAD_TIMEOUT"]) == ("ACTIVE", "28")
