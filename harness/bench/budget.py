@@ -26,10 +26,12 @@ BLOCK_S = 0.02  # a round's block of a fast call: calls until this much is sampl
 # A call this long gets no untimed warm-up (the strategy's imports and compilation are warmed
 # apart): its first round's answer is the one verified. What a first call costs more (allocator,
 # page faults) is small against it, and a warm-up would double the floor of the slow baselines;
-# numpy's svdvals of a 3072x768 matrix took 210-234 ms in its first round, 183-216 ms later.
-# Not so a PCA's position: its first call allocates the streaming buffers, and dual_gram took
-# 690 ms in the first round of each run and 173-217 ms in the next 17, one outlier a run that
-# pooling made bimodal; so positions are always warmed up.
+# torch's svdvals of a 3072x768 matrix took 162 ms in its first round and 152-176 ms later.
+# Not so a baseline, whose every round enters every ratio of its analysis: numpy's first call on
+# each shape of the main job took 321 and 420 ms, 174-223 ms in the next six rounds, and that one
+# round widened all three spectrum intervals to +-22-27% over 7 rounds. Nor a PCA's position,
+# whose first call allocates the streaming buffers: dual_gram took 690 ms in the first round of
+# each run, 173-217 ms in the next 17. Baselines and positions are always warmed up.
 SLOW_CALL_S = 0.05
 # A strategy whose call on the whole sample is estimated under this takes the whole sample in each
 # round's call: matrices an iterative solver finds harder (ARPACK took 15 ms on one delta of the
@@ -55,6 +57,7 @@ class Allocation(BaseModel):
     calls: int = 1  # timed calls in a round's block at least
     rounds: int = MIN_ROUNDS  # planned within the budget; the phase stops earlier once its speedup is resolved
     sample: int  # matrices the rounds rotate through
+    baseline: bool = False  # the analysis' baseline: warmed up however slow its call
 
     @property
     def call_s(self) -> float:
@@ -67,8 +70,10 @@ class Allocation(BaseModel):
 
     @property
     def warmups(self) -> int:
-        """Untimed calls before its first round: none for a slow call, but for a PCA's position."""
-        return 0 if self.call_s >= SLOW_CALL_S and self.group != POSITIONS else self.warmup
+        """Untimed calls before its first round: none for a slow call, but for a baseline's or
+        a PCA position's."""
+        slow = self.call_s >= SLOW_CALL_S and not self.baseline and self.group != POSITIONS
+        return 0 if slow else self.warmup
 
     @property
     def first_s(self) -> float:

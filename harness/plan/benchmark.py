@@ -16,7 +16,7 @@ from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy
 from harness.strategies.registry import STRATEGIES
 
 
-def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) -> Allocation:
+def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int, baseline: bool = False) -> Allocation:
     """One item: a round's call takes one matrix, one per worker for a fan-out strategy (or its
     fan-out would not be measured), or the whole sample when that is cheap (WHOLE_SAMPLE_S); the
     rounds rotate through `sample` matrices spread over the group, every strategy of a round on
@@ -28,7 +28,7 @@ def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int) 
         per_call = sample  # cheap: the whole sample in every round's call
     per_matrix = candidate.per_matrix_s[group]
     return Allocation(group=group, per_matrix_s=per_matrix, matrices=per_call, warmup=b.warmup,
-                calls=calls_for(per_matrix * per_call, b.repeats), sample=max(sample, per_call))
+                calls=calls_for(per_matrix * per_call, b.repeats), sample=max(sample, per_call), baseline=baseline)
 
 
 def reference_seconds(

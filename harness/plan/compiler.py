@@ -82,7 +82,7 @@ def _choose(
 
 def _wants(choices: list[Choice], spec: Spec, workers: int) -> dict[ItemKey, Allocation]:
     """Pass 2: what every timed (analysis, strategy, group) wants when the budget allows."""
-    return {(c.analysis.label, t.strategy, group): want(spec, t, group, size, workers)
+    return {(c.analysis.label, t.strategy, group): want(spec, t, group, size, workers, c.roles[t.strategy] == "baseline")
             for c in choices for t in c.timed() for group, size in c.sizes.items()}
 
 

@@ -20,11 +20,13 @@ def test_a_slow_call_gets_no_warm_up_a_fast_one_does() -> None:
     assert slow[("a", "s", "g")].warmups == 0 and fast[("a", "f", "g")].warmups == 1
 
 
-def test_a_pca_position_is_warmed_up_however_slow() -> None:
-    """Its first call allocates the streaming buffers: 3.5x the next ones (dual_gram, main job)."""
-    position = want(0.2, group=POSITIONS)
-    assert position.warmups == 1 and position.first_s == pytest.approx(0.2)
+def test_a_baseline_and_a_pca_position_are_warmed_up_however_slow() -> None:
+    """A cold first call of the baseline enters every ratio (numpy 1.8x the next ones on the main
+    job); a position's first call allocates the streaming buffers (dual_gram 3.5x)."""
+    position, baseline = want(0.2, group=POSITIONS), want(0.2).model_copy(update={"baseline": True})
+    assert position.warmups == baseline.warmups == 1 and position.first_s == pytest.approx(0.2)
     assert want(0.2, group=POSITIONS, warmup=0).warmups == 0  # the spec's warmup = 0 holds
+    assert want(0.2).warmups == 0  # a slow compared strategy: its cold call is its own ratio's
 
 
 def test_the_budget_above_the_floor_buys_every_analysis_the_same_extra_rounds() -> None:
