@@ -173,11 +173,14 @@ def _groups(
         a = [s for r, s in ra.items() if r not in shared]
         b = [s for r, s in rb.items() if r not in shared]
         ratio, ci, p, change = compare_rounds(a, b, alpha, factor)
+        median_a, median_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
+        if math.isnan(ratio):  # a side has no rounds of its own: the medians' ratio, untested
+            ratio = median_b / median_a if median_a > 0 else math.inf
         unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
         gated = not unstable and change != "too few rounds"
         rows.append(GroupComparison(
             analysis=analysis, strategy=ta.strategy, group=ga.group,
-            median_a_s=ga.measurement.median_s / ga.sampled, median_b_s=gb.measurement.median_s / gb.sampled,
+            median_a_s=median_a, median_b_s=median_b,
             n_a=len(a), n_b=len(b), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
             unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
         ))

@@ -73,8 +73,11 @@ def test_rounds_both_runs_share_are_never_tested_against_themselves(smoke_run: t
                 gb.rounds = ga.rounds + gb.rounds
                 gb.measurement.samples_s = ga.measurement.samples_s + gb.measurement.samples_s
                 gb.pooled = len(ga.rounds)
-    rows = compare_records(a, b, ("A", "B")).rows
-    assert all(r.shared == 8 and r.n_a == 0 and r.change == "too few rounds" for r in rows)
+    c = compare_records(a, b, ("A", "B"))
+    assert all(r.shared == 8 and r.n_a == 0 and r.change == "too few rounds" for r in c.rows)
+    # untested, but a number: the medians' ratio, never nan (which is not even JSON)
+    assert all(r.ratio == pytest.approx(r.median_b_s / r.median_a_s) and "nan" not in r.describe() for r in c.rows)
+    json.loads(c.model_dump_json(), parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
 
 
 def test_identical_code_is_not_significant_in_at_least_95_percent_of_groups(smoke_run: tuple[Path, RunRecord]) -> None:
