@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from harness.record.run_record import load_record
@@ -76,13 +77,16 @@ def main(args: argparse.Namespace) -> int:
     """Every run against the first; RecordError (exit 2) when their specs differ. With
     --fail-on-regression exit 1 on a regression, 4 when the gate could not judge; with --json
     stdout holds the JSON alone, so human lines go to stderr."""
-    base = load_record(Path(args.base))
-    from harness.report.html import write_compare
-
     gate = args.fail_on_regression is not None
     ratio = args.fail_on_regression or FACTOR
-    comparisons = [compare_records(base, load_record(Path(f)), (args.base, f), factor=ratio, gate=gate)
-                   for f in args.others]
+    with Display(err) as display, display.phase("comparing runs", total=len(args.others)) as phase:
+        phase.item(f"{args.base}: reading")
+        base = load_record(Path(args.base))
+        comparisons = []
+        for f in args.others:
+            phase.item(f"{f}: reading, testing every group")
+            comparisons.append(compare_records(base, load_record(Path(f)), (args.base, f), factor=ratio, gate=gate))
+            phase.advance()
     human = err if args.json else out
     for c in comparisons:
         if not args.json:
@@ -90,7 +94,12 @@ def main(args: argparse.Namespace) -> int:
         for text, style in _gate_lines(c, len(comparisons) > 1):
             human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
     if args.html:
-        human.print(f"report: {write_compare(comparisons, Path(args.html))}")
+        from harness.report.html import write_compare  # matplotlib: only for the chart
+
+        with Display(err) as display, display.phase("rendering the comparison") as phase:
+            phase.item(f"{args.html}: tables and the ratio chart")
+            written = write_compare(comparisons, Path(args.html))
+        human.print(f"report: {written}")
     passed = all(c.passed for c in comparisons)
     code = 0 if passed else EXIT_REGRESSION
     if gate:
