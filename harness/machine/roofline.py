@@ -54,6 +54,21 @@ class Roof(BaseModel):
         return gflops / ceiling
 
 
+def higher(old: Roof | None, new: Roof) -> Roof:
+    """The roof a new probe leaves: each ceiling the higher of the two, since a probe can only
+    understate what the hardware does (a busy machine gave a GEMM peak 4x low, and a timing reused
+    from the cache then read 1.7% of peak in one run and 7.5% in the next). A probe with another
+    thread count replaces the old roof outright; the labels are the newer probe's."""
+    if old is None or old.threads != new.threads:
+        return new
+    gemm = {d: max(old.gemm_gflops.get(d, 0.0), new.gemm_gflops.get(d, 0.0))
+            for d in {*old.gemm_gflops, *new.gemm_gflops}}
+    transfer = max((t for t in (old.transfer_gbs, new.transfer_gbs) if t is not None), default=None)
+    return new.model_copy(update={
+        "gemm_gflops": gemm, "bandwidth_gbs": max(old.bandwidth_gbs, new.bandwidth_gbs), "transfer_gbs": transfer,
+        "libraries": sorted({*old.libraries, *new.libraries})})
+
+
 class ReadRoof(BaseModel):
     """Sequential reads of one file: from the page cache, and cold where that can be forced."""
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from harness.base.atomic import write_atomic
-from harness.machine.roofline import RUN_PROBE, ReadRoof, Roof
+from harness.machine.roofline import ReadRoof, Roof, higher
 from harness.machine.info import MachineInfo
 
 VERSION = 1
@@ -226,9 +226,7 @@ def learn(
         wisdom = load(where, machine)
         wisdom.add(observations)
         for roof in roofs:
-            old = wisdom.roofs.get(roof.device)
-            if old is None or old.by == RUN_PROBE or roof.by != RUN_PROBE:  # a calibration outranks a run's probe
-                wisdom.roofs[roof.device] = roof
+            wisdom.roofs[roof.device] = higher(wisdom.roofs.get(roof.device), roof)
         if reads is not None:
             wisdom.reads = reads
         text = wisdom.model_dump_json(indent=1).encode()

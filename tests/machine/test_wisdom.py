@@ -105,8 +105,7 @@ def test_estimates_prefer_the_same_orientation() -> None:
     assert tall is not None and wide is not None and (tall.seconds, wide.seconds) == (0.06, 0.24)
 
 
-def test_a_key_keeps_the_median_of_its_recent_measurements_and_calibrated_roofs_outrank_a_runs_probe(
-        tmp_path: Path) -> None:
+def test_a_key_keeps_the_median_of_its_recent_measurements_and_a_roof_only_rises(tmp_path: Path) -> None:
     roof = Roof(device="cpu", gemm_gflops={"float32": 50.0}, bandwidth_gbs=10.0, measured="x", by="harness calibrate")
     wisdom.learn(tmp_path, MACHINE, [observation("numpy", (64, 64), 1.0)], [roof])
     stored = wisdom.learn(tmp_path, MACHINE, [observation("numpy", (64, 64), 9.0, when="2026-11-24T00:00:00+00:00")],
@@ -117,6 +116,15 @@ def test_a_key_keeps_the_median_of_its_recent_measurements_and_calibrated_roofs_
     assert stored is not None and stored.observations[0].recent == [1.1, 0.9, 1.0, 1.2, 50.0]
     assert stored.observations[0].seconds == 1.1
     assert wisdom.load(tmp_path, MACHINE).roofs["cpu"].bandwidth_gbs == 10.0
+    # a busy probe lowers nothing; a better one raises what it measured better, and a probe
+    # with another thread count (the machine's cores changed) replaces the roof
+    busy = roof.model_copy(update={"gemm_gflops": {"float32": 12.0, "float64": 20.0}, "bandwidth_gbs": 2.0,
+                                   "measured": "y"})
+    after = wisdom.learn(tmp_path, MACHINE, roofs=[busy])
+    assert after is not None and after.roofs["cpu"].gemm_gflops == {"float32": 50.0, "float64": 20.0}
+    assert (after.roofs["cpu"].bandwidth_gbs, after.roofs["cpu"].measured) == (10.0, "y")
+    fewer = wisdom.learn(tmp_path, MACHINE, roofs=[busy.model_copy(update={"threads": 1})])
+    assert fewer is not None and fewer.roofs["cpu"].gemm_gflops["float32"] == 12.0
 
 
 # --- stale wisdom ---------------------------------------------------------------------------------
