@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from harness.data.workload import Census, Factors, MatrixRef, Source
 from harness.machine.info import usable_cores
 
-GENERATOR_VERSION = 1
+# 2: LoRA factors uniform instead of Gaussian (same mean and variance), 4x faster to draw
+GENERATOR_VERSION = 2
+SQRT3 = math.sqrt(3.0)  # uniform on [-sqrt 3, sqrt 3): mean 0, variance 1
 MATRICES_PER_THREAD = 64  # fewer are generated on one thread
 MAX_SIDE = 1 << 24  # rows, columns, rank: beyond any model's layer
 
@@ -110,14 +112,18 @@ class SyntheticSource(Source):
         return np.random.default_rng([self.seed, loc["adapter"], loc["layer"], loc["module"]])
 
     def _lora(self, ref: MatrixRef, B: np.ndarray, A: np.ndarray) -> None:
-        """Gaussian factors with geometrically decaying column weights, like a trained LoRA,
-        written into float32 B (m, r) and A (r, n)."""
+        """Random factors of unit variance with geometrically decaying column weights, like a
+        trained LoRA, written into float32 B (m, r) and A (r, n). Uniform, not Gaussian: the
+        deltas' spectra follow the same laws (they depend on the entries' variance), and a run
+        draws every factor about three times (analyses, exact features, the PCA's workers), at
+        143 µs a rank-16 3072 x 768 pair instead of 608 µs."""
         m, n = ref.shape
         rng = self._rng(ref)
-        rng.standard_normal(dtype=np.float32, out=B)
-        B *= (0.7 ** np.arange(self.config.rank, dtype=np.float32)) / np.float32(math.sqrt(m))
-        rng.standard_normal(dtype=np.float32, out=A)
-        A *= np.float32(1 / math.sqrt(n))
+        for X, weight in ((B, (0.7 ** np.arange(self.config.rank, dtype=np.float32)) / np.float32(math.sqrt(m))),
+                          (A, np.float32(1 / math.sqrt(n)))):
+            rng.random(dtype=np.float32, out=X)
+            X -= np.float32(0.5)
+            X *= np.float32(2 * SQRT3) * weight
 
     def _dense(self, ref: MatrixRef) -> np.ndarray:
         m, n = ref.shape

@@ -174,4 +174,5 @@ def test_one_pinned_ring_and_one_feed_serve_every_position_of_a_dual_gram(
     assert len(feeds) == 1  # one side stream for the whole computation
     assert [e for e in fake_cuda if e[0] == "pin"] == [("pin",)] * SLOTS  # one pinned ring, not one per position
     assert len({e[3] for e in fake_cuda if e[0] == "copy"}) <= SLOTS
-    np.testing.assert_allclose(G, grams("numpy"), rtol=1e-5)
+    reference = grams("numpy")  # float32 sums in another order: errors relative to the largest entry
+    np.testing.assert_allclose(G, reference, rtol=1e-5, atol=1e-6 * np.abs(reference).max())
