@@ -31,7 +31,7 @@ from harness.machine.measurements import Item, Measurements, Round
 from harness.machine.wisdom import Observation, width
 from harness.plan.candidates import position_shape
 from harness.plan.model import Plan, Step, Timed
-from harness.record.run_record import BenchRecord, GroupTiming, StrategyTiming, apply_speedups
+from harness.record.run_record import BenchRecord, GroupTiming, StrategyTiming, apply_speedups, workload_totals
 from harness.record.verification import Verification
 from harness.bench.measure import summarised
 from harness.spec import PcaAnalysis
@@ -39,7 +39,7 @@ from harness.store.cache import ResultCache
 from harness.store.keys import TIMING_PACKAGES, Keys, source_digest
 from harness.strategies.base import ExecContext
 from harness.strategies.registry import STRATEGIES
-from harness.run.rounds import Rounds, Timeline
+from harness.run.rounds import Rounds, Timeline, still_unresolved
 from harness.run.subjects import Subject, matrix_subject, pca_subject
 
 
@@ -93,11 +93,41 @@ class BenchPhase:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
         per_analysis = floors({(s.analysis, t.strategy, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
+        settled = self._settled()  # their pooled rounds answer them: they keep no share
         self.limit = Limit(self.plan.bench.limit_s - self.plan.bench.references_s,
-                           {name: floor for name, (floor, _round_s) in per_analysis.items()},
-                           {name: round_s for name, (_floor, round_s) in per_analysis.items()})
+                           {name: floor for name, (floor, _round_s) in per_analysis.items() if name not in settled},
+                           {name: round_s for name, (_floor, round_s) in per_analysis.items() if name not in settled})
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
+
+    def _settled(self) -> set[str]:
+        """The analyses whose every speedup the pooled rounds already resolve (none when the run
+        is fresh): a warm re-run gives their share of the budget to the others."""
+        bench = self.plan.bench
+        assert bench is not None
+        if self.pool is None:
+            return set()
+        groups = {g.label: g for g in self.workload.groups()}
+        layout = AdapterLayout.from_workload(self.workload) if any(s.op == "pca" for s in self.plan.steps) else None
+        settled = set()
+        for step in self.plan.steps:
+            lines: dict[str, dict[str, float]] = {}
+            for t in step.timed:
+                parts = []
+                for a in t.allocations:
+                    if step.op == "pca":
+                        assert layout is not None
+                        shape, rank, total, per_call = position_shape(layout), None, len(layout.positions), 1
+                    else:
+                        g = groups[a.group]
+                        shape, rank, total, per_call = g.shape, g.rank, len(g), a.matrices
+                    pooled = self.pool.rounds(self._item(step, t, shape, rank, per_call))
+                    parts.append(([r.round for r in pooled], [r.seconds for r in pooled], a.matrices, total))
+                lines[t.strategy] = workload_totals(parts)
+            baseline = next((t.strategy for t in step.timed if t.role == "baseline"), None)
+            if step.timed and not still_unresolved(lines, baseline, bench.precision):
+                settled.add(step.analysis)
+        return settled
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench

@@ -51,6 +51,22 @@ class Timeline:
         return self.pooled + self.new
 
 
+def still_unresolved(totals: dict[str, dict[str, float]], baseline: str | None, precision: float) -> list[str]:
+    """The strategies (keys of `totals`, each its workload total by round id) whose speedup
+    still needs rounds, in their order: without a live baseline, those with fewer than
+    MIN_ROUNDS rounds; else every other one whose paired interval is short of MIN_ROUNDS rounds
+    or wider than `precision`."""
+    live = [s for s in totals if s != baseline]
+    if baseline is None or baseline not in totals or not live:  # nothing to pair with
+        return [s for s in totals if len(totals[s]) < MIN_ROUNDS]
+    todo = []
+    for s in live:
+        interval = speedup_interval(totals[baseline], totals[s])
+        if interval is None or interval.n < MIN_ROUNDS or not interval.resolved(precision):
+            todo.append(s)
+    return todo
+
+
 def totals(subjects: list[Subject], lines: dict[int, Timeline]) -> dict[str, float]:
     """Round id -> the workload total of one strategy (its subjects are its groups), over the
     rounds that timed every group: as the record computes it (record.run_record.workload_totals)."""
@@ -80,16 +96,8 @@ class Rounds:
     def unresolved(self) -> list[str]:
         """The strategies whose speedup still needs rounds (all of them without a baseline, until
         MIN_ROUNDS), in the plan's order."""
-        live = [s for s in self.subjects if s not in self.failures and s != self.baseline]
-        if self.baseline is None or self.baseline in self.failures or not live:  # nothing to pair with
-            return [s for s in self.subjects if s not in self.failures and self.paired(s) < MIN_ROUNDS]
-        base = totals(self.subjects[self.baseline], self.lines)
-        todo = []
-        for s in live:
-            interval = speedup_interval(base, totals(self.subjects[s], self.lines))
-            if interval is None or interval.n < MIN_ROUNDS or not interval.resolved(self.precision):
-                todo.append(s)
-        return todo
+        return still_unresolved({s: totals(self.subjects[s], self.lines) for s in self.subjects
+                                 if s not in self.failures}, self.baseline, self.precision)
 
     def paired(self, strategy: str) -> int:
         own = totals(self.subjects[strategy], self.lines)

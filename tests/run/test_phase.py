@@ -69,6 +69,31 @@ def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, monkey
     assert all(t.rounds_pooled == 0 and not t.cached for t in fresh.analyses[0].timings)
 
 
+def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its floor and share go to the analyses that still need rounds, even those before it."""
+    from harness.run import phase as phasing
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine: rounds kept
+    limits: list[dict[str, float]] = []
+
+    class Seen(phasing.Limit):  # type: ignore[misc]
+        def __init__(self, limit_s: float, floors: dict[str, float], weights: dict[str, float]) -> None:
+            limits.append(dict(floors))
+            super().__init__(limit_s, floors, weights)
+
+    monkeypatch.setattr(phasing, "Limit", Seen)
+    values = "{name='values', op='svdvals', strategy='factored', compare=['numpy']}"
+    top = "{name='top', op='svd_topk', k=2, strategy='factored', compare=['scipy_svds']}"
+    common = ["--no-cache", "--set", "benchmark.precision='100%'"]  # any interval at all resolves
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *common, "--set", f"analysis=[{values}]"]) == 0
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *common, "--set", f"analysis=[{top}, {values}]"]) == 0
+    assert set(limits[0]) == {"values"} and set(limits[1]) == {"top"}  # "values" is settled by run a's rounds
+    assert load_record(tmp_path / "b").analyses[1].timings[0].cached
+
+
 def test_rounds_measured_under_load_are_said_and_never_pooled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.bench import noise
     from harness.run import rounds as rounding
