@@ -152,3 +152,34 @@ def test_pca_full_refuses_what_the_disk_cannot_hold(tmp_path: Path) -> None:
 
     assert pca_full(["--params", "1e14", "--folder", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_warm_pca_suite_times_both_routes_and_tracks_their_share(monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    """The warm checkpoint PCA at a tiny size: the suite's cases, and the script's figures."""
+    import benchmarks.pca_warm as suite
+
+    monkeypatch.setattr(suite, "SHAPE", (64, 48))
+    monkeypatch.setattr(suite, "TENSORS", 2)
+    monkeypatch.setattr(suite, "ROUNDS", 2)
+    import harness.strategies.gram as gram
+    from harness.linalg.compiled import load_kernel
+
+    real, pieces = gram.piece_grams, []
+    monkeypatch.setattr(gram, "piece_grams", lambda stored, threads: pieces.append(1) or real(stored, threads))
+    bench = suite.WarmCheckpointPCA()
+    suite.write_set(tmp_path)
+    folder = str(tmp_path)
+    for route in ("pieces", "ring"):
+        pieces.clear()
+        bench.setup(folder, route)
+        bench.time_grams(folder, route)
+        assert bench.track_share_of_plain_read(folder, route) > 0
+        compiled = load_kernel("gram_kernel") is not None
+        assert len(pieces) == (2 + suite.ROUNDS if route == "pieces" and compiled else 0)  # setup, time, rounds
+    assert suite.main(["--repeats", "2", "--folder", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for route in ("pieces", "ring"):
+        assert re.search(rf"^{route}: 0\.00 GB warm, 2 rounds; plain read .* GB/s .* share of the plain read min "
+                         r"\d+%, median \d+%; load average", out, re.M)

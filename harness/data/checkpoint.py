@@ -15,12 +15,14 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from harness.data.delta_pieces import delta_pieces, is_warm, pieceable
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, resolve_paths
 from harness.data.delta_stream import StoredTensor, as_stored, read_delta, stream_deltas, stream_stored, streamable
 from harness.data.paths import one_shape, require_in_range, unique_names
 from harness.data.safetensors_io import SafetensorsFile, TensorInfo, check_readable, is_float
 from harness.data.workload import DataError, MatrixRef, Source
 from harness.linalg.gram import StoredDeltas
+from harness.linalg.piece_gram import StoredPieces
 from harness.linalg.prefetch import Ring
 
 INDEX_SUFFIX = ".safetensors.index.json"
@@ -233,6 +235,14 @@ class CheckpointSource(Source):
         if groups is None or not as_stored(groups, dtype):
             return None
         return stream_stored(groups, dtype, ring)
+
+    def stored_pieces(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> StoredPieces | None:
+        """Cache-sized pieces of the files as stored (harness.data.delta_pieces), when they are
+        warm (in the page cache, within memory) and the compiled kernel widens them."""
+        groups = self._streamed(positions, dtype)
+        if groups is None or not pieceable(groups, dtype) or not is_warm(groups):
+            return None
+        return delta_pieces(groups, dtype)
 
     def load_dense(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
         """Each delta read into its slot of the output a piece at a time, where both tensors

@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.data.workload import Factors, KronFactors, MatrixRef, Source
 from harness.linalg.gram import StoredDeltas
+from harness.linalg.piece_gram import StoredPieces
 from harness.linalg.prefetch import Ring
 
 
@@ -68,6 +69,9 @@ class MemoSource(Source):
         self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype, ring: Ring
     ) -> Iterator[tuple[int, StoredDeltas]] | None:
         return self.inner.stored_blocks(positions, dtype, ring)
+
+    def stored_pieces(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> StoredPieces | None:
+        return self.inner.stored_pieces(positions, dtype)
 
     def load_kron(self, refs: Sequence[MatrixRef], dtype: np.dtype) -> KronFactors:
         return self.inner.load_kron(refs, dtype)

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from harness.linalg.gram import StoredDeltas
+from harness.linalg.piece_gram import StoredPieces
 from harness.linalg.prefetch import Ring
 
 
@@ -160,6 +161,12 @@ class Source(ABC):
         """The blocks of :meth:`dense_blocks`, in the same rows, as the files store them (for the
         compiled Gram of stored deltas, which widens and subtracts in cache); None where this
         source cannot hand them over so."""
+        return None
+
+    def stored_pieces(self, positions: Sequence[Sequence[MatrixRef]], dtype: np.dtype) -> StoredPieces | None:
+        """These positions as cache-sized pieces of the files, read and multiplied by the Gram's
+        own threads (harness.linalg.piece_gram), where that is the faster route (files in the
+        page cache); None otherwise."""
         return None
 
     def census(self) -> Census | None:

@@ -16,7 +16,8 @@ block of a C-ordered memmap is used in place: numba does not vectorise a strided
 :func:`add_delta_gram` takes a block of deltas still as stored (bfloat16 bits or float32, and
 their base) and makes each piece's float32 deltas in a scratch that stays in cache just before
 its tiles: a streamed bf16 block is then read from memory once at 2 bytes a value, not written
-widened (4) and read back (4).
+widened (4) and read back (4). :func:`add_piece_delta_gram` does the same for one piece on the
+calling thread, for harness.linalg.piece_gram, whose threads each read and multiply their own pieces.
 """
 
 from __future__ import annotations
@@ -158,8 +159,13 @@ def _in_threads(G: np.ndarray, c: int, threads: int, part: Callable[[int, int, n
         with ThreadPoolExecutor(threads) as pool:
             for _ in pool.map(lambda t: part(cuts[t], cuts[t + 1], parts[t]), range(threads)):
                 pass
-    lower = np.tril(parts.sum(axis=0))
-    G += lower + np.tril(lower, -1).T
+    G += full_from_lower(parts.sum(axis=0))
+
+
+def full_from_lower(G: np.ndarray) -> np.ndarray:
+    """The symmetric matrix whose lower triangle is G's (the tiles' few entries above it dropped)."""
+    lower = np.tril(G)
+    return lower + np.tril(lower, -1).T
 
 
 def _flat(block: np.ndarray) -> tuple[np.ndarray, int]:
@@ -194,7 +200,7 @@ def add_delta_gram(G: np.ndarray, rows: np.ndarray, base: np.ndarray, threads: i
     into = np.zeros_like(G)
 
     def part(start: int, stop: int, G_t: np.ndarray) -> None:
-        scratch = np.empty((n + 1) * PIECE_COLUMNS, np.float32)  # this thread's own
+        scratch = piece_scratch(n)  # this thread's own
         finite.append(_lower_delta_gram(flat, rs, base, n, start, stop, PIECE_COLUMNS, scratch, G_t))
 
     _in_threads(into, c, threads, part)
@@ -202,3 +208,20 @@ def add_delta_gram(G: np.ndarray, rows: np.ndarray, base: np.ndarray, threads: i
         return False
     G += into
     return True
+
+
+def piece_scratch(n: int) -> np.ndarray:
+    """A thread's scratch for :func:`add_piece_delta_gram` of n rows: one piece's deltas and base."""
+    return np.empty((n + 1) * PIECE_COLUMNS, np.float32)
+
+
+def add_piece_delta_gram(G: np.ndarray, rows: np.ndarray, base: np.ndarray, scratch: np.ndarray) -> bool:
+    """G (n x n float64) += the lower triangle of D @ D.T, ``D = widen(rows) - widen(base)``, on
+    this thread only, for a caller that spreads pieces over threads itself
+    (harness.linalg.piece_gram): the deltas and sums of :func:`add_delta_gram`. `rows` is a
+    C-contiguous n x c block (bfloat16 bits or float32), `scratch` from :func:`piece_scratch`.
+    False when a delta is NaN or Inf (G then holds a partial sum)."""
+    n, c = rows.shape
+    if c == 0 or n == 0:
+        return True
+    return bool(_lower_delta_gram(rows.reshape(-1), c, base, n, 0, c, PIECE_COLUMNS, scratch, G))

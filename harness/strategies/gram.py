@@ -30,6 +30,8 @@ from harness.linalg.gram import (
     accumulate_gram,
     block_columns,
 )
+from harness.linalg.parallel import kernel_threads
+from harness.linalg.piece_gram import piece_grams
 from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.machine.info import MachineInfo
 from harness.strategies import cost
@@ -111,9 +113,12 @@ class DualGramStrategy(GramStrategy):
         super().warm(backend)
         accumulate_gram([np.ones((2, 64), dtype=np.float32)], backend=backend)
         warm_deltas()
-        if backend != "cuda" and load_kernel("gram_kernel") is not None:
+        if backend != "cuda" and (kernel := load_kernel("gram_kernel")) is not None:
             for base in STORED_DTYPES:  # bf16 rows over either base: each pairing is its own machine code
                 accumulate_delta_gram([StoredDeltas(np.ones((2, 64), np.uint16), np.zeros(64, base))])
+                for rows in STORED_DTYPES:  # the pieces' (harness.linalg.piece_gram)
+                    kernel.add_piece_delta_gram(np.zeros((2, 2)), np.ones((2, 64), rows), np.zeros(64, base),
+                                                kernel.piece_scratch(2))
 
     def imports(self, backend: Backend) -> tuple[str, ...]:
         return (*super().imports(backend), "numba kernels")
@@ -150,12 +155,16 @@ class DualGramStrategy(GramStrategy):
         into one ring of buffers under the budget (pinned for CUDA); others hand over each
         position whole. On the CPU with the compiled kernel, a source that can hands its blocks
         over as stored (Source.stored_blocks), widened and subtracted in cache as they are
-        multiplied. On CUDA that ring also stages blocks that are not pinned, and one side
+        multiplied; files in the page cache go further (Source.stored_pieces): each core reads
+        cache-sized pieces into its own stage and multiplies them there, at memory speed. On CUDA that ring also stages blocks that are not pinned, and one side
         stream copies every position's blocks."""
         out = np.zeros((len(layout.positions), layout.n, layout.n))
         cuda = ctx.backend == "cuda"
         ring = Ring.within(memory_budget, pinned=cuda)
         refs = [p.refs for p in layout.positions]
+        compiled = not cuda and load_kernel("gram_kernel") is not None
+        if compiled and (pieces := source.stored_pieces(refs, ctx.dtype)) is not None:
+            return piece_grams(pieces, kernel_threads())
         stored = None if cuda or load_kernel("gram_kernel") is None else source.stored_blocks(refs, ctx.dtype, ring)
         if stored is not None:
             for i, held in groupby(stored, key=itemgetter(0)):

@@ -202,12 +202,15 @@ class FakeRing(Ring):
         self.pinned = pinned
 
 
+@pytest.mark.parametrize("warm", [False, True])
 def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                       write_safetensors: Writer,
-                                                      bf16_exact: Callable[..., np.ndarray]) -> None:
+                                                      bf16_exact: Callable[..., np.ndarray], warm: bool) -> None:
     """CUDA takes dense blocks from a pinned ring; the CPU takes bf16 blocks as stored where the
-    compiled kernel is there (else dense), from a ring that is not pinned."""
+    compiled kernel is there (else dense), from a ring that is not pinned, or, files warm,
+    pieces of them that its threads read themselves (no ring)."""
     src = write_set(tmp_path, write_safetensors, bf16_exact, bf16=True)
+    monkeypatch.setattr("harness.data.checkpoint.is_warm", lambda groups: warm)
     layout = AdapterLayout.from_workload(Workload.from_source(src))
     asked: list[tuple[str, bool]] = []
     dense, stored = CheckpointSource.dense_blocks, CheckpointSource.stored_blocks
@@ -220,6 +223,15 @@ def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(CheckpointSource, "dense_blocks", spy(dense, "dense"))
     monkeypatch.setattr(CheckpointSource, "stored_blocks", spy(stored, "stored"))
+    pieces = CheckpointSource.stored_pieces
+
+    def asks_pieces(self: CheckpointSource, groups: list[tuple[MatrixRef, ...]], dtype: np.dtype):  # type: ignore[no-untyped-def]
+        found = pieces(self, groups, dtype)
+        asked.extend([("pieces", False)] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(CheckpointSource, "stored_pieces", asks_pieces)
+    monkeypatch.setattr("harness.strategies.gram.piece_grams", lambda stored, threads: stored.close())
     monkeypatch.setattr("harness.strategies.gram.Ring", FakeRing)
     monkeypatch.setattr("harness.strategies.gram.DeviceFeed", lambda: None)  # no CUDA here
     monkeypatch.setattr("harness.strategies.gram.accumulate_gram",
@@ -227,7 +239,7 @@ def test_dual_gram_asks_for_pinned_blocks_only_on_cuda(monkeypatch: pytest.Monke
     for backend in ("cuda", "cpu"):
         ctx = ExecContext(dtype=F32, backend=backend, workers=1, seed=0, executor=SerialExecutor)
         DualGramStrategy().grams(src, layout, ctx, BUDGET)
-    on_cpu = "stored" if load_kernel("gram_kernel") is not None else "dense"
+    on_cpu = ("pieces" if warm else "stored") if load_kernel("gram_kernel") is not None else "dense"
     assert asked == [("dense", True), (on_cpu, False)]  # one stream per computation
 
 
