@@ -77,7 +77,9 @@ class WarmCheckpointPCA:
     timeout = 300
 
     def setup_cache(self) -> str:
-        folder = Path(tempfile.mkdtemp(prefix="pca_warm_"))
+        """The files in asv's cache folder (the working directory here), which asv removes after."""
+        folder = Path("pca_warm").resolve()
+        folder.mkdir(exist_ok=True)
         write_set(folder)
         return str(folder)
 
