@@ -13,6 +13,7 @@ and fit in memory.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ def pieceable(positions: Positions, dtype: np.dtype) -> bool:
 
 def _spans(positions: Positions) -> list[tuple[StoredTensor, int]]:
     """Every tensor the positions read, with its bytes."""
-    return [(t, int(np.prod(t.shape)) * t.stored.itemsize) for tuned, base in positions for t in (base, *tuned)]
+    return [(t, math.prod(t.shape) * t.stored.itemsize) for tuned, base in positions for t in (base, *tuned)]
 
 
 def is_warm(positions: Positions) -> bool:
@@ -68,8 +69,8 @@ def delta_pieces(positions: Positions, dtype: np.dtype) -> StoredPieces:
     DataError naming the file; a NaN or Inf delta names it through :class:`StoredBlock`."""
     widest = max((sum(t.stored.itemsize for t in (base, *tuned)) for tuned, base in positions), default=4)
     span = max(MIN_SPAN_VALUES, STAGE_BYTES // widest)
-    pieces = [Piece(g, first, min(span, int(np.prod(base.shape)) - first))
-              for g, (_, base) in enumerate(positions) for first in range(0, int(np.prod(base.shape)), span)]
+    pieces = [Piece(g, first, min(span, math.prod(base.shape) - first))
+              for g, (_, base) in enumerate(positions) for first in range(0, math.prod(base.shape), span)]
     stage_bytes = max((_aligned(span * base.stored.itemsize) + len(tuned) * span * tuned[0].stored.itemsize
                        for tuned, base in positions), default=0)
     reader = SpanReader()
