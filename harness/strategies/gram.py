@@ -156,8 +156,9 @@ class DualGramStrategy(GramStrategy):
         position whole. On the CPU with the compiled kernel, a source that can hands its blocks
         over as stored (Source.stored_blocks), widened and subtracted in cache as they are
         multiplied; files in the page cache go further (Source.stored_pieces): each core reads
-        cache-sized pieces into its own stage and multiplies them there, at memory speed. On CUDA that ring also stages blocks that are not pinned, and one side
-        stream copies every position's blocks."""
+        cache-sized pieces into its own stage and multiplies them there, at memory speed. On
+        CUDA that ring also stages blocks that are not pinned, and one side stream copies every
+        position's blocks."""
         out = np.zeros((len(layout.positions), layout.n, layout.n))
         cuda = ctx.backend == "cuda"
         ring = Ring.within(memory_budget, pinned=cuda)
@@ -165,7 +166,7 @@ class DualGramStrategy(GramStrategy):
         compiled = not cuda and load_kernel("gram_kernel") is not None
         if compiled and (pieces := source.stored_pieces(refs, ctx.dtype)) is not None:
             return piece_grams(pieces, kernel_threads())
-        stored = None if cuda or load_kernel("gram_kernel") is None else source.stored_blocks(refs, ctx.dtype, ring)
+        stored = source.stored_blocks(refs, ctx.dtype, ring) if compiled else None
         if stored is not None:
             for i, held in groupby(stored, key=itemgetter(0)):
                 out[i] = accumulate_delta_gram(block for _, block in held)
