@@ -163,6 +163,7 @@ class CheckpointSource(Source):
 
     has_factors = False
     reads_ahead = True
+    hands_stored = True
 
     def __init__(self, config: CheckpointData, base_dir: Path) -> None:
         self.config = config

@@ -32,6 +32,7 @@ class MemoSource(Source):
         self.dtype = np.dtype(dtype)  # the run's: loads in any other dtype pass through
         self.has_factors = inner.has_factors
         self.reads_ahead = inner.reads_ahead
+        self.hands_stored = inner.hands_stored
         self.load_bytes_per_s = inner.load_bytes_per_s
         self.limit_bytes = limit_bytes
         self.held_bytes = 0

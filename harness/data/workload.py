@@ -118,6 +118,9 @@ class Source(ABC):
     # while this one is computed (harness.compute.chunks.run_chunks_ahead). A PEFT load forms B @ A
     # (BLAS, whose thread pool is process-wide) and a generator's is compute, not I/O.
     reads_ahead: bool = False
+    # Deltas handed over as the files store them (bf16 or float32 beside their base), which the
+    # compiled widening kernels serve: only such a source needs those compiled before a timed call.
+    hands_stored: bool = False
 
     def load_bytes(self, refs: Sequence[MatrixRef], itemsize: int = 4) -> int:
         """Bytes of `refs` as loaded, as factors when the source has them."""

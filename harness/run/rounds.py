@@ -162,7 +162,7 @@ class Rounds:
         """Before a subject's first round: its imports and compilation, a pool's start, and its
         warm-up calls on round r's matrices (with `verify`, at least one, whose answer is checked)."""
         line, began = self.lines[id(subject)], time.perf_counter()
-        subject.strategy.warm(subject.ctx.backend)  # no timed call imports torch or compiles a kernel
+        subject.warm()  # no timed call imports torch or compiles a kernel
         if subject.strategy.fans_out:
             subject.ctx.executor()  # started now: a pool's start-up is never inside a timed call
         calls = max(subject.allocation.warmups, 1 if verify else 0)

@@ -138,7 +138,7 @@ class Runner:
         with self.display.phase("importing for the chosen strategies", len(loads)) as phase:
             for (name, device), modules in loads.items():
                 phase.item(f"{', '.join(modules) or 'nothing'} for {name} on {device}")
-                STRATEGIES[name].warm(device)  # type: ignore[arg-type]
+                STRATEGIES[name].warm(device, self.workload.source)  # type: ignore[arg-type]
                 phase.advance()
 
     def _teach(self) -> None:

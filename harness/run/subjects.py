@@ -63,6 +63,7 @@ class Subject:
     prepare: Callable[[int], Callable[[], object]]
     judge: Callable[[object, int], Verification]
     ids: Callable[[int], list[str]]
+    warm: Callable[[], None]  # what its first call would import or compile, on its source
     checks: dict[tuple[str, ...], Verification] = field(default_factory=dict)
 
     @property
@@ -102,7 +103,7 @@ def matrix_subject(
 
     work = strategy.work(op, group, ctx.dtype.itemsize)
     return Subject(step, timed, a, strategy, ctx, item, len(group), work.flops, work.bytes, prepare, judge,
-                   lambda r: [ref.id for ref in refs(r)])
+                   lambda r: [ref.id for ref in refs(r)], partial(strategy.warm, ctx.backend, source))
 
 
 def pca_subject(
@@ -132,4 +133,4 @@ def pca_subject(
     work = strategy.work(layout, ctx.dtype.itemsize)
     count = len(layout.positions)
     return Subject(step, timed, a, strategy, ctx, item, count, work.flops / count, work.bytes / count, prepare, judge,
-                   lambda r: [p.label for p in sub(r).positions])
+                   lambda r: [p.label for p in sub(r).positions], partial(strategy.warm, ctx.backend, source))

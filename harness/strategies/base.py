@@ -84,8 +84,9 @@ class StrategyBase(ABC):
         """Where the math runs: numpy strategies ignore `device`; torch ones resolve it."""
         return resolve_device(device) if self.uses_torch else "numpy"
 
-    def warm(self, backend: Backend) -> None:
-        """Import (and compile) what a first call would, so that no timed call pays for it."""
+    def warm(self, backend: Backend, source: Source | None = None) -> None:
+        """Import (and compile) what a first call on `source` would (on any source when None), so
+        that no timed call pays for it."""
         load_for(backend)
 
     def imports(self, backend: Backend) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.data.workload import ShapeGroup
+from harness.data.workload import ShapeGroup, Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.gram_svd import error_bound, gram_svd, gram_svdvals
 from harness.machine.info import MachineInfo
@@ -27,8 +27,8 @@ class GramEighStrategy(Strategy):
             return "numpy"
         return "cuda" if resolve_device(device) == "cuda" else "numpy"
 
-    def warm(self, backend: Backend) -> None:
-        super().warm(backend)
+    def warm(self, backend: Backend, source: Source | None = None) -> None:
+        super().warm(backend, source)
         if backend == "numpy":
             import scipy.linalg  # noqa: F401  (top-k eigenpairs: dsyevr on an index range)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.data.workload import ShapeGroup
+from harness.data.workload import ShapeGroup, Source
 from harness.linalg.device import Backend
 from harness.machine.info import MachineInfo
 from harness.strategies import cost
@@ -26,8 +26,8 @@ class ScipySvdsStrategy(Strategy):
     def work(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> cost.Work:
         return cost.lanczos_work(group.shape, op.k or 1, itemsize)
 
-    def warm(self, backend: Backend) -> None:
-        super().warm(backend)
+    def warm(self, backend: Backend, source: Source | None = None) -> None:
+        super().warm(backend, source)
         import scipy.sparse.linalg  # noqa: F401  (0.2 s: before the first timed call, not in it)
 
     def imports(self, backend: Backend) -> tuple[str, ...]:

@@ -150,9 +150,9 @@ def test_every_strategy_is_warmed_before_it_is_timed(tmp_path: Path, monkeypatch
     events: list[str] = []
     warm = StrategyBase.warm
 
-    def warming(self, backend):  # type: ignore[no-untyped-def]
+    def warming(self, backend, source=None):  # type: ignore[no-untyped-def]
         events.append(f"warm {self.name}")
-        warm(self, backend)
+        warm(self, backend, source)
 
     measured = rounding.measure
 
@@ -179,6 +179,26 @@ def test_the_gram_kernel_is_compiled_by_warming() -> None:
     pytest.importorskip("numba")
     STRATEGIES["dual_gram"].warm("numpy")
     assert "harness.linalg.gram_kernel" in sys.modules
+
+
+@pytest.mark.parametrize("hands_stored,compiled", [(False, []), (True, ["deltas", "stored"]), (None, ["deltas", "stored"])])
+def test_warming_compiles_only_the_kernels_the_source_will_call(
+        hands_stored: bool | None, compiled: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone compiles each kernel once (3 s for the stored-delta ones): a synthetic run's
+    dual_gram never calls them, a checkpoint's does, and an unknown source gets them all."""
+    from types import SimpleNamespace
+
+    from harness.strategies import gram
+
+    pytest.importorskip("numba")
+    calls: list[str] = []
+    monkeypatch.setattr(gram, "warm_deltas", lambda: calls.append("deltas"))
+    monkeypatch.setattr(gram, "accumulate_delta_gram", lambda blocks: calls.append("stored"))
+    source = None if hands_stored is None else SimpleNamespace(hands_stored=hands_stored)
+    monkeypatch.setattr(gram, "load_kernel", lambda name: SimpleNamespace(
+        add_piece_delta_gram=lambda *a: None, piece_scratch=lambda n: None))
+    gram.DualGramStrategy().warm("numpy", source)  # type: ignore[arg-type]
+    assert sorted(set(calls)) == compiled
 
 
 def test_a_pool_gets_its_matrix_per_worker_whatever_the_order(tmp_path: Path) -> None:
