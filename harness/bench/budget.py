@@ -55,6 +55,7 @@ class Allocation(BaseModel):
     matrices: int  # timed in each round's call (a fan-out strategy: one per worker)
     warmup: int  # untimed calls before its first round, for a fast call
     calls: int = 1  # timed calls in a round's block at least
+    repeats: int = 1  # the spec's least calls a block: `calls` is calls_for(the call's seconds, repeats)
     rounds: int = MIN_ROUNDS  # planned within the budget; the phase stops earlier once its speedup is resolved
     sample: int  # matrices the rounds rotate through
     baseline: bool = False  # the analysis' baseline: warmed up however slow its call
@@ -86,7 +87,10 @@ class Allocation(BaseModel):
 
 
 def calls_for(call_s: float, repeats: int) -> int:
-    """Timed calls in a block: `repeats`, and at least MEDIAN_CALLS for a call under MEDIAN_CALL_S."""
+    """Timed calls in a block: `repeats`, and at least MEDIAN_CALLS for a call under MEDIAN_CALL_S
+    (planned from the estimate; the rounds correct it once a call is timed: the model put torch's
+    svdvals of a 3072x768 matrix under 100 ms on a first run, it took 160-210 ms, and three calls
+    a block cost each spectrum round 0.7 s more)."""
     return max(repeats, MEDIAN_CALLS if call_s < MEDIAN_CALL_S else 1)
 
 

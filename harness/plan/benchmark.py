@@ -28,7 +28,8 @@ def want(spec: Spec, candidate: Candidate, group: str, size: int, workers: int, 
         per_call = sample  # cheap: the whole sample in every round's call
     per_matrix = candidate.per_matrix_s[group]
     return Allocation(group=group, per_matrix_s=per_matrix, matrices=per_call, warmup=b.warmup,
-                calls=calls_for(per_matrix * per_call, b.repeats), sample=max(sample, per_call), baseline=baseline)
+                calls=calls_for(per_matrix * per_call, b.repeats), repeats=b.repeats, sample=max(sample, per_call),
+                baseline=baseline)
 
 
 def reference_seconds(

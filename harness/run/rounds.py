@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.base.progress import Display, Phase
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, OVERRUN
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, OVERRUN, calls_for
 from harness.bench.conditions import Conditions, between, snapshot
 from harness.bench.measure import measure
 from harness.bench.noise import condition_reasons
@@ -183,6 +183,8 @@ class Rounds:
         m, result = measure(call, warmup=0, repeats=subject.allocation.calls, backend=subject.ctx.backend,
                             cores=self.cores, min_time_s=BLOCK_S, min_samples=subject.allocation.calls,
                             on_call=lambda what: phase.item(f"{subject.name} on {subject.group}, {what}"))
+        a = subject.allocation  # the next blocks' calls from this one's seconds, not the plan's estimate
+        subject.allocation = a.model_copy(update={"calls": calls_for(m.median_s, a.repeats)})
         line.calls += len(m.samples_s)
         line.new.append(Round(round=rid, seconds=m.median_s))
         if m.conditions is not None and condition_reasons(m.conditions):

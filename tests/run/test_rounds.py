@@ -1,0 +1,49 @@
+"""A round's block: how many calls it times follows the calls' measured seconds, not the plan's
+estimate (which, on a machine with no wisdom, is a model's guess)."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from harness.base.progress import Display
+from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, Allocation
+from harness.bench.measure import summarised
+from harness.run import rounds as rounding
+from harness.run.rounds import Rounds, Timeline
+from harness.run.subjects import Subject
+
+
+def subject(calls: int, repeats: int) -> Subject:
+    a = Allocation(group="g", per_matrix_s=0.01, matrices=1, warmup=0, calls=calls, repeats=repeats, sample=1)
+    return Subject(step=None, timed=SimpleNamespace(strategy="s"), allocation=a, strategy=None,  # type: ignore[arg-type]
+                   ctx=SimpleNamespace(backend="numpy"), item=None, total=1, flops=1.0, bytes=1.0,  # type: ignore[arg-type]
+                   prepare=lambda r: (lambda: None), judge=lambda result, r: None, ids=lambda r: ["m"],  # type: ignore[arg-type, return-value]
+                   warm=lambda: None, checks={("m",): None})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("seconds,repeats,before,after", [
+    (2 * MEDIAN_CALL_S, 1, MEDIAN_CALLS, 1),  # estimated fast, measured slow: one call a block
+    (MEDIAN_CALL_S / 10, 1, 1, MEDIAN_CALLS),  # estimated slow, measured fast: the median of three
+    (2 * MEDIAN_CALL_S, 5, 5, 5),  # the spec's repeats hold either way
+])
+def test_a_blocks_calls_follow_its_measured_seconds(seconds: float, repeats: int, before: int, after: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def measure(fn: Any, **kwargs: Any) -> tuple[Any, None]:
+        return summarised([seconds] * kwargs["repeats"], 0, None), None
+
+    monkeypatch.setattr(rounding, "measure", measure)
+    s = subject(before, repeats)
+    s.allocation.warmup, line = 0, Timeline(pooled=[], warmed=True)
+    display = Display(Console(file=io.StringIO()), live=False)
+    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 1.0, 1.0, display, 2,
+               lambda subject, ids: None, lambda subject, ids, verdict: None)
+    with display.phase("a") as phase:
+        r._block(s, "run#a#0", 0, phase)
+        assert line.calls == before  # the first block as planned
+        r._block(s, "run#a#1", 1, phase)
+    assert s.allocation.calls == after and line.calls == before + after
