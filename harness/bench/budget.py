@@ -131,12 +131,15 @@ def rounds_note(allocations: list[Allocation]) -> str:
 
 @dataclass
 class Limit:
-    """The phase's one clock: the seconds it may spend (max(budget, floor)), what it has spent,
-    and what each analysis still needs for its floor, so an early analysis never spends a later
-    one's."""
+    """The phase's one clock: what it may spend at most (max(budget, floor)), what the budget
+    allows beyond the floors, what it has spent, and what each analysis still needs for its floor,
+    so an early analysis never spends a later one's. The floor's rounds may take the whole limit;
+    rounds beyond it only the budget: a floor the plan overestimated (on a first run, from the
+    model) is not a licence to spend its estimate."""
 
     limit_s: float
-    floors: dict[str, float]  # analysis -> its floor, until it has run
+    budget_s: float
+    floors: dict[str, float]  # analysis -> the floor it still needs (0 when pooled rounds cover it), until it has run
     weights: dict[str, float]  # analysis -> seconds of one of its rounds
     spent_s: float = 0.0
     since: float | None = None  # when the analysis under way began (time.perf_counter)
@@ -149,15 +152,16 @@ class Limit:
     def begin(self) -> None:
         self.since = time.perf_counter()
 
-    def allowance(self, analysis: str) -> float:
-        """Seconds this analysis may spend: its floor, and a share of what is left above the
-        floors of the analyses still to run, in proportion to the cost of their rounds."""
-        left = self.limit_s - self.spent_s
-        pending = [a for a in self.floors if a != analysis]
-        spare = left - self.floors.get(analysis, 0.0) - sum(self.floors[a] for a in pending)
+    def extra(self, analysis: str) -> float:
+        """Seconds of rounds beyond its floor this analysis may spend: a share, in proportion to
+        the cost of a round, of what the budget leaves once what was spent and the floors of it
+        and of the analyses still to run are counted; nothing when they take the budget."""
+        pending = [a for a in self.weights if a != analysis]
+        spare = self.budget_s - self.spent_s - self.floors.get(analysis, 0.0) - sum(self.floors.get(a, 0.0)
+                                                                                  for a in pending)
         weight = self.weights.get(analysis, 0.0)
         share = weight / (weight + sum(self.weights[a] for a in pending) or 1.0)
-        return self.floors.get(analysis, 0.0) + max(spare, 0.0) * share
+        return max(spare, 0.0) * share
 
     def done(self, analysis: str, seconds: float) -> None:
         self.spent_s += seconds

@@ -10,6 +10,7 @@ a speedup already resolved by them costs no new round. Verdicts are cached (stor
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -93,23 +94,26 @@ class BenchPhase:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
         per_analysis = floors({(s.analysis, t.strategy, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
-        settled = self._settled()  # their pooled rounds answer them: they keep no share
-        self.limit = Limit(self.plan.bench.limit_s - self.plan.bench.references_s,
-                           {name: floor for name, (floor, _round_s) in per_analysis.items() if name not in settled},
+        settled, floored = self._pooled()  # resolved by pooled rounds: no share; floor covered: no floor
+        bench = self.plan.bench
+        self.limit = Limit(bench.limit_s - bench.references_s, bench.budget_s - bench.references_s,
+                           {name: 0.0 if name in floored else floor
+                            for name, (floor, _round_s) in per_analysis.items() if name not in settled},
                            {name: round_s for name, (_floor, round_s) in per_analysis.items() if name not in settled})
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
 
-    def _settled(self) -> set[str]:
-        """The analyses whose every speedup the pooled rounds already resolve (none when the run
-        is fresh): a warm re-run gives their share of the budget to the others."""
+    def _pooled(self) -> tuple[set[str], set[str]]:
+        """The analyses whose every speedup the pooled rounds already resolve, and those whose
+        floor they cover (none when the run is fresh): a re-run gives the first kind's share of
+        the budget to the others, and reserves no floor for the second."""
         bench = self.plan.bench
         assert bench is not None
         if self.pool is None:
-            return set()
+            return set(), set()
         groups = {g.label: g for g in self.workload.groups()}
         layout = AdapterLayout.from_workload(self.workload) if any(s.op == "pca" for s in self.plan.steps) else None
-        settled = set()
+        settled, floored = set(), set()
         for step in self.plan.steps:
             lines: dict[str, dict[str, float]] = {}
             for t in step.timed:
@@ -127,7 +131,9 @@ class BenchPhase:
             baseline = next((t.strategy for t in step.timed if t.role == "baseline"), None)
             if step.timed and not still_unresolved(lines, baseline, bench.precision):
                 settled.add(step.analysis)
-        return settled
+            if step.timed and not still_unresolved(lines, baseline, math.inf):  # any interval at all
+                floored.add(step.analysis)
+        return settled, floored
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench
@@ -182,7 +188,7 @@ class BenchPhase:
         start = time.perf_counter()
         self.limit.begin()
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
-                        self.limit.allowance(step.analysis), self.limit.limit_s - self.limit.spent_s, self.display,
+                        self.limit.extra(step.analysis), self.limit.limit_s - self.limit.spent_s, self.display,
                         self.cores, self._lookup, self._keep)
         rounds.run()
         self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys rounds

@@ -1,7 +1,7 @@
 """The rounds of one analysis: the baseline and every strategy whose speedup is not yet resolved,
 timed back to back on every shape group, the order reversed each round so that drift and load
 hit both sides of each ratio alike, until every speedup's interval is within the precision or the
-analysis' allowance is spent. Rounds earlier runs measured count from the start.
+analysis' share of the budget is spent. Rounds earlier runs measured count from the start.
 
 A fast subject's first calls are untimed warm-ups; every answer on a matrix a round visits for the
 first time is verified against the float64 references. A strategy that raises is recorded as
@@ -82,7 +82,7 @@ class Rounds:
     baseline: str | None
     lines: dict[int, Timeline]  # id(subject) -> its timeline
     precision: float
-    allowance_s: float
+    extra_s: float  # what rounds beyond the floor may spend (bench.budget.Limit.extra)
     phase_left_s: float  # what the whole phase has left (max(budget, floor) less what it spent)
     display: Display
     cores: int
@@ -107,15 +107,19 @@ class Rounds:
 
     def run(self) -> None:
         """Rounds until resolved or out of time; then a verdict for every subject."""
-        start, before, last = time.perf_counter(), snapshot(), None
+        start, before, last, floor_s = time.perf_counter(), snapshot(), None, None
         while todo := self.unresolved():
             names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
             estimate = last if last is not None else self._estimate(names)
             elapsed = time.perf_counter() - start - self.first_s  # rounds only: one-offs are said apart
-            # the floor's rounds may take what the whole phase has left, the rest only this analysis' share
-            limit = self.phase_left_s * (1 + OVERRUN) if floor else self.allowance_s
-            if self.count and elapsed + estimate > limit:
+            # the floor's rounds may take what the whole phase has left, the rest only this analysis'
+            # share of the budget, counted from when its floor was done
+            if not floor and floor_s is None:
+                floor_s = elapsed
+            hard = self.phase_left_s * (1 + OVERRUN)
+            limit = hard if floor_s is None else min(floor_s + self.extra_s, hard)
+            if (self.count or not floor) and elapsed + estimate > limit:
                 break
             began, first = time.perf_counter(), self.first_s
             self._round(names if self.count % 2 == 0 else names[::-1])

@@ -41,11 +41,19 @@ def test_rounds_note_says_what_a_round_costs() -> None:
     assert rounds_note(list(out.values())) == "2 rounds, 2 matrices a call: ~600.0 ms a round"
 
 
-def test_the_limit_keeps_later_analyses_their_floor() -> None:
-    limit = Limit(10.0, floors={"a": 2.0, "b": 4.0}, weights={"a": 1.0, "b": 1.0})
-    assert limit.allowance("a") == pytest.approx(2.0 + 4.0 / 2)  # its floor, half the spare
-    limit.done("a", 7.0)  # it overran: b still gets its floor, nothing more
-    assert limit.allowance("b") == pytest.approx(4.0)
+def test_rounds_beyond_the_floors_spend_the_budget_shared_by_the_cost_of_a_round() -> None:
+    limit = Limit(12.0, 10.0, floors={"a": 2.0, "b": 4.0}, weights={"a": 1.0, "b": 3.0})
+    assert limit.extra("a") == pytest.approx(4.0 / 4)  # a quarter of what the floors leave of the budget
+    limit.done("a", 7.0)  # it overran: b keeps its floor (the rounds' hard limit), no extra
+    assert limit.extra("b") == 0.0
+
+
+def test_a_floor_over_the_budget_buys_no_extra_rounds_and_a_covered_floor_reserves_nothing() -> None:
+    """The plan's floor (from the model on a first run) may be an overestimate: the rounds after
+    the floor spend the budget, never the estimate's slack; a floor pooled rounds cover is 0."""
+    assert Limit(8.0, 4.0, floors={"a": 5.0, "b": 3.0}, weights={"a": 1.0, "b": 1.0}).extra("a") == 0.0
+    covered = Limit(4.0, 4.0, floors={"a": 0.0, "b": 0.0}, weights={"a": 1.0, "b": 1.0})
+    assert covered.extra("a") == pytest.approx(2.0)
 
 
 def test_a_fast_call_is_timed_three_times_a_block_and_the_median_kept() -> None:

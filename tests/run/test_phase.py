@@ -80,9 +80,10 @@ def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
     limits: list[dict[str, float]] = []
 
     class Seen(phasing.Limit):  # type: ignore[misc]
-        def __init__(self, limit_s: float, floors: dict[str, float], weights: dict[str, float]) -> None:
-            limits.append(dict(floors))
-            super().__init__(limit_s, floors, weights)
+        def __init__(self, limit_s: float, budget_s: float, floors: dict[str, float],
+                     weights: dict[str, float]) -> None:
+            limits.append(dict(weights))
+            super().__init__(limit_s, budget_s, floors, weights)
 
     monkeypatch.setattr(phasing, "Limit", Seen)
     values = "{name='values', op='svdvals', strategy='factored', compare=['numpy']}"
