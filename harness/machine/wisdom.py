@@ -50,6 +50,9 @@ class Observation(BaseModel):
     # matrices a fan-out strategy spread over its workers in one call (its time per matrix falls
     # with it until every worker is busy); 1 for every other strategy
     width: int = 1
+    precision: str = ""  # the arithmetic (bfloat16, ...); "" before precisions existed: `dtype`'s own
+    compiled: bool = False  # torch.compile'd kernels
+    error: float | None = None  # the worst error measured, relative to sigma_1 (pca: of the Gram)
     seconds: float  # the median of `recent`
     flops: float
     samples: int  # timed calls behind `recent`
@@ -61,12 +64,18 @@ class Observation(BaseModel):
         """This key measured again: one noisy run must not flip the planner's choice between
         near-equal strategies, so the estimate is the median of the last RECENT measurements."""
         recent = [*(self.recent or [self.seconds]), newer.seconds][-RECENT:]
+        errors = [e for e in (self.error, newer.error) if e is not None]
         return newer.model_copy(update={"recent": recent, "seconds": statistics.median(recent),
-                                        "samples": self.samples + newer.samples})
+                                        "samples": self.samples + newer.samples,
+                                        "error": max(errors) if errors else None})
+
+    @property
+    def arithmetic(self) -> str:
+        return self.precision or self.dtype
 
     def key(self) -> tuple[object, ...]:
         return (self.strategy, self.op, self.k, self.shape, self.rank, self.dtype, self.device, self.threads,
-                self.width)
+                self.width, self.arithmetic, self.compiled)
 
 
 def width(fans_out: bool, workers: int, matrices: int) -> int:
@@ -103,14 +112,15 @@ class Wisdom(BaseModel):
 
     def estimate(
         self, strategy: str, op: str, device: str, dtype: str, threads: int, flops: float, shape: tuple[int, int],
-        width: int = 1,
+        width: int = 1, precision: str = "", compiled: bool = False,
     ) -> Estimate | None:
         """Seconds for `flops` of work, from measurements of the same strategy, op, device, dtype,
         threads and width (the same orientation, tall or wide, where there is one): a power law
         between the two measured neighbours in flops, a constant rate beyond them, and nothing
         more than COVERAGE times outside the measured range."""
+        point = (strategy, op, device, dtype, threads, width, precision or dtype, compiled)
         near = [o for o in self.observations
-                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width) == (strategy, op, device, dtype, threads, width)
+                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width, o.arithmetic, o.compiled) == point
                 and o.seconds > 0 and o.flops > 0]
         near = [o for o in near if _orientation(o.shape) == _orientation(shape)] or near
         if not near or not min(o.flops for o in near) / COVERAGE <= flops <= max(o.flops for o in near) * COVERAGE:
@@ -128,6 +138,15 @@ class Wisdom(BaseModel):
         when = max(o.when for o in used)[:10]
         samples = sum(o.samples for o in used)
         return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
+
+
+    def error(self, strategy: str, op: str, device: str, precision: str, compiled: bool = False) -> float | None:
+        """The worst error measured for a strategy at a precision on this machine (any shape,
+        threads or width: round-off does not depend on them), or None where none was."""
+        errors = [o.error for o in self.observations if o.error is not None
+                  and (o.strategy, o.op, o.device, o.arithmetic, o.compiled) == (strategy, op, device, precision,
+                                                                                  compiled)]
+        return max(errors) if errors else None
 
 
 def identity(machine: MachineInfo) -> dict[str, str]:

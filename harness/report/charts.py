@@ -52,7 +52,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     wide spread are seen, as criterion draws them) with its median; right, the speedup against
     the baseline on a log axis (1,578x and 0.71x both readable), its 95% interval over the rounds
     as error bars, green when faster and red when slower. Strategies are labelled as the tables label them."""
-    names = [f"{strategy_label(analysis, t.strategy)} ({t.role})" for t in analysis.timings]
+    names = [f"{strategy_label(analysis, t.label, analysis.computed(t))} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
     fig = _figure(7.5, 0.5 * len(names) + 1.1)
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
@@ -183,9 +183,9 @@ def roofline_points(record: RunRecord) -> list[RooflinePoint]:
             for g in t.groups:
                 if g.measurement.median_s <= 0 or not g.flops or not g.bytes:
                     continue
-                points.append(RooflinePoint(a.name, t.strategy, roof_device(t.device),  # type: ignore[arg-type]
+                points.append(RooflinePoint(a.name, t.label, roof_device(t.device),  # type: ignore[arg-type]
                                             g.group, g.flops / g.bytes, g.gflops_per_s or 0.0,
-                                            t.strategy == a.strategy))
+                                            a.computed(t)))
     return points
 
 

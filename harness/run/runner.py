@@ -41,6 +41,7 @@ from harness.record.verdict import choice_check, verdict
 from harness.machine.measurements import Measurements
 from harness.base.units import now
 from harness.run.output import writing
+from harness.run.variants import step_dtype
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
@@ -306,8 +307,8 @@ class Runner:
         keep = step.op == "svd_topk" and any(f in SUBSPACE_FEATURES for f in step.features)
         return ChunkTask(
             source=self.workload.source, refs=tuple(chunk), strategy=step.strategy, op=op,
-            dtype=self.plan.dtype, device=step.device, seed=self.seed, threads=self._threads(),
-            keep_vectors=keep,
+            dtype=step_dtype(step, self.plan), device=step.device, seed=self.seed, threads=self._threads(),
+            keep_vectors=keep, precision=step.precision,
         )
 
     def _threads(self) -> int | None:
@@ -374,8 +375,8 @@ class Runner:
             GramTask(
                 source=self.workload.source,
                 layout=replace(layout, positions=layout.positions[a:b]),
-                strategy=step.strategy, dtype=self.plan.dtype, device=step.device, seed=self.seed,
-                threads=self._threads(), memory_budget=self.plan.memory_budget,
+                strategy=step.strategy, dtype=step_dtype(step, self.plan), device=step.device, seed=self.seed,
+                threads=self._threads(), memory_budget=self.plan.memory_budget, precision=step.precision,
             )
             for a, b in zip(bounds[:-1], bounds[1:])
         ]
