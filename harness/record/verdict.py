@@ -40,9 +40,9 @@ def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
     if chosen is None or chosen.speedup is None:
         return None
     chosen_high = 1.0 if chosen.role == "baseline" else (chosen.speedup_ci[1] if chosen.speedup_ci else None)
-    passed = {v.strategy for v in a.verification if v.passed}
+    failed = {v.strategy for v in a.verification if not v.passed}
     for t in a.timings:  # a compiled point never runs the analysis, nor one that missed the tolerance
-        if t is chosen or t.strategy in approximate or t.compiled or t.label not in passed:
+        if t is chosen or t.strategy in approximate or t.compiled or t.label in failed:
             continue
         low = 1.0 if t.role == "baseline" else (t.speedup_ci[0] if t.speedup_ci else None)
         if chosen_high is not None and low is not None and chosen_high < low:

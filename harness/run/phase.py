@@ -244,7 +244,7 @@ class BenchPhase:
             strategy=s.timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank, dtype=str(s.ctx.dtype),
             device=s.timed.device, threads=bench.threads, width=s.item.width, seconds=per_matrix, flops=s.flops,
             samples=line.calls, when=now(), source=self.source, precision=s.ctx.arithmetic,
-            compiled=s.timed.compiled, error=max(v.values_error for v in s.checks.values())))
+            compiled=s.timed.compiled, error=max(max(v.values_error, v.vectors_error or 0.0) for v in s.checks.values())))
 
     def _lookup(self, s: Subject, ids: tuple[str, ...]) -> Verification | None:
         key = self._key(s, ids)
