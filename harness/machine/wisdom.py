@@ -52,7 +52,6 @@ class Observation(BaseModel):
     width: int = 1
     precision: str = ""  # the arithmetic (bfloat16, ...); "" before precisions existed: `dtype`'s own
     compiled: bool = False  # torch.compile'd kernels
-    error: float | None = None  # the worst error measured, relative to sigma_1 (pca: of the Gram)
     seconds: float  # the median of `recent`
     flops: float
     samples: int  # timed calls behind `recent`
@@ -64,10 +63,8 @@ class Observation(BaseModel):
         """This key measured again: one noisy run must not flip the planner's choice between
         near-equal strategies, so the estimate is the median of the last RECENT measurements."""
         recent = [*(self.recent or [self.seconds]), newer.seconds][-RECENT:]
-        errors = [e for e in (self.error, newer.error) if e is not None]
         return newer.model_copy(update={"recent": recent, "seconds": statistics.median(recent),
-                                        "samples": self.samples + newer.samples,
-                                        "error": max(errors) if errors else None})
+                                        "samples": self.samples + newer.samples})
 
     @property
     def arithmetic(self) -> str:
@@ -76,6 +73,23 @@ class Observation(BaseModel):
     def key(self) -> tuple[object, ...]:
         return (self.strategy, self.op, self.k, self.shape, self.rank, self.dtype, self.device, self.threads,
                 self.width, self.arithmetic, self.compiled)
+
+
+class MeasuredError(BaseModel):
+    """The worst error a point (strategy at a precision, eager or compiled) made against the
+    float64 references, relative to sigma_1: kept whatever the timing's conditions were (round-off
+    does not depend on load), for the planner to compare with a tolerance."""
+
+    strategy: str
+    op: str
+    device: str
+    precision: str
+    compiled: bool = False
+    error: float
+    when: str
+
+    def key(self) -> tuple[object, ...]:
+        return (self.strategy, self.op, self.device, self.precision, self.compiled)
 
 
 def width(fans_out: bool, workers: int, matrices: int) -> int:
@@ -99,6 +113,17 @@ class Wisdom(BaseModel):
     roofs: dict[str, Roof] = {}  # by device: "cpu", "cuda"
     reads: ReadRoof | None = None
     observations: list[Observation] = []
+    errors: list[MeasuredError] = []  # the worst error measured per point
+
+    def add_errors(self, errors: Iterable[MeasuredError]) -> None:
+        """Each point's worst error so far: a later, smaller one does not hide an earlier miss."""
+        index = {e.key(): i for i, e in enumerate(self.errors)}
+        for e in errors:
+            if (i := index.get(e.key())) is None:
+                index[e.key()] = len(self.errors)
+                self.errors.append(e)
+            elif e.error > self.errors[i].error:
+                self.errors[i] = e
 
     def add(self, observations: Iterable[Observation]) -> None:
         """One entry per (strategy, op, shape, dtype, device, threads), merged with what it measured before."""
@@ -143,9 +168,8 @@ class Wisdom(BaseModel):
     def error(self, strategy: str, op: str, device: str, precision: str, compiled: bool = False) -> float | None:
         """The worst error measured for a strategy at a precision on this machine (any shape,
         threads or width: round-off does not depend on them), or None where none was."""
-        errors = [o.error for o in self.observations if o.error is not None
-                  and (o.strategy, o.op, o.device, o.arithmetic, o.compiled) == (strategy, op, device, precision,
-                                                                                  compiled)]
+        key = (strategy, op, device, precision, compiled)
+        errors = [e.error for e in self.errors if e.key() == key]
         return max(errors) if errors else None
 
 
@@ -236,6 +260,7 @@ def learn(
     observations: Iterable[Observation] = (),
     roofs: Iterable[Roof] = (),
     reads: ReadRoof | None = None,
+    errors: Iterable[MeasuredError] = (),
 ) -> Wisdom | None:
     """Add to the stored wisdom under a lock (runs may end at once) and write it atomically."""
     if where is None:
@@ -244,6 +269,7 @@ def learn(
         _refuse_other_version(path_for(where, machine))
         wisdom = load(where, machine)
         wisdom.add(observations)
+        wisdom.add_errors(errors)
         for roof in roofs:
             wisdom.roofs[roof.device] = higher(wisdom.roofs.get(roof.device), roof)
         if reads is not None:

@@ -28,7 +28,7 @@ from harness.data.workload import Workload
 from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements, Round
-from harness.machine.wisdom import Observation, width
+from harness.machine.wisdom import MeasuredError, Observation, width
 from harness.plan.candidates import position_shape
 from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import BenchRecord, GroupTiming, StrategyTiming, apply_speedups, workload_totals
@@ -85,6 +85,7 @@ class BenchPhase:
     references: References = field(init=False)
     new_rounds: dict[Item, list[Round]] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
+    errors: list[MeasuredError] = field(default_factory=list)  # each verified point's error, load or not
     unstable: int = 0
     one_off_s: float = 0.0
     counts: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "pooled": 0, "resolved": 0,
@@ -223,9 +224,12 @@ class BenchPhase:
         kept = [r for r in line.new if r.round not in line.flagged]
         if kept:
             self.new_rounds.setdefault(s.item, []).extend(kept)
-        # a point at a precision teaches its error whether or not it met this run's tolerance
-        passed = all(v.passed for v in s.checks.values()) or bool(s.timed.variant)
-        if line.new and not measurement.unstable and passed and s.checks:
+        if s.checks and all(v.reason is None for v in s.checks.values()):  # met the tolerance or not
+            self.errors.append(MeasuredError(strategy=s.timed.strategy, op=step.op, device=s.timed.device,
+                                             precision=s.ctx.arithmetic, compiled=s.timed.compiled, when=now(),
+                                             error=max(max(v.values_error, v.vectors_error or 0.0)
+                                                       for v in s.checks.values())))
+        if line.new and not measurement.unstable and all(v.passed for v in s.checks.values()):
             self._learn(step, s, line)
         return group
 
@@ -244,7 +248,7 @@ class BenchPhase:
             strategy=s.timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank, dtype=str(s.ctx.dtype),
             device=s.timed.device, threads=bench.threads, width=s.item.width, seconds=per_matrix, flops=s.flops,
             samples=line.calls, when=now(), source=self.source, precision=s.ctx.arithmetic,
-            compiled=s.timed.compiled, error=max(max(v.values_error, v.vectors_error or 0.0) for v in s.checks.values())))
+            compiled=s.timed.compiled))
 
     def _lookup(self, s: Subject, ids: tuple[str, ...]) -> Verification | None:
         key = self._key(s, ids)

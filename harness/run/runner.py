@@ -146,7 +146,8 @@ class Runner:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
         read-only still finishes, and says so."""
         try:
-            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations)
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
+                         errors=self.bench.errors)
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")

@@ -14,7 +14,7 @@ from harness.data.workload import Workload
 from harness.linalg import compiling
 from harness.linalg.compiling import compile_missing_reason
 from harness.machine.info import probe
-from harness.machine.wisdom import Observation, Wisdom, identity
+from harness.machine.wisdom import MeasuredError, Observation, Wisdom, identity
 from harness.plan import candidates
 from harness.plan.compiler import compile_plan
 from harness.plan.model import PlanError
@@ -63,8 +63,9 @@ def _wisdom(seconds: dict[str, float], errors: dict[str, float]) -> Wisdom:
             flops = factored.work(op, shape_group, 4).flops  # type: ignore[arg-type]
             w.add([Observation(strategy="factored", op="svdvals", shape=group.shape, rank=group.rank,
                                dtype="float32", device="numpy", threads=threads, seconds=s, flops=flops,
-                               samples=5, when="2026-11-24T07:00:00", source="test", precision=precision,
-                               error=errors[precision])])
+                               samples=5, when="2026-11-24T07:00:00", source="test", precision=precision)])
+            w.add_errors([MeasuredError(strategy="factored", op="svdvals", device="numpy", precision=precision,
+                                        error=errors[precision], when="2026-11-24T07:00:00")])
     return w
 
 
@@ -131,3 +132,13 @@ def test_cupy_is_unavailable_with_its_reason_and_planned_where_faked(monkeypatch
     assert cupy.device == "cuda" and cupy.role == "compare"
     reason = by_label(step(plan_for([*overrides, "execution.device='cpu'"]), "svdvals"))["cupy"].reason
     assert reason == "it runs on a GPU, and execution.device is 'cpu'"
+
+
+def test_the_wisdom_keeps_each_points_worst_error() -> None:
+    w = Wisdom(machine={})
+    at = {"strategy": "factored", "op": "svdvals", "device": "numpy", "precision": "bfloat16", "when": "now"}
+    w.add_errors([MeasuredError(**at, error=3e-3), MeasuredError(**at, error=1e-3)])
+    w.add_errors([MeasuredError(**{**at, "precision": "float32"}, error=6e-8)])
+    assert w.error("factored", "svdvals", "numpy", "bfloat16") == 3e-3
+    assert w.error("factored", "svdvals", "numpy", "float32") == 6e-8
+    assert w.error("factored", "svdvals", "numpy", "bfloat16", compiled=True) is None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
+from harness.machine.wisdom import Wisdom
 from harness.record.run_record import load_record
 from tests.conftest import CONFIGS
 
@@ -25,10 +26,22 @@ SPEC = str(CONFIGS / "precision.toml")
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("precision") / "run"
+    env = {**os.environ, "COLUMNS": "100", "HARNESS_WISDOM": str(folder.parent / "wisdom")}
     proc = subprocess.run([sys.executable, "-m", "harness", "run", SPEC, "-o", str(folder), "--report"],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "100"})
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
     return folder, proc.stdout
+
+
+def test_the_wisdom_keeps_each_points_error_for_the_next_plan(run: tuple[Path, str]) -> None:
+    """Every verified point's error, however loaded the machine was while it was timed."""
+    folder, _ = run
+    (stored,) = (folder.parent / "wisdom").glob("[0-9a-f]*.json")
+    w = Wisdom.model_validate_json(stored.read_bytes())
+    checks = {v.strategy: v for a in load_record(folder).analyses for v in a.verification}
+    assert w.error("factored", "svdvals", "numpy", "bfloat16") == pytest.approx(checks["factored@bfloat16"].values_error)
+    assert w.error("dual_gram", "pca", "cpu", "bfloat16") == pytest.approx(checks["dual_gram@bfloat16"].values_error)
+    assert w.error("factored", "svdvals", "numpy", "float16") is None
 
 
 def test_every_point_carries_its_precision(run: tuple[Path, str]) -> None:
