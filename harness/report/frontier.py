@@ -1,19 +1,15 @@
 """The accuracy/time frontier of an analysis: every timed (strategy, precision, compiled) point at
 its workload time and its measured error, the Pareto-optimal ones (no other point both faster and
-more accurate) joined, the tolerance as a line. Terminal lines and an SVG chart from one list."""
+more accurate) joined, the tolerance as a line. The points and the terminal lines; the chart
+(harness.report.charts.frontier_chart) draws the same points. No matplotlib here: `harness run`
+prints these lines without paying for its import."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from matplotlib.figure import Figure
-
 from harness.base.units import format_seconds
 from harness.record.run_record import AnalysisRecord, RunRecord
-from harness.report.charts import GOOD, NEUTRAL, _figure, _log_axis, to_svg
-
-ERROR_FLOOR = 1e-17  # an error of exactly 0 (a reference's own route) drawn at float64's floor
-
 
 @dataclass(frozen=True)
 class Point:
@@ -73,34 +69,3 @@ def frontier_lines(record: RunRecord) -> list[str]:
             mark = " *" if p.computed else ""
             lines.append(f"  {p.label}{mark}: {format_seconds(p.seconds)}, error {p.error:.1e}, {meets}")
     return lines
-
-
-def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
-    """Error against workload time, log-log: every point labelled, the frontier joined, the
-    tolerance a dashed line."""
-    found = points(record, analysis)
-    fig = _figure(6.4, 3.8)
-    ax = fig.add_subplot()
-    for p in found:
-        y = max(p.error, ERROR_FLOOR)
-        ax.scatter([p.seconds], [y], color=GOOD if p.passed else "#b00020", marker="D" if p.compiled else "o",
-                   zorder=3)
-        ax.annotate(p.label + (" *" if p.computed else ""), (p.seconds, y), textcoords="offset points",
-                    xytext=(4, 3), fontsize=7)
-    front = [p for p in found if p.on_frontier]
-    ax.plot([p.seconds for p in front], [max(p.error, ERROR_FLOOR) for p in front], color=GOOD, lw=1.2,
-            label="frontier (no point faster and more accurate)")
-    if (tol := tolerance(analysis)) is not None:
-        ax.axhline(tol, color=NEUTRAL, ls="--", lw=1, label=f"tolerance {tol:.0e}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    _log_axis(ax.xaxis)
-    ax.set_xlabel("workload total, compute only (s)")
-    ax.set_ylabel("max error / sigma_1")
-    ax.set_title(f"{analysis.name}: accuracy/time frontier")
-    ax.legend(loc="best", fontsize=7)
-    return fig
-
-
-def frontier_chart(record: RunRecord, analysis: AnalysisRecord) -> str | None:
-    return to_svg(frontier_figure(record, analysis)) if points(record, analysis) else None

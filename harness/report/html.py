@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from harness.report.compare import Comparison
 from harness.report import charts
-from harness.report.frontier import frontier_chart, points as frontier_points
+from harness.report.frontier import points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.bench.noise import group_reasons
 from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
@@ -80,7 +80,7 @@ def _frontier(record: RunRecord, analysis: AnalysisRecord) -> dict[str, Any] | N
     found = frontier_points(record, analysis)
     if not found:
         return None
-    chart = frontier_chart(record, analysis)
+    chart = charts.frontier_chart(record, analysis)
     return {"chart": Markup(chart) if chart else None, "points": found,
             "compiled": [(t.label, t.compile_s, t.compile_note) for t in analysis.timings if t.compiled]}
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.record.run_record import RunRecord
-from harness.report.frontier import frontier_figure, frontier_lines, points
+from harness.report.charts import frontier_figure
+from harness.report.frontier import frontier_lines, points
 from harness.run.variants import keep_compiled
 
 
