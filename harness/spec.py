@@ -27,6 +27,7 @@ from harness.linalg.features import (
     SCALAR_FEATURES,
     SUBSPACE_FEATURES,
 )
+from harness.linalg.precision import Precision
 from harness.strategies.registry import check_strategy_name
 from harness.base.bounded import TooLarge, read_capped
 from harness.base.units import DURATION_PATTERN, parse_duration, parse_share
@@ -80,7 +81,16 @@ class _AnalysisBase(_Section):
     strategy: str = Field("auto", description='"auto" or a strategy name')
     compare: list[str] = Field(default_factory=list, description="strategies timed vs baseline")
     baseline: str | None = Field(None, description="defaults to the op's baseline strategy")
-    tolerance: float = Field(1e-4, gt=0, le=1, allow_inf_nan=False, description="max error relative to sigma_max")
+    tolerance: float = Field(1e-4, gt=0, le=1, allow_inf_nan=False,
+                             description="max error relative to sigma_max (pca: of the Gram and its eigenvalues); "
+                             "auto picks the fastest (strategy, precision) whose error meets it")
+    precisions: list[Precision] = Field(
+        default_factory=list,
+        description='numeric precisions every compared strategy is timed and verified at, e.g. ["float32", '
+        '"bfloat16"] ("tf32": CUDA only); default: [execution] dtype alone. Not [benchmark] precision, '
+        "which is the speedup intervals' target width",
+    )
+    compile: bool = Field(False, description="also time each torch kernel under torch.compile, beside the eager one")
     features: list[str] = Field(
         default_factory=list, description="spectral features written to features.csv"
     )
@@ -123,6 +133,13 @@ class _AnalysisBase(_Section):
         if problems:
             raise ValueError("; ".join(problems))
         return names
+
+    @field_validator("precisions")
+    @classmethod
+    def _distinct_precisions(cls, precisions: list[str]) -> list[str]:
+        if len(set(precisions)) < len(precisions):
+            raise ValueError(f"{precisions}: each precision at most once")
+        return precisions
 
     @field_validator("compare")
     @classmethod

@@ -39,6 +39,7 @@ class ChunkTask:
     seed: int
     threads: int | None  # BLAS threads on the worker; None leaves them as they are
     keep_vectors: bool = False  # return U too (top-k bases, kept for pairwise features)
+    precision: str = ""  # the arithmetic (harness.linalg.precision); "" is dtype's own
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class GramTask:
     seed: int
     threads: int | None
     memory_budget: int
+    precision: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ def _context(task: ChunkTask | GramTask, executor: Callable[[], Executor]) -> Ex
         workers=1,
         seed=task.seed,
         executor=executor,
+        precision=task.precision,
     )
 
 

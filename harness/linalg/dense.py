@@ -74,8 +74,41 @@ def svd(X: Any, *, k: int | None = None, backend: Backend = "numpy") -> SVD:
     return S, U, Vh
 
 
+def torch_svdvals(T: Any) -> Any:
+    """torch.linalg.svdvals of a batch of tensors: the unit torch.compile wraps for values."""
+    torch = torch_module()
+    assert torch is not None
+    return torch.linalg.svdvals(T)
+
+
+def torch_svd(T: Any) -> Any:
+    """torch.linalg.svd (thin) of a batch of tensors: the unit torch.compile wraps for vectors."""
+    torch = torch_module()
+    assert torch is not None
+    return torch.linalg.svd(T, full_matrices=False)
+
+
+def torch_lowrank(T: Any, q: int, niter: int) -> Any:
+    """torch.svd_lowrank of a batch of tensors, the caller having seeded torch's generator."""
+    torch = torch_module()
+    assert torch is not None
+    return torch.svd_lowrank(T, q=q, niter=niter)
+
+
+def compiled_svd(X: Any, k: int | None, vectors: bool, backend: Backend, log: Any) -> SVD:
+    """`svd` (or its values) with the torch call compiled through `log` (a CompileLog)."""
+    T = as_backend(X, backend)
+    if not vectors:
+        return to_numpy(log.call(torch_svdvals, T)), None, None  # type: ignore[return-value]
+    U, S, Vh = (to_numpy(x) for x in log.call(torch_svd, T))
+    if k is not None:
+        U, S, Vh = U[..., :k], S[..., :k], Vh[..., :k, :]
+    return S, U, Vh
+
+
 def svd_lowrank(
-    X: Any, k: int, *, oversample: int = 10, niter: int = 2, seed: int = 0, backend: Backend = "cpu"
+    X: Any, k: int, *, oversample: int = 10, niter: int = 2, seed: int = 0, backend: Backend = "cpu",
+    log: Any = None,
 ) -> SVD:
     """Randomized top-k SVD (Halko, Martinsson & Tropp 2011, alg. 4.4) via torch.svd_lowrank.
 
@@ -90,7 +123,7 @@ def svd_lowrank(
     q = min(k + oversample, T.shape[-2], T.shape[-1])
     with torch.random.fork_rng(devices=[T.device] if T.is_cuda else []):
         torch.manual_seed(seed)
-        U, S, V = torch.svd_lowrank(T, q=q, niter=niter)
+        U, S, V = torch_lowrank(T, q, niter) if log is None else log.call(torch_lowrank, T, q, niter)
     return (
         to_numpy(S[..., :k]),
         to_numpy(U[..., :k]),

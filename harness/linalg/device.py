@@ -125,8 +125,8 @@ def synchronize(backend: Backend) -> None:
     """Wait for queued CUDA work, so a timer reads the work itself and not its launch."""
     if backend == "cuda":
         torch = torch_module()
-        assert torch is not None
-        torch.cuda.synchronize()
+        if torch is not None:  # without torch, CUDA work here is CuPy's, copied back (synchronised) already
+            torch.cuda.synchronize()
 
 
 def cuda_free_bytes() -> int | None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from harness.linalg.device import Backend, as_backend, to_numpy, torch_module
 from harness.linalg.parallel import kernel_threads
+from harness.linalg.precision import low, narrow_gram, narrow_product, round_to
 
 
 def _namespace(backend: Backend) -> ModuleType:
@@ -89,7 +90,8 @@ def _factor_grams_numpy(B: np.ndarray, A: np.ndarray, threads: Callable[[], int]
     return GB, GA
 
 
-def factor_grams(B: Any, A: Any, backend: Backend = "numpy") -> tuple[Any, Any]:
+def factor_grams(B: Any, A: Any, backend: Backend = "numpy", precision: str = "float64",
+                 log: Any = None) -> tuple[Any, Any]:
     """The r x r Grams G_B = B.T B and G_A = A A.T of a stack of factors, summed in float64.
 
     Products of float32 values are exact in float64, so each entry carries float64's round-off
@@ -103,10 +105,17 @@ def factor_grams(B: Any, A: Any, backend: Backend = "numpy") -> tuple[Any, Any]:
         numpy and "cpu" compute on the CPU in numpy, the batch split over `kernel_threads`;
         "cuda" widens on the device and runs one batched product per Gram.
 
+    precision : "float64" (the default: float64 sums), or "bfloat16" / "float16" / "tf32": the
+        products in that precision through torch (float32 accumulation, harness.linalg.precision),
+        widened to float64; `log` (a CompileLog) compiles them
     Returns
     -------
     G_B, G_A : arrays of shape (batch, r, r), float64: numpy arrays, or CUDA tensors for "cuda"
     """
+    if low(precision):
+        GB, GA = narrow_gram(B, precision, backend, rows=False, log=log), narrow_gram(A, precision, backend,
+                                                                                      rows=True, log=log)
+        return (GB, GA) if backend != "cuda" else (as_backend(GB, backend), as_backend(GA, backend))
     if backend != "cuda":
         return _factor_grams_numpy(to_numpy(B), to_numpy(A), kernel_threads)
     torch = _namespace(backend)
@@ -128,15 +137,18 @@ def _gram_core(xp: ModuleType, GB: Any, GA: Any, vectors: bool) -> tuple[Any, An
     return xp.sqrt(xp.clip(xp.flip(lam, -1), 0, None)), xp.flip(W, -1), F
 
 
-def _factored_svd_gram(B: Any, A: Any, scale: Any, compute_uv: bool, k: int, backend: Backend) -> tuple[Any, ...]:
+def _factored_svd_gram(B: Any, A: Any, scale: Any, compute_uv: bool, k: int, backend: Backend,
+                       precision: str = "float64", log: Any = None) -> tuple[Any, ...]:
     """The Gram route of `factored_svd`: S (batch, k) float64, and for vectors U, Vh in B's
     dtype with a mask of the deltas whose k-th value is too small for them (None without)."""
     on = "cuda" if backend == "cuda" else "numpy"
     xp = _namespace(on)
     B = _on(xp, B, on, None)
     A = _on(xp, A, on, B.dtype)
+    if low(precision) and on == "numpy":  # the vectors come from the factors as rounded
+        B, A = round_to(B, precision), round_to(A, precision)
     s = _on(xp, scale, on, xp.float64)
-    GB, GA = factor_grams(B, A, on)
+    GB, GA = factor_grams(B, A, on, precision, log)
     S, W, F = _gram_core(xp, GB, GA, compute_uv)
     S = S[:, :k]
     if not compute_uv:
@@ -180,6 +192,8 @@ def factored_svd(
     compute_uv: bool = True,
     k: int | None = None,
     backend: Backend = "numpy",
+    precision: str = "float64",
+    log: Any = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Thin SVD of a stack of LoRA deltas dW[i] = scale[i] * B[i] @ A[i], from the factors.
 
@@ -219,6 +233,8 @@ def factored_svd(
     backend : {"numpy", "cpu", "cuda"}
         Where the work runs; the Gram route's CPU work is numpy's for "cpu" too (faster there
         than torch's batched small products, measured).
+    precision, log : the Grams' products (`factor_grams`); a narrow precision takes the Gram
+        route, its eigensolves float64 LAPACK (there is no narrower one)
 
     Returns
     -------
@@ -230,10 +246,10 @@ def factored_svd(
     q = min(B.shape[-1], B.shape[-2], A.shape[-1])
     if k is not None and not 1 <= k <= q:
         raise ValueError(f"k={k} must be in [1, min(r, m, n)] = [1, {q}]")
-    if not gram_route(dtype):
+    if not gram_route(dtype) and not low(precision):
         S, U, Vh = _factored_svd_qr(B, A, scale, compute_uv, k, backend)
         return to_numpy(S), None if U is None else to_numpy(U), None if Vh is None else to_numpy(Vh)
-    S, U, Vh, weak = _factored_svd_gram(B, A, scale, compute_uv, k or q, backend)
+    S, U, Vh, weak = _factored_svd_gram(B, A, scale, compute_uv, k or q, backend, precision, log)
     S, out = to_numpy(S), to_numpy(B[:0]).dtype
     if not compute_uv:
         return S.astype(out), None, None
@@ -320,7 +336,8 @@ def frobenius_norms(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy") -
     return to_numpy(abs(s) * xp.sqrt(xp.clip(sq, 0, None)))
 
 
-def frobenius_gram(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy") -> np.ndarray:
+def frobenius_gram(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy", precision: str = "float64",
+                   log: Any = None) -> np.ndarray:
     """Gram matrix G[i, j] = <dW[i], dW[j]>_F of one stack of LoRA deltas, float64.
 
     frobenius_inner of a stack with itself, but each cross-Gram is ``X @ X.T`` of one
@@ -339,11 +356,21 @@ def frobenius_gram(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy") ->
     A : array of shape (k, r, n)
     scale : array of shape (k,)
     backend : {"numpy", "cpu", "cuda"}
+    precision : "float64" (default: as above), or "bfloat16" / "float16" / "tf32": both
+        cross-Grams' products in that precision (harness.linalg.precision.narrow_product, float32
+        accumulation), their elementwise products and sums float64; `log` compiles the products
 
     Returns
     -------
     G : ndarray of shape (k, k), float64, symmetric
     """
+    if low(precision):
+        (k, m, r), n = B.shape, A.shape[-1]
+        XB, XA = to_numpy(B).swapaxes(-1, -2).reshape(k * r, m), to_numpy(A).reshape(k * r, n)
+        GB, GA = (narrow_product(X, X.T, precision, backend, log) for X in (XB, XA))
+        s = np.asarray(to_numpy(scale), dtype=np.float64)
+        G = s[:, None] * (GB * GA).reshape(k, r, k, r).sum(axis=(1, 3)) * s[None, :]
+        return (G + G.T) * 0.5
     xp = _namespace(backend)
     B = _on(xp, B, backend, None)
     dtype = xp.float32 if B.dtype == xp.float32 else xp.float64

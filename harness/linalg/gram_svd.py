@@ -35,12 +35,13 @@ import numpy as np
 
 from harness.linalg import dense
 from harness.linalg.device import Backend, as_backend, to_numpy, torch_module
+from harness.linalg.precision import UNIT_ROUNDOFF as ROUNDOFF, low, narrow_gram, round_to
 
 UNIT_ROUNDOFF = float(np.finfo(np.float64).eps) / 2
 VECTOR_FLOOR = 1e-3  # top-k vectors from the Gram where sigma_k >= this * sigma_1
 
 
-def error_bound(shape: tuple[int, int]) -> float:
+def error_bound(shape: tuple[int, int], precision: str = "float64") -> float:
     """The largest error of `gram_svdvals`, relative to sigma_1, on any m x n matrix: sqrt(c u)
     with c = p sqrt(q) + p for p = min(m, n), q = max(m, n).
 
@@ -51,9 +52,13 @@ def error_bound(shape: tuple[int, int]) -> float:
     .verify): a planner can compare it with a tolerance before any data is read. It covers
     `gram_svd`'s vectors too: with sigma_k >= VECTOR_FLOOR sigma_1, their residuals and
     orthogonality defects stay within about u / VECTOR_FLOOR^2 ~ 1e-10, below it.
+
+    At a narrow `precision` (bfloat16, float16, tf32: the Gram's products in it) u is that
+    precision's unit roundoff in the Gram's term, so the bound is about sqrt(p sqrt(q) u_low).
     """
     p, q = min(shape), max(shape)
-    return float(np.sqrt((p * np.sqrt(q) + p) * UNIT_ROUNDOFF))
+    u = ROUNDOFF[precision] if low(precision) else UNIT_ROUNDOFF
+    return float(np.sqrt(p * np.sqrt(q) * u + p * UNIT_ROUNDOFF))
 
 
 def _grams_numpy(X: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -81,7 +86,16 @@ def _grams_torch(X: Any, backend: Backend) -> tuple[Any, bool, Any]:
     return (T @ T.mT if wide else T.mT @ T), wide, T
 
 
-def gram_svdvals(X: Any, *, backend: Backend = "numpy") -> np.ndarray:
+def _grams(X: Any, backend: Backend, precision: str, log: Any) -> tuple[np.ndarray, bool]:
+    """The Grams of the smaller side in float64, products in float64 (float32 inputs: exact), or
+    at a narrow `precision` in it (harness.linalg.precision.narrow_gram), widened to float64."""
+    if low(precision):
+        wide = X.shape[-2] < X.shape[-1]
+        return narrow_gram(X, precision, backend, rows=wide, log=log), wide
+    return _grams_numpy(to_numpy(X))
+
+
+def gram_svdvals(X: Any, *, backend: Backend = "numpy", precision: str = "float64", log: Any = None) -> np.ndarray:
     """All singular values of each matrix of X from the eigenvalues of its float64 Gram.
 
     Parameters
@@ -90,6 +104,10 @@ def gram_svdvals(X: Any, *, backend: Backend = "numpy") -> np.ndarray:
     backend : {"numpy", "cpu", "cuda"}
         "cuda" forms the Grams and solves them on the device (cuSOLVER syevd); anything else in
         numpy on the CPU (LAPACK dsyevd).
+    precision : the Gram's products: "float64" (default), or "bfloat16" / "float16" / "tf32"
+        (inputs rounded to it, torch's product in it, float32 accumulation); the eigensolve
+        is float64 LAPACK whatever it is (LAPACK has no narrower one).
+    log : a CompileLog to torch.compile the narrow Gram with, or None
 
     Returns
     -------
@@ -97,13 +115,13 @@ def gram_svdvals(X: Any, *, backend: Backend = "numpy") -> np.ndarray:
         `error_bound` relative to sigma_1 (see the module docstring)
     """
     out = to_numpy(X[:0]).dtype
-    if backend == "cuda":
+    if backend == "cuda" and not low(precision):
         torch = torch_module()
         assert torch is not None
         G, _, _ = _grams_torch(X, backend)
         lam = to_numpy(torch.linalg.eigvalsh(G))
     else:
-        G, _ = _grams_numpy(to_numpy(X))
+        G, _ = _grams(X, backend, precision, log)
         lam = np.linalg.eigvalsh(G)
     return np.sqrt(np.clip(lam[:, ::-1], 0, None)).astype(out)
 
@@ -118,7 +136,7 @@ def _top_eigh_numpy(G: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([lam for lam, _ in pairs]), np.stack([vec for _, vec in pairs])
 
 
-def gram_svd(X: Any, k: int, *, backend: Backend = "numpy") -> dense.SVD:
+def gram_svd(X: Any, k: int, *, backend: Backend = "numpy", precision: str = "float64", log: Any = None) -> dense.SVD:
     """The k leading singular triplets of each matrix of X through its float64 Gram.
 
     The Gram's top-k eigenvectors are the singular vectors of the smaller side; the other side is
@@ -131,6 +149,8 @@ def gram_svd(X: Any, k: int, *, backend: Backend = "numpy") -> dense.SVD:
     X : array of shape (b, m, n)
     k : int, 1 <= k <= min(m, n)
     backend : {"numpy", "cpu", "cuda"}
+    precision, log : as for `gram_svdvals`; at a narrow precision the other side's vectors are
+        formed in float64 from the inputs rounded to it
 
     Returns
     -------
@@ -139,7 +159,7 @@ def gram_svd(X: Any, k: int, *, backend: Backend = "numpy") -> dense.SVD:
     out = to_numpy(X[:0]).dtype
     if not 1 <= k <= min(X.shape[-2:]):
         raise ValueError(f"k={k} must be in [1, min(m, n)] = [1, {min(X.shape[-2:])}]")
-    if backend == "cuda":
+    if backend == "cuda" and not low(precision):
         torch = torch_module()
         assert torch is not None
         G, wide, W = _grams_torch(X, backend)
@@ -148,7 +168,8 @@ def gram_svd(X: Any, k: int, *, backend: Backend = "numpy") -> dense.SVD:
         lam, other, V = to_numpy(lam[..., -k:]), to_numpy((W.mT if wide else W) @ V), to_numpy(V)
     else:
         A = to_numpy(X)
-        G, wide = _grams_numpy(A)
+        G, wide = _grams(X, backend, precision, log)
+        A = round_to(A, precision) if low(precision) else A
         lam, V = _top_eigh_numpy(G, k)
         other = np.stack([(a.T if wide else a).astype(np.float64) @ v for a, v in zip(A, V)])
     # descending; `other` = W V S (tall) or W.T U S (wide): divided by S, the other side's vectors

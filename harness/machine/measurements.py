@@ -2,8 +2,8 @@
 results per commit and machine.
 
 An item is one strategy on one shape under everything its seconds depend on: the code that
-determines timings (a fingerprint of the numeric packages), op, k, shape, rank, dtype, device,
-threads and width; the file is this machine's identity (wisdom's). A round keeps its id, so a
+determines timings (a fingerprint of the numeric packages), op, k, shape, rank, dtype, numeric
+precision, compiled or eager, device, threads and width; the file is this machine's identity (wisdom's). A round keeps its id, so a
 later run pairs the baseline's and a strategy's seconds of the same round, never of different
 ones. Rounds measured under flagged conditions are not kept. Like wisdom, the file sits in the
 wisdom folder, under the same lock; HARNESS_WISDOM=off turns both off.
@@ -39,6 +39,8 @@ class Item(BaseModel, frozen=True):
     device: str
     threads: int
     width: int
+    precision: str = ""  # the arithmetic (harness.linalg.precision); "" = dtype's own
+    compiled: bool = False
 
     def key(self) -> str:
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:24]

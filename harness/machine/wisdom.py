@@ -50,6 +50,8 @@ class Observation(BaseModel):
     # matrices a fan-out strategy spread over its workers in one call (its time per matrix falls
     # with it until every worker is busy); 1 for every other strategy
     width: int = 1
+    precision: str = ""  # the arithmetic (bfloat16, ...); "" before precisions existed: `dtype`'s own
+    compiled: bool = False  # torch.compile'd kernels
     seconds: float  # the median of `recent`
     flops: float
     samples: int  # timed calls behind `recent`
@@ -64,9 +66,30 @@ class Observation(BaseModel):
         return newer.model_copy(update={"recent": recent, "seconds": statistics.median(recent),
                                         "samples": self.samples + newer.samples})
 
+    @property
+    def arithmetic(self) -> str:
+        return self.precision or self.dtype
+
     def key(self) -> tuple[object, ...]:
         return (self.strategy, self.op, self.k, self.shape, self.rank, self.dtype, self.device, self.threads,
-                self.width)
+                self.width, self.arithmetic, self.compiled)
+
+
+class MeasuredError(BaseModel):
+    """The worst error a point (strategy at a precision, eager or compiled) made against the
+    float64 references, relative to sigma_1: kept whatever the timing's conditions were (round-off
+    does not depend on load), for the planner to compare with a tolerance."""
+
+    strategy: str
+    op: str
+    device: str
+    precision: str
+    compiled: bool = False
+    error: float
+    when: str
+
+    def key(self) -> tuple[object, ...]:
+        return (self.strategy, self.op, self.device, self.precision, self.compiled)
 
 
 def width(fans_out: bool, workers: int, matrices: int) -> int:
@@ -90,6 +113,17 @@ class Wisdom(BaseModel):
     roofs: dict[str, Roof] = {}  # by device: "cpu", "cuda"
     reads: ReadRoof | None = None
     observations: list[Observation] = []
+    errors: list[MeasuredError] = []  # the worst error measured per point
+
+    def add_errors(self, errors: Iterable[MeasuredError]) -> None:
+        """Each point's worst error so far: a later, smaller one does not hide an earlier miss."""
+        index = {e.key(): i for i, e in enumerate(self.errors)}
+        for e in errors:
+            if (i := index.get(e.key())) is None:
+                index[e.key()] = len(self.errors)
+                self.errors.append(e)
+            elif e.error > self.errors[i].error:
+                self.errors[i] = e
 
     def add(self, observations: Iterable[Observation]) -> None:
         """One entry per (strategy, op, shape, dtype, device, threads), merged with what it measured before."""
@@ -103,14 +137,15 @@ class Wisdom(BaseModel):
 
     def estimate(
         self, strategy: str, op: str, device: str, dtype: str, threads: int, flops: float, shape: tuple[int, int],
-        width: int = 1,
+        width: int = 1, precision: str = "", compiled: bool = False,
     ) -> Estimate | None:
         """Seconds for `flops` of work, from measurements of the same strategy, op, device, dtype,
         threads and width (the same orientation, tall or wide, where there is one): a power law
         between the two measured neighbours in flops, a constant rate beyond them, and nothing
         more than COVERAGE times outside the measured range."""
+        point = (strategy, op, device, dtype, threads, width, precision or dtype, compiled)
         near = [o for o in self.observations
-                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width) == (strategy, op, device, dtype, threads, width)
+                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width, o.arithmetic, o.compiled) == point
                 and o.seconds > 0 and o.flops > 0]
         near = [o for o in near if _orientation(o.shape) == _orientation(shape)] or near
         if not near or not min(o.flops for o in near) / COVERAGE <= flops <= max(o.flops for o in near) * COVERAGE:
@@ -128,6 +163,14 @@ class Wisdom(BaseModel):
         when = max(o.when for o in used)[:10]
         samples = sum(o.samples for o in used)
         return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
+
+
+    def error(self, strategy: str, op: str, device: str, precision: str, compiled: bool = False) -> float | None:
+        """The worst error measured for a strategy at a precision on this machine (any shape,
+        threads or width: round-off does not depend on them), or None where none was."""
+        key = (strategy, op, device, precision, compiled)
+        errors = [e.error for e in self.errors if e.key() == key]
+        return max(errors) if errors else None
 
 
 def identity(machine: MachineInfo) -> dict[str, str]:
@@ -217,6 +260,7 @@ def learn(
     observations: Iterable[Observation] = (),
     roofs: Iterable[Roof] = (),
     reads: ReadRoof | None = None,
+    errors: Iterable[MeasuredError] = (),
 ) -> Wisdom | None:
     """Add to the stored wisdom under a lock (runs may end at once) and write it atomically."""
     if where is None:
@@ -225,6 +269,7 @@ def learn(
         _refuse_other_version(path_for(where, machine))
         wisdom = load(where, machine)
         wisdom.add(observations)
+        wisdom.add_errors(errors)
         for roof in roofs:
             wisdom.roofs[roof.device] = higher(wisdom.roofs.get(roof.device), roof)
         if reads is not None:

@@ -13,7 +13,8 @@ from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, torch_module
 from harness.machine.info import MachineInfo
 from harness.machine.wisdom import MODELLED, Wisdom, width
-from harness.plan.model import Candidate
+from harness.plan.model import Candidate, Variant
+from harness.plan.variants import itemsize, measured_miss, refusal
 from harness.spec import Spec
 from harness.strategies import cost
 from harness.strategies.base import OpRequest, Strategy, StrategyBase
@@ -37,32 +38,41 @@ def memory_budget(requested: int, backend: Backend) -> int:
     return requested
 
 
-def _cannot_run(strategy: StrategyBase, workload: Workload, spec: Spec) -> Candidate | None:
-    """The candidate that says why `strategy` cannot run here at all, or None."""
-    if (reason := strategy.unavailable(workload, spec.execution.device)) is None:
+def _cannot_run(strategy: StrategyBase, workload: Workload, spec: Spec, point: Variant, tolerance: float,
+                costing: Costing, op: str) -> Candidate | None:
+    """The candidate that says why `strategy` cannot run here at all, or not at `point`'s
+    precision (not offered, out of the tolerance's reach, or measured to miss it), or None."""
+    reason = strategy.unavailable(workload, spec.execution.device)
+    if reason is None:
+        backend = strategy.backend(spec.execution.device)
+        reason = refusal(strategy, point, backend, tolerance) or measured_miss(
+            point, costing.error(point, op, backend), tolerance)
+    if reason is None:
         return None
-    return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+    return Candidate(**point.model_dump(), device=None, estimate_s=None, reason=reason)
 
 
-def _too_loose(strategy: StrategyBase, op: OpRequest, groups: list[ShapeGroup], tolerance: float) -> Candidate | None:
+def _too_loose(strategy: StrategyBase, op: OpRequest, groups: list[ShapeGroup], tolerance: float,
+               point: Variant) -> Candidate | None:
     """The candidate that says why `strategy` is left out where its error bound (relative to
     sigma_1, whatever the spectrum) exceeds the analysis' tolerance on some group, or None: what
     it would fail in verification is never planned, by `auto` or by name."""
     for group in groups:
-        bound = strategy.error_bound(op, group.shape)
+        bound = strategy.error_bound(op, group.shape, point.precision)
         if bound is not None and bound > tolerance:
-            reason = (f"its error bound, {bound:.1e} of sigma_1 on the {group.label} group, exceeds the "
+            at = "" if point.precision in ("float32", "float64") else f" at {point.precision}"
+            reason = (f"its error bound{at}, {bound:.1e} of sigma_1 on the {group.label} group, exceeds the "
                       f"tolerance {tolerance:g}: it would fail verification (loosen analysis.tolerance "
                       "or choose another strategy)")
-            return Candidate(strategy=strategy.name, device=None, estimate_s=None, reason=reason)
+            return Candidate(**point.model_dump(), device=None, estimate_s=None, reason=reason)
     return None
 
 
-def _resources(strategy: StrategyBase, spec: Spec) -> tuple[Backend, int, int]:
-    """Where the strategy would run, the memory budget there, and the item size."""
+def _resources(strategy: StrategyBase, spec: Spec, point: Variant) -> tuple[Backend, int, int]:
+    """Where the strategy would run, the memory budget there, and the item size of its inputs."""
     backend = strategy.backend(spec.execution.device)
     budget = memory_budget(int(spec.execution.memory_budget), backend)
-    return backend, budget, np.dtype(spec.execution.dtype).itemsize
+    return backend, budget, itemsize(point)
 
 
 class Costing(NamedTuple):
@@ -73,15 +83,22 @@ class Costing(NamedTuple):
     threads: int
     workers: int
 
-    def seconds(self, strategy: StrategyBase, op: str, backend: Backend, dtype: str, work: cost.Work,
+    def seconds(self, strategy: StrategyBase, op: str, backend: Backend, point: Variant, work: cost.Work,
                 shape: tuple[int, int], model: float, count: int = 1) -> tuple[float, str]:
         """Measured seconds where this machine's wisdom covers the work, else the model's; a
         fan-out strategy's measurements count at the width it will run `count` matrices at."""
         wide = width(strategy.fans_out, self.workers, count)
-        if self.wisdom is not None and (
-                found := self.wisdom.estimate(strategy.name, op, backend, dtype, self.threads, work.flops, shape, wide)):
+        dtype = str(np.dtype(f"f{itemsize(point)}"))
+        if self.wisdom is not None and (found := self.wisdom.estimate(
+                strategy.name, op, backend, dtype, self.threads, work.flops, shape, wide, point.precision,
+                point.compiled)):
             return found
         return model, MODELLED
+
+    def error(self, point: Variant, op: str, backend: Backend) -> float | None:
+        """The worst error this machine's wisdom measured for the point, or None."""
+        return None if self.wisdom is None else self.wisdom.error(point.strategy, op, backend, point.precision,
+                                                                   point.compiled)
 
 
 def reads_ahead(spec: Spec, workload: Workload) -> bool:
@@ -98,62 +115,66 @@ def evaluate(
     costing: Costing,
     spec: Spec,
     tolerance: float,
+    point: Variant,
 ) -> Candidate:
-    """Can `strategy` run this op here, within `tolerance`, with what batches, at what estimated cost."""
-    if (cannot := _cannot_run(strategy, workload, spec)) is not None:
+    """Can `strategy` run this op here at `point`'s precision, within `tolerance`, with what
+    batches, at what estimated cost."""
+    if (cannot := _cannot_run(strategy, workload, spec, point, tolerance, costing, op.op)) is not None:
         return cannot
-    if (loose := _too_loose(strategy, op, groups, tolerance)) is not None:
+    if (loose := _too_loose(strategy, op, groups, tolerance, point)) is not None:
         return loose
-    backend, budget, itemsize = _resources(strategy, spec)
+    backend, budget, size = _resources(strategy, spec, point)
+    found = dict(**point.model_dump(), device=backend, error=costing.error(point, op.op, backend))
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
     basis: dict[str, str] = {}
-    needs = {g.label: strategy.bytes_per_matrix(op, g, itemsize) for g in groups}
-    inputs = {g.label: workload.source.load_bytes(g.refs[:1], itemsize) for g in groups}  # one matrix's
+    needs = {g.label: strategy.bytes_per_matrix(op, g, size) for g in groups}
+    inputs = {g.label: workload.source.load_bytes(g.refs[:1], size) for g in groups}  # one matrix's
     ahead = reads_ahead(spec, workload) and all(needs[g] + inputs[g] <= budget for g in needs)
     for group in groups:
         if op.k is not None and op.k > min(group.shape):
             reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
-            return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+            return Candidate(**found, estimate_s=None, reason=reason)
         per = needs[group.label]
         if per > budget:
             reason = (
                 f"one {group.label} matrix needs {format_bytes(per)}, over the memory budget "
                 f"of {format_bytes(budget)}"
             )
-            return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+            return Candidate(**found, estimate_s=None, reason=reason)
         if ahead:  # the next chunk's inputs beside this chunk's
             per += inputs[group.label]
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
         model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
         per_matrix[group.label], basis[group.label] = costing.seconds(
-            strategy, op.op, backend, spec.execution.dtype, strategy.work(op, group, itemsize), group.shape, model,
-            len(group))
+            strategy, op.op, backend, point, strategy.work(op, group, size), group.shape, model, len(group))
     total = sum(per_matrix[g.label] * len(g) for g in groups)
-    return Candidate(strategy=strategy.name, device=backend, estimate_s=total, batch_sizes=batches,
-                     per_matrix_s=per_matrix, basis=basis, reads_ahead=ahead)
+    return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, basis=basis,
+                     reads_ahead=ahead)
 
 
 def evaluate_gram(
-    strategy: GramStrategy, layout: AdapterLayout, workload: Workload, costing: Costing, spec: Spec
+    strategy: GramStrategy, layout: AdapterLayout, workload: Workload, costing: Costing, spec: Spec,
+    tolerance: float, point: Variant,
 ) -> Candidate:
-    """Can `strategy` build the adapters' Gram here, at what cost; batch = dense block columns."""
-    if (cannot := _cannot_run(strategy, workload, spec)) is not None:
+    """Can `strategy` build the adapters' Gram here at `point`'s precision, at what cost; batch =
+    dense block columns."""
+    if (cannot := _cannot_run(strategy, workload, spec, point, tolerance, costing, "pca")) is not None:
         return cannot
-    backend, budget, itemsize = _resources(strategy, spec)
-    dtype = np.dtype(spec.execution.dtype)
+    backend, budget, size = _resources(strategy, spec, point)
+    found = dict(**point.model_dump(), device=backend, error=costing.error(point, "pca", backend))
+    dtype = np.dtype(f"f{size}")
     need = strategy.bytes_needed(layout, workload.source, dtype)
     if need > budget:
         reason = f"needs {format_bytes(need)} for one position, over the memory budget of {format_bytes(budget)}"
-        return Candidate(strategy=strategy.name, device=backend, estimate_s=None, reason=reason)
+        return Candidate(**found, estimate_s=None, reason=reason)
     count = len(layout.positions)
-    work = strategy.work(layout, itemsize)
+    work = strategy.work(layout, size)
     per_position, basis = costing.seconds(
-        strategy, "pca", backend, spec.execution.dtype, cost.Work(work.flops / count, work.bytes / count),
+        strategy, "pca", backend, point, cost.Work(work.flops / count, work.bytes / count),
         position_shape(layout), strategy.seconds(layout, costing.machine, backend) / count)
     return Candidate(
-        strategy=strategy.name,
-        device=backend,
+        **found,
         estimate_s=per_position * count,
         batch_sizes=strategy.batch_sizes(layout, workload.source, dtype, budget),
         per_matrix_s={POSITIONS: per_position},

@@ -6,6 +6,7 @@ from harness.base.units import format_seconds
 from harness.data.workload import Workload
 from harness.machine.wisdom import MODELLED
 from harness.plan.model import Candidate
+from harness.plan.variants import needs_measurement
 from harness.strategies.registry import STRATEGIES
 
 
@@ -22,38 +23,63 @@ def _measured(c: Candidate) -> str:
     return "" if not measured else ", measured" if measured == len(c.basis) else ", partly measured"
 
 
-def _auto(candidates: list[Candidate]) -> tuple[Candidate, str]:
-    exact = [c for c in candidates if c.available and not STRATEGIES[c.strategy].approximate]
+def _unproven(c: Candidate) -> str | None:
+    """Why `auto` leaves out a point it could run: a narrow precision whose error, or a compiled
+    kernel whose speed, this machine has not measured yet (the benchmark phase measures both)."""
+    if not needs_measurement(c):
+        return None
+    if c.compiled:
+        return "compiled kernels are timed beside the eager ones, and only the eager ones run the full analysis"
+    if c.error is None:
+        return f"no error measured at {c.precision} on this machine yet (this run's benchmark measures it)"
+    return None
+
+
+def _eligible(c: Candidate) -> bool:
+    return c.available and not STRATEGIES[c.strategy].approximate and _unproven(c) is None
+
+
+def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str]:
+    exact = [c for c in candidates if _eligible(c)]
     if not exact:
-        raise LookupError("; ".join(f"{c.strategy}: {c.reason}" for c in candidates))
+        raise LookupError("; ".join(f"{c.label}: {c.reason or _unproven(c)}" for c in candidates))
     best = min(exact, key=lambda c: c.estimate_s or 0.0)
     notes = []
     for c in sorted(candidates, key=lambda c: (c.estimate_s is None, c.estimate_s or 0.0)):
         if c is best:
             continue
         if not c.available:
-            notes.append(f"{c.strategy} not possible: {c.reason}")
+            notes.append(f"{c.label} not possible: {c.reason}")
         elif STRATEGIES[c.strategy].approximate:
-            notes.append(f"{c.strategy} left out: randomized, so its accuracy depends on the "
+            notes.append(f"{c.label} left out: randomized, so its accuracy depends on the "
                          "spectrum's decay (name it to use it)")
+        elif (why := _unproven(c)) is not None:
+            notes.append(f"{c.label} not chosen: {why}")
         else:
-            notes.append(f"{c.strategy} est. {format_seconds(c.estimate_s)}{_measured(c)}")
-    reason = f"auto: fastest exact strategy (est. {format_seconds(best.estimate_s)}{_measured(best)})"
+            notes.append(f"{c.label} est. {format_seconds(c.estimate_s)}{_measured(c)}")
+    what = "strategy" if not best.variant else "(strategy, precision)"
+    met = f"; measured error {best.error:.1e} within tolerance {tolerance:g}" if best.error is not None and best.variant else ""
+    reason = f"auto: fastest exact {what} (est. {format_seconds(best.estimate_s)}{_measured(best)}{met})"
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 
 
-
-def choose(named: str, candidates: list[Candidate], op: str, workload: Workload) -> tuple[Candidate, str]:
-    """The candidate `named` in the spec ("auto": the fastest exact one) and why; ValueError
-    with the problem when none can run."""
+def choose(named: str, candidates: list[Candidate], op: str, workload: Workload,
+           tolerance: float = 1.0) -> tuple[Candidate, str]:
+    """The candidate `named` in the spec ("auto": the fastest exact one, at the fastest precision
+    whose error meets `tolerance`) and why; ValueError with the problem when none can run. A
+    named strategy runs at its fastest precision whose error is known to meet the tolerance."""
     if named == "auto":
         try:
-            chosen, reason = _auto(candidates)
+            chosen, reason = _auto(candidates, tolerance)
         except LookupError as exc:
             raise ValueError(f"no strategy can run {op} here: {exc}") from None
     else:
-        chosen = next(c for c in candidates if c.strategy == named)
-        if not chosen.available:
-            raise ValueError(f"{chosen.strategy} cannot run: {chosen.reason}")
-        reason = f"named in the spec (est. {format_seconds(chosen.estimate_s)})"
+        mine = [c for c in candidates if c.strategy == named]
+        ready = [c for c in mine if c.available and _unproven(c) is None]
+        if not ready:
+            raise ValueError(f"{named} cannot run: " + "; ".join(
+                (f"{c.variant.lstrip('@')}: " if c.variant else "") + str(c.reason or _unproven(c)) for c in mine))
+        chosen = min(ready, key=lambda c: c.estimate_s or 0.0)
+        at = f" at {chosen.precision}" if chosen.variant else ""
+        reason = f"named in the spec{at} (est. {format_seconds(chosen.estimate_s)})"
     return chosen, f"{reason}; {pca_note(workload)}" if op == "pca" else reason

@@ -18,6 +18,7 @@ from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
 from harness.plan.model import BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
 from harness.plan.overheads import overheads
+from harness.plan.variants import default_precision, points, tf32_problems
 from harness.spec import Analysis, PcaAnalysis, Spec
 from harness.strategies.base import OpRequest
 from harness.strategies.registry import BASELINES, STRATEGIES
@@ -33,12 +34,12 @@ class Choice:
     candidates: list[Candidate]
     chosen: Candidate
     reason: str
-    roles: dict[str, str]  # strategy -> "baseline", "compare" or "chosen"
+    roles: dict[str, str]  # strategy (or variant) label -> "baseline", "compare" or "chosen"
     sizes: dict[str, int]  # group label (pca: POSITIONS) -> how many matrices (positions)
 
     def named(self) -> list[Candidate]:
         """The candidates of the strategies to time, in the order of their roles."""
-        by_name = {c.strategy: c for c in self.candidates}
+        by_name = {c.label: c for c in self.candidates}
         return [by_name[name] for name in self.roles]
 
     def timed(self) -> list[Candidate]:
@@ -58,31 +59,44 @@ def _choose(
     """Pass 1 for one analysis; ValueError names the problem with the analysis' key."""
     op = OpRequest(analysis.op, getattr(analysis, "k", None))
     serving = [s for s in STRATEGIES.values() if op.op in s.ops]
+    tolerance = analysis.tolerance
     if isinstance(analysis, PcaAnalysis):
         assert layout is not None
         if analysis.components > layout.n:
             raise ValueError(f"analysis[{i}].components: {analysis.components} exceeds the "
                              f"{layout.n} adapters of the workload")
         op = OpRequest("pca", analysis.components)
-        candidates = [evaluate_gram(s, layout, workload, costing, spec) for s in serving]  # type: ignore[arg-type]
+        candidates = [evaluate_gram(s, layout, workload, costing, spec, tolerance, p)  # type: ignore[arg-type]
+                      for s in serving for p in points(s.name, analysis, spec)]
         sizes = {POSITIONS: len(layout.positions)}
     else:
         groups = workload.groups()
-        candidates = [evaluate(s, op, workload, groups, costing, spec, analysis.tolerance) for s in serving]  # type: ignore[arg-type]
+        candidates = [evaluate(s, op, workload, groups, costing, spec, tolerance, p)  # type: ignore[arg-type]
+                      for s in serving for p in points(s.name, analysis, spec)]
         sizes = {g.label: len(g) for g in groups}
     try:
-        chosen, reason = choose(analysis.strategy, candidates, op.op, workload)
+        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, tolerance)
     except ValueError as exc:
         raise ValueError(f"analysis[{i}].strategy: {exc}") from None
-    roles = {analysis.baseline or BASELINES[op.op]: "baseline"}
-    for name in [*analysis.compare, chosen.strategy]:
-        roles.setdefault(name, "compare" if name in analysis.compare else "chosen")
-    return Choice(analysis, op, candidates, chosen, reason, roles, sizes)
+    return Choice(analysis, op, candidates, chosen, reason, _roles(analysis, spec, op, chosen), sizes)
+
+
+def _roles(analysis: Analysis, spec: Spec, op: OpRequest, chosen: Candidate) -> dict[str, str]:
+    """The labels to time: the baseline at the run's precision, every point of each compared
+    strategy, and the chosen point."""
+    base = analysis.baseline or BASELINES[op.op]
+    at = default_precision(analysis, spec)
+    roles = {next(p.label for p in points(base, analysis, spec) if p.precision == at and not p.compiled): "baseline"}
+    for name in analysis.compare:
+        for p in points(name, analysis, spec):
+            roles.setdefault(p.label, "compare")
+    roles.setdefault(chosen.label, "chosen")
+    return roles
 
 
 def _wants(choices: list[Choice], spec: Spec, workers: int) -> dict[ItemKey, Allocation]:
     """Pass 2: what every timed (analysis, strategy, group) wants when the budget allows."""
-    return {(c.analysis.label, t.strategy, group): want(spec, t, group, size, workers, c.roles[t.strategy] == "baseline")
+    return {(c.analysis.label, t.label, group): want(spec, t, group, size, workers, c.roles[t.label] == "baseline")
             for c in choices for t in c.timed() for group, size in c.sizes.items()}
 
 
@@ -90,13 +104,15 @@ def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey
     """Pass 4: the step, its timed strategies carrying their share of the budget."""
     timed = []
     for t in c.timed():
-        keys = [k for k in wants if k[:2] == (c.analysis.label, t.strategy)]
+        keys = [k for k in wants if k[:2] == (c.analysis.label, t.label)]
         mine = [allocations[k] for k in keys]
-        timed.append(Timed(strategy=t.strategy, role=c.roles[t.strategy], device=t.device or "",
+        timed.append(Timed(**t.model_dump(include={"strategy", "precision", "compiled", "variant"}),
+                           role=c.roles[t.label], device=t.device or "",
                            batch_sizes=t.batch_sizes, allocations=mine, cut=rounds_note(mine)))
     a = c.analysis
     return Step(
-        analysis=a.label, op=c.op.op, k=c.op.k, tolerance=a.tolerance, features=a.features,
+        analysis=a.label, op=c.op.op, k=c.op.k, tolerance=a.tolerance, precision=c.chosen.precision,
+        features=a.features,
         energy_tau=a.energy_tau, strategy=c.chosen.strategy, device=c.chosen.device or "",
         batch_sizes=c.chosen.batch_sizes, reads_ahead=c.chosen.reads_ahead, estimate_s=c.chosen.estimate_s or 0.0,
         reason=c.reason, timed=timed, skipped=[x for x in c.named() if not x.available],
@@ -108,6 +124,8 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     """The plan; `wisdom` (this machine's measurements) replaces the cost model where it covers a candidate."""
     if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
         raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
+    if problems := tf32_problems(spec):
+        raise PlanError(problems)
     b = spec.benchmark
     threads = (b.threads, "[benchmark] threads") if b.threads else default_threads(machine.cores)
     workers = spec.execution.workers or machine.cores

@@ -14,8 +14,26 @@ class GroupInfo(BaseModel):
     count: int
 
 
-class Candidate(BaseModel):
+class Variant(BaseModel):
+    """A strategy at one numeric precision, eager or compiled: what an analysis with `precisions`
+    or `compile = true` times as a point of its own. `variant` is "" where the analysis has one
+    point per strategy (its label is then the strategy's name, as before precisions existed)."""
+
     strategy: str
+    precision: str = ""  # the arithmetic (harness.linalg.precision); "" in records before it: the plan's dtype
+    compiled: bool = False  # torch.compile'd kernels
+    variant: str = ""  # "@bfloat16", "@float32+compiled"; "" for the analysis' only point
+
+    @property
+    def label(self) -> str:
+        return self.strategy + self.variant
+
+
+def variant_suffix(precision: str, compiled: bool) -> str:
+    return f"@{precision}" + ("+compiled" if compiled else "")
+
+
+class Candidate(Variant):
     device: str | None
     estimate_s: float | None
     batch_sizes: dict[str, int] = {}
@@ -23,14 +41,14 @@ class Candidate(BaseModel):
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
     reason: str | None = None  # why it cannot run, when it cannot
     reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)
+    error: float | None = None  # the worst error this machine's wisdom measured for it, relative to sigma_1
 
     @property
     def available(self) -> bool:
         return self.reason is None
 
 
-class Timed(BaseModel):
-    strategy: str
+class Timed(Variant):
     role: str  # "baseline", "compare" or "chosen"
     device: str
     batch_sizes: dict[str, int]
@@ -49,6 +67,7 @@ class Step(BaseModel):
     op: str
     k: int | None
     tolerance: float
+    precision: str = ""  # the chosen candidate's arithmetic; "" (records before it): the plan's dtype
     features: list[str] = []
     energy_tau: float = 0.9
     strategy: str

@@ -45,7 +45,7 @@ CONDITION_FIELDS: tuple[str, ...] = tuple(
 
 TIMING_COLUMNS: tuple[str, ...] = (
     "experiment", "started", "host", "analysis", "op", "k", "strategy", "role", "chosen", "device",
-    "group", "sample", "round", "pooled", "seconds", "matrices", "total", "seconds_per_matrix",
+    "precision", "compiled", "compile_s", "group", "sample", "round", "pooled", "seconds", "matrices", "total", "seconds_per_matrix",
     "median_s", "q1_s", "q3_s", "iqr_s", "warmup", "threads", "bench_threads",
     "flops", "bytes", "gflops_per_s", "gbytes_per_s",
     "speedup", "speedup_low", "speedup_high", "unresolved", "unresolved_reason",
@@ -80,8 +80,12 @@ def _group_rows(
         **_analysis_columns(record, analysis),
         "strategy": timing.strategy,
         "role": timing.role,
-        "chosen": timing.strategy == analysis.strategy,
+        "chosen": analysis.computed(timing),
         "device": timing.device,
+        # the numeric precision of its arithmetic (not [benchmark] precision, the intervals' target)
+        "precision": timing.precision or record.plan.dtype,
+        "compiled": timing.compiled,
+        "compile_s": timing.compile_s,
         "group": group.group,
         "matrices": group.sampled,
         "total": group.total,

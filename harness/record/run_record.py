@@ -79,6 +79,18 @@ class StrategyTiming(BaseModel):
     pooled_since: str | None = None  # the date of the earliest pooled round
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
     cut: str | None = None  # the rounds the plan gave it, in words
+    # its numeric precision (float64, float32, tf32, bfloat16, float16: the arithmetic, not
+    # [benchmark] precision, the intervals' target); "" in records before it: the plan's dtype
+    precision: str = ""
+    compiled: bool = False  # timed under torch.compile
+    variant: str = ""  # "@bfloat16" or "@float32+compiled" where its analysis times several points per strategy
+    compile_s: float | None = None  # compiling it (with one call each time), never inside a timed call
+    compile_note: str | None = None  # what compiling produced, and whether it was kept
+    kept: bool | None = None  # compiled: faster than its eager twin
+
+    @property
+    def label(self) -> str:
+        return self.strategy + self.variant
 
     def _per_sampled(self, field: str) -> float | None:
         values = [getattr(g, field) for g in self.groups]
@@ -197,7 +209,7 @@ def apply_speedups(timings: list[StrategyTiming], precision: float) -> None:
 
 
 class Skipped(BaseModel):
-    strategy: str
+    strategy: str  # or a strategy's point, "torch@bfloat16", where its analysis has several
     reason: str
 
 
@@ -222,6 +234,7 @@ class AnalysisRecord(BaseModel):
     device: str
     reason: str
     n_matrices: int
+    precision: str = ""  # the chosen strategy's numeric precision; "" in records before it: the plan's dtype
     wall_s: float  # the full analysis with the chosen strategy, loading included
     bench_s: float = 0.0  # timing and verifying the compared strategies (references included)
     # chunks of the full analysis read from the result cache / computed by this run; when all
@@ -243,6 +256,10 @@ class AnalysisRecord(BaseModel):
     def passed(self) -> bool:
         return all(v.passed for v in self.verification)
 
+    def computed(self, t: StrategyTiming) -> bool:
+        """Whether `t` is the point that computed the analysis' results (eager, at its precision)."""
+        return t.strategy == self.strategy and (not t.variant or (t.precision == self.precision and not t.compiled))
+
 
 def analysis_record(
     step: Step, n_matrices: int, wall_s: float, timings: list[StrategyTiming],
@@ -257,10 +274,11 @@ def analysis_record(
         device=step.device,
         reason=step.reason,
         n_matrices=n_matrices,
+        precision=step.precision,
         wall_s=wall_s,
         timings=timings,
         verification=verification,
-        skipped=[Skipped(strategy=c.strategy, reason=c.reason or "") for c in step.skipped],
+        skipped=[Skipped(strategy=c.label, reason=c.reason or "") for c in step.skipped],
         **extra,
     )
 

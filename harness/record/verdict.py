@@ -20,7 +20,7 @@ def verdict(a: AnalysisRecord) -> str | None:
     others = [t for t in a.timings if t is not baseline and t.speedup is not None]
     if baseline is None or not others:
         return None
-    head = next((t for t in others if t.strategy == a.strategy), max(others, key=lambda t: t.speedup or 0.0))
+    head = next((t for t in others if a.computed(t)), max(others, key=lambda t: t.speedup or 0.0))
     assert head.speedup is not None
     faster = head.speedup >= 1
     ratio = head.speedup if faster else 1 / head.speedup
@@ -29,24 +29,25 @@ def verdict(a: AnalysisRecord) -> str | None:
     resolved = sum(not t.unresolved for t in others)
     way = "faster" if faster else "slower"
     unresolved = "" if not head.unresolved else " (unresolved)"
-    return (f"{a.name}: {head.strategy} is {format_speedup(ratio)} ({interval}) {way} than {baseline.strategy}"
+    return (f"{a.name}: {head.label} is {format_speedup(ratio)} ({interval}) {way} than {baseline.label}"
             f"{unresolved}; {resolved} of {len(others)} speedups resolved")
 
 
 def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
     """A line when an exact strategy measured faster than the one the plan chose, beyond both
     intervals (the chosen one's upper end below the other's lower end); None when it held."""
-    chosen = next((t for t in a.timings if t.strategy == a.strategy), None)
+    chosen = next((t for t in a.timings if a.computed(t)), None)
     if chosen is None or chosen.speedup is None:
         return None
     chosen_high = 1.0 if chosen.role == "baseline" else (chosen.speedup_ci[1] if chosen.speedup_ci else None)
-    for t in a.timings:
-        if t is chosen or t.strategy in approximate:
+    failed = {v.strategy for v in a.verification if not v.passed}
+    for t in a.timings:  # a compiled point never runs the analysis, nor one that missed the tolerance
+        if t is chosen or t.strategy in approximate or t.compiled or t.label in failed:
             continue
         low = 1.0 if t.role == "baseline" else (t.speedup_ci[0] if t.speedup_ci else None)
         if chosen_high is not None and low is not None and chosen_high < low:
             ratio = (t.speedup or 1.0) / chosen.speedup
-            return (f"{a.name}: the plan chose {a.strategy}, but {t.strategy} measured {format_speedup(ratio)} "
+            return (f"{a.name}: the plan chose {chosen.label}, but {t.label} measured {format_speedup(ratio)} "
                     f"faster than it (speedups {_interval(chosen)} against "
                     f"{'1x, the baseline' if t.role == 'baseline' else _interval(t)}); the next plan learns "
                     "from these rounds")

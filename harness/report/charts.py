@@ -17,6 +17,7 @@ from matplotlib.ticker import LogFormatter, LogLocator, MaxNLocator, NullFormatt
 
 from harness.machine.roofline import Roof, roof_device
 from harness.report.compare import Comparison
+from harness.report.frontier import points as frontier_points, tolerance
 from harness.report.terminal import COMPUTED_MARK, COMPUTED_NOTE, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord
 from harness.base.units import format_rate, format_seconds, format_speedup
@@ -52,7 +53,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     wide spread are seen, as criterion draws them) with its median; right, the speedup against
     the baseline on a log axis (1,578x and 0.71x both readable), its 95% interval over the rounds
     as error bars, green when faster and red when slower. Strategies are labelled as the tables label them."""
-    names = [f"{strategy_label(analysis, t.strategy)} ({t.role})" for t in analysis.timings]
+    names = [f"{strategy_label(analysis, t.label, analysis.computed(t))} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
     fig = _figure(7.5, 0.5 * len(names) + 1.1)
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
@@ -183,9 +184,9 @@ def roofline_points(record: RunRecord) -> list[RooflinePoint]:
             for g in t.groups:
                 if g.measurement.median_s <= 0 or not g.flops or not g.bytes:
                     continue
-                points.append(RooflinePoint(a.name, t.strategy, roof_device(t.device),  # type: ignore[arg-type]
+                points.append(RooflinePoint(a.name, t.label, roof_device(t.device),  # type: ignore[arg-type]
                                             g.group, g.flops / g.bytes, g.gflops_per_s or 0.0,
-                                            t.strategy == a.strategy))
+                                            a.computed(t)))
     return points
 
 
@@ -332,3 +333,37 @@ def ratio_figure(c: Comparison) -> Figure:
                               label=f"regression: fails the {c.gate:g}x gate"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return fig
+
+
+ERROR_FLOOR = 1e-17  # an error of exactly 0 (a reference's own route) drawn at float64's floor
+
+
+def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
+    """Error against workload time, log-log: every point labelled, the frontier joined, the
+    tolerance a dashed line."""
+    found = frontier_points(record, analysis)
+    fig = _figure(6.4, 3.8)
+    ax = fig.add_subplot()
+    for p in found:
+        y = max(p.error, ERROR_FLOOR)
+        ax.scatter([p.seconds], [y], color=GOOD if p.passed else BAD, marker="D" if p.compiled else "o",
+                   zorder=3)
+        ax.annotate(p.label + (" *" if p.computed else ""), (p.seconds, y), textcoords="offset points",
+                    xytext=(4, 3), fontsize=7)
+    front = [p for p in found if p.on_frontier]
+    ax.plot([p.seconds for p in front], [max(p.error, ERROR_FLOOR) for p in front], color=GOOD, lw=1.2,
+            label="frontier (no point faster and more accurate)")
+    if (tol := tolerance(analysis)) is not None:
+        ax.axhline(tol, color=NEUTRAL, ls="--", lw=1, label=f"tolerance {tol:.0e}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _log_axis(ax.xaxis)
+    ax.set_xlabel("workload total, compute only (s)")
+    ax.set_ylabel("max error / sigma_1")
+    ax.set_title(f"{analysis.name}: accuracy/time frontier")
+    ax.legend(loc="best", fontsize=7)
+    return fig
+
+
+def frontier_chart(record: RunRecord, analysis: AnalysisRecord) -> str | None:
+    return to_svg(frontier_figure(record, analysis)) if frontier_points(record, analysis) else None

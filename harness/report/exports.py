@@ -29,11 +29,12 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
         checks = {v.strategy: v for v in a.verification}
         for t in a.timings:
             device, library = device_library(t.device)
-            v = checks.get(t.strategy)
+            v = checks.get(t.label)
             ci = t.speedup_ci
             rows.append({
                 "analysis": a.name, "op": a.op, "strategy": t.strategy, "role": t.role,
-                "computed_results": t.strategy == a.strategy, "device": device, "library": library,
+                "precision": t.precision or record.plan.dtype, "compiled": t.compiled,
+                "computed_results": a.computed(t), "device": device, "library": library,
                 "per_matrix_s": t.seconds_per_matrix, "workload_compute_s": t.estimate_total_s,
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],

@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from harness.report.compare import Comparison
 from harness.report import charts
+from harness.report.frontier import points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.bench.noise import group_reasons
 from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
@@ -57,7 +58,8 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 "device": device,
                 "library": library,
                 "unstable": len(t.unstable),
-                "label": strategy_label(analysis, t.strategy),  # as the terminal table writes it
+                "label": strategy_label(analysis, t.label, analysis.computed(t)),  # as the terminal table writes it
+                "precision": (t.precision or record.plan.dtype) + (", compiled" if t.compiled else ""),
                 "per_matrix": t.seconds_per_matrix,
                 "spread": spread(t),
                 "samples": sum(len(g.measurement.samples_s) for g in t.groups),
@@ -71,6 +73,16 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
             }
         )
     return rows
+
+
+def _frontier(record: RunRecord, analysis: AnalysisRecord) -> dict[str, Any] | None:
+    """The analysis' accuracy/time frontier: its chart, and its points as rows."""
+    found = frontier_points(record, analysis)
+    if not found:
+        return None
+    chart = charts.frontier_chart(record, analysis)
+    return {"chart": Markup(chart) if chart else None, "points": found,
+            "compiled": [(t.label, t.compile_s, t.compile_note) for t in analysis.timings if t.compiled]}
 
 
 def _threads(counts: dict[str, int]) -> str:
@@ -153,6 +165,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
             "rows": _timing_rows(record, a),
             "checks": [(strategy_label(a, v.strategy), v) for v in a.verification],
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
+            "frontier": _frontier(record, a),
             "spectra": _spectra(bands, a.name),
         }
         for a in record.analyses

@@ -25,6 +25,7 @@ from harness.base.units import (
 )
 from harness.bench.budget import MIN_ROUNDS
 from harness.machine.wisdom import Wisdom
+from harness.linalg.precision import SHORT
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Comparison
@@ -93,7 +94,7 @@ def executor_label(plan: Plan) -> str:
 
 def _timed_label(t: Timed) -> str:
     """`numpy (baseline) ~390 ms`, and the rounds the budget affords it."""
-    label = f"{t.strategy} ({t.role})"
+    label = f"{t.label} ({t.role})"
     if t.allocations:
         label += f" ~{format_seconds(t.estimate_s)}"
     return label + (f": {t.cut}" if t.cut else "")
@@ -142,7 +143,7 @@ def plan_table(plan: Plan) -> Fitted:
         table.add_column(column, overflow="fold")
     for step in plan.steps:
         timed = "\n".join(_timed_label(t) for t in step.timed)
-        skipped = "".join(f"\nskipped {c.strategy}: {c.reason}" for c in step.skipped)
+        skipped = "".join(f"\nskipped {c.label}: {c.reason}" for c in step.skipped)
         op = step.op + (f" k={step.k}" if step.k else "")
         table.add_row(
             f"{step.analysis}\n{op}",
@@ -188,9 +189,16 @@ SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the workload total ov
                "n=1: timed once, no spread to show")
 
 
-def strategy_label(analysis: AnalysisRecord, strategy: str) -> str:
-    """`torch *` for the strategy that computed the analysis's results, else `torch`."""
-    return strategy + (f" {COMPUTED_MARK}" if strategy == analysis.strategy else "")
+def strategy_label(analysis: AnalysisRecord, strategy: str, computed: bool | None = None) -> str:
+    """`torch *` for the strategy (or point, `torch@bfloat16`) that computed the analysis's
+    results, else `torch`."""
+    computed = strategy == analysis.strategy if computed is None else computed
+    return strategy + (f" {COMPUTED_MARK}" if computed else "")
+
+
+def precision_text(record: RunRecord, t: StrategyTiming) -> str:
+    """`bf16`, `f32+c` (compiled): a timing's numeric precision, short enough for a column."""
+    return SHORT.get(t.precision or record.plan.dtype, t.precision or record.plan.dtype) + ("+c" if t.compiled else "")
 
 
 UNRESOLVED_MARK = "?"
@@ -230,13 +238,14 @@ def spread(t: StrategyTiming) -> str:
 def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) -> None:
     checks = {v.strategy: v for v in analysis.verification}
     for t in analysis.timings:
-        v = checks[t.strategy]
+        v = checks[t.label]
         errors = f"{v.values_error:.1e}" + (f" / {v.vectors_error:.1e}" if v.vectors_error is not None else "")
         table.add_row(
             analysis.name,
-            strategy_label(analysis, t.strategy),
+            strategy_label(analysis, t.label, analysis.computed(t)),
             t.role,
             *device_library(t.device),
+            precision_text(record, t),
             format_seconds(t.seconds_per_matrix) + (" [bold yellow]![/]" if t.unstable else ""),
             escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)),
             escape(speedup_text(t)),
@@ -246,16 +255,16 @@ def _analysis_rows(table: Table, record: RunRecord, analysis: AnalysisRecord) ->
             errors,
             "[green]yes[/]" if v.passed else "[bold red]NO[/]",
         )
-    timed = {t.strategy for t in analysis.timings}
-    planned = {t.strategy: t for s in record.plan.steps if s.analysis == analysis.name for t in s.timed}
+    timed = {t.label for t in analysis.timings}
+    planned = {t.label: t for s in record.plan.steps if s.analysis == analysis.name for t in s.timed}
     for v in analysis.verification:  # raised instead of answering: no timing, only the reason
         if v.reason is not None and v.strategy not in timed:
             plan = planned.get(v.strategy)
             table.add_row(analysis.name, strategy_label(analysis, v.strategy), plan.role if plan else "-",
                           *(device_library(plan.device) if plan else ("-", "-")), "-", "-", "-", "-", "-", "-", "-",
-                          f"[bold red]failed:[/] {escape(v.reason)}")
+                          "-", f"[bold red]failed:[/] {escape(v.reason)}")
     for s in analysis.skipped:
-        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-", s.reason)
+        table.add_row(analysis.name, s.strategy, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", s.reason)
 
 
 def run_table(record: RunRecord) -> Table:
@@ -279,10 +288,10 @@ def run_table(record: RunRecord) -> Table:
     return table
 
 
-RUN_COLUMNS = ("analysis", "strategy", "role", "device", "library", "per matrix", "compute total",
+RUN_COLUMNS = ("analysis", "strategy", "role", "device", "library", "precision", "per matrix", "compute total",
                "speedup (95% CI)", "rounds", "GFLOP/s", "% of peak", "max error", "passed")
 # what a narrow terminal leaves out first: the verdict lines above the table keep the speedups
-RUN_OPTIONAL = ("% of peak", "GFLOP/s", "library", "per matrix", "role", "rounds", "max error")
+RUN_OPTIONAL = ("% of peak", "GFLOP/s", "library", "per matrix", "role", "rounds", "precision", "max error")
 COMPARE_OPTIONAL = ("p", "A per matrix", "B per matrix", "group")
 
 

@@ -29,7 +29,7 @@ from harness.data.workload import Workload
 from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements, Round
-from harness.machine.wisdom import Observation, width
+from harness.machine.wisdom import MeasuredError, Observation, width
 from harness.plan.candidates import position_shape
 from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import BenchRecord, GroupTiming, StrategyTiming, apply_speedups, workload_totals
@@ -42,6 +42,7 @@ from harness.strategies.base import ExecContext
 from harness.strategies.registry import STRATEGIES
 from harness.run.rounds import Rounds, Timeline, still_unresolved
 from harness.run.subjects import Subject, matrix_subject, pca_subject
+from harness.run.variants import keep_compiled, mark, variant_context
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class BenchPhase:
     references: References = field(init=False)
     new_rounds: dict[Item, list[Round]] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
+    errors: list[MeasuredError] = field(default_factory=list)  # each verified point's error, load or not
     unstable: int = 0
     one_off_s: float = 0.0
     counts: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "pooled": 0, "resolved": 0,
@@ -92,7 +94,7 @@ class BenchPhase:
 
     def __post_init__(self) -> None:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
-        per_analysis = floors({(s.analysis, t.strategy, a.group): a
+        per_analysis = floors({(s.analysis, t.label, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
         settled, floored = self._pooled()  # resolved by pooled rounds: no share; floor covered: no floor
         bench = self.plan.bench
@@ -152,14 +154,18 @@ class BenchPhase:
         assert bench is not None
         return Item(code=source_digest(TIMING_PACKAGES), strategy=timed.strategy, op=step.op, k=step.k, shape=shape,
                     rank=rank, dtype=self.plan.dtype, device=timed.device, threads=bench.threads,
-                    width=width(STRATEGIES[timed.strategy].fans_out, self.plan.workers, per_call))
+                    width=width(STRATEGIES[timed.strategy].fans_out, self.plan.workers, per_call),
+                    precision=timed.precision, compiled=timed.compiled)
+
+    def _context(self, timed: Timed) -> ExecContext:
+        return variant_context(self.context(timed.device), timed, self.plan.dtype)
 
     def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared strategy of a per-matrix op, on every shape group."""
         groups = {g.label: g for g in self.workload.groups()}
-        subjects = {t.strategy: [
+        subjects = {t.label: [
             matrix_subject(step, t, a, groups[a.group], self.workload.source, self.references,
-                           self.context(t.device), self._item(step, t, groups[a.group].shape, groups[a.group].rank,
+                           self._context(t), self._item(step, t, groups[a.group].shape, groups[a.group].rank,
                                                               a.matrices))
             for a in t.allocations] for t in step.timed}
         return self._time(step, subjects)
@@ -172,8 +178,8 @@ class BenchPhase:
         # after a cold run's analyses and 0.9 s after a warm one's, in alternating runs)
         source = self.workload.source
         source = source.inner if isinstance(source, MemoSource) else source
-        subjects = {t.strategy: [
-            pca_subject(step, analysis, t, a, layout, source, self.references, self.context(t.device),
+        subjects = {t.label: [
+            pca_subject(step, analysis, t, a, layout, source, self.references, self._context(t),
                         self.plan.memory_budget, self._item(step, t, position_shape(layout), None, 1))
             for a in t.allocations] for t in step.timed}
         return self._time(step, subjects)
@@ -182,7 +188,7 @@ class BenchPhase:
         """The pipeline for one analysis: pooled rounds, new rounds, timings, verdicts."""
         lines = {id(s): Timeline(pooled=self.pool.rounds(s.item) if self.pool is not None else [])
                  for group in subjects.values() for s in group}
-        baseline = next((t.strategy for t in step.timed if t.role == "baseline"), None)
+        baseline = next((t.label for t in step.timed if t.role == "baseline"), None)
         bench = self.plan.bench
         assert bench is not None
         start = time.perf_counter()
@@ -196,16 +202,18 @@ class BenchPhase:
         self.counts["rounds"] += rounds.count
         timings, checks = [], []
         for t in step.timed:
-            if t.strategy in rounds.failures:  # no timing, and nothing pooled: a re-run tries again
-                checks.append(Verification.failed(t.strategy, step.tolerance, rounds.failures[t.strategy]))
+            if t.label in rounds.failures:  # no timing, and nothing pooled: a re-run tries again
+                checks.append(Verification.failed(t.label, step.tolerance, rounds.failures[t.label]))
                 continue
-            mine = subjects[t.strategy]
-            timings.append(summarise(t.strategy, t.role, t.device,
-                                     [self._group(step, s, lines[id(s)], rounds) for s in mine]))
+            mine = subjects[t.label]
+            timings.append(mark(summarise(t.strategy, t.role, t.device,
+                                          [self._group(step, s, lines[id(s)], rounds) for s in mine]),
+                                t, mine[0].ctx, self.plan.dtype))
             timings[-1].cached = not any(lines[id(s)].new for s in mine)
             timings[-1].cut = t.cut
-            checks.append(combine(t.strategy, [v for s in mine for v in s.checks.values()]))
+            checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
         apply_speedups(timings, bench.precision)
+        keep_compiled(timings)
         self._tally(timings)
         return timings, checks
 
@@ -222,8 +230,12 @@ class BenchPhase:
         kept = [r for r in line.new if r.round not in line.flagged]
         if kept:
             self.new_rounds.setdefault(s.item, []).extend(kept)
-        passed = all(v.passed for v in s.checks.values())
-        if line.new and not measurement.unstable and passed:
+        if s.checks and all(v.reason is None for v in s.checks.values()):  # met the tolerance or not
+            self.errors.append(MeasuredError(strategy=s.timed.strategy, op=step.op, device=s.timed.device,
+                                             precision=s.ctx.arithmetic, compiled=s.timed.compiled, when=now(),
+                                             error=max(max(v.values_error, v.vectors_error or 0.0)
+                                                       for v in s.checks.values())))
+        if line.new and not measurement.unstable and all(v.passed for v in s.checks.values()):
             self._learn(step, s, line)
         return group
 
@@ -239,9 +251,10 @@ class BenchPhase:
         shape, rank = s.item.shape, s.item.rank
         per_matrix = float(np.median([r.seconds for r in line.new])) / s.allocation.matrices
         self.observations.append(Observation(
-            strategy=s.name, op=step.op, k=step.k, shape=shape, rank=rank, dtype=self.plan.dtype,
+            strategy=s.timed.strategy, op=step.op, k=step.k, shape=shape, rank=rank, dtype=str(s.ctx.dtype),
             device=s.timed.device, threads=bench.threads, width=s.item.width, seconds=per_matrix, flops=s.flops,
-            samples=line.calls, when=now(), source=self.source))
+            samples=line.calls, when=now(), source=self.source, precision=s.ctx.arithmetic,
+            compiled=s.timed.compiled))
 
     def _lookup(self, s: Subject, ids: tuple[str, ...]) -> Verification | None:
         key = self._key(s, ids)
@@ -253,7 +266,8 @@ class BenchPhase:
             self.cache.put_model(key, verdict, f"verdict of {s.name} on {len(ids)} of {s.group}")
 
     def _key(self, s: Subject, ids: tuple[str, ...]) -> str | None:
-        return None if self.keys is None else self.keys.verification(s.step, s.name, s.timed.device, s.group, ids)
+        return None if self.keys is None else self.keys.verification(s.step, s.name, s.timed.device, s.group, ids,
+                                                                     s.ctx.arithmetic, s.timed.compiled)
 
     def keep_rounds(self, where: Path | None, machine: MachineInfo) -> None:
         """Add this run's unflagged rounds to the pool."""

@@ -169,7 +169,8 @@ class Rounds:
         subject.warm()  # no timed call imports torch or compiles a kernel
         if subject.strategy.fans_out:
             subject.ctx.executor()  # started now: a pool's start-up is never inside a timed call
-        calls = max(subject.allocation.warmups, 1 if verify else 0)
+        # a compiled point compiles in its first call: never in a timed one
+        calls = max(subject.allocation.warmups, 1 if verify or subject.ctx.compiled is not None else 0)
         if calls:
             call = subject.prepare(r)
             for _ in range(calls):

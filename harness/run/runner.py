@@ -41,6 +41,7 @@ from harness.record.verdict import choice_check, verdict
 from harness.machine.measurements import Measurements
 from harness.base.units import now
 from harness.run.output import writing
+from harness.run.variants import step_dtype
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
@@ -145,7 +146,8 @@ class Runner:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
         read-only still finishes, and says so."""
         try:
-            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations)
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
+                         errors=self.bench.errors)
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")
@@ -306,8 +308,8 @@ class Runner:
         keep = step.op == "svd_topk" and any(f in SUBSPACE_FEATURES for f in step.features)
         return ChunkTask(
             source=self.workload.source, refs=tuple(chunk), strategy=step.strategy, op=op,
-            dtype=self.plan.dtype, device=step.device, seed=self.seed, threads=self._threads(),
-            keep_vectors=keep,
+            dtype=step_dtype(step, self.plan), device=step.device, seed=self.seed, threads=self._threads(),
+            keep_vectors=keep, precision=step.precision,
         )
 
     def _threads(self) -> int | None:
@@ -374,8 +376,8 @@ class Runner:
             GramTask(
                 source=self.workload.source,
                 layout=replace(layout, positions=layout.positions[a:b]),
-                strategy=step.strategy, dtype=self.plan.dtype, device=step.device, seed=self.seed,
-                threads=self._threads(), memory_budget=self.plan.memory_budget,
+                strategy=step.strategy, dtype=step_dtype(step, self.plan), device=step.device, seed=self.seed,
+                threads=self._threads(), memory_budget=self.plan.memory_budget, precision=step.precision,
             )
             for a, b in zip(bounds[:-1], bounds[1:])
         ]

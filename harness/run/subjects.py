@@ -72,7 +72,8 @@ class Subject:
 
     @property
     def name(self) -> str:
-        return self.timed.strategy
+        """The strategy, or its point ("torch@bfloat16") where the analysis times several."""
+        return self.timed.label
 
 
 def _rotating(items: Sequence[object], per_call: int, r: int) -> list[object]:
@@ -99,7 +100,7 @@ def matrix_subject(
 
     def judge(result: object, r: int) -> Verification:
         assert isinstance(result, OpResult)
-        return checked(timed.strategy, result, source, refs(r), references, step.tolerance)
+        return checked(timed.label, result, source, refs(r), references, step.tolerance)
 
     work = strategy.work(op, group, ctx.dtype.itemsize)
     return Subject(step, timed, a, strategy, ctx, item, len(group), work.flops, work.bytes, prepare, judge,
@@ -128,7 +129,7 @@ def pca_subject(
         refs = scoped_grams(references.grams(one), one, analysis.scope)
         gram_error, eig_error = gram_errors(scoped_grams(result, one, analysis.scope), refs,
                                             analysis.components, analysis.center)
-        return Verification.judged(timed.strategy, one.n, step.tolerance, max(gram_error, eig_error))
+        return Verification.judged(timed.label, one.n, step.tolerance, max(gram_error, eig_error))
 
     work = strategy.work(layout, ctx.dtype.itemsize)
     count = len(layout.positions)

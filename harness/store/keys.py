@@ -78,13 +78,16 @@ class Keys:
 
     def chunk(self, step: Step, ids: Sequence[str]) -> str:
         return cache_key({**self._base(step), "entry": "chunk", "strategy": step.strategy,
-                          "device": step.device, "ids": list(ids)})
+                          "device": step.device, "precision": step.precision, "ids": list(ids)})
 
-    def verification(self, step: Step, strategy: str, device: str, group: str, ids: Sequence[str]) -> str:
-        """A strategy's verdict on the matrices `ids` of one group: its numbers, not its timing,
-        so neither the budget, the threads nor the wisdom are in the key."""
+    def verification(self, step: Step, strategy: str, device: str, group: str, ids: Sequence[str],
+                     precision: str = "", compiled: bool = False) -> str:
+        """A strategy's verdict (at a numeric precision, eager or compiled) on the matrices `ids`
+        of one group: its numbers, not its timing, so neither the budget, the threads nor the
+        wisdom are in the key."""
         return cache_key({**self._base(step), "entry": "verification", "strategy": strategy, "device": device,
-                          "tolerance": step.tolerance, "group": group, "ids": list(ids)})
+                          "precision": precision, "compiled": compiled, "tolerance": step.tolerance,
+                          "group": group, "ids": list(ids)})
 
     def reference(self, kind: str, name: str) -> str:
         """A float64 reference (`values` of a matrix, `gram` of a position): only the data and

@@ -15,7 +15,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.data.workload import MatrixRef, ShapeGroup, Source, Workload
+from harness.linalg.compiling import CompileLog, compile_missing_reason
 from harness.linalg.device import Backend, load_for, resolve_device, torch_missing_reason
+from harness.linalg.precision import NARROW
 from harness.machine.info import MachineInfo
 from harness.strategies import cost
 
@@ -47,11 +49,28 @@ class OpResult:
 
 @dataclass
 class ExecContext:
-    dtype: np.dtype
+    dtype: np.dtype  # what inputs are loaded in (harness.linalg.precision.storage_dtype)
     backend: Backend
     workers: int
     seed: int
     executor: Callable[[], Executor]
+    precision: str = ""  # the arithmetic of the heavy products; "" is `dtype`'s own
+    compiled: CompileLog | None = None  # torch.compile the torch kernels, logging each compilation
+
+    @property
+    def arithmetic(self) -> str:
+        """The precision the strategy computes in: bfloat16, float16 and tf32 change its kernels."""
+        return self.precision or str(self.dtype)
+
+
+# What every strategy says about a precision it offers; a strategy overrides the narrow ones it has
+FLOAT_MEANINGS = {
+    "float64": "inputs and every operation in float64",
+    "float32": "inputs and every operation in float32",
+}
+NO_NARROW = ("nothing in it multiplies in bf16 or fp16 (LAPACK has no such routine): rounding the inputs "
+             "and solving in float32 would time float32")
+TF32_CUDA_ONLY = "tf32 is a mode of CUDA tensor cores; this strategy runs on the CPU here"
 
 
 class StrategyBase(ABC):
@@ -66,6 +85,10 @@ class StrategyBase(ABC):
     uses_torch: ClassVar[bool] = False
     approximate: ClassVar[bool] = False
     fans_out: ClassVar[bool] = False  # spreads a call's matrices over the executor's workers
+    # precision -> what it means for this strategy (inputs, products, where it widens); others are
+    # not offered, and `not_offered` says why
+    precisions: ClassVar[dict[str, str]] = FLOAT_MEANINGS
+    compiles: ClassVar[str | None] = None  # what torch.compile wraps when `compile = true`, or None
 
     def unavailable(self, workload: Workload, device: str) -> str | None:
         """Why this strategy cannot run this workload on the requested device, or None."""
@@ -80,6 +103,22 @@ class StrategyBase(ABC):
                 return str(exc)
         return None
 
+    def not_offered(self, precision: str, backend: Backend) -> str | None:
+        """Why this strategy does not compute at `precision` on `backend`, or None when it does."""
+        if precision == "tf32" and backend != "cuda":
+            return TF32_CUDA_ONLY
+        if precision not in self.precisions:
+            return NO_NARROW if precision in NARROW else f"{self.name} has no {precision} kernel"
+        return None
+
+    def not_compiled(self, precision: str, backend: Backend) -> str | None:
+        """Why `compile = true` gives this strategy no compiled variant at `precision`, or None."""
+        if self.compiles is None:
+            return "no torch code to compile (numpy, LAPACK or SciPy throughout)"
+        if backend == "numpy" and precision not in NARROW:
+            return f"at {precision} it runs in numpy here: no torch code to compile"
+        return compile_missing_reason("cpu" if backend == "numpy" else backend)
+
     def backend(self, device: str) -> Backend:
         """Where the math runs: numpy strategies ignore `device`; torch ones resolve it."""
         return resolve_device(device) if self.uses_torch else "numpy"
@@ -93,10 +132,10 @@ class StrategyBase(ABC):
         """What :meth:`warm` imports (or compiles) on `backend`, for the progress display."""
         return () if backend == "numpy" else ("torch",)
 
-    def error_bound(self, op: OpRequest, shape: tuple[int, int]) -> float | None:
+    def error_bound(self, op: OpRequest, shape: tuple[int, int], precision: str = "float64") -> float | None:
         """The largest error this strategy can make on any m x n matrix, whatever its spectrum,
         relative to sigma_1 (the measure verification uses), where its method adds to LAPACK's
-        round-off in the run's dtype; None where it does not. The planner leaves a strategy out
+        round-off in the run's dtype (or at a narrow `precision`); None where it does not. The planner leaves a strategy out
         of an analysis whose tolerance is below its bound."""
         return None
 

@@ -25,6 +25,17 @@ class FactoredStrategy(Strategy):
     needs_factors = True
     factor_forms = frozenset({"lora", "kron"})
     factor_names = "LoRA or LoKr factors"
+    precisions = {
+        "float64": "float64 factors, Householder QRs and the r x r core SVD in float64",
+        "float32": "float32 factors, their r x r Grams summed in float64, float64 eigensolves",
+        "bfloat16": ("factors rounded to bfloat16, the r x r Grams' products in bfloat16 through torch (float32 "
+                     "accumulation, output rounded to bfloat16), widened to float64 for the eigensolves (LAPACK "
+                     "has no bfloat16); LoKr factors' SVDs stay float32"),
+        "float16": ("factors rounded to float16, the Grams' products in float16 (float32 accumulation), float64 "
+                    "eigensolves"),
+        "tf32": "float32 factors, the Grams' products on TF32 tensor cores, float64 eigensolves",
+    }
+    compiles = "the casts and the batched r x r Gram products (narrow precisions)"
 
     def backend(self, device: str) -> Backend:
         """CUDA when asked for or found ("auto"); else numpy, unless torch on the CPU is asked for
@@ -82,5 +93,7 @@ class FactoredStrategy(Strategy):
             compute_uv=op.wants_vectors,
             k=k,
             backend=ctx.backend,
+            precision=ctx.arithmetic,
+            log=ctx.compiled,
         )
         return OpResult(S=pad_spectrum(S, op.width((m, n))), U=U, Vh=Vh)

@@ -32,6 +32,7 @@ from harness.linalg.gram import (
 )
 from harness.linalg.parallel import kernel_threads
 from harness.linalg.piece_gram import piece_grams
+from harness.linalg.precision import low, narrow_gram
 from harness.linalg.prefetch import SLOTS, Ring, slot_bytes
 from harness.machine.info import MachineInfo
 from harness.strategies import cost
@@ -95,9 +96,21 @@ class GramStrategy(StrategyBase):
         """(positions, n, n) float64: the Gram of each position's n matrices, flattened."""
 
 
+NARROW_BLOCKS = ("deltas rounded to {p} block by block, each block's n x n product in {p} through torch (float32 "
+                 "accumulation inside the GEMM, output rounded to {p}), the blocks summed in float64")
+
+
 class DualGramStrategy(GramStrategy):
     name = "dual_gram"
     summary = "streams each position's n deltas once, column slices into a float64 Gram"
+    precisions = {
+        "float64": "float64 deltas and products",
+        "float32": "float32 deltas, products over slices of at most 1024 columns in float32, summed in float64",
+        "bfloat16": NARROW_BLOCKS.format(p="bfloat16"),
+        "float16": NARROW_BLOCKS.format(p="float16"),
+        "tf32": "float32 deltas, each block's product on TF32 tensor cores, summed in float64",
+    }
+    compiles = "the cast of each block, its Gram product and the widening (narrow precisions)"
 
     def backend(self, device: str) -> Backend:
         """Torch wherever it is there: on the CPU, MKL's batched float32 product beats OpenBLAS's
@@ -167,6 +180,8 @@ class DualGramStrategy(GramStrategy):
         cuda = ctx.backend == "cuda"
         ring = Ring.within(memory_budget, pinned=cuda)
         refs = [p.refs for p in layout.positions]
+        if low(ctx.arithmetic):  # bf16 / fp16 / tf32 products: torch's, never the float32 kernels
+            return self._narrow(source, refs, ctx, ring, out)
         compiled = not cuda and load_kernel("gram_kernel") is not None
         if compiled and (pieces := source.stored_pieces(refs, ctx.dtype)) is not None:
             return piece_grams(pieces, kernel_threads())
@@ -180,11 +195,28 @@ class DualGramStrategy(GramStrategy):
             out[i] = accumulate_gram((block for _, block in blocks), backend=ctx.backend, ring=ring, feed=feed)
         return out
 
+    @staticmethod
+    def _narrow(source: Source, refs: list, ctx: ExecContext, ring: Ring, out: np.ndarray) -> np.ndarray:
+        """Each position's blocks as dense float32, their Grams' products at ctx's narrow precision."""
+        for i, blocks in groupby(source.dense_blocks(refs, ctx.dtype, ring), key=itemgetter(0)):
+            for _, block in blocks:
+                out[i] += narrow_gram(block, ctx.arithmetic, ctx.backend, rows=True, log=ctx.compiled)
+        return out
+
 
 class FactoredGramStrategy(GramStrategy):
     name = "factored_gram"
     summary = "<dW_i, dW_j> from B_i.T B_j and A_i A_j.T: no dense delta at all"
     needs_factors = True
+    precisions = {
+        "float64": "float64 factors and cross-Grams",
+        "float32": "float32 factors and cross-Grams' products, their elementwise products and sums in float64",
+        "bfloat16": ("factors rounded to bfloat16, the cross-Grams' products in bfloat16 through torch (float32 "
+                     "accumulation, output rounded to bfloat16), elementwise products and sums in float64"),
+        "float16": "factors rounded to float16, cross-Grams' products in float16, the rest float64",
+        "tf32": "float32 factors, the cross-Grams' products on TF32 tensor cores, the rest float64",
+    }
+    compiles = "the casts and the cross-Gram products (narrow precisions)"
 
     def bytes_needed(self, layout: AdapterLayout, source: Source, dtype: np.dtype) -> int:
         """Factors in float64, and the two (n r) x (n r) cross-Grams."""
@@ -210,7 +242,8 @@ class FactoredGramStrategy(GramStrategy):
         out = np.empty((len(layout.positions), layout.n, layout.n))
         for i, position in enumerate(layout.positions):
             f = source.load_factors(position.refs, ctx.dtype)
-            out[i] = frobenius_gram(f.B, f.A, f.scale, backend=ctx.backend)
+            out[i] = frobenius_gram(f.B, f.A, f.scale, backend=ctx.backend, precision=ctx.arithmetic,
+                                    log=ctx.compiled)
         return out
 
 

@@ -13,12 +13,24 @@ from harness.machine.info import MachineInfo
 from harness.strategies import cost
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 
+NARROW_GRAM = ("inputs rounded to {p} and the Gram's products in {p} through torch (float32 accumulation "
+               "inside the GEMM, output rounded to {p}), widened to float64 for LAPACK's eigensolve (LAPACK "
+               "has no {p}); top-k's other side formed in float64 from the rounded inputs")
+
 
 class GramEighStrategy(Strategy):
     name = "gram_eigh"
     ops = frozenset({"svdvals", "svd_topk"})
     summary = ("float64 Gram of the smaller side (syrk) and its symmetric eigensolve; error <= "
                "sqrt(c eps64) of sigma_1, so tiny singular values lose their relative accuracy")
+    precisions = {
+        "float64": "float64 inputs, float64 Gram and eigensolve",
+        "float32": "float32 inputs, Gram products exact in float64, float64 eigensolve",
+        "bfloat16": NARROW_GRAM.format(p="bfloat16"),
+        "float16": NARROW_GRAM.format(p="float16"),
+        "tf32": "float32 inputs, the Gram's products on TF32 tensor cores, float64 eigensolve",
+    }
+    compiles = "the cast to the narrow precision, the Gram product and its widening (narrow precisions)"
 
     def backend(self, device: str) -> Backend:
         """CUDA when asked for or found ("auto"); else numpy on the CPU (its syrk and dsyevd),
@@ -35,8 +47,8 @@ class GramEighStrategy(Strategy):
     def imports(self, backend: Backend) -> tuple[str, ...]:
         return super().imports(backend) if backend != "numpy" else ("scipy.linalg",)
 
-    def error_bound(self, op: OpRequest, shape: tuple[int, int]) -> float | None:
-        return error_bound(shape)
+    def error_bound(self, op: OpRequest, shape: tuple[int, int], precision: str = "float64") -> float | None:
+        return error_bound(shape, precision)
 
     def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
         """The input, one float64 copy of it and the p x p float64 Gram, with its eigenvectors
@@ -62,7 +74,8 @@ class GramEighStrategy(Strategy):
                 + (flops - gram) / cost.cpu_flops_per_s(machine))
 
     def compute(self, op: OpRequest, data: Any, ctx: ExecContext) -> OpResult:
+        precision = ctx.arithmetic
         if not op.wants_vectors:
-            return OpResult(S=gram_svdvals(data, backend=ctx.backend))
-        S, U, Vh = gram_svd(data, op.k or 1, backend=ctx.backend)
+            return OpResult(S=gram_svdvals(data, backend=ctx.backend, precision=precision, log=ctx.compiled))
+        S, U, Vh = gram_svd(data, op.k or 1, backend=ctx.backend, precision=precision, log=ctx.compiled)
         return OpResult(S=S, U=U, Vh=Vh)

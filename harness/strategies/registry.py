@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from harness.strategies.base import StrategyBase
+from harness.strategies.cupy_batched import CupyStrategy
 from harness.strategies.factored import FactoredStrategy
 from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy, GramPairwiseStrategy
 from harness.strategies.gram_eigh import GramEighStrategy
@@ -20,6 +21,7 @@ STRATEGIES: dict[str, StrategyBase] = {
         NumpyStrategy(),
         ProcessPoolStrategy(),
         TorchStrategy(),
+        CupyStrategy(),
         ScipySvdsStrategy(),
         TorchLowrankStrategy(),
         FactoredStrategy(),

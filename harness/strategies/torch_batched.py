@@ -17,6 +17,7 @@ class TorchStrategy(Strategy):
     ops = frozenset({"svdvals", "svd", "svd_topk"})
     summary = "torch.linalg batched over each shape group (top-k: exact, then truncated)"
     uses_torch = True
+    compiles = "torch.linalg.svdvals / svd of each chunk"
 
     def seconds_per_matrix(
         self, op: OpRequest, group: ShapeGroup, machine: MachineInfo, backend: Backend
@@ -26,6 +27,9 @@ class TorchStrategy(Strategy):
         )
 
     def compute(self, op: OpRequest, data: Any, ctx: ExecContext) -> OpResult:
+        if ctx.compiled is not None:
+            S, U, Vh = dense.compiled_svd(data, op.k, op.wants_vectors, ctx.backend, ctx.compiled)
+            return OpResult(S=S, U=U, Vh=Vh)
         if not op.wants_vectors:
             return OpResult(S=dense.svdvals(data, backend=ctx.backend))
         S, U, Vh = dense.svd(data, k=op.k, backend=ctx.backend)

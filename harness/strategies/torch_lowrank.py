@@ -23,6 +23,7 @@ class TorchLowrankStrategy(Strategy):
     )
     uses_torch = True
     approximate = True
+    compiles = "torch.svd_lowrank: the sketch, power iterations, QRs and the small SVD"
 
     def bytes_per_matrix(self, op: OpRequest, group: ShapeGroup, itemsize: int) -> int:
         m, n = group.shape
@@ -41,6 +42,7 @@ class TorchLowrankStrategy(Strategy):
 
     def compute(self, op: OpRequest, data: Any, ctx: ExecContext) -> OpResult:
         S, U, Vh = dense.svd_lowrank(
-            data, op.k or 1, oversample=OVERSAMPLE, niter=NITER, seed=ctx.seed, backend=ctx.backend
+            data, op.k or 1, oversample=OVERSAMPLE, niter=NITER, seed=ctx.seed, backend=ctx.backend,
+            log=ctx.compiled,
         )
         return OpResult(S=S, U=U, Vh=Vh)

@@ -65,7 +65,7 @@ def test_spec_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     assert lines == [
         f"{SMOKE}: data.adapters: Input should be greater than or equal to 1",
         f"{SMOKE}: analysis[0].strategy: unknown strategy 'nmupy'; did you mean 'numpy'? "
-        "svdvals strategies: factored, gram_eigh, numpy, process_pool, torch",
+        "svdvals strategies: cupy, factored, gram_eigh, numpy, process_pool, torch",
     ]
 
 

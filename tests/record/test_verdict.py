@@ -37,3 +37,17 @@ def test_the_plan_lost_only_when_the_intervals_do_not_overlap() -> None:
     faster = analysis("numpy", [timing("numpy", "baseline", 1.0, None), timing("lowrank", "compare", 3.0, (2.5, 3.5))])
     assert choice_check(faster, approximate={"lowrank"}) is None  # auto never picks a randomized one
     assert choice_check(faster, approximate=set()) is not None
+
+
+def test_a_point_that_missed_the_tolerance_or_is_compiled_never_says_the_plan_lost() -> None:
+    from harness.record.verification import Verification
+
+    fast = timing("factored", "compare", 3.0, (2.5, 3.5))
+    fast.precision, fast.variant = "bfloat16", "@bfloat16"
+    chosen = timing("numpy", "baseline", 1.0, None)
+    a = analysis("numpy", [chosen, fast])
+    assert choice_check(a, approximate=set()) is not None  # faster, and nothing says it failed
+    a.verification = [Verification.judged("factored@bfloat16", 1, 1e-4, 3e-3)]
+    assert choice_check(a, approximate=set()) is None  # 3e-3 misses 1e-4: it could not have run the analysis
+    fast.compiled, a.verification = True, []
+    assert choice_check(a, approximate=set()) is None  # compiled points never run the full analysis

@@ -15,6 +15,7 @@ from harness.compute.verify import Operator
 from harness.compute.references import operator, exact_values
 from harness.compute.verify import verify
 from tests.conftest import known_spectrum
+from tests.fake_cupy import install
 
 OPS = [OpRequest("svdvals"), OpRequest("svd"), OpRequest("svd_topk", 3)]
 CASES = [(s, op) for s in STRATEGIES for op in OPS if op.op in STRATEGIES[s].ops]
@@ -24,6 +25,15 @@ CASES = [(s, op) for s in STRATEGIES for op in OPS if op.op in STRATEGIES[s].ops
 def pool() -> Iterator[Executor]:
     with process_pool(2) as executor:
         yield executor
+
+
+@pytest.fixture(autouse=True)
+def _cupy_faked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cupy strategy verified like the rest, CuPy faked by numpy where there is no GPU."""
+    from harness.linalg.cupy_svd import cupy_missing_reason
+
+    if cupy_missing_reason() is not None:
+        install(monkeypatch)
 
 
 def context(name: str, dtype: str, pool: Executor) -> ExecContext:

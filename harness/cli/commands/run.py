@@ -28,6 +28,7 @@ from harness.machine import measurements
 from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
 from harness.record.run_record import RECORD, RunRecord
+from harness.report.frontier import frontier_lines
 from harness.report.terminal import RUN_OPTIONAL, Fitted, explained, floor_note, run_table, wall_lines
 from harness.run.calibrate import run_roofs
 from harness.run.output import OutputError
@@ -177,6 +178,8 @@ def main(args: argparse.Namespace) -> int:
         say(line)
     out.print(Fitted(explained(run_table(record), args.explain), RUN_OPTIONAL))
     for line in wall_lines(record, verbose=args.verbose):
+        say(line)
+    for line in frontier_lines(record):
         say(line)
     out.print(f"results: {folder}")
     if args.report:
