@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.data.workload import ShapeGroup, Workload
+from harness.data.workload import ShapeGroup, Source, Workload
 from harness.linalg import cupy_svd
 from harness.linalg.device import Backend
 from harness.machine.info import MachineInfo
@@ -30,7 +30,7 @@ class CupyStrategy(Strategy):
     def backend(self, device: str) -> Backend:
         return "cuda"
 
-    def warm(self, backend: Backend) -> None:
+    def warm(self, backend: Backend, source: Source | None = None) -> None:
         """Import CuPy and create its cuSOLVER handle before any timed call."""
         cupy = cupy_svd.cupy_module()
         if cupy is not None:
