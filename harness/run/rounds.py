@@ -174,7 +174,11 @@ class Rounds:
         if calls:
             call = subject.prepare(r)
             for _ in range(calls):
+                took = time.perf_counter()
                 result = call()
+                took = time.perf_counter() - took
+            if subject.allocation.warmups and subject.ctx.compiled is None:  # a warm call: its seconds set the block's calls
+                self._recount(subject, took)
             if verify:
                 self._judge(subject, result, r)
         line.warmed = True
@@ -188,8 +192,7 @@ class Rounds:
         m, result = measure(call, warmup=0, repeats=subject.allocation.calls, backend=subject.ctx.backend,
                             cores=self.cores, min_time_s=BLOCK_S, min_samples=subject.allocation.calls,
                             on_call=lambda what: phase.item(f"{subject.name} on {subject.group}, {what}"))
-        a = subject.allocation  # the next blocks' calls from this one's seconds, not the plan's estimate
-        subject.allocation = a.model_copy(update={"calls": calls_for(m.median_s, a.repeats)})
+        self._recount(subject, m.median_s)
         line.calls += len(m.samples_s)
         line.new.append(Round(round=rid, seconds=m.median_s))
         if m.conditions is not None and condition_reasons(m.conditions):
@@ -198,6 +201,12 @@ class Rounds:
             began = time.perf_counter()
             self._judge(subject, result, r)
             self.first_s += time.perf_counter() - began
+
+    @staticmethod
+    def _recount(subject: Subject, call_s: float) -> None:
+        """The next blocks' calls from a call's measured seconds, not the plan's estimate."""
+        a = subject.allocation
+        subject.allocation = a.model_copy(update={"calls": calls_for(call_s, a.repeats)})
 
     def _judge(self, subject: Subject, result: object, r: int) -> None:
         """The verdict on round r's matrices: the cache's, else judged now and kept."""

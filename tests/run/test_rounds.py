@@ -47,3 +47,21 @@ def test_a_blocks_calls_follow_its_measured_seconds(seconds: float, repeats: int
         assert line.calls == before  # the first block as planned
         r._block(s, "run#a#1", 1, phase)
     assert s.allocation.calls == after and line.calls == before + after
+
+
+def test_a_warm_up_call_sets_the_first_blocks_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A strategy the plan thought fast gets a warm-up; when that call is slow, its first block
+    is one call, not three (torch's spectrum on a first run: 2 x 2 calls of 170 ms saved)."""
+    clock = iter(range(100))
+    monkeypatch.setattr(rounding.time, "perf_counter", lambda: float(next(clock)))  # every call "takes" 1 s
+    s = subject(MEDIAN_CALLS, 1)
+    s.allocation = s.allocation.model_copy(update={"warmup": 1})
+    s.strategy = SimpleNamespace(fans_out=False)  # type: ignore[assignment]
+    s.ctx.compiled = None  # type: ignore[attr-defined]
+    line = Timeline(pooled=[])
+    display = Display(Console(file=io.StringIO()), live=False)
+    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 1.0, 1.0, display, 2,
+               lambda subject, ids: None, lambda subject, ids, verdict: None)
+    r._first(s, 0, verify=False)
+    assert s.allocation.calls == 1 and line.warmed
+
