@@ -73,7 +73,7 @@ def test_an_oversized_synthetic_workload_is_refused_before_it_is_listed(
     path = spec(tmp_path)
     assert main(["plan", str(path), "--set", f"data.{key}={value}"]) == 2
     line = one_line(capsys.readouterr().err)
-    assert line.startswith(f"data: {matrices} matrices of ") and "(the matrix list " in line
+    assert line.startswith(f"{path}: data: {matrices} matrices of ") and "(the matrix list " in line
     assert line.endswith(f"this machine has {format_bytes(probe().memory_available)} available; analyse fewer matrices")
 
 
@@ -85,7 +85,7 @@ def test_a_workload_over_the_machines_memory_is_refused(tmp_path: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(path), "--set", "data.adapters=1000"]) == 2
     assert one_line(capsys.readouterr().err) == (
-        "data: 4,000 matrices of 1,000 adapters keep 7.7 MiB in memory for the whole run (the matrix list 5.7 MiB, "
+        f"{path}: data: 4,000 matrices of 1,000 adapters keep 7.7 MiB in memory for the whole run (the matrix list 5.7 MiB, "
         "spectra 2.0 MiB); this machine has 1.0 MiB available; analyse fewer matrices")
     assert tree(tmp_path) == {"spec.toml"}
 
