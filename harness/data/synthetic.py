@@ -146,13 +146,21 @@ class SyntheticSource(Source):
         (m, n), r = refs[0].shape, self.config.rank
         B = np.empty((len(refs), m, r), dtype=np.float32)
         A = np.empty((len(refs), r, n), dtype=np.float32)
-        threads = min(usable_cores(), -(-len(refs) // MATRICES_PER_THREAD))
-        if threads > 1:  # numpy's generators release the GIL: ~2x on 2 cores for a large group
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(lambda i: self._lora(refs[i], B[i], A[i]), range(len(refs))))
+        threads = max(1, min(usable_cores(), -(-len(refs) // MATRICES_PER_THREAD)))
+
+        def draw(part: range) -> None:
+            for i in part:
+                self._lora(refs[i], B[i], A[i])
+
+        # numpy's generators release the GIL; a contiguous share per thread, not a task per pair
+        # (1,064 pairs: 0.13-0.15 s on 2 threads against 0.19-0.20 s as single tasks, 0.18 s on one)
+        step = -(-len(refs) // threads)
+        parts = [range(lo, min(lo + step, len(refs))) for lo in range(0, len(refs), step)]
+        if len(parts) > 1:
+            with ThreadPoolExecutor(len(parts)) as pool:
+                list(pool.map(draw, parts))
         else:
-            for i, ref in enumerate(refs):
-                self._lora(ref, B[i], A[i])
+            draw(parts[0])
         return Factors(
             B=B.astype(dtype, copy=False),
             A=A.astype(dtype, copy=False),
