@@ -14,18 +14,19 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import Limit, floors
+from harness.bench.budget import Allocation, Limit, floors
 from harness.compute.references import References
 from harness.compute.verify import combine
 from harness.data.layout import AdapterLayout
 from harness.data.memo import MemoSource
-from harness.data.workload import Workload
+from harness.data.workload import ShapeGroup, Workload
 from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements, Round
@@ -113,24 +114,17 @@ class BenchPhase:
         assert bench is not None
         if self.pool is None:
             return set(), set()
-        groups = {g.label: g for g in self.workload.groups()}
-        layout = AdapterLayout.from_workload(self.workload) if any(s.op == "pca" for s in self.plan.steps) else None
         settled, floored = set(), set()
         for step in self.plan.steps:
             lines: dict[str, dict[str, float]] = {}
             for t in step.timed:
                 parts = []
                 for a in t.allocations:
-                    if step.op == "pca":
-                        assert layout is not None
-                        shape, rank, total, per_call = position_shape(layout), None, len(layout.positions), 1
-                    else:
-                        g = groups[a.group]
-                        shape, rank, total, per_call = g.shape, g.rank, len(g), a.matrices
-                    pooled = self.pool.rounds(self._item(step, t, shape, rank, per_call))
+                    item, total = self._placed(step, t, a)
+                    pooled = self.pool.rounds(item)
                     parts.append(([r.round for r in pooled], [r.seconds for r in pooled], a.matrices, total))
-                lines[t.strategy] = workload_totals(parts)
-            baseline = next((t.strategy for t in step.timed if t.role == "baseline"), None)
+                lines[t.label] = workload_totals(parts)
+            baseline = next((t.label for t in step.timed if t.role == "baseline"), None)
             if step.timed and not still_unresolved(lines, baseline, bench.precision):
                 settled.add(step.analysis)
             if step.timed and not still_unresolved(lines, baseline, math.inf):  # any interval at all
@@ -157,30 +151,43 @@ class BenchPhase:
                     width=width(STRATEGIES[timed.strategy].fans_out, self.plan.workers, per_call),
                     precision=timed.precision, compiled=timed.compiled)
 
+    @cached_property
+    def _groups(self) -> dict[str, ShapeGroup]:
+        return {g.label: g for g in self.workload.groups()}
+
+    @cached_property
+    def _layout(self) -> AdapterLayout:
+        return AdapterLayout.from_workload(self.workload)
+
+    def _placed(self, step: Step, timed: Timed, a: Allocation) -> tuple[Item, int]:
+        """What an allocation's rounds are pooled under, and the matrices (a PCA's positions) of
+        its group in the workload."""
+        if step.op == "pca":
+            return self._item(step, timed, position_shape(self._layout), None, 1), len(self._layout.positions)
+        g = self._groups[a.group]
+        return self._item(step, timed, g.shape, g.rank, a.matrices), len(g)
+
     def _context(self, timed: Timed) -> ExecContext:
         return variant_context(self.context(timed.device), timed, self.plan.dtype)
 
     def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared strategy of a per-matrix op, on every shape group."""
-        groups = {g.label: g for g in self.workload.groups()}
         subjects = {t.label: [
-            matrix_subject(step, t, a, groups[a.group], self.workload.source, self.references,
-                           self._context(t), self._item(step, t, groups[a.group].shape, groups[a.group].rank,
-                                                              a.matrices))
+            matrix_subject(step, t, a, self._groups[a.group], self.workload.source, self.references,
+                           self._context(t), self._placed(step, t, a)[0])
             for a in t.allocations] for t in step.timed}
         return self._time(step, subjects)
 
     def time_pca(self, step: Step, analysis: PcaAnalysis) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared Gram strategy, one position a round; totals scaled by positions."""
-        layout = AdapterLayout.from_workload(self.workload)
         # its rounds time loading too: from the source itself, never from the run's factor memo,
         # whose state depends on what the run computed before it (dual_gram took 0.2 s a position
         # after a cold run's analyses and 0.9 s after a warm one's, in alternating runs)
         source = self.workload.source
         source = source.inner if isinstance(source, MemoSource) else source
         subjects = {t.label: [
-            pca_subject(step, analysis, t, a, layout, source, self.references, self._context(t),
-                        self.plan.memory_budget, self._item(step, t, position_shape(layout), None, 1))
+            pca_subject(step, analysis, t, a, self._layout, source, self.references, self._context(t),
+                        self.plan.memory_budget, self._placed(step, t, a)[0])
             for a in t.allocations] for t in step.timed}
         return self._time(step, subjects)
 

@@ -95,6 +95,34 @@ def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
     assert load_record(tmp_path / "b").analyses[1].timings[0].cached
 
 
+def test_each_point_of_a_strategy_is_settled_by_its_own_pooled_rounds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """factored@float32's pooled rounds say nothing of factored@bfloat16, which still needs its
+    rounds: the analysis keeps its share (points of one strategy are told apart by their labels)."""
+    from harness.run import phase as phasing
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine: rounds kept
+    limits: list[dict[str, float]] = []
+
+    class Seen(phasing.Limit):  # type: ignore[misc]
+        def __init__(self, limit_s: float, budget_s: float, floors: dict[str, float],
+                     weights: dict[str, float]) -> None:
+            limits.append(dict(weights))
+            super().__init__(limit_s, budget_s, floors, weights)
+
+    monkeypatch.setattr(phasing, "Limit", Seen)
+    common = ["--no-cache", "--set", "benchmark.precision='100%'"]
+    values = ("{{name='values', op='svdvals', strategy='factored', compare=['numpy', 'factored'], tolerance=0.05, "
+              "precisions={}}}")
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *common,
+                 "--set", f"analysis=[{values.format(['float32'])}]"]) == 0
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *common,
+                 "--set", f"analysis=[{values.format(['bfloat16', 'float32'])}]"]) == 0
+    assert set(limits[1]) == {"values"}
+
+
 def test_rounds_measured_under_load_are_said_and_never_pooled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.bench import noise
     from harness.run import rounds as rounding
