@@ -20,6 +20,7 @@ from harness.bench.conditions import Conditions, between, snapshot
 from harness.bench.measure import measure
 from harness.bench.noise import condition_reasons
 from harness.data.workload import DataError
+from harness.linalg.device import synchronize
 from harness.machine.measurements import Round
 from harness.record.run_record import speedup_interval, workload_totals
 from harness.record.verification import Verification
@@ -176,6 +177,7 @@ class Rounds:
             for _ in range(calls):
                 took = time.perf_counter()
                 result = call()
+                synchronize(subject.ctx.backend)  # queued CUDA work is the call's too
                 took = time.perf_counter() - took
             if subject.allocation.warmups and subject.ctx.compiled is None:  # a warm call: its seconds set the block's calls
                 self._recount(subject, took)
