@@ -69,9 +69,10 @@ def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, monkey
     assert all(t.rounds_pooled == 0 and not t.cached for t in fresh.analyses[0].timings)
 
 
-def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its floor and share go to the analyses that still need rounds, even those before it."""
+@pytest.fixture
+def shares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, float]]:
+    """Each run's analyses that get a share of the budget (the weights its Limit starts with),
+    on a quiet machine whose rounds are pooled in tmp_path."""
     from harness.run import phase as phasing
     from harness.run import rounds as rounding
 
@@ -86,33 +87,25 @@ def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
             super().__init__(limit_s, budget_s, floors, weights)
 
     monkeypatch.setattr(phasing, "Limit", Seen)
+    return limits
+
+
+def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
+        tmp_path: Path, shares: list[dict[str, float]]) -> None:
+    """Its floor and share go to the analyses that still need rounds, even those before it."""
     values = "{name='values', op='svdvals', strategy='factored', compare=['numpy']}"
     top = "{name='top', op='svd_topk', k=2, strategy='factored', compare=['scipy_svds']}"
     common = ["--no-cache", "--set", "benchmark.precision='100%'"]  # any interval at all resolves
     assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *common, "--set", f"analysis=[{values}]"]) == 0
     assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *common, "--set", f"analysis=[{top}, {values}]"]) == 0
-    assert set(limits[0]) == {"values"} and set(limits[1]) == {"top"}  # "values" is settled by run a's rounds
+    assert set(shares[0]) == {"values"} and set(shares[1]) == {"top"}  # "values" is settled by run a's rounds
     assert load_record(tmp_path / "b").analyses[1].timings[0].cached
 
 
 def test_each_point_of_a_strategy_is_settled_by_its_own_pooled_rounds(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, shares: list[dict[str, float]]) -> None:
     """factored@float32's pooled rounds say nothing of factored@bfloat16, which still needs its
     rounds: the analysis keeps its share (points of one strategy are told apart by their labels)."""
-    from harness.run import phase as phasing
-    from harness.run import rounds as rounding
-
-    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
-    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine: rounds kept
-    limits: list[dict[str, float]] = []
-
-    class Seen(phasing.Limit):  # type: ignore[misc]
-        def __init__(self, limit_s: float, budget_s: float, floors: dict[str, float],
-                     weights: dict[str, float]) -> None:
-            limits.append(dict(weights))
-            super().__init__(limit_s, budget_s, floors, weights)
-
-    monkeypatch.setattr(phasing, "Limit", Seen)
     common = ["--no-cache", "--set", "benchmark.precision='100%'"]
     values = ("{{name='values', op='svdvals', strategy='factored', compare=['numpy', 'factored'], tolerance=0.05, "
               "precisions={}}}")
@@ -120,7 +113,7 @@ def test_each_point_of_a_strategy_is_settled_by_its_own_pooled_rounds(
                  "--set", f"analysis=[{values.format(['float32'])}]"]) == 0
     assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *common,
                  "--set", f"analysis=[{values.format(['bfloat16', 'float32'])}]"]) == 0
-    assert set(limits[1]) == {"values"}
+    assert set(shares[1]) == {"values"}
 
 
 def test_rounds_measured_under_load_are_said_and_never_pooled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
