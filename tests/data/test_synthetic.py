@@ -1,6 +1,6 @@
 import numpy as np
 
-from harness.data.synthetic import SyntheticData, SyntheticSource, dense_spectrum
+from harness.data.synthetic import SyntheticData, SyntheticSource, dense_spectrum, small_pages
 from harness.data.workload import Workload
 
 
@@ -51,3 +51,17 @@ def test_dense_form_has_the_controlled_spectrum(dense_workload: Workload) -> Non
 def test_scale_follows_rslora() -> None:
     assert SyntheticData(rank=16, alpha=32).scale == 2.0
     assert SyntheticData(rank=16, alpha=32, rslora=True).scale == 8.0
+
+
+def test_drawn_factors_are_ordinary_arrays_in_small_pages(lora_workload: Workload) -> None:
+    """Placed in their own mapping (no huge-page stalls), they still write, pickle to a worker
+    and outlive the load that made them; an empty draw is an empty array."""
+    import pickle
+
+    f = lora_workload.source.load_factors(lora_workload.refs[:3], np.dtype(np.float32))
+    B = f.B
+    del f
+    B[0, 0, 0] = 1.5
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(B)), B)
+    assert small_pages((0, 4, 2)).shape == (0, 4, 2)
+    assert small_pages((2, 3)).flags.writeable and small_pages((2, 3)).dtype == np.float32
