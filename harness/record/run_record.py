@@ -294,8 +294,8 @@ class BenchRecord(BaseModel):
     rounds_pooled: int = 0  # rounds earlier runs had timed, taken into this run's intervals
     resolved: int = 0  # speedups whose interval met the precision
     unresolved: int = 0
-    spent_s: float = 0.0  # the whole phase: rounds, and the one-off work below
-    one_off_s: float = 0.0  # imports, a pool's start, warm-ups, verifying answers: outside the budget's rounds
+    spent_s: float = 0.0  # the whole phase: warm-up calls and rounds (the budget's), and the one-off work below
+    one_off_s: float = 0.0  # imports, a pool's start, verifying answers: outside the budget
     threads: int
     references_computed: int = 0
     references_cached: int = 0

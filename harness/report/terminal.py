@@ -312,9 +312,9 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
     if b is None:
         return []
     why = record.plan.bench.threads_reason if record.plan.bench is not None else ""
-    lines = [f"benchmark: {format_seconds(b.spent_s - b.one_off_s)} of rounds for a {format_seconds(b.budget_s)} "
+    lines = [f"benchmark: {format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a {format_seconds(b.budget_s)} "
              f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (imports, "
-             f"a pool's start, warm-ups, verifying answers); {b.rounds} rounds timed, {b.rounds_pooled} pooled from earlier "
+             f"a pool's start, verifying answers); {b.rounds} rounds timed, {b.rounds_pooled} pooled from earlier "
              f"runs; {b.resolved} of {b.resolved + b.unresolved} speedups resolved to ±{100 * b.precision:.0f}%; "
              f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "

@@ -204,7 +204,7 @@ class BenchPhase:
                         self.limit.extra(step.analysis), self.limit.limit_s - self.limit.spent_s, self.display,
                         self.cores, self._lookup, self._keep)
         rounds.run()
-        self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys rounds
+        self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys warm-ups and rounds
         self.one_off_s += rounds.first_s
         self.counts["rounds"] += rounds.count
         timings, checks = [], []

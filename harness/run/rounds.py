@@ -91,7 +91,8 @@ class Rounds:
     keep: Keep
     failures: dict[str, str] = field(default_factory=dict)
     count: int = 0  # rounds this run timed
-    first_s: float = 0.0  # seconds of one-off work: warm-ups, a pool's start, verifying an answer
+    first_s: float = 0.0  # seconds of one-off work: imports, a pool's start, verifying an answer
+    warm_s: float = 0.0  # seconds of warm-up calls: the floor counts them, so the budget does
     conditions: Conditions | None = None
 
     def unresolved(self) -> list[str]:
@@ -113,7 +114,7 @@ class Rounds:
             names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
             estimate = last if last is not None else self._estimate(names)
-            elapsed = time.perf_counter() - start - self.first_s  # rounds only: one-offs are said apart
+            elapsed = time.perf_counter() - start - self.first_s  # warm-ups and rounds: one-offs are said apart
             # the floor's rounds may take what the whole phase has left, the rest only this analysis'
             # share of the budget, counted from when its floor was done
             if not floor and floor_s is None:
@@ -122,9 +123,9 @@ class Rounds:
             limit = hard if floor_s is None else min(floor_s + self.extra_s, hard)
             if (self.count or not floor) and elapsed + estimate > limit:
                 break
-            began, first = time.perf_counter(), self.first_s
+            began, first = time.perf_counter(), self.first_s + self.warm_s
             self._round(names if self.count % 2 == 0 else names[::-1])
-            last = time.perf_counter() - began - (self.first_s - first)  # the next round has no first calls
+            last = time.perf_counter() - began - (self.first_s + self.warm_s - first)  # the next has no first calls
         self.conditions = between(before, snapshot(), self.cores)
         for s in self.subjects:
             if s not in self.failures:
@@ -172,6 +173,7 @@ class Rounds:
             subject.ctx.executor()  # started now: a pool's start-up is never inside a timed call
         # a compiled point compiles in its first call: never in a timed one
         calls = max(subject.allocation.warmups, 1 if verify or subject.ctx.compiled is not None else 0)
+        warm_s = 0.0
         if calls:
             call = subject.prepare(r)
             for _ in range(calls):
@@ -179,12 +181,16 @@ class Rounds:
                 result = call()
                 synchronize(subject.ctx.backend)  # queued CUDA work is the call's too
                 took = time.perf_counter() - took
+                warm_s += took
             if subject.allocation.warmups and subject.ctx.compiled is None:  # a warm call: its seconds set the block's calls
                 self._recount(subject, took)
             if verify:
                 self._judge(subject, result, r)
+        # the floor's warm-ups are spent from the budget; a call made only to verify or to compile is one-off work
+        warm_s = warm_s if subject.allocation.warmups and subject.ctx.compiled is None else 0.0
         line.warmed = True
-        self.first_s += time.perf_counter() - began
+        self.warm_s += warm_s
+        self.first_s += time.perf_counter() - began - warm_s
 
     def _block(self, subject: Subject, rid: str, r: int, phase: Phase) -> None:
         line = self.lines[id(subject)]

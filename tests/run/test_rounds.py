@@ -65,3 +65,22 @@ def test_a_warm_up_call_sets_the_first_blocks_calls(monkeypatch: pytest.MonkeyPa
     r._first(s, 0, verify=False)
     assert s.allocation.calls == 1 and line.warmed
 
+
+
+@pytest.mark.parametrize("warmup,verify,warm_s", [
+    (1, False, 1.0),  # the floor's warm-up: spent from the budget, like a round
+    (0, True, 0.0),  # a call made only to verify the answer: one-off work, said apart
+])
+def test_warm_up_calls_are_spent_from_the_budget_and_verifying_calls_are_not(
+        warmup: int, verify: bool, warm_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter(range(100))
+    monkeypatch.setattr(rounding.time, "perf_counter", lambda: float(next(clock)))  # every call "takes" 1 s
+    s = subject(MEDIAN_CALLS, 1)
+    s.allocation = s.allocation.model_copy(update={"warmup": warmup})
+    s.strategy = SimpleNamespace(fans_out=False)  # type: ignore[assignment]
+    s.ctx.compiled = None  # type: ignore[attr-defined]
+    display = Display(Console(file=io.StringIO()), live=False)
+    r = Rounds("a", "run", {"s": [s]}, None, {id(s): Timeline(pooled=[])}, 0.1, 1.0, 1.0, display, 2,
+               lambda subject, ids: None, lambda subject, ids, verdict: None)
+    r._first(s, 0, verify=verify)
+    assert r.warm_s == warm_s and r.first_s + r.warm_s == 3.0  # the clock read 0 at its start and 3 at its end
