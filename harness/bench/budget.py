@@ -43,6 +43,11 @@ WHOLE_SAMPLE_S = 0.2
 MEDIAN_CALL_S = 0.1
 MEDIAN_CALLS = 3
 OVERRUN = 0.10  # the phase may pass its limit by this share while a round in progress ends
+# What a block costs beyond its calls: forming its round's matrices, reading /proc before and after
+# (pyperf's conditions), the progress display. 7-38 ms a block on the main job (median ~15 ms); left
+# out, the floor of its 18 blocks a round came out 0.6-0.9 s short, and the last analysis lost its
+# second round to the analyses before it.
+BLOCK_OVERHEAD_S = 0.015
 POSITIONS = "positions"  # the one "group" of a pca step: its (layer, module) positions
 ItemKey = tuple[str, str, str]  # one item of the phase: (analysis, strategy, shape group)
 
@@ -66,8 +71,9 @@ class Allocation(BaseModel):
 
     @property
     def block_s(self) -> float:
-        """Seconds of its block in one round: `calls` calls, fast ones repeated to fill BLOCK_S."""
-        return max(self.call_s * self.calls, BLOCK_S)
+        """Seconds of its block in one round: `calls` calls, fast ones repeated to fill BLOCK_S,
+        and the block's own overhead."""
+        return max(self.call_s * self.calls, BLOCK_S) + BLOCK_OVERHEAD_S
 
     @property
     def warmups(self) -> int:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, POSITIONS, SLOW_CALL_S, Allocation, Limit, allocate, floor_s, rounds_note
+from harness.bench.budget import BLOCK_OVERHEAD_S, BLOCK_S, MIN_ROUNDS, POSITIONS, SLOW_CALL_S, Allocation, Limit, allocate, floor_s, rounds_note
 
 
 def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Allocation:
@@ -11,8 +11,8 @@ def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Al
 
 def test_the_floor_is_the_warm_ups_and_two_rounds() -> None:
     wants = {("a", "numpy", "g"): want(0.3), ("a", "factored", "g"): want(1e-4)}
-    # a slow call gets no warm-up; a fast one's block is BLOCK_S
-    assert floor_s(wants) == pytest.approx(1e-4 + MIN_ROUNDS * (0.3 + BLOCK_S))
+    # a slow call gets no warm-up; a fast one's block is BLOCK_S; each block has its overhead
+    assert floor_s(wants) == pytest.approx(1e-4 + MIN_ROUNDS * (0.3 + BLOCK_S + 2 * BLOCK_OVERHEAD_S))
 
 
 def test_a_slow_call_gets_no_warm_up_a_fast_one_does() -> None:
@@ -31,14 +31,14 @@ def test_a_baseline_and_a_pca_position_are_warmed_up_however_slow() -> None:
 
 def test_the_budget_above_the_floor_buys_every_analysis_the_same_extra_rounds() -> None:
     wants = {("cheap", "x", "g"): want(0.1), ("dear", "y", "g"): want(0.9)}
-    out = allocate(wants, floor_s(wants) + 3.0)  # a round of both: 1.0 s
+    out = allocate(wants, floor_s(wants) + 3 * (1.0 + 2 * BLOCK_OVERHEAD_S))  # a round of both
     assert {a.rounds for a in out.values()} == {MIN_ROUNDS + 3}
     assert {a.rounds for a in allocate(wants, 0.0).values()} == {MIN_ROUNDS}
 
 
 def test_rounds_note_says_what_a_round_costs() -> None:
     out = allocate({("a", "x", "g"): want(0.3, matrices=2)}, 0.0)
-    assert rounds_note(list(out.values())) == "2 rounds, 2 matrices a call: ~600.0 ms a round"
+    assert rounds_note(list(out.values())) == f"2 rounds, 2 matrices a call: ~{600 + 1e3 * BLOCK_OVERHEAD_S:.1f} ms a round"
 
 
 def test_rounds_beyond_the_floors_spend_the_budget_shared_by_the_cost_of_a_round() -> None:
