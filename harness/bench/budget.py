@@ -42,7 +42,8 @@ WHOLE_SAMPLE_S = 0.2
 # round (log spread 0.33); the median of three took it to 0.07, which resolves in a few rounds.
 MEDIAN_CALL_S = 0.1
 MEDIAN_CALLS = 3
-OVERRUN = 0.10  # the phase may pass its limit by this share while a round in progress ends
+# the phase may pass its limit by this share of it, the last analysis' floor as much as the first's
+OVERRUN = 0.10
 # What a block costs beyond its calls: forming its round's matrices, reading /proc before and after
 # (pyperf's conditions), the progress display. 7-38 ms a block on the main job (median ~15 ms); left
 # out, the floor of its 18 blocks a round came out 0.6-0.9 s short, and the last analysis lost its
@@ -133,6 +134,34 @@ def rounds_note(allocations: list[Allocation]) -> str:
     unit = ("position", "positions") if a.group == POSITIONS else ("matrix", "matrices")
     per = f"{a.matrices} {unit[0] if a.matrices == 1 else unit[1]} a call"
     return f"{a.rounds} rounds, {per}: ~{format_seconds(sum(x.block_s for x in allocations))} a round"
+
+
+def resolving_shares(needs: dict[str, list[int]], round_s: dict[str, float], spare_s: float) -> dict[str, float]:
+    """Seconds of extra rounds per analysis that resolve the most speedups within `spare_s`:
+    `needs` holds, per analysis, the extra rounds each unresolved speedup still needs (from the
+    spread of its pooled rounds, bench.statistics.rounds_to_resolve); rounds go first where a
+    speedup resolves for the fewest seconds. A top-3 round of the main job costs 0.9 s and one
+    or two more resolved its speedups; a spectrum round 1.4 s, and five more might. Empty
+    when no speedup resolves within `spare_s`."""
+    extra = dict.fromkeys(needs, 0)
+    left = spare_s
+    while True:
+        best: tuple[float, str, int] | None = None
+        for analysis, rounds in needs.items():
+            pending = sorted(n for n in rounds if n > extra[analysis])
+            if not pending:
+                continue
+            step = pending[0] - extra[analysis]
+            cost = step * round_s[analysis]
+            per = cost / pending.count(pending[0])
+            if cost <= left and (best is None or per < best[0]):
+                best = (per, analysis, step)
+        if best is None:
+            break
+        _per, analysis, step = best
+        extra[analysis] += step
+        left -= step * round_s[analysis]
+    return {analysis: n * round_s[analysis] for analysis, n in extra.items() if n}
 
 
 @dataclass

@@ -70,6 +70,21 @@ def log_interval(logs: Sequence[float], level: float = LEVEL) -> Interval:
                     n=len(x))
 
 
+def rounds_to_resolve(interval: Interval, precision: float, most: int) -> int | None:
+    """The fewest rounds at which an interval of the same spread would be within `precision`
+    (t(n-1) s / sqrt(n) <= log(1 + precision), s the log ratios' standard deviation read back
+    from the interval); None without a spread to read (fewer than two rounds) or beyond `most`."""
+    n = interval.n
+    if n < 2 or not math.isfinite(interval.high) or interval.high <= 0:
+        return None
+    sd = math.log(interval.high / interval.estimate) * math.sqrt(n) / _t(n - 1)
+    goal = math.log1p(precision)
+    for rounds in range(n, most + 1):
+        if _t(rounds - 1) * sd / math.sqrt(rounds) <= goal:
+            return rounds
+    return None
+
+
 def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], level: float = LEVEL) -> Interval:
     """numerator_i / denominator_i over rounds i (e.g. baseline seconds over a strategy's)."""
     if len(numerator) != len(denominator):

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import Allocation, Limit, floors
+from harness.bench.budget import OVERRUN, Allocation, Limit, floors, resolving_shares
 from harness.compute.references import References
 from harness.compute.verify import combine
 from harness.data.layout import AdapterLayout
@@ -41,7 +41,7 @@ from harness.store.cache import ResultCache
 from harness.store.keys import TIMING_PACKAGES, Keys, source_digest
 from harness.strategies.base import ExecContext
 from harness.strategies.registry import STRATEGIES
-from harness.run.rounds import Rounds, Timeline, still_unresolved
+from harness.run.rounds import Rounds, Timeline, rounds_wanted, still_unresolved
 from harness.run.subjects import Subject, matrix_subject, pca_subject
 from harness.run.variants import keep_compiled, mark, variant_context
 
@@ -97,24 +97,32 @@ class BenchPhase:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
         per_analysis = floors({(s.analysis, t.label, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
-        settled, floored = self._pooled()  # resolved by pooled rounds: no share; floor covered: no floor
+        settled, floored, needs = self._pooled()  # resolved by pooled rounds: no share; floor covered: no floor
         bench = self.plan.bench
-        self.limit = Limit(bench.limit_s - bench.references_s, bench.budget_s - bench.references_s,
-                           {name: 0.0 if name in floored else floor
-                            for name, (floor, _round_s) in per_analysis.items() if name not in settled},
-                           {name: round_s for name, (_floor, round_s) in per_analysis.items() if name not in settled})
+        floor_of = {name: 0.0 if name in floored else floor
+                    for name, (floor, _round_s) in per_analysis.items() if name not in settled}
+        weights = {name: round_s for name, (_floor, round_s) in per_analysis.items() if name not in settled}
+        spare = bench.budget_s - bench.references_s - sum(floor_of.values())
+        # with every open speedup's spread known, the budget goes where it resolves the most; else
+        # every analysis gets as many extra rounds
+        resolving = resolving_shares({a: needs[a] for a in weights}, weights, spare) if needs is not None else {}
+        self.limit = Limit(bench.limit_s - bench.references_s, bench.budget_s - bench.references_s, floor_of,
+                           {name: resolving.get(name, 0.0) for name in weights} if resolving else weights)
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
 
-    def _pooled(self) -> tuple[set[str], set[str]]:
-        """The analyses whose every speedup the pooled rounds already resolve, and those whose
-        floor they cover (none when the run is fresh): a re-run gives the first kind's share of
-        the budget to the others, and reserves no floor for the second."""
+    def _pooled(self) -> tuple[set[str], set[str], dict[str, list[int]] | None]:
+        """The analyses whose every speedup the pooled rounds already resolve, those whose floor
+        they cover (none when the run is fresh), and the extra rounds each open speedup needs by
+        the spread of its pooled rounds (None when some speedup has too few to tell): a re-run
+        gives the first kind's share of the budget to the others, reserves no floor for the
+        second, and spends the budget where it resolves the most."""
         bench = self.plan.bench
         assert bench is not None
         if self.pool is None:
-            return set(), set()
+            return set(), set(), None
         settled, floored = set(), set()
+        needs: dict[str, list[int]] | None = {}
         for step in self.plan.steps:
             lines: dict[str, dict[str, float]] = {}
             for t in step.timed:
@@ -129,7 +137,9 @@ class BenchPhase:
                 settled.add(step.analysis)
             if step.timed and not still_unresolved(lines, baseline, math.inf):  # any interval at all
                 floored.add(step.analysis)
-        return settled, floored
+            wanted = rounds_wanted(lines, baseline, bench.precision)
+            needs = None if needs is None or wanted is None else {**needs, step.analysis: wanted}
+        return settled, floored, needs
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench
@@ -201,8 +211,8 @@ class BenchPhase:
         start = time.perf_counter()
         self.limit.begin()
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
-                        self.limit.extra(step.analysis), self.limit.limit_s - self.limit.spent_s, self.display,
-                        self.cores, self._lookup, self._keep)
+                        self.limit.extra(step.analysis), self.limit.limit_s * (1 + OVERRUN) - self.limit.spent_s,
+                        self.display, self.cores, self._lookup, self._keep)
         rounds.run()
         self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys warm-ups and rounds
         self.one_off_s += rounds.first_s

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.base.progress import Display, Phase
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, OVERRUN, calls_for
+from harness.bench.budget import BLOCK_S, MAX_ROUNDS, MIN_ROUNDS, calls_for
 from harness.bench.conditions import Conditions, between, snapshot
 from harness.bench.measure import measure
 from harness.bench.noise import condition_reasons
+from harness.bench.statistics import rounds_to_resolve
 from harness.data.workload import DataError
 from harness.linalg.device import synchronize
 from harness.machine.measurements import Round
@@ -68,6 +69,20 @@ def still_unresolved(totals: dict[str, dict[str, float]], baseline: str | None, 
     return todo
 
 
+def rounds_wanted(totals: dict[str, dict[str, float]], baseline: str | None, precision: float) -> list[int] | None:
+    """The extra rounds each open speedup needs for an interval within `precision` at the
+    spread its rounds show (one beyond MAX_ROUNDS: left out); None when a speedup has fewer
+    than two rounds paired with a live baseline, whose spread is unknown."""
+    wanted = []
+    for s in still_unresolved(totals, baseline, precision):
+        interval = speedup_interval(totals[baseline], totals[s]) if baseline in totals else None
+        if interval is None or interval.n < MIN_ROUNDS:
+            return None
+        if (rounds := rounds_to_resolve(interval, precision, MAX_ROUNDS)) is not None:
+            wanted.append(rounds - interval.n)
+    return wanted
+
+
 def totals(subjects: list[Subject], lines: dict[int, Timeline]) -> dict[str, float]:
     """Round id -> the workload total of one strategy (its subjects are its groups), over the
     rounds that timed every group: as the record computes it (record.run_record.workload_totals)."""
@@ -84,7 +99,7 @@ class Rounds:
     lines: dict[int, Timeline]  # id(subject) -> its timeline
     precision: float
     extra_s: float  # what rounds beyond the floor may spend (bench.budget.Limit.extra)
-    phase_left_s: float  # what the whole phase has left (max(budget, floor) less what it spent)
+    phase_left_s: float  # what the whole phase has left: max(budget, floor) and its overrun, less what it spent
     display: Display
     cores: int
     lookup: Check
@@ -119,7 +134,7 @@ class Rounds:
             # share of the budget, counted from when its floor was done
             if not floor and floor_s is None:
                 floor_s = elapsed
-            hard = self.phase_left_s * (1 + OVERRUN)
+            hard = self.phase_left_s
             limit = hard if floor_s is None else min(floor_s + self.extra_s, hard)
             if (self.count or not floor) and elapsed + estimate > limit:
                 break

@@ -61,3 +61,14 @@ def test_a_fast_call_is_timed_three_times_a_block_and_the_median_kept() -> None:
 
     assert calls_for(MEDIAN_CALL_S / 2, 1) == MEDIAN_CALLS and calls_for(MEDIAN_CALL_S, 1) == 1
     assert calls_for(MEDIAN_CALL_S / 2, 5) == 5 and calls_for(1.0, 2) == 2
+
+
+def test_extra_rounds_go_where_a_speedup_resolves_for_the_fewest_seconds() -> None:
+    from harness.bench.budget import resolving_shares
+
+    round_s = {"spectrum": 1.4, "top3": 0.9, "geometry": 0.3}
+    needs = {"spectrum": [5, 6], "top3": [1, 1, 2], "geometry": [1]}
+    # geometry's one round (0.3 s a speedup), top3's first (0.45 s each of two), its second (0.9 s);
+    # spectrum's five rounds (7 s) do not fit what is left
+    assert resolving_shares(needs, round_s, 4.0) == pytest.approx({"geometry": 0.3, "top3": 1.8})
+    assert resolving_shares(needs, round_s, 0.2) == {}  # nothing resolves within it

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness.bench.noise import dispersion_reasons
-from harness.bench.statistics import drift_reason, log_interval, paired_ratio, welch_ratio
+from harness.bench.statistics import _t, drift_reason, log_interval, paired_ratio, rounds_to_resolve, welch_ratio
 
 
 @pytest.mark.parametrize("rounds", [3, 5, 10])
@@ -68,3 +68,14 @@ def test_a_drifting_set_of_rounds_is_marked() -> None:
 def test_a_bimodal_set_of_rounds_is_marked() -> None:
     rounds = [1.0, 1.01, 0.99, 1.02, 2.0, 2.02, 1.98, 2.01]
     assert any(r.startswith("bimodal") for r in dispersion_reasons(rounds))
+
+
+def test_rounds_to_resolve_is_the_fewest_rounds_at_that_spread_within_the_precision() -> None:
+    logs = [0.05, -0.05, 0.10, -0.10]  # sd 0.0913 over 4 rounds: +-15% at 95%, unresolved at 10%
+    interval = log_interval(logs)
+    sd = float(np.std(logs, ddof=1))
+    n = rounds_to_resolve(interval, 0.10, 30)
+    assert n is not None and n > 4
+    assert _t(n - 1) * sd / math.sqrt(n) <= math.log1p(0.10) < _t(n - 2) * sd / math.sqrt(n - 1)
+    assert rounds_to_resolve(interval, 0.10, n - 1) is None  # not within the most rounds allowed
+    assert rounds_to_resolve(log_interval([0.1]), 0.10, 30) is None  # one round: no spread to read
