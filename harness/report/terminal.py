@@ -23,7 +23,7 @@ from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.base.units import (
     format_bytes, format_interval, format_rate, format_seconds, format_share, format_speedup,
 )
-from harness.bench.budget import MIN_ROUNDS
+from harness.bench.budget import MIN_ROUNDS, OVERRUN
 from harness.machine.wisdom import Wisdom
 from harness.linalg.precision import SHORT
 
@@ -319,6 +319,10 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
              f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
+    if b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):
+        lines.append(f"benchmark: over its limit of {format_seconds(b.limit_s)} + {100 * OVERRUN:.0f}%: the floor's "
+                     "rounds ran slower than planned, and on a quiet machine they are not cut, so that every "
+                     "speedup has an interval")
     unresolved: list[str] = []
     unstable: list[tuple[str, str]] = []
     for a in record.analyses:

@@ -20,7 +20,7 @@ from harness.run.subjects import Subject
 
 def subject(calls: int, repeats: int) -> Subject:
     a = Allocation(group="g", per_matrix_s=0.01, matrices=1, warmup=0, calls=calls, repeats=repeats, sample=1)
-    return Subject(step=None, timed=SimpleNamespace(strategy="s"), allocation=a, strategy=None,  # type: ignore[arg-type]
+    return Subject(step=None, timed=SimpleNamespace(strategy="s", label="s"), allocation=a, strategy=None,  # type: ignore[arg-type]
                    ctx=SimpleNamespace(backend="numpy"), item=None, total=1, flops=1.0, bytes=1.0,  # type: ignore[arg-type]
                    prepare=lambda r: (lambda: None), judge=lambda result, r: None, ids=lambda r: ["m"],  # type: ignore[arg-type, return-value]
                    warm=lambda: None, checks={("m",): None})  # type: ignore[dict-item]
@@ -84,3 +84,19 @@ def test_warm_up_calls_are_spent_from_the_budget_and_verifying_calls_are_not(
                lambda subject, ids: None, lambda subject, ids, verdict: None)
     r._first(s, 0, verify=verify)
     assert r.warm_s == warm_s and r.first_s + r.warm_s == 3.0  # the clock read 0 at its start and 3 at its end
+
+
+@pytest.mark.parametrize("busy,rounds", [([], 2), (["other processes took 60% of the 2 CPUs"], 1)])
+def test_the_floor_is_never_cut_on_a_quiet_machine_and_cut_on_a_busy_one(
+        busy: list[str], rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its limit (here none is left at all), a floor round still runs where nothing else took
+    the machine: the plan misjudged it, and every speedup must get its interval; a busy machine's
+    floor stops at the limit and the speedup is marked instead."""
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: busy)
+    s = subject(1, 1)
+    line = Timeline(pooled=[], warmed=True)
+    display = Display(Console(file=io.StringIO()), live=False)
+    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 0.0, 0.0, display, 2,
+               lambda subject, ids: None, lambda subject, ids, verdict: None)
+    r.run()
+    assert r.count == rounds == len(line.new)
