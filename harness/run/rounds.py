@@ -27,6 +27,9 @@ from harness.record.run_record import speedup_interval, workload_totals
 from harness.record.verification import Verification
 from harness.run.subjects import Subject
 
+# The fewest rounds whose spread plans more: two rounds have one degree of freedom, and one outlier
+# among them put the main job's geometry speedup beyond 30 rounds; it got none while others were open.
+SPREAD_ROUNDS = 3
 Check = Callable[[Subject, tuple[str, ...]], Verification | None]
 Keep = Callable[[Subject, tuple[str, ...], Verification], None]
 
@@ -72,11 +75,11 @@ def still_unresolved(totals: dict[str, dict[str, float]], baseline: str | None, 
 def rounds_wanted(totals: dict[str, dict[str, float]], baseline: str | None, precision: float) -> list[int] | None:
     """The extra rounds each open speedup needs for an interval within `precision` at the
     spread its rounds show (one beyond MAX_ROUNDS: left out); None when a speedup has fewer
-    than two rounds paired with a live baseline, whose spread is unknown."""
+    than SPREAD_ROUNDS rounds paired with a live baseline, whose spread is not yet known."""
     wanted = []
     for s in still_unresolved(totals, baseline, precision):
         interval = speedup_interval(totals[baseline], totals[s]) if baseline in totals else None
-        if interval is None or interval.n < MIN_ROUNDS:
+        if interval is None or interval.n < SPREAD_ROUNDS:
             return None
         if (rounds := rounds_to_resolve(interval, precision, MAX_ROUNDS)) is not None:
             wanted.append(rounds - interval.n)
