@@ -213,6 +213,9 @@ class Skipped(BaseModel):
     reason: str
 
 
+UNTIMED = "not timed: out of time on a busy machine"  # a Skipped's reason: the limit came before its first round
+
+
 class AxesRecord(BaseModel):
     """op pca with axes = true: where the principal axes went, and how well they check out."""
 

@@ -19,7 +19,7 @@ from harness.bench.noise import condition_reasons, group_reasons
 from harness.machine.info import MachineInfo
 from harness.machine.roofline import Roof, roof_device
 from harness.plan.model import Candidate, Plan, Timed
-from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
+from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.base.units import (
     format_bytes, format_interval, format_rate, format_seconds, format_share, format_speedup,
 )
@@ -323,6 +323,10 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
         lines.append(f"benchmark: over its limit of {format_seconds(b.limit_s)} + {100 * OVERRUN:.0f}%: the floor's "
                      "rounds ran slower than planned, and on a quiet machine they are not cut, so that every "
                      "speedup has an interval")
+    untimed = [f"{a.name}: {s.strategy}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
+    if untimed:
+        lines.append(f"not timed, out of time on a busy machine: {', '.join(untimed)} (--budget gives more; a run on "
+                     "a quiet machine times them, and later runs pool its rounds)")
     unresolved: list[str] = []
     unstable: list[tuple[str, str]] = []
     for a in record.analyses:

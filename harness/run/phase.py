@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
+from harness.bench.conditions import Snapshot, snapshot
 from harness.bench.budget import OVERRUN, Allocation, Limit, floors, resolving_shares
 from harness.compute.references import References
 from harness.compute.verify import combine
@@ -33,7 +34,8 @@ from harness.machine.measurements import Item, Measurements, Round
 from harness.machine.wisdom import MeasuredError, Observation, width
 from harness.plan.candidates import position_shape
 from harness.plan.model import Plan, Step, Timed
-from harness.record.run_record import BenchRecord, GroupTiming, StrategyTiming, apply_speedups, workload_totals
+from harness.record.run_record import (UNTIMED, BenchRecord, GroupTiming, Skipped, StrategyTiming, apply_speedups,
+                                       workload_totals)
 from harness.record.verification import Verification
 from harness.bench.measure import summarised
 from harness.spec import PcaAnalysis
@@ -92,6 +94,8 @@ class BenchPhase:
     one_off_s: float = 0.0
     counts: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "pooled": 0, "resolved": 0,
                                                             "unresolved": 0})
+    untimed: dict[str, list[Skipped]] = field(default_factory=dict)  # analysis -> what the limit left untimed
+    since: Snapshot = field(default_factory=snapshot)  # when the phase began
 
     def __post_init__(self) -> None:
         assert self.plan.bench is not None, "a plan compiled by this harness has a benchmark plan"
@@ -212,7 +216,7 @@ class BenchPhase:
         self.limit.begin()
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
                         self.limit.extra(step.analysis), self.limit.limit_s * (1 + OVERRUN) - self.limit.spent_s,
-                        self.display, self.cores, self._lookup, self._keep)
+                        self.display, self.cores, self._lookup, self._keep, since=self.since)
         rounds.run()
         self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys warm-ups and rounds
         self.one_off_s += rounds.first_s
@@ -223,6 +227,10 @@ class BenchPhase:
                 checks.append(Verification.failed(t.label, step.tolerance, rounds.failures[t.label]))
                 continue
             mine = subjects[t.label]
+            if not any(lines[id(s)].rounds for s in mine):  # cut before its first round on a busy machine
+                self.untimed.setdefault(step.analysis, []).append(Skipped(strategy=t.label, reason=UNTIMED))
+                checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
+                continue
             timings.append(mark(summarise(t.strategy, t.role, t.device,
                                           [self._group(step, s, lines[id(s)], rounds) for s in mine]),
                                 t, mine[0].ctx, self.plan.dtype))

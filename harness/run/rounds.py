@@ -112,6 +112,7 @@ class Rounds:
     first_s: float = 0.0  # seconds of one-off work: imports, a pool's start, verifying an answer
     warm_s: float = 0.0  # seconds of warm-up calls: the floor counts them, so the budget does
     conditions: Conditions | None = None
+    since: Snapshot | None = None  # when the benchmark phase began: whether the machine is quiet is judged since
 
     def unresolved(self) -> list[str]:
         """The strategies whose speedup still needs rounds (all of them without a baseline, until
@@ -140,8 +141,8 @@ class Rounds:
                 floor_s = elapsed
             hard = self.phase_left_s
             limit = hard if floor_s is None else min(floor_s + self.extra_s, hard)
-            if (self.count or not floor) and elapsed + estimate > limit and not (floor and self._quiet(before)):
-                break
+            if elapsed + estimate > limit and not (floor and self._quiet(before)):
+                break  # on a busy machine, before its first round too: its strategies are then not timed
             began, first = time.perf_counter(), self.first_s + self.warm_s
             self._round(names if self.count % 2 == 0 else names[::-1])
             last = time.perf_counter() - began - (self.first_s + self.warm_s - first)  # the next has no first calls
@@ -156,7 +157,7 @@ class Rounds:
         a floor round that runs past the limit is then the plan's misestimate (the wisdom learned
         numpy's svdvals at 190 ms, and it took 315-410 ms for minutes at a time), not a busy
         machine's, whose rounds are cut and marked instead."""
-        return not condition_reasons(between(before, snapshot(), self.cores))
+        return not condition_reasons(between(self.since or before, snapshot(), self.cores))
 
     def _estimate(self, names: list[str]) -> float:
         """Seconds of the next round from the plan, the untimed first calls included."""

@@ -181,10 +181,12 @@ class Runner:
         start = time.perf_counter()
         timings, checks = self.bench.time_step(step)
         bench_s = time.perf_counter() - start
-        return analysis_record(
+        record = analysis_record(
             step, len(self.workload), wall, timings, checks, bench_s=bench_s,
             cached_chunks=cached, computed_chunks=len(placements), placements=placements,
         )
+        record.skipped += self.bench.untimed.pop(step.analysis, [])
+        return record
 
     def _analysis_spec(self, step: Step) -> dict[str, object]:
         """The resolved `[[analysis]]` table of a step: every option belongs in its cache keys."""
@@ -237,6 +239,7 @@ class Runner:
         bench_start = time.perf_counter()
         record.timings, record.verification = self.bench.time_pca(step, analysis)
         record.bench_s = time.perf_counter() - bench_start
+        record.skipped += self.bench.untimed.pop(step.analysis, [])
         if analysis.axes:  # never cached: as large as `components` adapters
             with writing(self.folder, AXES_FILE.format(name=step.analysis)):
                 record.axes, check, index = write_axes(

@@ -136,6 +136,27 @@ def test_rounds_measured_under_load_are_said_and_never_pooled(tmp_path: Path, mo
     assert second.bench is not None and second.bench.rounds_pooled == 0 and second.bench.rounds > 0
 
 
+def test_a_busy_machine_out_of_time_leaves_strategies_untimed_but_verified(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut before its first round, a strategy has no timing (never a made-up one) and says why;
+    the answers are still verified, and the run still succeeds."""
+    from harness.run import rounds as rounding
+    from harness.record.run_record import UNTIMED
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: ["load 18.4 on 2 cores"])
+    monkeypatch.setattr(rounding.Rounds, "_estimate", lambda self, names: 1e9)  # no round fits the limit
+    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy']}]"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    record = load_record(tmp_path / "a")
+    (analysis,) = record.analyses
+    assert analysis.timings == [] and record.bench is not None and record.bench.rounds == 0
+    assert {s.strategy: s.reason for s in analysis.skipped} == {"numpy": UNTIMED, "factored": UNTIMED}
+    assert {v.strategy for v in analysis.verification if v.passed} == {"numpy", "factored"}
+    assert any(line.startswith("not timed, out of time on a busy machine: svdvals: numpy, svdvals: factored")
+               for line in bench_lines(record))
+
+
 def test_a_pool_is_started_before_its_first_timed_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from contextlib import contextmanager
 
