@@ -113,6 +113,9 @@ class Rounds:
     warm_s: float = 0.0  # seconds of warm-up calls: the floor counts them, so the budget does
     conditions: Conditions | None = None
     since: Snapshot | None = None  # when the benchmark phase began: whether the machine is quiet is judged since
+    pace: float = 1.0  # measured over planned seconds of the phase's rounds so far: the plan's estimates scaled by it
+    planned_s: float = 0.0  # what the plan estimated for the rounds this timed, their warm-ups included
+    took_s: float = 0.0  # what they took
 
     def unresolved(self) -> list[str]:
         """The strategies whose speedup still needs rounds (all of them without a baseline, until
@@ -132,7 +135,8 @@ class Rounds:
         while todo := self.unresolved():
             names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
-            estimate = last if last is not None else self._estimate(names)
+            planned = self._estimate(names)
+            estimate = last if last is not None else planned * self.pace
             elapsed = time.perf_counter() - start - self.first_s  # warm-ups and rounds: one-offs are said apart
             # the floor's rounds may take what the whole phase has left, the rest only this analysis'
             # share of the budget, counted from when its floor was done; on a quiet machine the floor's
@@ -143,9 +147,11 @@ class Rounds:
             limit = hard if floor_s is None else min(floor_s + self.extra_s, hard)
             if elapsed + estimate > limit and not (floor and self._quiet(before)):
                 break  # on a busy machine, before its first round too: its strategies are then not timed
-            began, first = time.perf_counter(), self.first_s + self.warm_s
+            began, first, warm = time.perf_counter(), self.first_s, self.warm_s
             self._round(names if self.count % 2 == 0 else names[::-1])
-            last = time.perf_counter() - began - (self.first_s + self.warm_s - first)  # the next has no first calls
+            took = time.perf_counter() - began - (self.first_s - first)  # its warm-ups and its calls
+            self.planned_s, self.took_s = self.planned_s + planned, self.took_s + took
+            last = took - (self.warm_s - warm)  # the next round has no warm-ups
         self.conditions = between(before, snapshot(), self.cores)
         for s in self.subjects:
             if s not in self.failures:

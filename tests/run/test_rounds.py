@@ -100,3 +100,19 @@ def test_the_floor_is_never_cut_on_a_quiet_machine_and_cut_on_a_busy_one(
                lambda subject, ids: None, lambda subject, ids, verdict: None)
     r.run()
     assert r.count == rounds == len(line.new)
+
+
+@pytest.mark.parametrize("pace,rounds", [(1.0, 2), (10.0, 0)])
+def test_a_first_round_is_estimated_at_the_pace_the_phase_has_run(
+        pace: float, rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine the plan's estimate of a later analysis' first round is scaled by how
+    much longer than planned the earlier rounds ran: one that would pass the limit is not begun."""
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: ["load 18.4 on 2 cores"])
+    s = subject(1, 1)
+    line = Timeline(pooled=[], warmed=True)
+    display = Display(Console(file=io.StringIO()), live=False)
+    left = 3 * s.allocation.block_s  # room for the planned first round, not for ten times it
+    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 0.0, left, display, 2,
+               lambda subject, ids: None, lambda subject, ids, verdict: None, pace=pace)
+    r.run()
+    assert r.count == rounds and (r.planned_s > 0) == (rounds > 0)
