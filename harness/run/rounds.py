@@ -148,7 +148,10 @@ class Rounds:
             if elapsed + estimate > limit and not (floor and self._quiet(before)):
                 break  # on a busy machine, before its first round too: its strategies are then not timed
             began, first, warm = time.perf_counter(), self.first_s, self.warm_s
-            self._round(names if self.count % 2 == 0 else names[::-1])
+            # a busy machine's round that runs past the limit is given up between two blocks
+            if not self._round(names if self.count % 2 == 0 else names[::-1],
+                               lambda: time.perf_counter() - start - self.first_s > limit and not self._quiet(before)):
+                break
             took = time.perf_counter() - began - (self.first_s - first)  # its warm-ups and its calls
             self.planned_s, self.took_s = self.planned_s + planned, self.took_s + took
             last = took - (self.warm_s - warm)  # the next round has no warm-ups
@@ -174,7 +177,9 @@ class Rounds:
                 seconds += a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
         return seconds
 
-    def _round(self, names: list[str]) -> None:
+    def _round(self, names: list[str], past: Callable[[], bool]) -> bool:
+        """One round, False when given up because `past` said so before one of its blocks: a
+        round is paired across its strategies, so the blocks it did time are dropped."""
         rid = f"{self.run_id}#{self.analysis}#{self.count}"
         # every subject of the round visits the same matrices: the round after the most any has had
         r = max(len(self.lines[id(x)].rounds) for s in names for x in self.subjects[s])
@@ -184,10 +189,16 @@ class Rounds:
                 for subject in self.subjects[s]:
                     if s in self.failures:
                         break
+                    if past():
+                        for line in self.lines.values():
+                            if line.new and line.new[-1].round == rid:
+                                line.new.pop()
+                        return False
                     phase.item(f"{s} on {subject.group}")
                     self._guarded(subject, lambda: self._block(subject, rid, r, phase))
                     phase.advance()
         self.count += 1
+        return True
 
     def _guarded(self, subject: Subject, work: Callable[[], None]) -> None:
         try:
