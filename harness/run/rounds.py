@@ -76,9 +76,12 @@ def rounds_wanted(totals: dict[str, dict[str, float]], baseline: str | None, pre
     """The extra rounds each open speedup needs for an interval within `precision` at the
     spread its rounds show (one beyond MAX_ROUNDS: left out); None when a speedup has fewer
     than SPREAD_ROUNDS rounds paired with a live baseline, whose spread is not yet known."""
+    todo = still_unresolved(totals, baseline, precision)
+    if baseline is None or baseline not in totals:  # nothing to pair with
+        return None if todo else []
     wanted = []
-    for s in still_unresolved(totals, baseline, precision):
-        interval = speedup_interval(totals[baseline], totals[s]) if baseline in totals else None
+    for s in todo:
+        interval = speedup_interval(totals[baseline], totals[s])
         if interval is None or interval.n < SPREAD_ROUNDS:
             return None
         if (rounds := rounds_to_resolve(interval, precision, MAX_ROUNDS)) is not None:

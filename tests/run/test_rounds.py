@@ -131,3 +131,14 @@ def test_a_round_given_up_between_blocks_keeps_none_of_its_blocks() -> None:
     assert r.count == 0 and all(not line.new for line in lines.values())
     assert r._round(["a", "b"], lambda: False) is True
     assert r.count == 1 and all(len(line.new) == 1 for line in lines.values())
+
+
+def test_rounds_wanted_read_a_spread_only_from_three_rounds() -> None:
+    base = {"r0": 1.0, "r1": 1.0, "r2": 1.0}
+    noisy = {"r0": 0.50, "r1": 0.55, "r2": 0.45}  # 2x faster, +-10% a round: unresolved at 10%
+    (extra,) = rounding.rounds_wanted({"b": base, "s": noisy}, "b", 0.10)  # type: ignore[misc]
+    assert extra >= 1
+    two = {r: v for r, v in noisy.items() if r != "r2"}
+    assert rounding.rounds_wanted({"b": base, "s": two}, "b", 0.10) is None  # one degree of freedom: unknown
+    assert rounding.rounds_wanted({"b": base, "s": noisy}, "b", 10.0) == []  # resolved: nothing wanted
+    assert rounding.rounds_wanted({"s": noisy}, None, 0.10) == []  # no baseline, but its rounds suffice
