@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import mmap
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from typing import Literal
@@ -17,6 +16,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness.data.pages import small_pages
 from harness.data.workload import Census, Factors, MatrixRef, Source
 from harness.machine.info import usable_cores
 
@@ -61,16 +61,6 @@ class SyntheticData(BaseModel):
     @property
     def scale(self) -> float:
         return self.alpha / (math.sqrt(self.rank) if self.rslora else self.rank)
-
-
-def small_pages(shape: tuple[int, ...]) -> np.ndarray:
-    """A new float32 array in 4 KiB pages. numpy asks the kernel for huge pages for a large
-    array, and where the kernel compacts memory to make them on a fault (`defrag` = madvise, a
-    common default) a fresh 261 MB array took 0.54-0.58 s to touch when they had to be made,
-    against 0.10-0.12 s in small pages every time. Only the drawn factors are placed so: what
-    the strategies allocate stays as numpy allocates it for everyone."""
-    size = math.prod(shape) * 4
-    return np.frombuffer(mmap.mmap(-1, size), dtype=np.float32).reshape(shape) if size else np.empty(shape, np.float32)
 
 
 def dense_spectrum(p: int, condition: float) -> np.ndarray:

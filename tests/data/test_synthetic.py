@@ -1,6 +1,7 @@
 import numpy as np
 
-from harness.data.synthetic import SyntheticData, SyntheticSource, dense_spectrum, small_pages
+from harness.data.pages import small_pages
+from harness.data.synthetic import SyntheticData, SyntheticSource, dense_spectrum
 from harness.data.workload import Workload
 
 
