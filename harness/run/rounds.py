@@ -151,9 +151,10 @@ class Rounds:
             if elapsed + estimate > limit and not (floor and self._quiet(before)):
                 break  # on a busy machine, before its first round too: its strategies are then not timed
             began, first, warm = time.perf_counter(), self.first_s, self.warm_s
-            # a busy machine's round that runs past the limit is given up between two blocks
+            # a busy machine's round whose next block would end past the limit is given up before it
             if not self._round(names if self.count % 2 == 0 else names[::-1],
-                               lambda: time.perf_counter() - start - self.first_s > limit and not self._quiet(before)):
+                               lambda subject: (time.perf_counter() - start - self.first_s + self._block_s(subject)
+                                                > limit and not self._quiet(before))):
                 break
             took = time.perf_counter() - began - (self.first_s - first)  # its warm-ups and its calls
             self.planned_s, self.took_s = self.planned_s + planned, self.took_s + took
@@ -180,7 +181,13 @@ class Rounds:
                 seconds += a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
         return seconds
 
-    def _round(self, names: list[str], past: Callable[[], bool]) -> bool:
+    def _block_s(self, subject: Subject) -> float:
+        """Seconds its next block should take: as its last one this run did, else as planned at
+        the phase's pace."""
+        line, a = self.lines[id(subject)], subject.allocation
+        return line.new[-1].seconds * a.calls if line.new else a.block_s * self.pace
+
+    def _round(self, names: list[str], past: Callable[[Subject], bool]) -> bool:
         """One round, False when given up because `past` said so before one of its blocks: a
         round is paired across its strategies, so the blocks it did time are dropped."""
         rid = f"{self.run_id}#{self.analysis}#{self.count}"
@@ -192,7 +199,7 @@ class Rounds:
                 for subject in self.subjects[s]:
                     if s in self.failures:
                         break
-                    if past():
+                    if past(subject):
                         for line in self.lines.values():
                             if line.new and line.new[-1].round == rid:
                                 line.new.pop()

@@ -119,17 +119,17 @@ def test_a_first_round_is_estimated_at_the_pace_the_phase_has_run(
 
 
 def test_a_round_given_up_between_blocks_keeps_none_of_its_blocks() -> None:
-    """Past the limit on a busy machine, a round stops before its next block; its ratios pair
+    """On a busy machine, a round stops before a block that would end past the limit; its ratios pair
     every strategy's block, so the blocks it did time are dropped, not kept unpaired."""
     a, b = subject(1, 1), subject(1, 1)
     lines = {id(a): Timeline(pooled=[], warmed=True), id(b): Timeline(pooled=[], warmed=True)}
     display = Display(Console(file=io.StringIO()), live=False)
     r = Rounds("x", "run", {"a": [a], "b": [b]}, "a", lines, 0.1, 0.0, 10.0, display, 2,
                lambda subject, ids: None, lambda subject, ids, verdict: None)
-    asked = iter([False, True])  # the limit passes once a's block is timed
-    assert r._round(["a", "b"], lambda: next(asked)) is False
+    asked = iter([False, True])  # b's block would end past the limit
+    assert r._round(["a", "b"], lambda subject: next(asked)) is False
     assert r.count == 0 and all(not line.new for line in lines.values())
-    assert r._round(["a", "b"], lambda: False) is True
+    assert r._round(["a", "b"], lambda subject: False) is True
     assert r.count == 1 and all(len(line.new) == 1 for line in lines.values())
 
 
