@@ -320,9 +320,9 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
     if b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):
-        lines.append(f"benchmark: over its limit of {format_seconds(b.limit_s)} + {100 * OVERRUN:.0f}%: the floor's "
-                     "rounds ran slower than planned, and on a quiet machine they are not cut, so that every "
-                     "speedup has an interval")
+        lines.append(f"benchmark: over its limit of {format_seconds(b.limit_s)} + {100 * OVERRUN:.0f}%: its rounds ran "
+                     "slower than planned (on a quiet machine the floor's rounds are never cut, so that every speedup "
+                     "has an interval)")
     untimed = [f"{a.name}: {s.strategy}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
     if untimed:
         lines.append(f"not timed, out of time on a busy machine: {', '.join(untimed)} (--budget gives more; a run on "

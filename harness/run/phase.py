@@ -48,9 +48,6 @@ from harness.run.subjects import Subject, matrix_subject, pca_subject
 from harness.run.variants import keep_compiled, mark, variant_context
 
 
-PACE_FLOOR = 0.5  # a phase running faster than planned plans no more than twice the rounds
-
-
 @dataclass(frozen=True)
 class BenchClockLabel:
     """The run's progress item, read at every redraw: the benchmark's clock moves as each round
@@ -99,7 +96,7 @@ class BenchPhase:
                                                             "unresolved": 0})
     untimed: dict[str, list[Skipped]] = field(default_factory=dict)  # analysis -> what the limit left untimed
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
-    planned_s: float = 0.0  # the plan's estimate of the rounds timed so far
+    planned_s: float = 0.0  # the plan's estimate of the blocks timed so far, their warm-ups included
     took_s: float = 0.0  # what they took
 
     def __post_init__(self) -> None:
@@ -119,14 +116,6 @@ class BenchPhase:
                            {name: resolving.get(name, 0.0) for name in weights} if resolving else weights)
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
-
-    @property
-    def pace(self) -> float:
-        """How much longer than planned the phase's rounds ran so far (1 before any): a later
-        analysis' first round is estimated at the same pace. Under two busy processes the main
-        job's spectrum rounds took 2-2.5x their plan, and a top-3 round planned to fit the limit
-        took it 24% past."""
-        return max(self.took_s / self.planned_s, PACE_FLOOR) if self.planned_s > 0 else 1.0
 
     def _pooled(self) -> tuple[set[str], set[str], dict[str, list[int]] | None]:
         """The analyses whose every speedup the pooled rounds already resolve, those whose floor
@@ -229,7 +218,8 @@ class BenchPhase:
         self.limit.begin()
         rounds = Rounds(step.analysis, self.run_id, subjects, baseline, lines, bench.precision,
                         self.limit.extra(step.analysis), self.limit.limit_s * (1 + OVERRUN) - self.limit.spent_s,
-                        self.display, self.cores, self._lookup, self._keep, since=self.since, pace=self.pace)
+                        self.display, self.cores, self._lookup, self._keep, since=self.since,
+                        paced=(self.planned_s, self.took_s))
         rounds.run()
         self.planned_s, self.took_s = self.planned_s + rounds.planned_s, self.took_s + rounds.took_s
         self.limit.done(step.analysis, time.perf_counter() - start - rounds.first_s)  # the budget buys warm-ups and rounds

@@ -30,6 +30,7 @@ from harness.run.subjects import Subject
 # The fewest rounds whose spread plans more: two rounds have one degree of freedom, and one outlier
 # among them put the main job's geometry speedup beyond 30 rounds; it got none while others were open.
 SPREAD_ROUNDS = 3
+PACE_FLOOR = 0.5  # a phase running faster than planned plans no more than twice the rounds
 Check = Callable[[Subject, tuple[str, ...]], Verification | None]
 Keep = Callable[[Subject, tuple[str, ...], Verification], None]
 
@@ -116,8 +117,8 @@ class Rounds:
     warm_s: float = 0.0  # seconds of warm-up calls: the floor counts them, so the budget does
     conditions: Conditions | None = None
     since: Snapshot | None = None  # when the benchmark phase began: whether the machine is quiet is judged since
-    pace: float = 1.0  # measured over planned seconds of the phase's rounds so far: the plan's estimates scaled by it
-    planned_s: float = 0.0  # what the plan estimated for the rounds this timed, their warm-ups included
+    paced: tuple[float, float] = (0.0, 0.0)  # the phase's blocks before this analysis: planned and taken seconds
+    planned_s: float = 0.0  # what the plan estimated for the blocks this timed, their warm-ups included
     took_s: float = 0.0  # what they took
 
     def unresolved(self) -> list[str]:
@@ -157,7 +158,6 @@ class Rounds:
                                                 > limit and not self._quiet(before))):
                 break
             took = time.perf_counter() - began - (self.first_s - first)  # its warm-ups and its calls
-            self.planned_s, self.took_s = self.planned_s + planned, self.took_s + took
             last = took - (self.warm_s - warm)  # the next round has no warm-ups
         self.conditions = between(before, snapshot(), self.cores)
         for s in self.subjects:
@@ -181,11 +181,22 @@ class Rounds:
                 seconds += a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
         return seconds
 
+    @property
+    def pace(self) -> float:
+        """How much longer than planned the phase's blocks ran so far, this analysis' included (1
+        before any): a block not yet timed is estimated at that pace. Under two busy processes
+        the main job's spectrum rounds took 2-2.5x their plan, and a top-3 round planned to fit
+        the limit took the phase 24% past it."""
+        planned, took = self.paced[0] + self.planned_s, self.paced[1] + self.took_s
+        return max(took / planned, PACE_FLOOR) if planned > 0 else 1.0
+
     def _block_s(self, subject: Subject) -> float:
-        """Seconds its next block should take: as its last one this run did, else as planned at
-        the phase's pace."""
+        """Seconds its next block should take: as its last one this run did, else as planned (its
+        warm-ups included) at the phase's pace."""
         line, a = self.lines[id(subject)], subject.allocation
-        return line.new[-1].seconds * a.calls if line.new else a.block_s * self.pace
+        if line.new:
+            return line.new[-1].seconds * a.calls
+        return (a.block_s + (0.0 if line.warmed else a.first_s)) * self.pace
 
     def _round(self, names: list[str], past: Callable[[Subject], bool]) -> bool:
         """One round, False when given up because `past` said so before one of its blocks: a
@@ -205,7 +216,11 @@ class Rounds:
                                 line.new.pop()
                         return False
                     phase.item(f"{s} on {subject.group}")
+                    a, warmed = subject.allocation, self.lines[id(subject)].warmed
+                    began, first = time.perf_counter(), self.first_s
                     self._guarded(subject, lambda: self._block(subject, rid, r, phase))
+                    self.planned_s += a.block_s + (0.0 if warmed else a.first_s)
+                    self.took_s += time.perf_counter() - began - (self.first_s - first)  # one-offs said apart
                     phase.advance()
         self.count += 1
         return True

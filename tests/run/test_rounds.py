@@ -113,7 +113,7 @@ def test_a_first_round_is_estimated_at_the_pace_the_phase_has_run(
     display = Display(Console(file=io.StringIO()), live=False)
     left = 3 * s.allocation.block_s  # room for the planned first round, not for ten times it
     r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 0.0, left, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None, pace=pace)
+               lambda subject, ids: None, lambda subject, ids, verdict: None, paced=(1.0, pace))
     r.run()
     assert r.count == rounds and (r.planned_s > 0) == (rounds > 0)
 
