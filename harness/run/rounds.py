@@ -255,8 +255,9 @@ class Rounds:
                 self._recount(subject, took)
             if verify:
                 self._judge(subject, result, r)
-        # the floor's warm-ups are spent from the budget; a call made only to verify or to compile is one-off work
-        warm_s = warm_s if subject.allocation.warmups and subject.ctx.compiled is None else 0.0
+        # the floor's warm-ups, before a timed block, are spent from the budget; a call made only to
+        # verify (a subject no round timed) or to compile is one-off work
+        warm_s = warm_s if subject.allocation.warmups and subject.ctx.compiled is None and not verify else 0.0
         line.warmed = True
         self.warm_s += warm_s
         self.first_s += time.perf_counter() - began - warm_s
