@@ -231,16 +231,15 @@ class BenchPhase:
                 checks.append(Verification.failed(t.label, step.tolerance, rounds.failures[t.label]))
                 continue
             mine = subjects[t.label]
+            checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
             if not any(lines[id(s)].rounds for s in mine):  # cut before its first round on a busy machine
                 self.untimed.setdefault(step.analysis, []).append(Skipped(strategy=t.label, reason=UNTIMED))
-                checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
                 continue
             timings.append(mark(summarise(t.strategy, t.role, t.device,
                                           [self._group(step, s, lines[id(s)], rounds) for s in mine]),
                                 t, mine[0].ctx, self.plan.dtype))
             timings[-1].cached = not any(lines[id(s)].new for s in mine)
             timings[-1].cut = t.cut
-            checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
         apply_speedups(timings, bench.precision)
         keep_compiled(timings)
         self._tally(timings)
