@@ -139,8 +139,7 @@ class Rounds:
         while todo := self.unresolved():
             names = [s for s in self.subjects if s not in self.failures and (s == self.baseline or s in todo)]
             floor = any(self.paired(s) < MIN_ROUNDS for s in todo)
-            planned = self._estimate(names)
-            estimate = last if last is not None else planned * self.pace
+            estimate = last if last is not None else self._estimate(names) * self.pace
             elapsed = time.perf_counter() - start - self.first_s  # warm-ups and rounds: one-offs are said apart
             # the floor's rounds may take what the whole phase has left, the rest only this analysis'
             # share of the budget, counted from when its floor was done; on a quiet machine the floor's
@@ -172,14 +171,14 @@ class Rounds:
         machine's, whose rounds are cut and marked instead."""
         return not condition_reasons(between(self.since or before, snapshot(), self.cores))
 
+    def _planned(self, subject: Subject) -> float:
+        """Seconds of its next block from the plan, its untimed first calls included."""
+        a = subject.allocation
+        return a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
+
     def _estimate(self, names: list[str]) -> float:
         """Seconds of the next round from the plan, the untimed first calls included."""
-        seconds = 0.0
-        for s in names:
-            for subject in self.subjects[s]:
-                a = subject.allocation
-                seconds += a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
-        return seconds
+        return sum(self._planned(subject) for s in names for subject in self.subjects[s])
 
     @property
     def pace(self) -> float:
@@ -193,10 +192,8 @@ class Rounds:
     def _block_s(self, subject: Subject) -> float:
         """Seconds its next block should take: as its last one this run did, else as planned (its
         warm-ups included) at the phase's pace."""
-        line, a = self.lines[id(subject)], subject.allocation
-        if line.new:
-            return line.new[-1].seconds * a.calls
-        return (a.block_s + (0.0 if line.warmed else a.first_s)) * self.pace
+        line = self.lines[id(subject)]
+        return line.new[-1].seconds * subject.allocation.calls if line.new else self._planned(subject) * self.pace
 
     def _round(self, names: list[str], past: Callable[[Subject], bool]) -> bool:
         """One round, False when given up because `past` said so before one of its blocks: a
@@ -216,10 +213,9 @@ class Rounds:
                                 line.new.pop()
                         return False
                     phase.item(f"{s} on {subject.group}")
-                    a, warmed = subject.allocation, self.lines[id(subject)].warmed
-                    began, first = time.perf_counter(), self.first_s
+                    planned, began, first = self._planned(subject), time.perf_counter(), self.first_s
                     self._guarded(subject, lambda: self._block(subject, rid, r, phase))
-                    self.planned_s += a.block_s + (0.0 if warmed else a.first_s)
+                    self.planned_s += planned
                     self.took_s += time.perf_counter() - began - (self.first_s - first)  # one-offs said apart
                     phase.advance()
         self.count += 1
