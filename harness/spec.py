@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ByteSize,
@@ -76,6 +77,11 @@ class Experiment(_Section):
         return name
 
 
+MAX_ENVIRONMENTS = 4  # each one times every compared strategy once more, in a process of its own
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
+MAX_ENV_VALUE = 256
+
+
 class _AnalysisBase(_Section):
     name: str | None = Field(None, description="defaults to the op; must be unique")
     strategy: str = Field("auto", description='"auto" or a strategy name')
@@ -91,6 +97,11 @@ class _AnalysisBase(_Section):
         "which is the speedup intervals' target width",
     )
     compile: bool = Field(False, description="also time each torch kernel under torch.compile, beside the eager one")
+    environments: list[dict[str, str]] = Field(
+        default_factory=list, max_length=MAX_ENVIRONMENTS,
+        description='process environments the baseline and every compared strategy are also timed in, each point '
+        'in a worker process started with them, e.g. [{OPENBLAS_THREAD_TIMEOUT = "18"}]; the user\'s own '
+        "environment is always timed, and the only one the analysis itself runs in")
     features: list[str] = Field(
         default_factory=list, description="spectral features written to features.csv"
     )
@@ -133,6 +144,24 @@ class _AnalysisBase(_Section):
         if problems:
             raise ValueError("; ".join(problems))
         return names
+
+    @field_validator("environments")
+    @classmethod
+    def _environment_variables(cls, environments: list[dict[str, str]]) -> list[dict[str, str]]:
+        problems = []
+        for i, env in enumerate(environments):
+            if not env:
+                problems.append(f"environments[{i}] is empty: the user's own environment is always timed")
+            for name, value in env.items():
+                if not re.fullmatch(ENV_NAME, name):
+                    problems.append(f"environments[{i}]: {name[:40]!r} is not an environment variable name")
+                elif len(value) > MAX_ENV_VALUE or "\0" in value:
+                    problems.append(f"environments[{i}].{name}: a value of at most {MAX_ENV_VALUE} characters")
+        if len({tuple(sorted(e.items())) for e in environments}) < len(environments):
+            problems.append("each environment at most once")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return environments
 
     @field_validator("precisions")
     @classmethod
@@ -246,12 +275,12 @@ Share = Annotated[  # a fraction or a percentage: `precision = "10%"` validates 
                               {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*%?\s*$"}]}),
 ]
 DEFAULT_BUDGET_S = 4.0
-DEFAULT_PRECISION = 0.10
+DEFAULT_TARGET = 0.10
 
 
 class Benchmark(_Section):
     """How compared strategies are timed: in rounds (the baseline and every strategy back to
-    back) until each speedup's interval is within `precision`, or the budget is spent."""
+    back) until each speedup's interval is within `target`, or the budget is spent."""
 
     budget: Seconds = Field(
         DEFAULT_BUDGET_S,
@@ -259,8 +288,10 @@ class Benchmark(_Section):
         description='time for timing every compared strategy, e.g. "20s" or "2m"; the floor (two '
         "rounds of every strategy) is always measured, and the plan says when it is more",
     )
-    precision: Share = Field(
-        DEFAULT_PRECISION, description='the half-width of each speedup\'s 95% interval to sample to, e.g. "10%"')
+    target: Share = Field(
+        DEFAULT_TARGET, validation_alias=AliasChoices("target", "precision"),
+        description='the half-width of each speedup\'s 95% interval to sample to, e.g. "25%" ("precision" is read '
+        "as the same key: the arithmetic's precision is [[analysis]] precisions)")
     warmup: int = Field(1, ge=0, le=MAX_REPEATS, description="untimed calls before a strategy's first round")
     repeats: int = Field(1, ge=1, le=MAX_REPEATS, description="timed calls in each round at least (fast calls "
                          "repeat until 20 ms are sampled)")

@@ -53,6 +53,15 @@ def no_wisdom() -> Iterator[None]:
         os.environ["HARNESS_WISDOM"] = before
 
 
+@pytest.fixture
+def patched_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timing workers forked from this process, so that a strategy a test patches here is the one
+    they time (the forkserver imported the real one)."""
+    from harness.bench import worker
+
+    monkeypatch.setattr(worker, "START_METHOD", "fork")
+
+
 def known_spectrum(m: int, n: int, s: np.ndarray, seed: int = 0) -> np.ndarray:
     """U diag(s) V^T with random orthonormal U, V: a matrix whose singular values are s."""
     rng = np.random.default_rng(seed)

@@ -163,13 +163,14 @@ def test_schema_types_budget_as_a_duration() -> None:
     assert not re.search(pattern, "soon")
 
 
-def test_precision_is_a_share_the_schema_and_the_spec_agree_on() -> None:
-    """`precision = "10%"` (or 0.1): the default, the parse, the refusals, and the schema's pattern."""
+def test_the_target_is_a_share_the_schema_and_the_spec_agree_on() -> None:
+    """`target = "10%"` (or 0.1; `precision`, its old name, reads the same): the default, the
+    parse, the refusals, and the schema's pattern."""
     import re
 
     from harness.spec import Spec
 
-    precision = Spec.model_json_schema()["$defs"]["Benchmark"]["properties"]["precision"]
+    precision = Spec.model_json_schema()["$defs"]["Benchmark"]["properties"]["target"]
     kinds = {alternative["type"]: alternative for alternative in precision["anyOf"]}
     assert all(re.search(kinds["string"]["pattern"], text) for text in ("10%", "2.5 %", "0.1"))
     assert not re.search(kinds["string"]["pattern"], "tight")
@@ -179,3 +180,6 @@ def test_precision_is_a_share_the_schema_and_the_spec_agree_on() -> None:
     for bad in ("0%", "150%", "tight", -0.1):
         with pytest.raises(ValueError):
             parse_share(bad)
+    from harness.spec import Benchmark
+
+    assert Benchmark.model_validate({"precision": "25%"}).target == Benchmark.model_validate({"target": 0.25}).target

@@ -14,6 +14,8 @@ share in proportion to what its rounds cost, so every analysis gets about as man
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -44,6 +46,7 @@ MEDIAN_CALL_S = 0.1
 MEDIAN_CALLS = 3
 # the phase may pass its limit by this share of it, the last analysis' floor as much as the first's
 OVERRUN = 0.10
+PACE_FLOOR = 0.5  # a phase running faster than planned plans no more than twice the rounds
 # What a block costs beyond its calls: forming its round's matrices, reading /proc before and after
 # (pyperf's conditions), the progress display. 7-38 ms a block on the main job (median ~15 ms); left
 # out, the floor of its 18 blocks a round came out 0.6-0.9 s short, and the last analysis lost its
@@ -116,14 +119,16 @@ def floor_s(items: dict[ItemKey, Allocation]) -> float:
 
 
 def allocate(items: dict[ItemKey, Allocation], budget_s: float) -> dict[ItemKey, Allocation]:
-    """MIN_ROUNDS for every analysis, and the budget above the floor as extra rounds, shared so
-    that each analysis gets the same number of extra rounds (the cheap ones no more: a round's
-    baseline serves every strategy of it, and intervals narrow with rounds, not seconds)."""
+    """MIN_ROUNDS for every analysis, and the budget above the floor as extra rounds, shared as
+    the phase shares it (Budget.extra_s): every analysis gets about as many extra rounds (the
+    cheap ones no more: a round's baseline serves every strategy of it, and intervals narrow with
+    rounds, not seconds)."""
     per_analysis = floors(items)
-    rounds_s = sum(round_s for _floor, round_s in per_analysis.values())
-    spare = max(budget_s - sum(floor for floor, _round_s in per_analysis.values()), 0.0)
-    rounds = min(MIN_ROUNDS + (int(spare / rounds_s) if rounds_s else 0), MAX_ROUNDS)
-    return {key: a.model_copy(update={"rounds": rounds}) for key, a in items.items()}
+    budget = Budget(budget_s, budget_s, {a: f for a, (f, _r) in per_analysis.items()},
+                    {a: r for a, (_f, r) in per_analysis.items()})
+    extra = {a: int(budget.extra_s(a) / r) if r else 0 for a, (_f, r) in per_analysis.items()}
+    return {key: a.model_copy(update={"rounds": min(MIN_ROUNDS + extra[key[0]], MAX_ROUNDS)})
+            for key, a in items.items()}
 
 
 def rounds_note(allocations: list[Allocation]) -> str:
@@ -136,70 +141,80 @@ def rounds_note(allocations: list[Allocation]) -> str:
     return f"{a.rounds} rounds, {per}: ~{format_seconds(sum(x.block_s for x in allocations))} a round"
 
 
-def resolving_shares(needs: dict[str, list[int]], round_s: dict[str, float], spare_s: float) -> dict[str, float]:
-    """Seconds of extra rounds per analysis that resolve the most speedups within `spare_s`:
-    `needs` holds, per analysis, the extra rounds each unresolved speedup still needs (from the
-    spread of its pooled rounds, bench.statistics.rounds_to_resolve); rounds go first where a
-    speedup resolves for the fewest seconds. A top-3 round of the main job costs 0.9 s and one
-    or two more resolved its speedups; a spectrum round 1.4 s, and five more might. Empty
-    when no speedup resolves within `spare_s`."""
-    extra = dict.fromkeys(needs, 0)
-    left = spare_s
-    while True:
-        best: tuple[float, str, int] | None = None
-        for analysis, rounds in needs.items():
-            pending = sorted(n for n in rounds if n > extra[analysis])
-            if not pending:
-                continue
-            step = pending[0] - extra[analysis]
-            cost = step * round_s[analysis]
-            per = cost / pending.count(pending[0])
-            if cost <= left and (best is None or per < best[0]):
-                best = (per, analysis, step)
-        if best is None:
-            break
-        _per, analysis, step = best
-        extra[analysis] += step
-        left -= step * round_s[analysis]
-    return {analysis: n * round_s[analysis] for analysis, n in extra.items() if n}
-
-
 @dataclass
-class Limit:
-    """The phase's one clock: what it may spend at most (max(budget, floor)), what the budget
-    allows beyond the floors, what it has spent, and what each analysis still needs for its floor,
-    so an early analysis never spends a later one's. The floor's rounds may take the whole limit;
-    rounds beyond it only the budget: a floor the plan overestimated (on a first run, from the
-    model) is not a licence to spend its estimate."""
+class Budget:
+    """The phase's one clock and its one formula. The phase may spend at most `limit_s`
+    (max(budget, floor)) and OVERRUN beyond it; each analysis its floor (MIN_ROUNDS rounds and
+    their warm-ups) and a share of what the budget leaves above every floor still to come, in
+    proportion to what one of its rounds costs (Budget.extra_s, which the plan's `allocate` uses
+    too). Time spent `outside` the budget (starting workers, imports, verifying answers) is
+    one-off work, counted apart. The clock is read here and nowhere else."""
 
-    limit_s: float
     budget_s: float
-    floors: dict[str, float]  # analysis -> the floor it still needs (0 when pooled rounds cover it), until it has run
+    limit_s: float
+    floors: dict[str, float]  # analysis -> the floor it still needs (0 when pooled rounds cover it), until it ran
     weights: dict[str, float]  # analysis -> seconds of one of its rounds
-    spent_s: float = 0.0
-    since: float | None = None  # when the analysis under way began (time.perf_counter)
+    spent_s: float = 0.0  # the analyses done: their warm-ups and rounds
+    one_off_s: float = 0.0
+    _began: float | None = None
+    _outside_s: float = 0.0
+    _share_s: float = 0.0
+    _depth: int = 0  # `outside` blocks open: one inside another is counted once
+
+    @staticmethod
+    def clock() -> float:
+        return time.perf_counter()
+
+    def extra_s(self, analysis: str) -> float:
+        """Seconds of rounds beyond its floor this analysis may spend: its share, by the cost of a
+        round, of what the budget leaves once what was spent and every pending floor are counted."""
+        spare = self.budget_s - self.spent_s - sum(self.floors.values())
+        total = sum(self.weights.values())
+        return max(spare, 0.0) * (self.weights.get(analysis, 0.0) / total if total else 0.0)
+
+    def open(self, analysis: str) -> None:
+        self._share_s = self.floors.get(analysis, 0.0) + self.extra_s(analysis)
+        self._began, self._outside_s = self.clock(), 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        """The open analysis' warm-ups and rounds so far."""
+        return 0.0 if self._began is None else self.clock() - self._began - self._outside_s
 
     @property
     def live_s(self) -> float:
-        """Spent so far, the analysis under way included: what a progress display shows."""
-        return self.spent_s + (time.perf_counter() - self.since if self.since is not None else 0.0)
+        """Spent so far, the open analysis included: what a progress display shows."""
+        return self.spent_s + self.elapsed_s
 
-    def begin(self) -> None:
-        self.since = time.perf_counter()
+    @property
+    def left_s(self) -> float:
+        """What the whole phase may still spend, its overrun allowance included."""
+        return self.limit_s * (1 + OVERRUN) - self.live_s
 
-    def extra(self, analysis: str) -> float:
-        """Seconds of rounds beyond its floor this analysis may spend: a share, in proportion to
-        the cost of a round, of what the budget leaves once what was spent and the floors of it
-        and of the analyses still to run are counted; nothing when they take the budget."""
-        pending = [a for a in self.weights if a != analysis]
-        spare = self.budget_s - self.spent_s - self.floors.get(analysis, 0.0) - sum(self.floors.get(a, 0.0)
-                                                                                  for a in pending)
-        weight = self.weights.get(analysis, 0.0)
-        share = weight / (weight + sum(self.weights[a] for a in pending) or 1.0)
-        return max(spare, 0.0) * share
+    def fits(self, seconds: float, floor: bool, quiet: bool) -> bool:
+        """Whether work of `seconds` may start now: a floor's on a quiet machine always (the plan
+        may have underestimated it; every speedup gets its interval), else within what the phase
+        has left; beyond the floor, within the analysis' share too."""
+        if floor:
+            return quiet or seconds <= self.left_s
+        return self.elapsed_s + seconds <= self._share_s and seconds <= self.left_s
 
-    def done(self, analysis: str, seconds: float) -> None:
-        self.spent_s += seconds
-        self.since = None
+    @contextmanager
+    def outside(self) -> Iterator[None]:
+        """One-off work: its seconds are not the budget's."""
+        began = self.clock()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth:
+                took = self.clock() - began
+                self._outside_s += took
+                self.one_off_s += took
+
+    def close(self, analysis: str) -> None:
+        self.spent_s += self.elapsed_s
+        self._began = None
         self.floors.pop(analysis, None)
         self.weights.pop(analysis, None)

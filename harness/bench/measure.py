@@ -1,8 +1,9 @@
-"""Measuring one call: warm-up, repeats within a time allowance, median and IQR, raw samples
-kept, the device synchronised, the threads and the machine's conditions recorded, and the result
-judged for noise.
+"""Measuring one call (a Block: its untimed warm-ups and timed calls, the device synchronised,
+the threads recorded), and the summary of a strategy's rounds on one group (a Measurement: their
+median and IQR, the machine's conditions over them, and why they are unreliable).
 
-Measuring, recording (results.py) and presenting (report/) stay separate, as in
+A block's calls are not replicates (consecutive calls in one process are correlated); rounds are
+(bench.series). Measuring, recording (record/) and presenting (report/) stay separate, as in
 torch.utils.benchmark.
 """
 
@@ -16,7 +17,7 @@ from typing import TypeVar, cast
 import numpy as np
 from pydantic import BaseModel
 
-from harness.bench.conditions import Conditions, between, snapshot
+from harness.bench.conditions import Conditions
 from harness.bench.noise import judge
 from harness.bench.threads import thread_counts
 from harness.linalg.device import Backend, synchronize
@@ -27,7 +28,19 @@ MIN_TIME_S = 0.1  # fast calls repeat until this much is sampled, so the median 
 MAX_REPEATS = 200
 
 
+class Block(BaseModel):
+    """One block of calls in a round: each timed call's seconds, in order, and their median."""
+
+    calls_s: list[float]
+    median_s: float
+    warmups: int = 0  # untimed calls before the first timed one
+    warm_s: float = 0.0  # what they took
+    threads: dict[str, int] = {}
+
+
 class Measurement(BaseModel):
+    """A strategy's rounds on one group: each round's seconds of one call, earlier runs' first."""
+
     samples_s: list[float]
     median_s: float
     iqr_s: float
@@ -44,23 +57,22 @@ def measure(
     warmup: int,
     repeats: int,
     backend: Backend,
-    cores: int = 1,
     allowance_s: float = math.inf,
     min_time_s: float = MIN_TIME_S,
     min_samples: int = 1,
     on_call: Callable[[str], None] = lambda what: None,
-) -> tuple[Measurement, T]:
+) -> tuple[Block, T]:
     """Time `fn` after `warmup` untimed calls: `repeats` times, and for fast calls until
     `min_time_s` of samples (at most MAX_REPEATS), as torch.utils.benchmark's blocked_autorange
     does; but never start a call that would end past `allowance_s` from the start, once one
     timed call is made (`min_samples` of them). `on_call` hears which call starts. Returns the last result too."""
     start = time.perf_counter()
-    before = snapshot()
     result: T | None = None
     for i in range(warmup):
         on_call(f"warm-up {i + 1} of {warmup}")
         result = fn()
     synchronize(backend)
+    warm_s = time.perf_counter() - start
     samples: list[float] = []
     while True:
         on_call(f"call {len(samples) + 1}" + (f" of {repeats}" if len(samples) < repeats else ""))
@@ -73,13 +85,16 @@ def measure(
         fits = time.perf_counter() - start + median <= allowance_s or len(samples) < min_samples
         if not (wanted and fits):
             break
-    return summarised(samples, warmup, between(before, snapshot(), cores)), cast(T, result)  # fn ran once at least
+    block = Block(calls_s=samples, median_s=float(np.median(samples)), warmups=warmup, warm_s=warm_s,
+                  threads=thread_counts())
+    return block, cast(T, result)  # fn ran once at least
 
 
-def summarised(samples: list[float], warmup: int, conditions: Conditions | None) -> Measurement:
-    """The measurement of `samples` in time order (a block's calls, or a strategy's rounds): its
-    median and IQR, the thread counts now, and every reason it is unreliable (noise.judge)."""
+def summarised(samples: list[float], warmup: int, conditions: Conditions | None,
+               threads: dict[str, int]) -> Measurement:
+    """The measurement of a strategy's rounds in time order: their median and IQR, the thread
+    counts they were timed with, and every reason they are unreliable (noise.judge)."""
     q1, median, q3 = np.percentile(samples, [25, 50, 75])
     reasons = judge(samples, conditions)
     return Measurement(samples_s=samples, median_s=float(median), iqr_s=float(q3 - q1), warmup=warmup,
-                       threads=thread_counts(), conditions=conditions, unstable=bool(reasons), reasons=reasons)
+                       threads=threads, conditions=conditions, unstable=bool(reasons), reasons=reasons)

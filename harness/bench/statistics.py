@@ -1,18 +1,24 @@
-"""Intervals for timings whose unit of replication is the round, not the call.
+"""Intervals for timings whose unit of replication is the run, not the call or the round.
 
 Consecutive calls in one process are correlated (caches, frequency, what else runs), so the
 spread of ~200 calls says little about how a second run would come out. A round times the
 baseline and every strategy of one analysis back to back (the order alternates from round to
-round), so drift and load hit both sides of a ratio alike: the paired log ratios of the rounds
-are the replicates, and runs pooled together add rounds (pyperf spawns worker processes and asv
-repeats rounds for the same reason).
+round), so drift and load hit both sides of a ratio alike: the paired log ratios of a round are
+its replicate within the run. But rounds of one run share that run's state (its processes, what
+the machine did that minute): within a run they spread by 0.004-0.06 (log sd), between runs the
+same speedups spread by 0.05-0.25. So the unit of replication across runs is the run:
 
-The speedup's interval is Student's t on the mean paired log ratio: timings are positive and
-their noise is multiplicative, so log ratios are close to normal and the interval comes back as
-[low, high] around the geometric mean of the ratios. It is exact for log-normal noise, which the
-coverage test checks on seeded trials; with two rounds it is honest and wide (t = 12.7). Fieller's
-interval for a ratio of means would need the two sides' covariance in each round, which the
-paired logs carry implicitly; a bootstrap undercovers at the 3-8 rounds a budget affords.
+- rounds from two runs or more: Student's t over the runs' mean log ratios (each run counts
+  once, df = runs - 1). An interval over run-level means rather than a random-effects fit: with
+  2-10 runs the between-run variance cannot be estimated apart from the within-run one (the
+  DerSimonian-Laird estimate is often 0 and undercovers), while the run means' t interval is exact
+  for normal run effects whatever the rounds per run, and the coverage test checks it.
+- rounds from one run: its rounds' t interval widened by the between-run spread this machine has
+  shown for the item (`spread`, a log sd): var = s^2/n + spread^2, Welch-Satterthwaite degrees of
+  freedom. Two lucky rounds never read +-1%; one round still gets an honest, wide interval.
+
+Timings are positive and their noise multiplicative, so everything is on log seconds and comes
+back as [low, high] around the geometric mean.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import numpy as np
 from pydantic import BaseModel
 
 LEVEL = 0.95
+DEFAULT_SPREAD = 0.10  # between-run log sd assumed until a machine has shown its own (0.05-0.25 measured)
+MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last
 
@@ -35,6 +43,7 @@ class Interval(BaseModel):
     low: float
     high: float
     n: int  # rounds (paired replicates) behind it
+    runs: int = 1  # the runs they came from: the replicates of a pooled interval
 
     @property
     def half_width(self) -> float:
@@ -59,57 +68,78 @@ def _t_p(statistic: float, df: float) -> float:
     return float(2 * stdtr(df, -abs(statistic)))
 
 
-def log_interval(logs: Sequence[float], level: float = LEVEL) -> Interval:
-    """exp of a t interval on the mean of `logs`; infinite ends with fewer than two."""
-    x = np.asarray(logs, dtype=float)
-    centre = float(np.exp(x.mean())) if len(x) else math.nan
-    if len(x) < 2:
-        return Interval(estimate=centre, low=0.0, high=math.inf, n=len(x))
-    half = _t(len(x) - 1, level) * float(x.std(ddof=1)) / math.sqrt(len(x))
-    return Interval(estimate=centre, low=float(np.exp(x.mean() - half)), high=float(np.exp(x.mean() + half)),
-                    n=len(x))
+def _t_half(var: float, df: float, level: float) -> float:
+    """The half-width of a t interval (a normal one for infinite df) of variance `var`."""
+    if not math.isfinite(var):
+        return math.inf
+    return (_t(df, level) if math.isfinite(df) else _z(level)) * math.sqrt(var)
 
 
-def rounds_to_resolve(interval: Interval, precision: float, most: int) -> int | None:
-    """The fewest rounds at which an interval of the same spread would be within `precision`
-    (t(n-1) s / sqrt(n) <= log(1 + precision), s the log ratios' standard deviation read back
-    from the interval); None without a spread to read (fewer than two rounds) or beyond `most`."""
-    n = interval.n
-    if n < 2 or not math.isfinite(interval.high) or interval.high <= 0:
-        return None
-    sd = math.log(interval.high / interval.estimate) * math.sqrt(n) / _t(n - 1)
-    goal = math.log1p(precision)
-    for rounds in range(n, most + 1):
-        if _t(rounds - 1) * sd / math.sqrt(rounds) <= goal:
-            return rounds
-    return None
+def _z(level: float = LEVEL) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(0.5 + level / 2))
 
 
-def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], level: float = LEVEL) -> Interval:
-    """numerator_i / denominator_i over rounds i (e.g. baseline seconds over a strategy's)."""
-    if len(numerator) != len(denominator):
-        raise ValueError(f"{len(numerator)} numerators against {len(denominator)} denominators")
-    return log_interval(np.log(np.asarray(numerator, float)) - np.log(np.asarray(denominator, float)), level)
+def _side(runs: Sequence[Sequence[float]], spread: float) -> tuple[float, float, float]:
+    """The mean of a side's log values over its runs, the variance of that mean and its degrees
+    of freedom (inf: known); the variance is inf when it cannot be told."""
+    means = [float(np.mean(r)) for r in runs if len(r)]
+    if not means:
+        return math.nan, math.inf, 1.0
+    if len(means) >= 2:
+        return float(np.mean(means)), float(np.var(means, ddof=1)) / len(means), len(means) - 1.0
+    x = np.asarray(next(r for r in runs if len(r)), dtype=float)
+    if len(x) < 2:  # one round: its own noise counted as much as another run's
+        return float(x[0]), 2 * spread**2, math.inf
+    within = float(x.var(ddof=1)) / len(x)
+    var = within + spread**2
+    df = var**2 / (within**2 / (len(x) - 1)) if within > 0 else math.inf
+    return float(x.mean()), var, df
 
 
-def welch_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[Interval, float | None]:
-    """B over A from two independent sets of rounds: Welch's t on the logs. Returns the interval
-    and the two-sided p value of "no change" (None with fewer than two rounds a side)."""
-    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
-    centre = float(np.exp(lb.mean() - la.mean()))
-    if len(la) < 2 or len(lb) < 2:
-        return Interval(estimate=centre, low=0.0, high=math.inf, n=min(len(la), len(lb))), None
-    va, vb = la.var(ddof=1) / len(la), lb.var(ddof=1) / len(lb)
-    se = math.sqrt(va + vb)
-    if se == 0.0:
-        p = 1.0 if centre == 1.0 else 0.0
-        return Interval(estimate=centre, low=centre, high=centre, n=min(len(la), len(lb))), p
-    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
-    diff = float(lb.mean() - la.mean())
-    half = _t(df, level) * se
-    p = _t_p(diff / se, df)
-    return Interval(estimate=centre, low=math.exp(diff - half), high=math.exp(diff + half),
-                    n=min(len(la), len(lb))), p
+def run_interval(runs: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD, level: float = LEVEL) -> Interval:
+    """exp of the interval on the mean log value, the run as the unit: each element of `runs` is
+    one run's log values (its rounds' paired log ratios); `spread` is the between-run log sd this
+    machine has shown, applied when there is one run only."""
+    runs = [r for r in runs if len(r)]
+    mean, var, df = _side(runs, spread)
+    n = sum(len(r) for r in runs)
+    if not runs:
+        return Interval(estimate=math.nan, low=0.0, high=math.inf, n=0, runs=0)
+    half = _t_half(var, df, level)
+    return Interval(estimate=float(np.exp(mean)), low=float(np.exp(mean - half)), high=float(np.exp(mean + half)),
+                    n=n, runs=len(runs))
+
+
+def run_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD,
+                   level: float = LEVEL) -> tuple[Interval, float | None]:
+    """B over A from two sets of runs of log values (independent: no run on both sides), each
+    side's mean as in run_interval, Welch-Satterthwaite between them. Returns the interval and
+    the two-sided p value of "no change" (None when a side has no round)."""
+    ma, va, da = _side(a, spread)
+    mb, vb, db = _side(b, spread)
+    if math.isnan(ma) or math.isnan(mb):
+        return Interval(estimate=math.nan, low=0.0, high=math.inf, n=0, runs=0), None
+    runs = min(sum(1 for r in a if len(r)), sum(1 for r in b if len(r)))
+    n = min(sum(len(r) for r in a), sum(len(r) for r in b))
+    diff, var = mb - ma, va + vb
+    if var == 0.0:
+        return Interval(estimate=math.exp(diff), low=math.exp(diff), high=math.exp(diff), n=n, runs=runs), (
+            1.0 if diff == 0.0 else 0.0)
+    terms = [v**2 / d for v, d in ((va, da), (vb, db)) if math.isfinite(d) and v > 0]
+    df = var**2 / sum(terms) if terms else math.inf
+    half = _t_half(var, df, level)
+    p = _t_p(diff / math.sqrt(var), df) if math.isfinite(df) else math.erfc(abs(diff) / math.sqrt(2 * var))
+    return Interval(estimate=math.exp(diff), low=math.exp(diff - half), high=math.exp(diff + half), n=n,
+                    runs=runs), p
+
+
+def run_spread(runs: Sequence[Sequence[float]]) -> float | None:
+    """The between-run log sd that runs of an item showed: the sd of their means, from three runs
+    on (two give one degree of freedom); None before."""
+    means = [float(np.mean(r)) for r in runs if len(r)]
+    return float(np.std(means, ddof=1)) if len(means) >= 3 else None
 
 
 def trend_p(values: Sequence[float]) -> float:

@@ -1,7 +1,8 @@
 """The console entry point: SIGTERM becomes an exception like Ctrl-C's, and both are answered
 with one line and exit 130 / 143, even while the heavy imports (numpy, scipy, rich) are under
 way, before `harness.cli.main` can handle anything. Nothing here imports more than the standard
-library and the exit codes."""
+library and the exit codes, and nothing here touches the environment: the harness times the
+program the user runs, with the user's thread settings (harness.bench.worker)."""
 
 from __future__ import annotations
 
@@ -34,24 +35,8 @@ def _reader_gone() -> int:
     return EXIT_BROKEN_PIPE
 
 
-def _quiet_thread_pools() -> None:
-    """Idle threads that sleep instead of spinning, unless the user chose otherwise: the
-    benchmark's rounds run strategies back to back, and a pool still spinning takes the cores
-    from the next call's pool. Set before anything imports numpy or torch, which read these once.
-    - OpenMP (torch): its spinning pool took the second core from the next strategy's BLAS
-      (round-to-round spread of the main job's top-3 timings, log seconds: torch 0.11 -> 0.05,
-      torch_lowrank 0.12 -> 0.04, factored 0.06 -> 0.00).
-    - OpenBLAS: numpy and scipy each bundle one, and ARPACK (scipy_svds) alternates between them
-      for every product, so two pools of spinning threads shared 2 cores: svds of a 3072x768
-      matrix took 16-32 ms with IQR 50-120% of its median; with idle threads asleep after 2^18
-      cycles (~0.1 ms), 5 ms with IQR 3%, while dense svdvals and GEMM did not change (load 0.3)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
-
-
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
-    _quiet_thread_pools()
     _tolerant_streams()
     try:
         cli = importlib.import_module("harness.cli.main")

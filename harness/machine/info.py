@@ -44,7 +44,7 @@ class MachineInfo(BaseModel):
     cuda_memory_total: int | None = None
     cuda_memory_free: int | None = None
     numpy_blas: str | None = None  # what numpy was built against, whatever is loaded when probed
-    thread_env: dict[str, str] = {}  # thread variables set in the environment when probed
+    thread_env: dict[str, str] = {}  # thread variables set in the user's environment (thread_environment)
 
     @property
     def identity(self) -> str:
@@ -91,7 +91,16 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+# Variables the BLAS and OpenMP runtimes read when they load (thread counts, wait policies, spin
+# times): what the user's environment sets is what their programs run with, so it is recorded, and
+# part of the machine's identity (its wisdom and pooled rounds), never changed by the harness.
+THREAD_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "GOTO_", "MKL_", "BLIS_", "VECLIB_", "NUMEXPR_")
+
+
+def thread_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The thread-related variables set in `environ` (this process's by default)."""
+    env = os.environ if environ is None else environ
+    return {name: env[name] for name in sorted(env) if name.startswith(THREAD_PREFIXES)}
 
 
 def _numpy_blas() -> str | None:
@@ -141,7 +150,7 @@ def probe() -> MachineInfo:
             for p in threadpool_info()
         ],
         numpy_blas=_numpy_blas(),
-        thread_env={name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
+        thread_env=thread_environment(),
     )
     if cuda_available():
         torch = sys.modules["torch"]

@@ -18,7 +18,7 @@ from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
 from harness.plan.model import BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
 from harness.plan.overheads import overheads
-from harness.plan.variants import default_precision, points, tf32_problems
+from harness.plan.variants import default_precision, env_points, points, tf32_problems
 from harness.spec import Analysis, PcaAnalysis, Spec
 from harness.strategies.base import OpRequest
 from harness.strategies.registry import BASELINES, STRATEGIES
@@ -78,7 +78,11 @@ def _choose(
         chosen, reason = choose(analysis.strategy, candidates, op.op, workload, tolerance)
     except ValueError as exc:
         raise ValueError(f"analysis[{i}].strategy: {exc}") from None
-    return Choice(analysis, op, candidates, chosen, reason, _roles(analysis, spec, op, chosen), sizes)
+    roles = _roles(analysis, spec, op, chosen)
+    timed = {c.strategy for c in candidates if roles.get(c.label) in ("baseline", "compare")}
+    candidates = candidates + env_points(analysis, candidates, timed)
+    roles.update((c.label, "compare") for c in candidates if c.env)
+    return Choice(analysis, op, candidates, chosen, reason, roles, sizes)
 
 
 def _roles(analysis: Analysis, spec: Spec, op: OpRequest, chosen: Candidate) -> dict[str, str]:
@@ -106,7 +110,7 @@ def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey
     for t in c.timed():
         keys = [k for k in wants if k[:2] == (c.analysis.label, t.label)]
         mine = [allocations[k] for k in keys]
-        timed.append(Timed(**t.model_dump(include={"strategy", "precision", "compiled", "variant"}),
+        timed.append(Timed(**t.model_dump(include={"strategy", "precision", "compiled", "env", "variant"}),
                            role=c.roles[t.label], device=t.device or "",
                            batch_sizes=t.batch_sizes, allocations=mine, cut=rounds_note(mine)))
     a = c.analysis
@@ -146,7 +150,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     steps = [_step(c, wants, allocations) for c in choices]
     groups = workload.groups()
     return Plan(
-        bench=BenchPlan(budget_s=b.budget, floor_s=floor, precision=b.precision, warmup=b.warmup, sample=b.sample,
+        bench=BenchPlan(budget_s=b.budget, floor_s=floor, target=b.target, warmup=b.warmup, sample=b.sample,
                         threads=threads[0], threads_reason=threads[1], references_s=references_s,
                         estimate_s=max(references_s + sum(a.estimate_s for a in allocations.values()), floor)),
         overheads=overheads(spec, workload, machine, steps, workers, layout),

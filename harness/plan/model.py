@@ -3,7 +3,7 @@ the benchmark phase times, and why. Whoever reads a plan imports only this modul
 
 from __future__ import annotations
 
-from pydantic import BaseModel, computed_field
+from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 from harness.bench.budget import Allocation
 
@@ -22,7 +22,8 @@ class Variant(BaseModel):
     strategy: str
     precision: str = ""  # the arithmetic (harness.linalg.precision); "" in records before it: the plan's dtype
     compiled: bool = False  # torch.compile'd kernels
-    variant: str = ""  # "@bfloat16", "@float32+compiled"; "" for the analysis' only point
+    env: dict[str, str] = {}  # environment variables its worker process starts with, beyond the user's
+    variant: str = ""  # "@bfloat16", "@float32+compiled", "+OPENBLAS_THREAD_TIMEOUT=18"; "" for the analysis' only point
 
     @property
     def label(self) -> str:
@@ -87,7 +88,7 @@ class BenchPlan(BaseModel):
 
     budget_s: float
     floor_s: float = 0.0  # the least benchmarking that answers every compared strategy
-    precision: float = 0.10  # the half-width of each speedup's 95% interval it aims for
+    target: float = Field(0.10, validation_alias=AliasChoices("target", "precision"))  # the half-width of each speedup's 95% interval it aims for (plans before it: "precision")
     warmup: int
     repeats: int = 1  # schema 3 and earlier: timed calls per strategy
     sample: int

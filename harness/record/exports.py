@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.base.atomic import write_atomic
 from harness.bench.conditions import Conditions
+from harness.bench.series import run_of
 from harness.record.run_record import AnalysisRecord, GroupTiming, RunRecord, StrategyTiming, load_record
 
 TIMINGS = "timings.csv"
@@ -48,8 +49,9 @@ TIMING_COLUMNS: tuple[str, ...] = (
     "precision", "compiled", "compile_s", "group", "sample", "round", "pooled", "seconds", "matrices", "total", "seconds_per_matrix",
     "median_s", "q1_s", "q3_s", "iqr_s", "warmup", "threads", "bench_threads",
     "flops", "bytes", "gflops_per_s", "gbytes_per_s",
-    "speedup", "speedup_low", "speedup_high", "unresolved", "unresolved_reason",
-    "rounds", "rounds_this_run", "rounds_pooled", "pooled_since",
+    "speedup", "speedup_low", "speedup_high", "unresolved", "unresolved_reason", "speedup_runs", "speedup_rounds",
+    "speedup_busy_rounds", "speedup_spread", "env",
+    "rounds", "rounds_this_run", "rounds_pooled", "pooled_since", "run", "busy",
     "cached", "cut", "unstable", "unstable_reasons",
     *(f"cond_{name}" for name in CONDITION_FIELDS),
 )
@@ -103,6 +105,12 @@ def _group_rows(
         "speedup_high": timing.speedup_ci[1] if timing.speedup_ci else None,
         "unresolved": timing.unresolved,
         "unresolved_reason": timing.unresolved_reason,
+        # what stands behind the speedup's interval: the runs (its replicates) and their rounds
+        "speedup_runs": timing.runs,
+        "speedup_rounds": timing.rounds,
+        "speedup_busy_rounds": timing.busy_rounds,
+        "speedup_spread": timing.spread,
+        "env": " ".join(f"{k}={v}" for k, v in sorted(timing.env.items())),
         "rounds": len(group.rounds),
         "rounds_this_run": len(group.rounds) - group.pooled,
         "rounds_pooled": group.pooled,
@@ -113,12 +121,15 @@ def _group_rows(
         "unstable_reasons": "; ".join(m.reasons),
         **{f"cond_{name}": conditions.get(name) for name in CONDITION_FIELDS},
     }
+    busy = set(group.busy)
     for i, seconds in enumerate(m.samples_s):
         per_matrix = seconds / group.sampled if group.sampled else None
         yield {
             **common,
             "sample": i,
             "round": group.rounds[i] if i < len(group.rounds) else None,
+            "run": run_of(group.rounds[i]) if i < len(group.rounds) else None,
+            "busy": i < len(group.rounds) and group.rounds[i] in busy,
             "pooled": i < group.pooled,
             "seconds": seconds,
             "seconds_per_matrix": per_matrix,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
 import math
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,16 @@ from harness.base.bounded import TooLarge, read_capped
 from harness.machine.info import MachineInfo
 from harness.plan.model import Plan, Step
 from harness.bench.measure import Measurement
-from harness.bench.statistics import Interval, paired_ratio
+from harness.bench.series import Speedup
 from harness.machine.roofline import Roof
 from harness.record.verification import Verification
 
 # 2: the benchmark's budget, cuts, threads, conditions and noise verdicts; 3: flops and bytes of
-# every timing, the machine's roofs; 4: rounds, pooled across runs, and an interval on every speedup
-SCHEMA_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)  # older records read with the newer fields at their defaults
+# every timing, the machine's roofs; 4: rounds, pooled across runs, and an interval on every speedup;
+# 5: each point timed in its own process, rounds named by a unique run id and kept under load,
+# intervals with the run as the unit, the user's environment
+SCHEMA_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)  # older records read with the newer fields at their defaults
 RECORD = "record.json"
 SPECTRA = "spectra.npz"
 FEATURES = "features.csv"
@@ -37,8 +38,10 @@ class GroupTiming(BaseModel):
     sampled: int
     total: int
     measurement: Measurement
-    rounds: list[str] = []  # each sample's round id ("<run started>#<analysis>#<n>"), in order
+    rounds: list[str] = []  # each sample's round id ("<run>#<analysis>#<n>"), in order
     pooled: int = 0  # the leading samples that earlier runs measured
+    busy: list[str] = []  # the round ids measured while the machine was busy (kept, and flagged)
+    spread: float | None = None  # between-run log sd of its seconds, as this machine's stored runs showed it
     calls: int = 0  # timed calls this run made (a fast call repeats within a round)
     # per matrix (op pca: per position): operations, and the least bytes moved (cost.Work)
     flops: float | None = None
@@ -72,17 +75,21 @@ class StrategyTiming(BaseModel):
     extrapolated: bool
     speedup: float | None = None  # baseline's workload total / this one's (geometric mean over rounds)
     speedup_ci: tuple[float, float] | None = None  # its 95% interval, from the rounds' paired ratios
-    unresolved: bool = False  # the interval is wider than the precision asked for (or missing)
+    unresolved: bool = False  # the interval is wider than the target asked for (or missing)
     unresolved_reason: str | None = None
     rounds: int = 0  # rounds behind its speedup (paired with the baseline), or its own for a baseline
     rounds_pooled: int = 0  # of them, measured by earlier runs of the same code on this machine
-    pooled_since: str | None = None  # the date of the earliest pooled round
+    runs: int = 0  # the runs those rounds came from: the replicates of its interval
+    busy_rounds: int = 0  # of the rounds, measured while the machine was busy (used: quiet ones were too few)
+    spread: float | None = None  # the between-run log sd its single-run interval was widened by
+    pooled_since: str | None = None  # schema 4: the date of the earliest pooled round
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
     cut: str | None = None  # the rounds the plan gave it, in words
     # its numeric precision (float64, float32, tf32, bfloat16, float16: the arithmetic, not
     # [benchmark] precision, the intervals' target); "" in records before it: the plan's dtype
     precision: str = ""
     compiled: bool = False  # timed under torch.compile
+    env: dict[str, str] = {}  # environment variables its worker process started with, beyond the user's
     variant: str = ""  # "@bfloat16" or "@float32+compiled" where its analysis times several points per strategy
     compile_s: float | None = None  # compiling it (with one call each time), never inside a timed call
     compile_note: str | None = None  # what compiling produced, and whether it was kept
@@ -91,6 +98,19 @@ class StrategyTiming(BaseModel):
     @property
     def label(self) -> str:
         return self.strategy + self.variant
+
+    def store(self, found: Speedup | None, target: float) -> None:
+        """Its speedup as measured (bench.series.speedup), and whether it resolves to `target`."""
+        if found is None:
+            self.speedup, self.speedup_ci, self.unresolved = None, None, True
+            self.unresolved_reason = "no round timed it beside the baseline"
+            return
+        self.speedup = found.estimate
+        self.speedup_ci = (found.low, found.high) if math.isfinite(found.high) else None
+        self.rounds, self.rounds_pooled, self.runs, self.busy_rounds = found.rounds, found.pooled, found.runs, found.busy
+        self.spread = found.spread if found.runs == 1 else None
+        self.unresolved_reason = found.unresolved_reason(target)
+        self.unresolved = self.unresolved_reason is not None
 
     def _per_sampled(self, field: str) -> float | None:
         values = [getattr(g, field) for g in self.groups]
@@ -148,66 +168,6 @@ class ChunkPlacement(BaseModel):
     attempts: int = 1  # more than one: its worker was lost and it was submitted again
 
 
-def workload_totals(groups: Iterable[tuple[Sequence[str], Sequence[float], int, int]]) -> dict[str, float]:
-    """Round id -> the workload total that round measured, for the rounds that timed every group,
-    in the first group's order. A group is (round ids, seconds of one call, the matrices a call
-    takes, the group's matrices): each call's seconds per matrix scaled to the group's size."""
-    per_group = [{r: s / sampled * total for r, s in zip(ids, seconds)} for ids, seconds, sampled, total in groups]
-    common = set.intersection(*(set(p) for p in per_group)) if per_group else set()
-    order = list(per_group[0]) if per_group else []
-    return {r: sum(p[r] for p in per_group) for r in order if r in common}
-
-
-def round_totals(t: StrategyTiming) -> dict[str, float]:
-    """A timing's workload total per round (workload_totals of its groups)."""
-    return workload_totals((g.rounds, g.measurement.samples_s, g.sampled, g.total) for g in t.groups)
-
-
-def speedup_interval(base: dict[str, float], own: dict[str, float]) -> Interval | None:
-    """The baseline's totals over a strategy's, paired by round (bench.statistics.paired_ratio);
-    None when no round timed both."""
-    paired = [r for r in own if r in base]
-    return paired_ratio([base[r] for r in paired], [own[r] for r in paired]) if paired else None
-
-
-def _pooled(t: StrategyTiming, rounds: list[str]) -> None:
-    """How many of `rounds` (those behind its figure) earlier runs measured, and since when."""
-    earlier = {r for g in t.groups for r in g.rounds[: g.pooled]}
-    pooled = [r for r in rounds if r in earlier]
-    t.rounds, t.rounds_pooled = len(rounds), len(pooled)
-    t.pooled_since = min(r.split("#")[0] for r in pooled)[:10] if pooled else None
-
-
-def apply_speedups(timings: list[StrategyTiming], precision: float) -> None:
-    """Each timing's speedup over the baseline and its interval, from the rounds both timed
-    (bench.statistics.paired_ratio); unresolved where the interval is wider than `precision`."""
-    for t in timings:
-        _pooled(t, list(round_totals(t)))
-    baseline = next((t for t in timings if t.role == "baseline"), None)
-    if baseline is None:
-        return
-    base = round_totals(baseline)
-    baseline.speedup = 1.0  # by definition: no interval, nothing to resolve
-    for t in timings:
-        if t is baseline:
-            continue
-        own = round_totals(t)
-        _pooled(t, [r for r in own if r in base])
-        t.speedup_ci, t.unresolved, t.unresolved_reason = None, False, None
-        interval = speedup_interval(base, own)
-        if interval is None:
-            t.speedup, t.unresolved, t.unresolved_reason = None, True, "no round timed it beside the baseline"
-            continue
-        t.speedup = interval.estimate
-        t.speedup_ci = (interval.low, interval.high) if interval.n >= 2 else None
-        if interval.n < 2:
-            t.unresolved, t.unresolved_reason = True, "1 round: no interval"
-        elif not interval.resolved(precision):
-            t.unresolved = True
-            t.unresolved_reason = (f"interval ±{100 * interval.half_width:.0f}% over {interval.n} rounds, "
-                                   f"wider than the ±{100 * precision:.0f}% asked for")
-
-
 class Skipped(BaseModel):
     strategy: str  # or a strategy's point, "torch@bfloat16", where its analysis has several
     reason: str
@@ -251,6 +211,7 @@ class AnalysisRecord(BaseModel):
     verdict: str | None = None  # the analysis' speedups in one line, the best first
     # how the plan's choice fared against the measurements: a line when it lost, else None
     choice_check: str | None = None
+    findings: list[str] = []  # what an environment of its own did to a strategy, when it made a difference
     # op pca: explained-variance ratio of the components per PCA ("global" or "layer3/mlp_up")
     explained_variance_ratio: dict[str, list[float]] | None = None
     axes: AxesRecord | None = None
@@ -292,8 +253,10 @@ class BenchRecord(BaseModel):
     budget_s: float
     floor_s: float = 0.0  # the least benchmarking that answers every strategy, when measured cold
     limit_s: float = 0.0  # what the phase allowed itself: max(budget, floor), its own floor as found
-    precision: float = 0.10
+    precision: float = 0.10  # the speedups' interval half-width aimed at ([benchmark] target)
+    run_id: str = ""  # the id this run's rounds carry
     rounds: int = 0  # rounds this run timed, over every analysis
+    busy_rounds: int = 0  # of the blocks this run timed, those in rounds the machine was busy around
     rounds_pooled: int = 0  # rounds earlier runs had timed, taken into this run's intervals
     resolved: int = 0  # speedups whose interval met the precision
     unresolved: int = 0
@@ -331,8 +294,9 @@ class RunRecord(BaseModel):
     @property
     def verdicts(self) -> list[str]:
         """Every analysis' verdict line, then the line of each plan choice that lost."""
-        return [a.verdict for a in self.analyses if a.verdict] + [a.choice_check for a in self.analyses
-                                                                   if a.choice_check]
+        return ([a.verdict for a in self.analyses if a.verdict]
+                + [a.choice_check for a in self.analyses if a.choice_check]
+                + [line for a in self.analyses for line in a.findings])
 
 
 class RecordError(ValueError):

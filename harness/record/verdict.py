@@ -52,3 +52,31 @@ def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
                     f"{'1x, the baseline' if t.role == 'baseline' else _interval(t)}); the next plan learns "
                     "from these rounds")
     return None
+
+
+def environment_findings(a: AnalysisRecord) -> list[str]:
+    """A line per point timed in an environment of its own whose speedup differs from its twin's
+    in the user's environment beyond both intervals: a setting the user may want, said as a
+    finding, never applied behind their back."""
+    twins = {(t.strategy, t.precision, t.compiled): t for t in a.timings if not t.env}
+    lines = []
+    for t in a.timings:
+        twin = twins.get((t.strategy, t.precision, t.compiled))
+        if not t.env or twin is None or t.speedup is None or twin.speedup is None:
+            continue
+        mine = t.speedup_ci or (t.speedup, t.speedup)
+        theirs = (1.0, 1.0) if twin.role == "baseline" else (twin.speedup_ci or (twin.speedup, twin.speedup))
+        if not (mine[0] > theirs[1] or mine[1] < theirs[0]):
+            continue
+        ratio = t.speedup / twin.speedup
+        setting = " ".join(f"{k}={v}" for k, v in sorted(t.env.items()))
+        way = f"{format_speedup(ratio)} faster" if ratio >= 1 else f"{format_speedup(1 / ratio)} slower"
+        advice = "set it in the environment of your own runs" if ratio >= 1 else "leave it unset"
+        lines.append(f"{a.name}: {setting} makes {twin.label} {way} on this machine (speedups "
+                     f"{format_interval(*mine)} against {format_interval(*theirs)}); {advice}")
+    return lines
+
+
+def conclude(a: AnalysisRecord, approximate: Container[str]) -> None:
+    """The analysis' verdict, its choice check and its environment findings, on its record."""
+    a.verdict, a.choice_check, a.findings = verdict(a), choice_check(a, approximate), environment_findings(a)

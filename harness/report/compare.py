@@ -1,10 +1,14 @@
 """Comparing runs of one spec: per analysis, strategy and shape group, B's time per matrix over
 A's with a 95% interval, and whether they differ.
 
-The replication unit is the round, not the call (bench.statistics): consecutive calls of one
-process are correlated, and treating ~200 of them as independent called identical code "changed"
-at p = 1e-55. Each side's rounds are the samples of Welch's t on log seconds; rounds both runs
-share (pooled from the same earlier run) are left out, so a run is never tested against itself.
+The replication unit is the run, not the call or the round (bench.statistics): consecutive calls
+of one process are correlated, and treating ~200 of them as independent called identical code
+"changed" at p = 1e-55; rounds of one run share its state, and treating them as independent called
+two runs of identical code different more often than the 1% asked. Each side's rounds are grouped
+by the run that timed them: its mean log seconds over runs, or for one run its rounds' mean widened
+by the between-run spread the machine showed for that item (recorded with the timing, else
+bench.statistics.DEFAULT_SPREAD), Welch-Satterthwaite between the sides. Rounds both runs share
+(pooled from the same earlier run) are left out, so a run is never tested against itself.
 A change is reported when p < ALPHA and the ratio is beyond FACTOR (asv's rule, `asv compare
 --factor`); otherwise the difference is "not significant", which is not "the same".
 
@@ -22,7 +26,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from harness.bench.measure import Measurement
-from harness.bench.statistics import welch_ratio
+from harness.bench.series import by_run
+from harness.bench.statistics import DEFAULT_SPREAD, run_difference
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
 
 ALPHA = 0.01  # two-sided
@@ -52,6 +57,8 @@ class GroupComparison(BaseModel):
     median_b_s: float
     n_a: int  # rounds of A in the test (those B shares are left out)
     n_b: int
+    runs_a: int = 1  # the runs those rounds came from: the test's replicates
+    runs_b: int = 1
     shared: int = 0  # rounds both runs hold (pooled from the same earlier run): not tested
     ratio: float  # B over A per matrix (geometric means of the rounds): above 1 is slower
     ratio_ci: tuple[float, float] | None  # its 95% interval (Welch's t on log seconds)
@@ -138,12 +145,15 @@ def _rounds(g: GroupTiming) -> dict[str, float]:
 
 
 def compare_rounds(
-    a: list[float], b: list[float], alpha: float = ALPHA, factor: float = FACTOR
+    a: dict[str, float], b: dict[str, float], alpha: float = ALPHA, factor: float = FACTOR,
+    spread: float = DEFAULT_SPREAD,
 ) -> tuple[float, tuple[float, float] | None, float | None, Change]:
-    """B over A, its interval, the p value of Welch's t on the logs, and the verdict."""
+    """B over A from seconds by round id, its interval and the p value with the run as the unit
+    (bench.statistics.run_difference), and the verdict."""
     if not a or not b:
         return math.nan, None, None, "too few rounds"
-    interval, p = welch_ratio(a, b)
+    interval, p = run_difference(by_run({r: math.log(s) for r, s in a.items()}),
+                                 by_run({r: math.log(s) for r, s in b.items()}), spread)
     if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS or p is None:
         return interval.estimate, None, None, "too few rounds"
     if p >= alpha or 1 / factor < interval.estimate < factor:
@@ -170,9 +180,10 @@ def _groups(
             continue
         ra, rb = _rounds(ga), _rounds(gb)
         shared = set(ra) & set(rb)
-        a = [s for r, s in ra.items() if r not in shared]
-        b = [s for r, s in rb.items() if r not in shared]
-        ratio, ci, p, change = compare_rounds(a, b, alpha, factor)
+        a = {r: s for r, s in ra.items() if r not in shared}
+        b = {r: s for r, s in rb.items() if r not in shared}
+        spreads = [x for x in (ga.spread, gb.spread) if x is not None]
+        ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
         median_a, median_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
         if math.isnan(ratio):  # a side has no rounds of its own: the medians' ratio, untested
             ratio = median_b / median_a if median_a > 0 else math.inf
@@ -181,7 +192,7 @@ def _groups(
         rows.append(GroupComparison(
             analysis=analysis, strategy=ta.strategy, group=ga.group,
             median_a_s=median_a, median_b_s=median_b,
-            n_a=len(a), n_b=len(b), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
+            n_a=len(a), n_b=len(b), runs_a=len(by_run(a)), runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
             unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
         ))
     return rows

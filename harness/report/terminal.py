@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -120,8 +119,8 @@ def bench_plan_line(plan: Plan) -> str:
     if b is None:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
-            f"{' (over the budget: the floor is spent)' if b.floor_s > b.budget_s else ''}, to a precision of "
-            f"±{100 * b.precision:.0f}%, est. {format_seconds(b.estimate_s)} "
+            f"{' (over the budget: the floor is spent)' if b.floor_s > b.budget_s else ''}, to a target of "
+            f"±{100 * b.target:.0f}%, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
@@ -314,9 +313,10 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
     why = record.plan.bench.threads_reason if record.plan.bench is not None else ""
     lines = [f"benchmark: {format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a {format_seconds(b.budget_s)} "
              f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (imports, "
-             f"a pool's start, verifying answers); {b.rounds} rounds timed, {b.rounds_pooled} pooled from earlier "
-             f"runs; {b.resolved} of {b.resolved + b.unresolved} speedups resolved to ±{100 * b.precision:.0f}%; "
-             f"{_threads(b.threads, why)}; float64 references: "
+             f"starting each strategy's own worker process, verifying answers); {b.rounds} rounds timed"
+             f"{f' ({b.busy_rounds} blocks of them while the machine was busy: kept, and flagged)' if b.busy_rounds else ''}"
+             f", {b.rounds_pooled} pooled from earlier runs; {b.resolved} of {b.resolved + b.unresolved} speedups "
+             f"resolved to ±{100 * b.precision:.0f}%; {_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
     if b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):
@@ -342,8 +342,8 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
                 + [f"[bold yellow]unstable[/] {escape(full)}" for full, _ in unstable] + _unstable_advice(b.unstable, ""))
     if unresolved:
         lines.append(f"{len(unresolved)} speedup{'s' if len(unresolved) > 1 else ''} unresolved (marked ?): "
-                     "their intervals are wider than the precision; a re-run adds rounds, --budget gives more; "
-                     "--verbose says why each")
+                     "their intervals are wider than the target; a re-run adds a run (intervals narrow with runs, "
+                     "not with one run's rounds), --budget gives more; --verbose says why each")
     lines += [f"[bold yellow]{n} measurement{'s' if n > 1 else ''} unstable[/]: {escape(reason)}"
               for n, reason in group_reasons(cause for _, cause in unstable)]
     return lines + _unstable_advice(b.unstable, "; --verbose names each")
@@ -441,15 +441,11 @@ def compare_table(comparison: Comparison) -> Table:
     return table
 
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
-                    "OPENBLAS_THREAD_TIMEOUT")
-
-
 def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:
     """`harness system`: the machine, its thread settings, and what would make timings
     unreliable right now, with a verdict."""
     pools = "; ".join(f"{p.api} {p.version or ''} {p.threads} threads" for p in machine.blas) or "none found"
-    env = ", ".join(f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ) or "none set"
+    env = ", ".join(f"{k}={v}" for k, v in machine.thread_env.items()) or "none set (each library's defaults)"
 
     def share(x: float | None) -> str:
         return "unreadable" if x is None else f"{100 * x:.0f}%"

@@ -20,12 +20,10 @@ from harness.bench.noise import group_reasons
 from harness.bench.threads import pinned
 from harness.data.registry import build_source
 from harness.data.workload import Workload
-from harness.base.executors import LazyExecutor
 from harness.linalg.device import cuda_available, torch_missing_reason
 from harness.machine.info import MachineInfo
 from harness.plan.compiler import compile_plan
 from harness.base.progress import Display
-from harness.run.context import exec_context, local_executor
 from harness.spec import Spec
 from harness.base.units import format_bytes
 
@@ -109,14 +107,13 @@ def reads(where: Path, quick: bool) -> ReadRoof | str:
     return measure_reads(where, size)
 
 
-def time_strategies(spec: Spec, machine: MachineInfo, display: Display, pool: LazyExecutor
-                    ) -> tuple[list[wisdom.Observation], list[str]]:
+def time_strategies(spec: Spec, machine: MachineInfo, display: Display) -> tuple[list[wisdom.Observation], list[str]]:
     """The spec's every strategy through the run's benchmark phase: what it would teach a run, and
     why each measurement it does not teach was dropped (its first reason, or a failed check)."""
     workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
     plan = compile_plan(spec, workload, machine)
-    bench = BenchPhase(plan, workload, lambda device: exec_context(plan, device, 0, pool), display,
-                       machine.cores, source="calibrate")
+    bench = BenchPhase(plan, workload, 0, display, machine.cores, source="calibrate")
+    bench.ready()
     assert plan.bench is not None
     dropped: list[str] = []
     with pinned(plan.bench.threads):
@@ -161,8 +158,7 @@ def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool =
         else:
             phase.summary = f"{read.cached_gbs:.1f} GB/s from the page cache" + (
                 f", {read.cold_gbs:.1f} GB/s cold" if read.cold_gbs is not None else "")
-    with local_executor(machine.cores, display) as pool:
-        measured = [time_strategies(spec, machine, display, pool) for spec in (chosen or specs(quick))]
+    measured = [time_strategies(spec, machine, display) for spec in (chosen or specs(quick))]
     observations = [o for kept, _ in measured for o in kept]
     if (note := kept_note(len(observations), [reason for _, dropped in measured for reason in dropped])):
         notes.append(note)

@@ -37,7 +37,7 @@ from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord,
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import STRATEGIES
-from harness.record.verdict import choice_check, verdict
+from harness.record.verdict import conclude
 from harness.machine.measurements import Measurements
 from harness.base.units import now
 from harness.run.output import writing
@@ -72,6 +72,7 @@ class Runner:
         cache: ResultCache | None = None,
         wisdom_folder: Path | None = None,
         pool: Measurements | None = None,
+        fresh: bool = False,
     ) -> None:
         self.record = record
         self.plan = record.plan
@@ -91,10 +92,9 @@ class Runner:
         self._saved_spectra = 0  # how many spectra the file on disk holds
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
-        self.bench = BenchPhase(self.plan, self.workload, self._context, display, record.machine.cores,
-                                cache, self.keys, source=record.experiment, pool=pool, run_id=record.started)
-        self.wisdom_folder = wisdom_folder
-        self._executor = run_executor(self.plan, display)
+        self.bench = BenchPhase(self.plan, self.workload, seed, display, record.machine.cores, cache, self.keys,
+                                source=record.experiment, pool=pool, fresh=fresh)
+        self.wisdom_folder, self._executor = wisdom_folder, run_executor(self.plan, display)
 
     def _context(self, device: str) -> ExecContext:
         return exec_context(self.plan, device, self.seed, self._executor)
@@ -107,14 +107,14 @@ class Runner:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
                 self._warm_chosen()
+                self.bench.ready()  # the timing workers' imports, beside the chosen strategies' and before any analysis
                 with pinned(self.plan.bench.threads), self.display.phase(
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(BenchClockLabel(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}",
-                                                 self.bench.limit))
+                                                 self.bench.budget, self.plan.bench.limit_s))
                         analysis = self._step(step, last_factored=i == self._last_factored)
-                        analysis.verdict = verdict(analysis)
-                        analysis.choice_check = choice_check(analysis, APPROXIMATE)
+                        conclude(analysis, APPROXIMATE)
                         self.record.analyses.append(analysis)
                         self.record.bench = self.bench.record()
                         self._save()

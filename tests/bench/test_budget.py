@@ -2,7 +2,8 @@
 
 import pytest
 
-from harness.bench.budget import BLOCK_OVERHEAD_S, BLOCK_S, MIN_ROUNDS, POSITIONS, SLOW_CALL_S, Allocation, Limit, allocate, floor_s, rounds_note
+from harness.bench.budget import (BLOCK_OVERHEAD_S, BLOCK_S, MIN_ROUNDS, OVERRUN, POSITIONS, SLOW_CALL_S, Allocation,
+                                  Budget, allocate, floor_s, rounds_note)
 
 
 def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Allocation:
@@ -41,19 +42,58 @@ def test_rounds_note_says_what_a_round_costs() -> None:
     assert rounds_note(list(out.values())) == f"2 rounds, 2 matrices a call: ~{600 + 1e3 * BLOCK_OVERHEAD_S:.1f} ms a round"
 
 
-def test_rounds_beyond_the_floors_spend_the_budget_shared_by_the_cost_of_a_round() -> None:
-    limit = Limit(12.0, 10.0, floors={"a": 2.0, "b": 4.0}, weights={"a": 1.0, "b": 3.0})
-    assert limit.extra("a") == pytest.approx(4.0 / 4)  # a quarter of what the floors leave of the budget
-    limit.done("a", 7.0)  # it overran: b keeps its floor (the rounds' hard limit), no extra
-    assert limit.extra("b") == 0.0
+class Clock:
+    """A clock the test moves by hand: the Budget reads time only through Budget.clock."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(Budget, "clock", staticmethod(c))
+    return c
+
+
+def test_rounds_beyond_the_floors_spend_the_budget_shared_by_the_cost_of_a_round(clock: Clock) -> None:
+    budget = Budget(10.0, 12.0, floors={"a": 2.0, "b": 4.0}, weights={"a": 1.0, "b": 3.0})
+    assert budget.extra_s("a") == pytest.approx(4.0 / 4)  # a quarter of what the floors leave of the budget
+    budget.open("a")
+    assert budget.fits(3.0, floor=False, quiet=True) and not budget.fits(3.1, floor=False, quiet=True)
+    clock.now = 7.0  # it overran: b keeps its floor (the phase's hard limit), no extra
+    budget.close("a")
+    assert budget.spent_s == 7.0 and budget.extra_s("b") == 0.0
+
+
+def test_a_floor_runs_on_a_quiet_machine_past_the_limit_and_not_on_a_busy_one(clock: Clock) -> None:
+    budget = Budget(4.0, 8.0, floors={"a": 8.0}, weights={"a": 1.0})
+    budget.open("a")
+    clock.now = 8.0 * (1 + OVERRUN)
+    assert budget.fits(1.0, floor=True, quiet=True)
+    assert not budget.fits(1.0, floor=True, quiet=False) and not budget.fits(1.0, floor=False, quiet=True)
+
+
+def test_one_off_work_is_outside_the_budget_once_however_nested(clock: Clock) -> None:
+    budget = Budget(4.0, 4.0, floors={"a": 1.0}, weights={"a": 1.0})
+    budget.open("a")
+    with budget.outside():
+        with budget.outside():
+            clock.now = 2.0
+    clock.now = 2.5
+    assert budget.elapsed_s == pytest.approx(0.5) and budget.one_off_s == pytest.approx(2.0)
+    assert budget.live_s == pytest.approx(0.5)
 
 
 def test_a_floor_over_the_budget_buys_no_extra_rounds_and_a_covered_floor_reserves_nothing() -> None:
     """The plan's floor (from the model on a first run) may be an overestimate: the rounds after
     the floor spend the budget, never the estimate's slack; a floor pooled rounds cover is 0."""
-    assert Limit(8.0, 4.0, floors={"a": 5.0, "b": 3.0}, weights={"a": 1.0, "b": 1.0}).extra("a") == 0.0
-    covered = Limit(4.0, 4.0, floors={"a": 0.0, "b": 0.0}, weights={"a": 1.0, "b": 1.0})
-    assert covered.extra("a") == pytest.approx(2.0)
+    assert Budget(4.0, 8.0, floors={"a": 5.0, "b": 3.0}, weights={"a": 1.0, "b": 1.0}).extra_s("a") == 0.0
+    covered = Budget(4.0, 4.0, floors={"a": 0.0, "b": 0.0}, weights={"a": 1.0, "b": 1.0})
+    assert covered.extra_s("a") == pytest.approx(2.0)
 
 
 def test_a_fast_call_is_timed_three_times_a_block_and_the_median_kept() -> None:
@@ -61,14 +101,3 @@ def test_a_fast_call_is_timed_three_times_a_block_and_the_median_kept() -> None:
 
     assert calls_for(MEDIAN_CALL_S / 2, 1) == MEDIAN_CALLS and calls_for(MEDIAN_CALL_S, 1) == 1
     assert calls_for(MEDIAN_CALL_S / 2, 5) == 5 and calls_for(1.0, 2) == 2
-
-
-def test_extra_rounds_go_where_a_speedup_resolves_for_the_fewest_seconds() -> None:
-    from harness.bench.budget import resolving_shares
-
-    round_s = {"spectrum": 1.4, "top3": 0.9, "geometry": 0.3}
-    needs = {"spectrum": [5, 6], "top3": [1, 1, 2], "geometry": [1]}
-    # geometry's one round (0.3 s a speedup), top3's first (0.45 s each of two), its second (0.9 s);
-    # spectrum's five rounds (7 s) do not fit what is left
-    assert resolving_shares(needs, round_s, 4.0) == pytest.approx({"geometry": 0.3, "top3": 1.8})
-    assert resolving_shares(needs, round_s, 0.2) == {}  # nothing resolves within it

@@ -11,7 +11,6 @@ import pytest
 
 from harness.bench import conditions
 from harness.bench.conditions import Conditions, Snapshot, between
-from harness.bench.measure import measure
 from harness.bench.noise import condition_reasons, dispersion_reasons, judge
 
 QUIET = Conditions(cores=2, load_before=0.3, load_after=0.5, running_before=1, running_after=2,
@@ -105,15 +104,18 @@ def cpu_jiffies(pids: list[int]) -> int:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc")
-def test_a_measurement_beside_busy_processes_is_flagged(busy_processes: list[int]) -> None:
-    """Each timed call waits for an event, not a time: the spinners having run 10 more clock
-    ticks, so the measurement spans their work however busy the machine is."""
+def test_a_round_beside_busy_processes_is_flagged(busy_processes: list[int]) -> None:
+    """A round's conditions (read before and after it, as the rounds do): each call waits for an
+    event, not a time (the spinners having run 10 more clock ticks), so the round spans their work
+    however busy the machine is."""
     def until_they_spun() -> None:
         start = cpu_jiffies(busy_processes)
         while cpu_jiffies(busy_processes) - start < 10:
             os.sched_yield()
 
     cores = len(os.sched_getaffinity(0))
-    m, _ = measure(until_they_spun, warmup=0, repeats=6, backend="numpy", cores=cores)
-    assert m.unstable, m
-    assert any(r.startswith("other processes took") for r in m.reasons), m.reasons
+    before = conditions.snapshot()
+    for _ in range(6):
+        until_they_spun()
+    reasons = condition_reasons(conditions.between(before, conditions.snapshot(), cores))
+    assert any(r.startswith("other processes took") for r in reasons), reasons

@@ -1,5 +1,6 @@
-"""The intervals of bench.statistics on synthetic rounds with known ratios: coverage, width,
-and the marks a bimodal or drifting set of rounds gets."""
+"""The run-level intervals of bench.statistics on synthetic rounds with a known ratio and a run
+effect (each run shifts every one of its rounds alike): coverage, the A/A test, the single-run
+floor, and the marks a bimodal or drifting set of rounds gets."""
 
 import math
 
@@ -7,54 +8,76 @@ import numpy as np
 import pytest
 
 from harness.bench.noise import dispersion_reasons
-from harness.bench.statistics import _t, drift_reason, log_interval, paired_ratio, rounds_to_resolve, welch_ratio
+from harness.bench.statistics import DEFAULT_SPREAD, drift_reason, run_difference, run_interval, run_spread
+
+TRUE = 40.0
+BETWEEN, WITHIN = 0.08, 0.04  # log sd of a run's effect, and of a round's own noise
 
 
-@pytest.mark.parametrize("rounds", [3, 5, 10])
-def test_the_paired_interval_covers_the_true_ratio_in_about_95_percent_of_trials(rounds: int) -> None:
-    """Rounds share a drift (each round's load hits both sides) and carry their own noise."""
-    rng = np.random.default_rng(rounds)
-    true, trials, covered = 40.0, 2000, 0
-    for _ in range(trials):
-        drift = np.exp(rng.normal(0, 0.3, rounds))  # what both sides of a round share
-        base = 0.25 * drift * np.exp(rng.normal(0, 0.08, rounds))
-        fast = 0.25 / true * drift * np.exp(rng.normal(0, 0.08, rounds))
-        ci = paired_ratio(base, fast)
-        covered += ci.low <= true <= ci.high
+def runs_of(rng: np.random.Generator, runs: int, centre: float = math.log(TRUE)) -> list[np.ndarray]:
+    """Each run's paired log ratios: 2-8 rounds sharing the run's effect."""
+    return [centre + rng.normal(0, BETWEEN) + rng.normal(0, WITHIN, rng.integers(2, 9)) for _ in range(runs)]
+
+
+@pytest.mark.parametrize("runs", [2, 3, 5, 10])
+def test_the_interval_covers_the_true_ratio_in_93_to_97_percent_of_trials(runs: int) -> None:
+    rng = np.random.default_rng(runs)
+    trials = 2000
+    covered = sum(i.low <= TRUE <= i.high for i in (run_interval(runs_of(rng, runs)) for _ in range(trials)))
     assert 0.93 <= covered / trials <= 0.97
 
 
-def test_the_interval_narrows_with_rounds_and_says_when_it_meets_the_precision() -> None:
-    rng = np.random.default_rng(0)
-    noise = np.exp(rng.normal(0, 0.05, 40))
-    few, many = paired_ratio(np.full(3, 2.0), 1.0 * noise[:3]), paired_ratio(np.full(40, 2.0), 1.0 * noise)
-    assert many.half_width < few.half_width
-    assert many.resolved(0.10) and not paired_ratio([2.0], [1.0]).resolved(0.10)
+def test_pooling_rounds_as_if_independent_would_not_cover() -> None:
+    """The model the run-level one replaced: 5 runs' rounds as one run's, no between-run term."""
+    rng = np.random.default_rng(7)
+    trials, covered = 1000, 0
+    for _ in range(trials):
+        flat = np.concatenate(runs_of(rng, 5))
+        covered += (lambda i: i.low <= TRUE <= i.high)(run_interval([flat], spread=0.0))
+    assert covered / trials < 0.80
 
 
-def test_one_round_has_no_interval_and_identical_rounds_a_point() -> None:
-    one = log_interval([math.log(3.0)])
-    assert one.estimate == pytest.approx(3.0) and one.high == math.inf
-    same = paired_ratio([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
-    assert (same.low, same.estimate, same.high) == pytest.approx((2.0, 2.0, 2.0))
-
-
-def test_welch_finds_a_real_change_and_not_a_null_one() -> None:
-    rng = np.random.default_rng(1)
-    a = np.exp(rng.normal(0, 0.05, 8))
-    b_same, b_slow = np.exp(rng.normal(0, 0.05, 8)), 1.5 * np.exp(rng.normal(0, 0.05, 8))
-    _, p_same = welch_ratio(a, b_same)
-    ci, p_slow = welch_ratio(a, b_slow)
-    assert p_same is not None and p_same > 0.01
-    assert p_slow is not None and p_slow < 1e-6 and ci.low < 1.5 < ci.high
-
-
-def test_welch_aa_trials_reject_at_about_alpha() -> None:
-    """Identical code, independent rounds: p < 0.01 in about 1% of trials, not in most."""
+def test_an_aa_pair_of_runs_is_not_significant_in_95_percent_of_trials() -> None:
+    """Identical code, one run a side, the machine's spread known: p < 0.01 rarely."""
     rng = np.random.default_rng(2)
-    rejected = sum(welch_ratio(np.exp(rng.normal(0, 0.1, 5)), np.exp(rng.normal(0, 0.1, 5)))[1] < 0.01
-                   for _ in range(2000))
-    assert rejected / 2000 < 0.03
+    trials = 2000
+    quiet = sum(run_difference(runs_of(rng, 1), runs_of(rng, 1), spread=BETWEEN)[1] >= 0.01 for _ in range(trials))
+    assert quiet / trials >= 0.95
+
+
+def test_a_real_change_between_two_runs_is_found() -> None:
+    rng = np.random.default_rng(3)
+    slow = runs_of(rng, 1, math.log(TRUE * 1.5))
+    interval, p = run_difference(runs_of(rng, 1), slow, spread=BETWEEN)
+    assert p is not None and p < 0.01 and interval.low < 1.5 < interval.high
+
+
+def test_one_run_is_never_narrower_than_the_machines_spread_between_runs() -> None:
+    """Eight rounds alike to 0.1%: within the run +-0.1%, but one run says little of the next."""
+    lucky = [math.log(TRUE) + np.random.default_rng(4).normal(0, 0.001, 8)]
+    assert run_interval(lucky, spread=0.0).high / TRUE - 1 < 0.01
+    floored = run_interval(lucky, spread=0.05)
+    assert floored.high / floored.estimate - 1 >= math.exp(1.96 * 0.05) - 1 - 1e-9
+    assert run_interval(lucky).high / TRUE - 1 > 0.19  # nothing known: DEFAULT_SPREAD's +-22%
+    assert DEFAULT_SPREAD == pytest.approx(0.10)
+
+
+def test_one_round_gets_a_wide_interval_and_no_round_none() -> None:
+    one = run_interval([[math.log(3.0)]])
+    assert one.estimate == pytest.approx(3.0) and 2.0 < one.low < 3.0 < one.high < 4.5 and one.runs == 1
+    none = run_interval([])
+    assert none.runs == 0 and none.high == math.inf
+
+
+def test_runs_count_once_whatever_their_rounds() -> None:
+    """A run of 40 rounds and a run of 2 are one replicate each: the centre is their means' mean."""
+    a, b = [0.0] * 40, [math.log(4.0)] * 2
+    assert run_interval([a, b]).estimate == pytest.approx(2.0) and run_interval([a, b]).runs == 2
+
+
+def test_the_spread_between_runs_is_read_from_three_runs_on() -> None:
+    assert run_spread([[0.0, 0.1], [0.2]]) is None
+    assert run_spread([[0.0], [0.1], [0.2]]) == pytest.approx(0.1)
 
 
 def test_a_drifting_set_of_rounds_is_marked() -> None:
@@ -68,14 +91,3 @@ def test_a_drifting_set_of_rounds_is_marked() -> None:
 def test_a_bimodal_set_of_rounds_is_marked() -> None:
     rounds = [1.0, 1.01, 0.99, 1.02, 2.0, 2.02, 1.98, 2.01]
     assert any(r.startswith("bimodal") for r in dispersion_reasons(rounds))
-
-
-def test_rounds_to_resolve_is_the_fewest_rounds_at_that_spread_within_the_precision() -> None:
-    logs = [0.05, -0.05, 0.10, -0.10]  # sd 0.0913 over 4 rounds: +-15% at 95%, unresolved at 10%
-    interval = log_interval(logs)
-    sd = float(np.std(logs, ddof=1))
-    n = rounds_to_resolve(interval, 0.10, 30)
-    assert n is not None and n > 4
-    assert _t(n - 1) * sd / math.sqrt(n) <= math.log1p(0.10) < _t(n - 2) * sd / math.sqrt(n - 1)
-    assert rounds_to_resolve(interval, 0.10, n - 1) is None  # not within the most rounds allowed
-    assert rounds_to_resolve(log_interval([0.1]), 0.10, 30) is None  # one round: no spread to read

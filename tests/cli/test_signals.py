@@ -53,17 +53,14 @@ def test_sigterm_becomes_terminated() -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_the_launcher_quiets_thread_pools_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rounds run strategies back to back: a spinning OpenMP or OpenBLAS pool must not steal the
-    next call's cores."""
+def test_the_launcher_leaves_the_users_environment_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness times the program the user runs: OMP_WAIT_POLICY=PASSIVE, once set by the
+    launcher, made torch's svdvals 2.4x slower than in the user's own process."""
     import os
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
+    before = dict(os.environ)
     monkeypatch.setattr(entry.importlib, "import_module", lambda name: type("cli", (), {"main": lambda argv: 0}))
     assert entry.main(["--version"]) == 0
-    assert (os.environ["OMP_WAIT_POLICY"], os.environ["OPENBLAS_THREAD_TIMEOUT"]) == ("PASSIVE", "18")
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
-    assert entry.main(["--version"]) == 0
-    assert (os.environ["OMP_WAIT_POLICY"], os.environ["OPENBLAS_THREAD_TIMEOUT"]) == ("ACTIVE", "28")
+    assert dict(os.environ) == before

@@ -17,10 +17,12 @@ from harness.record.run_record import RECORD, RecordError, RunRecord, load_recor
 
 
 def synthetic(record: RunRecord, seed: int, scale: dict[str, float] | None = None, n: int = 8,
-              unstable: str = "", run: str | None = None, spread: float = 0.1) -> RunRecord:
+              unstable: str = "", run: str | None = None, spread: float = 0.1,
+              between: float | None = 0.03) -> RunRecord:
     """The record with n fresh lognormal rounds per group (ids of run `run`, the seed's by
     default), `scale[strategy]` times slower, every measurement stable except `unstable`'s: the
-    smoke run's own flags depend on how busy the machine was, which a test must not."""
+    smoke run's own flags depend on how busy the machine was, which a test must not. `between`
+    is the between-run spread the machine had shown (None: not known)."""
     draw = np.random.default_rng(seed)
     out = record.model_copy(deep=True)
     run = run or f"run{seed}"
@@ -30,7 +32,7 @@ def synthetic(record: RunRecord, seed: int, scale: dict[str, float] | None = Non
                 samples = 1e-3 * g.sampled * draw.lognormal(0.0, spread, size=n) * (scale or {}).get(t.strategy, 1.0)
                 m = g.measurement
                 m.samples_s, m.median_s = samples.tolist(), float(np.median(samples))
-                g.rounds, g.pooled = [f"{run}#{a.name}#{i}" for i in range(n)], 0
+                g.rounds, g.pooled, g.spread = [f"{run}#{a.name}#{i}" for i in range(n)], 0, between
                 m.unstable = t.strategy == unstable
                 m.reasons = ["other processes took 48% of the 2 CPUs"] if m.unstable else []
     return out
@@ -50,14 +52,30 @@ def test_slowdown_flagged_and_noise_not(smoke_run: tuple[Path, RunRecord]) -> No
     assert all(1.3 < r.ratio < 1.7 and r.p_value < 1e-4 and r.ratio_ci[0] > 1.1 for r in slow)  # type: ignore[index]
 
 
+def rounds(run: str, values: list[float]) -> dict[str, float]:
+    return {f"{run}#a#{i}": v for i, v in enumerate(values)}
+
+
 def test_significant_but_tiny_change_is_not_reported() -> None:
     a = [1.0 + 0.001 * i for i in range(20)]
-    assert compare_rounds(a, [x * 1.05 for x in a])[3] == "not significant"  # p tiny, below asv's 1.1x
-    assert compare_rounds(a, [x / 1.5 for x in a])[3] == "faster"
+    runs_a = {**rounds("x", a), **rounds("y", a), **rounds("z", a)}
+    runs_b = {**rounds("u", [v * 1.05 for v in a]), **rounds("v", [v * 1.051 for v in a]),
+              **rounds("w", [v * 1.049 for v in a])}
+    assert compare_rounds(runs_a, runs_b)[3] == "not significant"  # p tiny, below asv's 1.1x
+    faster = {**rounds("u", [v / 1.5 for v in a]), **rounds("v", [v / 1.51 for v in a]), **rounds("w", [v / 1.49 for v in a])}
+    assert compare_rounds(runs_a, faster)[3] == "faster"
+
+
+def test_one_run_a_side_is_judged_with_the_machines_spread_between_runs() -> None:
+    """Two runs' 20 alike rounds each, 1.2x apart: significant only if runs of this machine agree
+    that closely; with the default spread (runs 10% apart), not."""
+    a, b = rounds("x", [1.0] * 20), rounds("y", [1.2] * 20)
+    assert compare_rounds(a, b, spread=0.02)[3] == "slower"
+    assert compare_rounds(a, b)[3] == "not significant"
 
 
 def test_too_few_rounds_for_the_test() -> None:
-    ratio, ci, p, change = compare_rounds([1.0], [3.0, 3.1])
+    ratio, ci, p, change = compare_rounds(rounds("x", [1.0]), rounds("y", [3.0, 3.1]))
     assert (ci, p, change) == (None, None, "too few rounds") and ratio == pytest.approx(math.sqrt(3.0 * 3.1))
 
 

@@ -19,7 +19,8 @@ from harness.report import charts
 from harness.report.artifacts import decay_bands
 from harness.report.html import REPORT, render_report
 from harness.report.terminal import COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, run_table, strategy_label
-from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming, apply_speedups
+from harness.bench.series import speedup, workload_totals
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.base.units import format_seconds
 
 from .test_roofline_chart import visible_labels
@@ -54,6 +55,10 @@ def flat(text: str) -> str:
     return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", text)).split())
 
 
+def line(t: StrategyTiming) -> dict[str, float]:
+    return workload_totals((g.rounds, g.measurement.samples_s, g.sampled, g.total) for g in t.groups)
+
+
 def first_timed(record: RunRecord) -> tuple[AnalysisRecord, StrategyTiming]:
     a = next(a for a in record.analyses if len(a.timings) > 1)
     return a, next(t for t in a.timings if t.role != "baseline")
@@ -68,7 +73,7 @@ def test_a_tiny_speedup_keeps_its_significant_digits(smoke_run: tuple[Path, RunR
         b.measurement.samples_s = [1e-3 * f for f in (1.0, 1.02, 0.98)]
         g.measurement.samples_s = [s / g.total * g.sampled / 0.0011 * b.total / b.sampled for s in b.measurement.samples_s]
     t.estimate_total_s = baseline.estimate_total_s / 0.0011
-    apply_speedups(a.timings, 0.1)
+    t.store(speedup(line(baseline), line(t), spread=0.0), 0.1)
     text = terminal_text(record)
     assert t.speedup == pytest.approx(0.0011 / len(t.groups) * len(t.groups))
     assert row_of(text, a.name, strategy_label(a, t.strategy))[8].startswith("0.0011x (0.0011-0.0011)")

@@ -20,7 +20,7 @@ def raising(*args: object, **kwargs: object) -> None:
 
 
 def test_a_compared_strategy_that_raises_is_failed_and_the_run_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], patched_workers: None,
 ) -> None:
     failing = "torch_lowrank"  # compared in svd_topk, never the chosen one there
     if STRATEGIES[failing].uses_torch:

@@ -1,5 +1,6 @@
-"""The benchmark phase end to end on the smoke spec: within a budget no strategy is dropped,
-references are shared, threads are explicit, and unstable timings are said and never cached."""
+"""The benchmark phase end to end on the smoke spec, each point in its own worker process: within
+a budget no strategy is dropped, references are shared, threads are the plan's, rounds are pooled
+by run, and a busy machine's rounds are kept with their reasons."""
 
 from pathlib import Path
 
@@ -11,50 +12,57 @@ from harness.record.run_record import load_record
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")
+ONE = ["--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy']}]"]
 
 
-def test_a_zero_budget_still_times_every_strategy_on_every_group(tmp_path: Path) -> None:
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A quiet machine (whatever else the test machine runs) and a pool of its own."""
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
+
+
+def test_a_zero_budget_still_times_every_strategy_on_every_group(tmp_path: Path, quiet: None) -> None:
     out = tmp_path / "run"
     assert main(["run", SMOKE, "-o", str(out), "--no-cache", "--budget", "0s",
                  "--set", "benchmark.repeats=5", "--set", "benchmark.sample=3"]) == 0
     record = load_record(out)
     assert record.bench is not None and record.bench.budget_s == 0.0 and record.bench.floor_s > 0
+    assert len(record.bench.run_id) == 12 and record.schema_version == 5
     for analysis, step in zip(record.analyses, record.plan.steps):
         assert [t.strategy for t in analysis.timings] == [t.strategy for t in step.timed]
         for timing in analysis.timings:
             assert timing.groups and all(len(g.rounds) >= 1 for g in timing.groups)
             assert all(g.calls >= 5 * len(g.rounds) for g in timing.groups)  # repeats: calls a round
+            assert all(r.startswith(record.bench.run_id + "#") for g in timing.groups for r in g.rounds)
             assert timing.cut and "rounds" in timing.cut
             if timing.role != "baseline":  # never a speedup without saying how sure it is
                 assert timing.speedup_ci is not None or timing.unresolved
+                assert timing.runs == 1 and timing.spread is not None  # one run: the machine's spread applied
         assert all(v.passed for v in analysis.verification)
 
 
-def test_threads_are_the_plans_and_references_are_shared(tmp_path: Path) -> None:
+def test_threads_are_the_plans_in_the_workers_and_references_are_shared(tmp_path: Path, quiet: None) -> None:
     out = tmp_path / "run"
     assert main(["run", SMOKE, "-o", str(out), "--no-cache", "--set", "benchmark.threads=1"]) == 0
     record = load_record(out)
     assert record.plan.bench is not None and record.plan.bench.threads == 1
-    visited: set[str] = set()
     for analysis in record.analyses:
         for timing in analysis.timings:
             for g in timing.groups:
-                assert set(g.measurement.threads.values()) == {1}, g.measurement.threads
+                assert g.measurement.threads and set(g.measurement.threads.values()) == {1}, g.measurement.threads
                 assert g.measurement.conditions is not None
     # svdvals, svd and svd_topk rotate through the same 2 matrices of each of the 2 groups: 4 value
     # references at most for all three; the pca's 2 positions add 2 Gram references at most
     assert record.bench is not None
-    assert 2 + 1 <= record.bench.references_computed <= 4 + 2, visited
+    assert 2 + 1 <= record.bench.references_computed <= 4 + 2
 
 
-def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, quiet: None) -> None:
     """A resolved speedup costs the next run no round; --fresh measures anew; both keep rounds."""
-    from harness.run import rounds as rounding
-
-    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
-    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine: rounds kept
-    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy']}]",
-            "--set", "benchmark.precision='100%'"]  # any interval at all resolves
+    spec = ["--no-cache", *ONE, "--set", "benchmark.target='100%'"]  # any interval at all resolves
     assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
     first = load_record(tmp_path / "a").analyses[0].timings
     assert all(t.rounds >= 2 and t.rounds_pooled == 0 and not t.cached for t in first)
@@ -62,32 +70,35 @@ def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, monkey
     second = load_record(tmp_path / "b")
     assert all(t.cached and t.rounds_pooled == t.rounds >= 2 for t in second.analyses[0].timings)
     assert second.bench is not None and second.bench.rounds == 0 and second.bench.rounds_pooled > 0
-    factored = next(t for t in second.analyses[0].timings if t.strategy == "factored")
-    assert factored.speedup_ci is not None and factored.pooled_since == load_record(tmp_path / "a").started[:10]
     assert main(["run", SMOKE, "-o", str(tmp_path / "c"), *spec, "--fresh"]) == 0
     fresh = load_record(tmp_path / "c")
-    assert all(t.rounds_pooled == 0 and not t.cached for t in fresh.analyses[0].timings)
+    assert all(t.rounds_pooled == 0 and not t.cached and t.runs == 1 for t in fresh.analyses[0].timings)
+    assert main(["run", SMOKE, "-o", str(tmp_path / "d"), *spec, "--set", "benchmark.target='1%'"]) == 0
+    pooled = next(t for t in load_record(tmp_path / "d").analyses[0].timings if t.role != "baseline")
+    assert pooled.runs == 3 and pooled.rounds_pooled > 0  # a, c and d: the rounds of b's run were a's
+
+
+def test_an_old_spec_key_reads_as_the_target(tmp_path: Path, quiet: None) -> None:
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), "--no-cache", *ONE,
+                 "--set", "benchmark.precision='100%'"]) == 0
+    assert load_record(tmp_path / "a").bench.precision == 1.0  # type: ignore[union-attr]
 
 
 @pytest.fixture
-def shares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, float]]:
-    """Each run's analyses that get a share of the budget (the weights its Limit starts with),
-    on a quiet machine whose rounds are pooled in tmp_path."""
+def shares(quiet: None, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, float]]:
+    """Each run's analyses that get a share of the budget (the weights its Budget starts with)."""
     from harness.run import phase as phasing
-    from harness.run import rounds as rounding
 
-    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
-    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine: rounds kept
-    limits: list[dict[str, float]] = []
+    budgets: list[dict[str, float]] = []
 
-    class Seen(phasing.Limit):  # type: ignore[misc]
-        def __init__(self, limit_s: float, budget_s: float, floors: dict[str, float],
+    class Seen(phasing.Budget):  # type: ignore[misc]
+        def __init__(self, budget_s: float, limit_s: float, floors: dict[str, float],
                      weights: dict[str, float]) -> None:
-            limits.append(dict(weights))
-            super().__init__(limit_s, budget_s, floors, weights)
+            budgets.append(dict(weights))
+            super().__init__(budget_s, limit_s, floors, weights)
 
-    monkeypatch.setattr(phasing, "Limit", Seen)
-    return limits
+    monkeypatch.setattr(phasing, "Budget", Seen)
+    return budgets
 
 
 def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
@@ -95,7 +106,7 @@ def test_an_analysis_its_pooled_rounds_settle_keeps_no_share_of_the_budget(
     """Its floor and share go to the analyses that still need rounds, even those before it."""
     values = "{name='values', op='svdvals', strategy='factored', compare=['numpy']}"
     top = "{name='top', op='svd_topk', k=2, strategy='factored', compare=['scipy_svds']}"
-    common = ["--no-cache", "--set", "benchmark.precision='100%'"]  # any interval at all resolves
+    common = ["--no-cache", "--set", "benchmark.target='100%'"]  # any interval at all resolves
     assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *common, "--set", f"analysis=[{values}]"]) == 0
     assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *common, "--set", f"analysis=[{top}, {values}]"]) == 0
     assert set(shares[0]) == {"values"} and set(shares[1]) == {"top"}  # "values" is settled by run a's rounds
@@ -106,7 +117,7 @@ def test_each_point_of_a_strategy_is_settled_by_its_own_pooled_rounds(
         tmp_path: Path, shares: list[dict[str, float]]) -> None:
     """factored@float32's pooled rounds say nothing of factored@bfloat16, which still needs its
     rounds: the analysis keeps its share (points of one strategy are told apart by their labels)."""
-    common = ["--no-cache", "--set", "benchmark.precision='100%'"]
+    common = ["--no-cache", "--set", "benchmark.target='100%'"]
     values = ("{{name='values', op='svdvals', strategy='factored', compare=['numpy', 'factored'], tolerance=0.05, "
               "precisions={}}}")
     assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *common,
@@ -116,7 +127,10 @@ def test_each_point_of_a_strategy_is_settled_by_its_own_pooled_rounds(
     assert set(shares[1]) == {"values"}
 
 
-def test_rounds_measured_under_load_are_said_and_never_pooled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rounds_measured_under_load_are_kept_flagged_and_outweighed_by_quiet_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A busy run's rounds are said, kept in the pool with their reasons, and used by a later run
+    only while its quiet rounds are too few."""
     from harness.bench import noise
     from harness.run import rounds as rounding
 
@@ -124,94 +138,54 @@ def test_rounds_measured_under_load_are_said_and_never_pooled(tmp_path: Path, mo
     busy = lambda conditions: ["load 18.4 on 2 cores"]  # noqa: E731
     monkeypatch.setattr(rounding, "condition_reasons", busy)
     monkeypatch.setattr(noise, "condition_reasons", busy)
-    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy']}]"]
-    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), "--no-cache", *ONE]) == 0
     first = load_record(tmp_path / "a")
-    assert first.bench is not None and first.bench.unstable == 4  # 2 strategies x 2 groups
+    assert first.bench is not None and first.bench.busy_rounds > 0 and first.bench.unstable > 0
     assert any("unstable" in line and "load 18.4 on 2 cores" in line for line in bench_lines(first))
-    monkeypatch.undo()
-    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
-    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *spec]) == 0
+    factored = next(t for t in first.analyses[0].timings if t.strategy == "factored")
+    assert factored.speedup_ci is not None and factored.busy_rounds == factored.rounds  # an answer, flagged
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
+    monkeypatch.setattr(noise, "condition_reasons", lambda conditions: [])
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), "--no-cache", *ONE]) == 0
     second = load_record(tmp_path / "b")
-    assert second.bench is not None and second.bench.rounds_pooled == 0 and second.bench.rounds > 0
+    assert second.bench is not None and second.bench.rounds_pooled > 0 and second.bench.rounds >= 2
+    factored = next(t for t in second.analyses[0].timings if t.strategy == "factored")
+    assert factored.busy_rounds == 0 and factored.runs == 1  # its own quiet rounds outweigh the busy run's
 
 
-def test_a_busy_machine_out_of_time_leaves_strategies_untimed_but_verified(
+def test_a_busy_machine_out_of_time_still_times_the_baseline_and_the_chosen_strategy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cut before its first round, a strategy has no timing (never a made-up one) and says why;
-    the answers are still verified, and the run still succeeds."""
+    """Every analysis gets an answer: the baseline and the chosen strategy get their first round
+    whatever the load; a compared one cut before its first round has no timing (never a made-up
+    one), says why, and is still verified."""
     from harness.run import rounds as rounding
     from harness.record.run_record import UNTIMED
 
     monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: ["load 18.4 on 2 cores"])
-    monkeypatch.setattr(rounding.Rounds, "_estimate", lambda self, names: 1e9)  # no round fits the limit
-    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy']}]"]
+    monkeypatch.setattr(rounding.Rounds, "_block_s", lambda self, subject: 1e9)  # no block fits the limit
+    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='factored', compare=['numpy', 'torch']}]"]
     assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
     record = load_record(tmp_path / "a")
     (analysis,) = record.analyses
-    assert analysis.timings == [] and record.bench is not None and record.bench.rounds == 0
-    assert {s.strategy: s.reason for s in analysis.skipped} == {"numpy": UNTIMED, "factored": UNTIMED}
-    assert {v.strategy for v in analysis.verification if v.passed} == {"numpy", "factored"}
-    assert any(line.startswith("not timed, out of time on a busy machine: svdvals: numpy, svdvals: factored")
-               for line in bench_lines(record))
+    assert {t.strategy for t in analysis.timings} == {"numpy", "factored"} and record.bench.rounds == 1  # type: ignore[union-attr]
+    factored = next(t for t in analysis.timings if t.strategy == "factored")
+    assert factored.speedup_ci is not None  # one round, and still an interval: a wide one
+    assert {s.strategy: s.reason for s in analysis.skipped} == {"torch": UNTIMED}
+    assert {v.strategy for v in analysis.verification if v.passed} == {"numpy", "factored", "torch"}
+    assert any(line.startswith("not timed, out of time on a busy machine: svdvals: torch") for line in bench_lines(record))
 
 
-def test_a_pool_is_started_before_its_first_timed_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from contextlib import contextmanager
-
-    from harness.run import context
+def test_a_warm_rerun_of_a_resolved_spec_starts_no_worker(tmp_path: Path, quiet: None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.run import rounds as rounding
-    from harness.base.executors import SerialExecutor
 
-    started: list[bool] = []
-
-    @contextmanager
-    def pool(workers: int, threads: int = 1, preload: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
-        started.append(True)
-        yield SerialExecutor()
-
-    measured = rounding.measure
-
-    def measure(fn, **kwargs):  # type: ignore[no-untyped-def]
-        strategy = fn.args[0]  # partial(compute_batches, strategy, op, batches, ctx)
-        assert started or not strategy.fans_out, "the pool would start inside the timed call"
-        return measured(fn, **kwargs)
-
-    monkeypatch.setattr(context, "process_pool", pool)
-    monkeypatch.setattr(rounding, "measure", measure)
-    spec = ["--set", "analysis=[{op='svdvals', strategy='numpy', compare=['process_pool']}]", "--budget", "0"]
-    assert main(["run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache", *spec]) == 0
-    assert started == [True]
-
-
-def test_every_strategy_is_warmed_before_it_is_timed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """torch's import and the Gram kernel's compilation happen before, never inside, a timed call."""
-    from harness.run import rounds as rounding
-    from harness.strategies.base import StrategyBase
-
-    events: list[str] = []
-    warm = StrategyBase.warm
-
-    def warming(self, backend, source=None):  # type: ignore[no-untyped-def]
-        events.append(f"warm {self.name}")
-        warm(self, backend, source)
-
-    measured = rounding.measure
-
-    def measure(fn, **kwargs):  # type: ignore[no-untyped-def]
-        # partial(compute_batches, strategy, ...) or partial(strategy.grams, ...)
-        strategy = fn.args[0] if fn.args and hasattr(fn.args[0], "fans_out") else fn.func.__self__
-        events.append(f"measure {strategy.name}")
-        return measured(fn, **kwargs)
-
-    monkeypatch.setattr(StrategyBase, "warm", warming)
-    monkeypatch.setattr(rounding, "measure", measure)
-    assert main(["run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache", "--budget", "0"]) == 0
-    for i, event in enumerate(events):
-        if event.startswith("measure "):
-            assert f"warm {event.removeprefix('measure ')}" in events[:i], f"{event} before its warm-up"
-    assert "warm dual_gram" in events
+    spec = [*ONE, "--set", "benchmark.target='100%'"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    started: list[str] = []
+    monkeypatch.setattr(rounding.Rounds, "_start", lambda self, names: started.extend(names))
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *spec]) == 0
+    assert started == [] and load_record(tmp_path / "b").bench.rounds == 0  # type: ignore[union-attr]
 
 
 def test_the_gram_kernel_is_compiled_by_warming() -> None:

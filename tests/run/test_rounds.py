@@ -1,5 +1,7 @@
-"""A round's block: how many calls it times follows the calls' measured seconds, not the plan's
-estimate (which, on a machine with no wisdom, is a model's guess)."""
+"""The rounds of one analysis (run.rounds) with fake workers: which points a round times and in
+what order, when rounds stop, what a busy machine still measures, and how a block's calls follow
+its measured seconds. Real worker processes are tested in tests/bench/test_worker.py and end to
+end in tests/run/test_phase.py."""
 
 from __future__ import annotations
 
@@ -11,19 +13,130 @@ import pytest
 from rich.console import Console
 
 from harness.base.progress import Display
-from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, Allocation
-from harness.bench.measure import summarised
+from harness.bench import budget as budgeting
+from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, Allocation, Budget
+from harness.bench.conditions import snapshot
+from harness.bench.measure import Block
+from harness.bench.worker import Reply, Request
 from harness.run import rounds as rounding
-from harness.run.rounds import Rounds, Timeline
+from harness.run.rounds import Pace, Rounds, Timeline
 from harness.run.subjects import Subject
 
 
-def subject(calls: int, repeats: int) -> Subject:
-    a = Allocation(group="g", per_matrix_s=0.01, matrices=1, warmup=0, calls=calls, repeats=repeats, sample=1)
-    return Subject(step=None, timed=SimpleNamespace(strategy="s", label="s"), allocation=a, strategy=None,  # type: ignore[arg-type]
-                   ctx=SimpleNamespace(backend="numpy"), item=None, total=1, flops=1.0, bytes=1.0,  # type: ignore[arg-type]
-                   prepare=lambda r: (lambda: None), judge=lambda result, r: None, ids=lambda r: ["m"],  # type: ignore[arg-type, return-value]
-                   warm=lambda: None, checks={("m",): None})  # type: ignore[dict-item]
+class FakeWorker:
+    """Answers each block at once with `seconds[label]` a call (a list: one per block in turn)."""
+
+    def __init__(self, label: str, seconds: dict[str, list[float]], asked: list[tuple[str, Request]],
+                 fail: set[str]) -> None:
+        self.label, self.seconds, self.asked, self.fail = label, seconds, asked, fail
+
+    def wait_ready(self) -> None:
+        pass
+
+    def block(self, request: Request) -> Reply:
+        self.asked.append((self.label, request))
+        if self.label in self.fail:
+            raise RuntimeError("ARPACK did not converge")
+        times = self.seconds[self.label]
+        s = times.pop(0) if len(times) > 1 else times[0]
+        return Reply(Block(calls_s=[s] * request.calls, median_s=s, threads={"blas": 2}), "answer", {})
+
+    def pids(self) -> list[int]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def subject(label: str, per_matrix_s: float = 0.01, calls: int = 1, repeats: int = 1, warmup: int = 0) -> Subject:
+    a = Allocation(group="g", per_matrix_s=per_matrix_s, matrices=1, warmup=warmup, calls=calls, repeats=repeats,
+                   sample=4)
+    verdict = SimpleNamespace(passed=True, reason=None)
+    return Subject(step=None, timed=SimpleNamespace(label=label, strategy=label, compiled=False), part=0, allocation=a,  # type: ignore[arg-type]
+                   item=None, arithmetic="float32", total=10, flops=1.0, bytes=1.0,  # type: ignore[arg-type]
+                   judge=lambda result, r: verdict, ids=lambda r: [f"m{r % 4}"])  # type: ignore[arg-type, return-value]
+
+
+def rounds(labels: list[str], seconds: dict[str, list[float]], *, budget: Budget | None = None,
+           chosen: str | None = None, fail: frozenset[str] = frozenset(), spread: float | None = 0.02,
+           target: float = 0.10, subjects: dict[str, Subject] | None = None) -> tuple[Rounds, list[tuple[str, Request]]]:
+    subjects = subjects or {label: subject(label) for label in labels}
+    asked: list[tuple[str, Request]] = []
+    budget = budget or Budget(100.0, 100.0, {"a": 1.0}, {"a": 1.0})
+    budget.open("a")
+    r = Rounds("a", "run", {k: [v] for k, v in subjects.items()}, dict.fromkeys(labels), {}, labels[0], chosen,
+               {id(s): Timeline(pooled=[]) for s in subjects.values()}, target, dict.fromkeys(labels, spread),
+               budget, Pace(), Display(Console(file=io.StringIO()), live=False), 2, 2,
+               lambda s, ids: None, lambda s, ids, verdict: None, snapshot(),
+               spawn=lambda work, threads, env: FakeWorker(current[0], seconds, asked, set(fail)))  # type: ignore[arg-type, return-value]
+    current = [""]
+    start = r._start
+
+    def starting(names: list[str]) -> None:  # each worker learns its label as it is spawned
+        for name in names:
+            if name not in r.workers:
+                current[0] = name
+                start([name])
+
+    r._start = starting  # type: ignore[method-assign]
+    return r, asked
+
+
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
+
+
+@pytest.fixture
+def busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: ["load 18.4 on 2 cores"])
+
+
+def test_the_first_round_times_the_baseline_then_the_chosen_point_and_later_rounds_alternate(quiet: None) -> None:
+    r, asked = rounds(["base", "x", "chosen"], {"base": [1.0], "x": [0.5], "chosen": [0.1]}, chosen="chosen")
+    r.run()
+    order = [label for label, _ in asked]
+    assert order[:3] == ["base", "chosen", "x"] and order[3:6] == ["x", "chosen", "base"]
+
+
+def test_rounds_stop_once_more_of_this_run_cannot_narrow_the_interval(quiet: None) -> None:
+    """Alike rounds (within-run spread 0): more of them cannot beat the between-run term, however
+    much budget is left; the speedup stays unresolved at +-10% and says why."""
+    r, asked = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.10)
+    r.run()
+    assert r.count == MIN_ROUNDS and len(asked) == 2 * MIN_ROUNDS
+
+
+def test_rounds_go_on_while_this_runs_spread_is_wide_and_the_budget_allows(quiet: None) -> None:
+    noisy = [0.5, 0.8, 0.4, 0.9, 0.45, 0.85, 0.5, 0.7]
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": noisy}, spread=0.02, target=0.10)
+    r.run()
+    assert r.count > MIN_ROUNDS
+
+
+def test_a_busy_machine_out_of_budget_still_times_the_baseline_and_the_chosen_point(busy: None) -> None:
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    r, asked = rounds(["base", "x", "chosen"], {"base": [1.0], "x": [0.5], "chosen": [0.1]}, budget=spent,
+                      chosen="chosen")
+    r.run()
+    assert r.untimed == ["x"] and r.count == 1
+    assert {label: len(r.lines[id(s)].new) for label, (s,) in r.subjects.items()} == {"base": 1, "x": 0, "chosen": 1}
+    assert asked[-1][0] == "x" and asked[-1][1].keep  # still verified, by one untimed call
+    assert all(round_.busy == ["load 18.4 on 2 cores"] for line in r.lines.values() for round_ in line.new)
+
+
+def test_a_quiet_machine_runs_the_floor_past_the_limit(quiet: None) -> None:
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, budget=spent)
+    r.run()
+    assert r.count == MIN_ROUNDS and not r.untimed
+
+
+def test_a_point_that_fails_leaves_the_rounds_and_the_others_go_on(quiet: None) -> None:
+    r, asked = rounds(["base", "bad", "x"], {"base": [1.0], "bad": [1.0], "x": [0.5]}, fail=frozenset({"bad"}))
+    r.run()
+    assert r.failures == {"bad": "RuntimeError: ARPACK did not converge"}
+    assert sum(label == "bad" for label, _ in asked) == 1 and sum(label == "x" for label, _ in asked) == MIN_ROUNDS
 
 
 @pytest.mark.parametrize("seconds,repeats,before,after", [
@@ -32,113 +145,37 @@ def subject(calls: int, repeats: int) -> Subject:
     (2 * MEDIAN_CALL_S, 5, 5, 5),  # the spec's repeats hold either way
 ])
 def test_a_blocks_calls_follow_its_measured_seconds(seconds: float, repeats: int, before: int, after: int,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    def measure(fn: Any, **kwargs: Any) -> tuple[Any, None]:
-        return summarised([seconds] * kwargs["repeats"], 0, None), None
-
-    monkeypatch.setattr(rounding, "measure", measure)
-    s = subject(before, repeats)
-    s.allocation.warmup, line = 0, Timeline(pooled=[], warmed=True)
-    display = Display(Console(file=io.StringIO()), live=False)
-    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 1.0, 1.0, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None)
-    with display.phase("a") as phase:
-        r._block(s, "run#a#0", 0, phase)
-        assert line.calls == before  # the first block as planned
-        r._block(s, "run#a#1", 1, phase)
-    assert s.allocation.calls == after and line.calls == before + after
-
-
-def test_a_warm_up_call_sets_the_first_blocks_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A strategy the plan thought fast gets a warm-up; when that call is slow, its first block
-    is one call, not three (torch's spectrum on a first run: 2 x 2 calls of 170 ms saved)."""
-    clock = iter(range(100))
-    monkeypatch.setattr(rounding.time, "perf_counter", lambda: float(next(clock)))  # every call "takes" 1 s
-    s = subject(MEDIAN_CALLS, 1)
-    s.allocation = s.allocation.model_copy(update={"warmup": 1})
-    s.strategy = SimpleNamespace(fans_out=False)  # type: ignore[assignment]
-    s.ctx.compiled = None  # type: ignore[attr-defined]
-    line = Timeline(pooled=[])
-    display = Display(Console(file=io.StringIO()), live=False)
-    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 1.0, 1.0, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None)
-    r._first(s, 0, verify=False)
-    assert s.allocation.calls == 1 and line.warmed
-
-
-
-@pytest.mark.parametrize("warmup,verify,warm_s", [
-    (1, False, 1.0),  # the floor's warm-up: spent from the budget, like a round
-    (0, True, 0.0),  # a call made only to verify the answer: one-off work, said apart
-])
-def test_warm_up_calls_are_spent_from_the_budget_and_verifying_calls_are_not(
-        warmup: int, verify: bool, warm_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter(range(100))
-    monkeypatch.setattr(rounding.time, "perf_counter", lambda: float(next(clock)))  # every call "takes" 1 s
-    s = subject(MEDIAN_CALLS, 1)
-    s.allocation = s.allocation.model_copy(update={"warmup": warmup})
-    s.strategy = SimpleNamespace(fans_out=False)  # type: ignore[assignment]
-    s.ctx.compiled = None  # type: ignore[attr-defined]
-    display = Display(Console(file=io.StringIO()), live=False)
-    r = Rounds("a", "run", {"s": [s]}, None, {id(s): Timeline(pooled=[])}, 0.1, 1.0, 1.0, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None)
-    r._first(s, 0, verify=verify)
-    assert r.warm_s == warm_s and r.first_s + r.warm_s == 3.0  # the clock read 0 at its start and 3 at its end
-
-
-@pytest.mark.parametrize("busy,rounds", [([], 2), (["other processes took 60% of the 2 CPUs"], 0)])
-def test_the_floor_is_never_cut_on_a_quiet_machine_and_cut_on_a_busy_one(
-        busy: list[str], rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past its limit (here none is left at all), a floor round still runs where nothing else took
-    the machine: the plan misjudged it, and every speedup must get its interval; a busy machine's
-    floor stops at the limit, before its first round too, and the strategy is said not timed."""
-    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: busy)
-    s = subject(1, 1)
-    line = Timeline(pooled=[], warmed=True)
-    display = Display(Console(file=io.StringIO()), live=False)
-    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 0.0, 0.0, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None)
+                                                    quiet: None) -> None:
+    s = subject("base", calls=before, repeats=repeats)
+    r, asked = rounds(["base"], {"base": [seconds]}, subjects={"base": s})
     r.run()
-    assert r.count == rounds == len(line.new)
+    assert [req.calls for _, req in asked][:2] == [before, after]
 
 
-@pytest.mark.parametrize("pace,rounds", [(1.0, 2), (10.0, 0)])
-def test_a_first_round_is_estimated_at_the_pace_the_phase_has_run(
-        pace: float, rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a busy machine the plan's estimate of a later analysis' first round is scaled by how
-    much longer than planned the earlier rounds ran: one that would pass the limit is not begun."""
-    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: ["load 18.4 on 2 cores"])
-    s = subject(1, 1)
-    line = Timeline(pooled=[], warmed=True)
-    display = Display(Console(file=io.StringIO()), live=False)
-    left = 3 * s.allocation.block_s  # room for the planned first round, not for ten times it
-    r = Rounds("a", "run", {"s": [s]}, None, {id(s): line}, 0.1, 0.0, left, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None, paced=(1.0, pace))
+def test_warm_ups_are_asked_once_and_answers_judged_once_per_set_of_matrices(quiet: None) -> None:
+    s = subject("base", warmup=1)
+    r, asked = rounds(["base"], {"base": [0.01]}, subjects={"base": s})
     r.run()
-    assert r.count == rounds and (r.planned_s > 0) == (rounds > 0)
+    assert [req.warmups for _, req in asked] == [1] + [0] * (len(asked) - 1)
+    assert [req.keep for _, req in asked][:2] == [True, True] and len(s.checks) == min(len(asked), 4)
 
 
-def test_a_round_given_up_between_blocks_keeps_none_of_its_blocks() -> None:
-    """On a busy machine, a round stops before a block that would end past the limit; its ratios pair
-    every strategy's block, so the blocks it did time are dropped, not kept unpaired."""
-    a, b = subject(1, 1), subject(1, 1)
-    lines = {id(a): Timeline(pooled=[], warmed=True), id(b): Timeline(pooled=[], warmed=True)}
-    display = Display(Console(file=io.StringIO()), live=False)
-    r = Rounds("x", "run", {"a": [a], "b": [b]}, "a", lines, 0.1, 0.0, 10.0, display, 2,
-               lambda subject, ids: None, lambda subject, ids, verdict: None)
-    asked = iter([False, True])  # b's block would end past the limit
-    assert r._round(["a", "b"], lambda subject: next(asked)) is False
-    assert r.count == 0 and all(not line.new for line in lines.values())
-    assert r._round(["a", "b"], lambda subject: False) is True
-    assert r.count == 1 and all(len(line.new) == 1 for line in lines.values())
+def test_the_budget_counts_blocks_and_not_one_off_work(quiet: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting workers and judging answers are one-off work, outside the budget."""
+    budget = Budget(100.0, 100.0, {"a": 1.0}, {"a": 1.0})
+    r, _ = rounds(["base"], {"base": [0.01]}, budget=budget)
+    r.run()
+    assert budget.one_off_s >= 0.0 and budget.elapsed_s >= 0.0
+    assert budgeting.OVERRUN > 0 and isinstance(r.pace.factor, float)
 
 
-def test_rounds_wanted_read_a_spread_only_from_three_rounds() -> None:
-    base = {"r0": 1.0, "r1": 1.0, "r2": 1.0}
-    noisy = {"r0": 0.50, "r1": 0.55, "r2": 0.45}  # 2x faster, +-10% a round: unresolved at 10%
-    (extra,) = rounding.rounds_wanted({"b": base, "s": noisy}, "b", 0.10)  # type: ignore[misc]
-    assert extra >= 1
-    two = {r: v for r, v in noisy.items() if r != "r2"}
-    assert rounding.rounds_wanted({"b": base, "s": two}, "b", 0.10) is None  # one degree of freedom: unknown
-    assert rounding.rounds_wanted({"b": base, "s": noisy}, "b", 10.0) == []  # resolved: nothing wanted
-    assert rounding.rounds_wanted({"s": noisy}, None, 0.10) == []  # no baseline, but its rounds suffice
+def test_a_point_whose_rounds_are_all_pooled_is_verified_with_one_untimed_call(quiet: None) -> None:
+    from harness.bench.series import Round
+
+    s = subject("base")
+    r, asked = rounds(["base"], {"base": [0.01]}, subjects={"base": s})
+    r.lines[id(s)] = Timeline(pooled=[Round(round=f"old#a#{i}", seconds=0.01) for i in range(3)])
+    r._wants = lambda label: False  # type: ignore[method-assign]  # the pool settled it
+    r.run()
+    assert r.count == 0 and [(label, req.calls, req.keep) for label, req in asked] == [("base", 1, True)]
+    assert s.checks

@@ -152,11 +152,13 @@ def main(args: argparse.Namespace) -> int:
         with display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
             record.roofs = run_roofs(where, context.wisdom, record.machine, backends(the_plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in record.roofs.values()) or "wisdom is off"
-        pool = None if args.fresh else measurements.load(where, context.machine)
+        pool, pool_note = measurements.load(where, context.machine)
+        if pool_note is not None:
+            display.note(pool_note)
         if (note := floor_note(the_plan)) is not None:
             display.note(note)
         runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache,
-                        wisdom_folder=where, pool=pool)
+                        wisdom_folder=where, pool=pool if where is not None else None, fresh=args.fresh)
         created = not folder.exists()
         try:
             with _claimed(folder):

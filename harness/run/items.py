@@ -1,0 +1,56 @@
+"""What a timed point's rounds are pooled under (an Item), and whether pooled rounds are plausible
+beside what this machine expects or measures: the pool is data from elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.bench.budget import Allocation
+from harness.bench.series import Round
+from harness.data.layout import AdapterLayout
+from harness.data.workload import ShapeGroup
+from harness.machine.measurements import Item
+from harness.machine.wisdom import width
+from harness.plan.candidates import position_shape
+from harness.plan.model import Plan, Step, Timed
+from harness.store.keys import TIMING_PACKAGES, source_digest
+from harness.strategies.registry import STRATEGIES
+
+# Pooled rounds further than this from what the plan expects of a call are not this machine's
+# (a model estimate can be 10x off; a planted 1,000x speedup is not)...
+WILD_PLAN = 30.0
+# ...or further than this from what the run itself measured (a busy minute slows a call 2-3x).
+WILD_RUN = 4.0
+
+
+def placed(plan: Plan, step: Step, timed: Timed, a: Allocation, groups: dict[str, ShapeGroup],
+           layout: AdapterLayout) -> tuple[Item, int]:
+    """What an allocation's rounds are pooled under, and the matrices (a PCA's positions) of its
+    group in the workload."""
+    bench = plan.bench
+    assert bench is not None
+    if step.op == "pca":
+        shape, rank, per_call, total = position_shape(layout), None, 1, len(layout.positions)
+    else:
+        g = groups[a.group]
+        shape, rank, per_call, total = g.shape, g.rank, a.matrices, len(g)
+    item = Item(code=source_digest(TIMING_PACKAGES), strategy=timed.strategy, op=step.op, k=step.k, shape=shape,
+                rank=rank, dtype=plan.dtype, device=timed.device, threads=bench.threads,
+                width=width(STRATEGIES[timed.strategy].fans_out, plan.workers, per_call),
+                precision=timed.precision, compiled=timed.compiled, env=tuple(sorted(timed.env.items())))
+    return item, total
+
+
+def plausible(pooled: Sequence[Round], expected_s: float, what: str = "this machine's plan expects") -> str | None:
+    """Why pooled rounds are not to be believed beside `expected_s` seconds a call, or None."""
+    if not pooled or not expected_s > 0:
+        return None
+    median = float(np.median([r.seconds for r in pooled]))
+    factor = max(median / expected_s, expected_s / median)
+    wild = WILD_PLAN if what.endswith("expects") else WILD_RUN
+    if factor <= wild:
+        return None
+    return (f"{len(pooled)} rounds at {median * 1e3:.3g} ms a call, {factor:,.0f}x off the "
+            f"{expected_s * 1e3:.3g} ms {what}")

@@ -1,0 +1,45 @@
+"""A point's rounds as the record keeps them: per group a GroupTiming (its rounds summarised, each
+round's id and whether the machine was busy), per point a StrategyTiming scaled to the workload,
+with its precision, compilation and environment."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from harness.bench.conditions import Conditions
+from harness.bench.measure import summarised
+from harness.bench.series import Round, by_run
+from harness.bench.statistics import run_spread
+from harness.plan.model import Timed
+from harness.record.run_record import GroupTiming, StrategyTiming
+from harness.run.rounds import Timeline
+from harness.run.subjects import Subject
+
+
+def group_timing(s: Subject, line: Timeline, conditions: Conditions | None, stored: Sequence[Round]) -> GroupTiming:
+    """A subject's rounds, earlier runs' first; the conditions are this run's, when it timed any;
+    the between-run spread of its seconds, as the machine's `stored` rounds of its item show it."""
+    rounds = line.rounds
+    measurement = summarised([r.seconds for r in rounds], s.allocation.warmup, conditions if line.new else None,
+                             line.threads)  # the worker's pools, not this process's
+    return GroupTiming(group=s.group, sampled=s.allocation.matrices, total=s.total, measurement=measurement,
+                       flops=s.flops, bytes=s.bytes, rounds=[r.round for r in rounds], pooled=len(line.pooled),
+                       busy=[r.round for r in rounds if r.busy], calls=line.calls,
+                       spread=run_spread(by_run({r.round: math.log(r.seconds) for r in stored})))
+
+
+def strategy_timing(timed: Timed, groups: Sequence[GroupTiming], notes: dict[str, Any], dtype: str,
+                    cached: bool) -> StrategyTiming:
+    """Per-matrix medians scaled to every matrix of the workload; the point's precision,
+    compilation (what compiling cost and produced, from its worker) and environment."""
+    scale = [g.total / g.sampled for g in groups]
+    return StrategyTiming(
+        strategy=timed.strategy, role=timed.role, device=timed.device, groups=list(groups),
+        estimate_total_s=sum(g.measurement.median_s * s for g, s in zip(groups, scale)),
+        iqr_total_s=sum(g.measurement.iqr_s * s for g, s in zip(groups, scale)),
+        extrapolated=any(g.sampled < g.total for g in groups),
+        precision=timed.precision or dtype, compiled=timed.compiled, variant=timed.variant, env=dict(timed.env),
+        compile_s=notes.get("compile_s"), compile_note=notes.get("compile_note"), cached=cached, cut=timed.cut,
+    )

@@ -1,0 +1,63 @@
+"""Speedups from paired rounds (bench.series): pairing by round id, runs told apart by their ids,
+rounds under load used only when quiet ones are too few, and the words of an unresolved one."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.bench.series import by_run, round_id, run_of, speedup, within_half_width, workload_totals
+
+
+def line(run: str, values: list[float], start: int = 0) -> dict[str, float]:
+    return {round_id(run, "a", start + i): v for i, v in enumerate(values)}
+
+
+def test_a_round_id_names_its_run_and_rounds_group_by_it() -> None:
+    rid = round_id("3f2a9c", "spectrum", 4)
+    assert rid == "3f2a9c#spectrum#4" and run_of(rid) == "3f2a9c"
+    assert by_run({**line("x", [1.0, 2.0]), **line("y", [3.0])}) == [[1.0, 2.0], [3.0]]
+
+
+def test_rounds_pair_by_id_and_only_rounds_both_timed_count() -> None:
+    base = line("r", [4.0, 4.0, 4.0])
+    own = {**line("r", [1.0, 1.0]), round_id("r", "a", 9): 1.0}  # round 9: no baseline
+    found = speedup(base, own, spread=0.05)
+    assert found is not None and found.estimate == pytest.approx(4.0) and found.rounds == 2 and found.runs == 1
+    assert speedup(base, line("other", [1.0])) is None
+
+
+def test_two_runs_are_two_replicates() -> None:
+    base = {**line("x", [4.0, 4.0]), **line("y", [4.0, 4.0])}
+    own = {**line("x", [1.0, 1.0]), **line("y", [1.25, 1.25])}
+    found = speedup(base, own)
+    assert found is not None and found.runs == 2 and found.estimate == pytest.approx(math.sqrt(4.0 * 3.2))
+
+
+def test_busy_rounds_are_used_only_when_quiet_ones_are_too_few() -> None:
+    base, own = line("r", [4.0, 4.0, 4.0]), line("r", [1.0, 1.0, 2.0])
+    busy = {round_id("r", "a", 2)}
+    quiet = speedup(base, own, busy=busy)
+    assert quiet is not None and quiet.estimate == pytest.approx(4.0) and quiet.busy == 0 and quiet.rounds == 2
+    few = speedup(base, own, busy={round_id("r", "a", 1), round_id("r", "a", 2)})
+    assert few is not None and few.busy == 2 and few.rounds == 3
+
+
+def test_an_unresolved_speedup_says_why_in_words() -> None:
+    found = speedup(line("r", [4.0, 4.0, 4.0]), line("r", [1.0, 1.01, 0.99]), spread=0.10)
+    assert found is not None and not found.resolved(0.10) and found.resolved(0.30)
+    why = found.unresolved_reason(0.10)
+    assert why is not None and "3 rounds of 1 run" in why and "±10% between runs" in why
+    assert found.unresolved_reason(0.30) is None
+
+
+def test_a_runs_own_spread_is_told_apart_from_the_machines() -> None:
+    base, own = line("r", [4.0] * 4), line("r", [1.0, 1.01, 0.99, 1.0])
+    assert within_half_width(base, own, "r") < 0.05 < within_half_width(base, line("r", [1.0, 1.5, 0.8, 1.2]), "r")
+    assert within_half_width(base, own, "other") == math.inf
+
+
+def test_workload_totals_scale_each_group_and_keep_rounds_that_timed_every_group() -> None:
+    totals = workload_totals([(["a", "b"], [2.0, 4.0], 2, 10), (["a"], [1.0], 1, 3)])
+    assert totals == {"a": 2.0 / 2 * 10 + 1.0 * 3}

@@ -1,0 +1,88 @@
+"""Timing workers (bench.worker): each point in a process of its own, timed on request, its errors
+and its death reported to the parent; the parent waits for the others to go quiet (bench.quiet)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.bench.quiet import settle
+from harness.bench.worker import Request, TimingWorker, WorkerDied
+from tests.bench.timing_work import Told
+
+ASK = Request(part=1, r=0, warmups=1, calls=3, min_time_s=0.0, keep=True)
+
+
+def test_a_worker_times_blocks_in_a_process_of_its_own() -> None:
+    worker = TimingWorker(Told(), threads=1)
+    try:
+        reply = worker.block(ASK)
+        assert len(reply.block.calls_s) == 3 and reply.block.warmups == 1 and reply.block.median_s > 0
+        pid, part, r, _env, warmed, _ = reply.result  # type: ignore[misc]
+        assert pid != os.getpid() and pid == worker.process.pid == reply.notes["pid"] and (part, r) == (1, 0)
+        assert warmed  # imports and compilation before any timed call
+        assert worker.block(Request(part=0, r=2, warmups=0, calls=1, min_time_s=0.0, keep=False)).result is None
+    finally:
+        worker.close()
+    assert not worker.process.is_alive()
+
+
+def test_a_failed_block_is_the_strategys_error_and_the_worker_goes_on() -> None:
+    worker = TimingWorker(Told(fail="block"), threads=1)
+    try:
+        with pytest.raises(ZeroDivisionError, match="round 1 of part 0"):
+            worker.block(Request(part=0, r=1, warmups=0, calls=1, min_time_s=0.0, keep=False))
+        assert worker.block(ASK).block.calls_s
+    finally:
+        worker.close()
+
+
+def test_a_worker_that_cannot_build_says_why_when_waited_for() -> None:
+    worker = TimingWorker(Told(fail="build"), threads=1)
+    with pytest.raises(ValueError, match="cannot build its inputs"):
+        worker.wait_ready()
+    worker.close()
+
+
+def test_a_worker_that_dies_is_said_to_have_died() -> None:
+    worker = TimingWorker(Told(fail="exit"), threads=1)
+    with pytest.raises(WorkerDied, match="exit code 3"):
+        worker.block(ASK)
+    worker.close()
+
+
+def test_a_point_with_an_environment_of_its_own_gets_it_and_the_parent_keeps_its_own() -> None:
+    assert "HARNESS_TEST_ENV" not in os.environ
+    worker = TimingWorker(Told(), threads=1, env={"HARNESS_TEST_ENV": "18"})
+    try:
+        assert worker.block(ASK).result[3] == "18"  # type: ignore[index]
+    finally:
+        worker.close()
+    assert "HARNESS_TEST_ENV" not in os.environ
+
+
+def test_settle_waits_until_a_spinning_process_stops(tmp_path: Path) -> None:
+    """The spinner burns a core, then writes a file and sleeps: settle returns after the file."""
+    done = tmp_path / "stopped"
+    code = ("import time, sys, pathlib\nend = time.perf_counter() + 0.3\nwhile time.perf_counter() < end: pass\n"
+            "pathlib.Path(sys.argv[1]).write_text('x')\ntime.sleep(30)\n")
+    spinner = subprocess.Popen([sys.executable, "-c", code, str(done)])
+    try:
+        waited = settle([spinner.pid], most_s=30.0)
+        assert waited is not None and done.exists()
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def test_settle_gives_up_on_a_process_that_never_stops() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert settle([spinner.pid], most_s=0.2) is None
+    finally:
+        spinner.kill()
+        spinner.wait()
