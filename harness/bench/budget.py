@@ -2,11 +2,11 @@
 
 A round of one analysis times the baseline and each of its compared strategies on every shape
 group, back to back, one block each: a block is one call, or for a call shorter than BLOCK_S as
-many calls as fill it (their median is the block's seconds). Rounds are the replicates of the
-speedups' intervals (bench.statistics), so the budget buys rounds, not calls.
+many calls as fill it (their mean is the block's seconds: what such calls cost a user). Rounds are
+a run's replicates, runs the speedups' (bench.statistics), so the budget buys rounds, not calls.
 
 The floor is the least benchmarking that answers every compared strategy with an interval: its
-untimed warm-up calls (fast calls only) and MIN_ROUNDS rounds. A run spends
+untimed warm-up calls (fast calls, baselines, a PCA's positions) and MIN_ROUNDS rounds. A run spends
 max(budget, floor); what the budget leaves above the floor goes to extra rounds, each analysis a
 share in proportion to what its rounds cost, so every analysis gets about as many rounds.
 """
@@ -22,7 +22,12 @@ from pydantic import BaseModel
 
 from harness.base.units import format_seconds
 
-MIN_ROUNDS = 2  # the fewest rounds that give an interval at all
+# The floor's rounds of each point: one. Rounds of one run share its state (within a run the main
+# job's rounds spread by 0.004-0.06 in log, between runs its speedups by 0.05-0.25), so a second
+# round of the same run says little a second run would not say better; one round already has an
+# interval (bench.statistics), and the budget buys more where the run's own spread is wide.
+MIN_ROUNDS = 1
+SPREAD_ROUNDS = 2  # the fewest rounds of one run that show its own spread
 MAX_ROUNDS = 30  # planned at most: beyond, the interval narrows by less than a tenth per round
 BLOCK_S = 0.02  # a round's block of a fast call: calls until this much is sampled
 # A call this long gets no untimed warm-up (the strategy's imports and compilation are warmed
@@ -39,9 +44,9 @@ SLOW_CALL_S = 0.05
 # round's call: matrices an iterative solver finds harder (ARPACK took 15 ms on one delta of the
 # main job and 30 ms on the next) then average out inside the call instead of swinging the round.
 WHOLE_SAMPLE_S = 0.2
-# A call under MEDIAN_CALL_S is timed at least MEDIAN_CALLS times in each block and the block is
-# their median: one call of scipy's svds (60-90 ms on the main job's sample) swung 3x from round to
-# round (log spread 0.33); the median of three took it to 0.07, which resolves in a few rounds.
+# A call under MEDIAN_CALL_S is timed at least MEDIAN_CALLS times in each block (their mean is the
+# block's): one call of scipy's svds (60-90 ms on the main job's sample) swung 3x from round to
+# round (log spread 0.33); three a block took it to 0.07, which resolves in a few rounds.
 MEDIAN_CALL_S = 0.1
 MEDIAN_CALLS = 3
 # the phase may pass its limit by this share of it, the last analysis' floor as much as the first's

@@ -55,7 +55,7 @@ def _stat_fields(text: str) -> list[str]:
 
 
 def own_jiffies() -> int | None:
-    """CPU time of this process and every live descendant (pool and Dask workers)."""
+    """CPU time of this process and every descendant, live or reaped (pool, timing and Dask workers)."""
     me = os.getpid()
     children: dict[int, list[int]] = {}
     times: dict[int, int] = {}
@@ -69,7 +69,9 @@ def own_jiffies() -> int | None:
             continue  # gone since the listing
         fields = _stat_fields(text)
         children.setdefault(int(fields[1]), []).append(pid)
-        times[pid] = int(fields[11]) + int(fields[12])  # utime + stime
+        # utime + stime, and cutime + cstime: the children it reaped (a timing worker that has ended
+        # is reaped by the forkserver, and its CPU time must stay this run's, not "other processes'")
+        times[pid] = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
     if me not in times:
         return None
     total, todo = 0, [me]

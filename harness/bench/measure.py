@@ -29,10 +29,12 @@ MAX_REPEATS = 200
 
 
 class Block(BaseModel):
-    """One block of calls in a round: each timed call's seconds, in order, and their median."""
+    """One block of calls in a round: each timed call's seconds, in order, and their mean: what a
+    user's run of such calls pays per call, as torch.utils.benchmark's blocks report it (ARPACK's
+    svds swung 95-290 ms a call with a long tail: a median put it 20% below what its calls cost)."""
 
     calls_s: list[float]
-    median_s: float
+    seconds: float
     warmups: int = 0  # untimed calls before the first timed one
     warm_s: float = 0.0  # what they took
     threads: dict[str, int] = {}
@@ -60,17 +62,21 @@ def measure(
     allowance_s: float = math.inf,
     min_time_s: float = MIN_TIME_S,
     min_samples: int = 1,
+    warm_time_s: float = 0.0,
     on_call: Callable[[str], None] = lambda what: None,
 ) -> tuple[Block, T]:
-    """Time `fn` after `warmup` untimed calls: `repeats` times, and for fast calls until
-    `min_time_s` of samples (at most MAX_REPEATS), as torch.utils.benchmark's blocked_autorange
-    does; but never start a call that would end past `allowance_s` from the start, once one
-    timed call is made (`min_samples` of them). `on_call` hears which call starts. Returns the last result too."""
+    """Time `fn` after `warmup` untimed calls (more, until `warm_time_s` has passed): `repeats`
+    times, and for fast calls until `min_time_s` of samples (at most MAX_REPEATS), as
+    torch.utils.benchmark's blocked_autorange does; but never start a call that would end past
+    `allowance_s` from the start, once one timed call is made (`min_samples` of them). `on_call`
+    hears which call starts. Returns the last result too."""
     start = time.perf_counter()
     result: T | None = None
-    for i in range(warmup):
-        on_call(f"warm-up {i + 1} of {warmup}")
+    done = 0
+    while done < warmup or (done and time.perf_counter() - start < warm_time_s):
+        on_call(f"warm-up {done + 1}" + (f" of {warmup}" if done < warmup else ""))
         result = fn()
+        done += 1
     synchronize(backend)
     warm_s = time.perf_counter() - start
     samples: list[float] = []
@@ -81,11 +87,10 @@ def measure(
         synchronize(backend)
         samples.append(time.perf_counter() - t0)
         wanted = len(samples) < repeats or (sum(samples) < min_time_s and len(samples) < MAX_REPEATS)
-        median = float(np.median(samples))
-        fits = time.perf_counter() - start + median <= allowance_s or len(samples) < min_samples
+        fits = time.perf_counter() - start + float(np.median(samples)) <= allowance_s or len(samples) < min_samples
         if not (wanted and fits):
             break
-    block = Block(calls_s=samples, median_s=float(np.median(samples)), warmups=warmup, warm_s=warm_s,
+    block = Block(calls_s=samples, seconds=float(np.mean(samples)), warmups=done, warm_s=warm_s,
                   threads=thread_counts())
     return block, cast(T, result)  # fn ran once at least
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
-from harness.bench.budget import MIN_ROUNDS
+from harness.bench.budget import SPREAD_ROUNDS
 from harness.bench.statistics import DEFAULT_SPREAD, MIN_SPREAD, run_interval, run_spread
 
 
@@ -106,13 +106,13 @@ class Speedup(BaseModel):
 def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[str] = frozenset(),  # type: ignore[assignment]
             busy: set[str] = frozenset()) -> Speedup | None:  # type: ignore[assignment]
     """The baseline's line over a strategy's, paired by round; None when no round timed both.
-    Rounds measured under load are left out while the quiet ones give MIN_ROUNDS pairs (a busy
+    Rounds measured under load are left out while the quiet ones give SPREAD_ROUNDS pairs (a busy
     minute measures another machine); with fewer, all are used and counted as busy."""
     paired = [r for r in own if r in base]
     if not paired:
         return None
     quiet = [r for r in paired if r not in busy]
-    used = quiet if len(quiet) >= MIN_ROUNDS else paired
+    used = quiet if len(quiet) >= SPREAD_ROUNDS else paired
     logs = log_ratios(base, own, used)
     applied = max(spread, MIN_SPREAD) if spread is not None else DEFAULT_SPREAD
     interval = run_interval(by_run(logs), applied)
@@ -125,7 +125,7 @@ def within_half_width(base: Line, own: Line, run: str) -> float:
     """The half-width of one run's own rounds' interval (no between-run term): more rounds of that
     run narrow only this part of a speedup's interval."""
     logs = [v for r, v in log_ratios(base, own).items() if run_of(r) == run]
-    if len(logs) < MIN_ROUNDS:
+    if len(logs) < SPREAD_ROUNDS:
         return math.inf
     interval = run_interval([logs], 0.0)
     return max(interval.high / interval.estimate - 1.0, 1.0 - interval.low / interval.estimate)

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
+from threadpoolctl import threadpool_limits
+
 from harness.bench.measure import Block, measure
-from harness.bench.quiet import descendants
+from harness.bench.quiet import descendants, settle
 from harness.bench.threads import pinned
 from harness.linalg.device import Backend
 
@@ -75,6 +77,7 @@ class Request:
     calls: int  # timed calls at least
     min_time_s: float  # a fast call repeats until this much is timed
     keep: bool  # send the last call's result back, to be judged
+    warm_time_s: float = 0.0  # untimed calls first until this much has passed (at least one)
 
 
 @dataclass(frozen=True)
@@ -137,9 +140,16 @@ def _answer(conn: Connection, target: Target) -> None:
         if request is None:
             return
         try:
-            call = target.prepare(request.part, request.r)
-            block, result = measure(call, warmup=request.warmups, repeats=request.calls, backend=target.backend,
-                                    min_time_s=request.min_time_s, min_samples=request.calls)
+            # inputs are loaded on one thread: a GEMM forming the deltas on every core left this
+            # process's own pool spinning for ~0.1 s into the timed calls (256 x 256 torch svdvals
+            # took 2x as long); anything still running is waited for, as in a user's steady state
+            with threadpool_limits(limits=1):
+                call = target.prepare(request.part, request.r)
+            me = os.getpid()
+            settle([me, *descendants(me)])
+            block, result = measure(call, warmup=max(request.warmups, 1 if request.warm_time_s else 0),
+                                    repeats=request.calls, backend=target.backend, min_time_s=request.min_time_s,
+                                    min_samples=request.calls, warm_time_s=request.warm_time_s)
             conn.send(("ok", Reply(block, result if request.keep else None, target.notes())))
         except Exception as exc:  # one failed block: said to the parent, which decides
             _send_error(conn, exc)

@@ -109,7 +109,7 @@ def floor_note(plan: Plan) -> str | None:
     b = plan.bench
     if b is None or b.floor_s <= b.budget_s:
         return None
-    return (f"the benchmark's floor (every strategy's first call and {MIN_ROUNDS} rounds) is "
+    return (f"the benchmark's floor (every strategy's first call and {MIN_ROUNDS} round{'s' if MIN_ROUNDS > 1 else ''}) is "
             f"~{format_seconds(b.floor_s)}, more than its budget of {format_seconds(b.budget_s)}: it spends the "
             "floor (less where earlier runs' rounds are pooled); --budget sets more")
 

@@ -39,7 +39,7 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.spec import PcaAnalysis
-from harness.run.items import plausible, placed
+from harness.run.items import WILD_PLAN, WILD_RUN, plausible, placed
 from harness.run.rounds import Pace, Rounds, Timeline, line_of
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
@@ -125,7 +125,7 @@ class BenchPhase:
         return AdapterLayout.from_workload(self.workload)
 
     def _items(self, step: Step, timed: Timed) -> list[Item]:
-        return [placed(self.plan, step, timed, a, self._groups, self._layout)[0] for a in timed.allocations]
+        return [placed(self.plan, step, timed, a, self._groups, lambda: self._layout)[0] for a in timed.allocations]
 
     def _stored(self, item: Item) -> list:
         return self.pool.rounds(item) if self.pool is not None else []
@@ -137,7 +137,7 @@ class BenchPhase:
         for t in step.timed:
             parts = []
             for a in t.allocations:
-                item, total = placed(self.plan, step, t, a, self._groups, self._layout)
+                item, total = placed(self.plan, step, t, a, self._groups, lambda: self._layout)
                 rounds = [] if pooled and self.fresh else self._stored(item)
                 parts.append(([r.round for r in rounds], [r.seconds for r in rounds], a.matrices, total))
             out[t.label] = workload_totals(parts)
@@ -209,7 +209,8 @@ class BenchPhase:
         for group in subjects.values():
             for s in group:
                 pooled = [] if self.fresh else self._stored(s.item)
-                if pooled and (why := plausible(pooled, s.allocation.per_matrix_s * s.allocation.matrices)):
+                if pooled and (why := plausible(pooled, s.allocation.per_matrix_s * s.allocation.matrices, WILD_PLAN,
+                                                "this machine's plan expects")):
                     self.notes.append(f"{s.step.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
                     pooled = []
                 lines[id(s)] = Timeline(pooled=pooled)
@@ -260,7 +261,7 @@ class BenchPhase:
             for s in group:
                 line = lines[id(s)]
                 if line.pooled and line.new and (why := plausible(line.pooled, float(np.median(
-                        [r.seconds for r in line.new])), "this run measured")):
+                        [r.seconds for r in line.new])), WILD_RUN, "this run measured")):
                     self.notes.append(f"{s.step.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
                     line.pooled = []
 

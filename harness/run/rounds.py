@@ -18,17 +18,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.base.progress import Display
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, Budget, calls_for
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, SLOW_CALL_S, Budget, calls_for
 from harness.bench.conditions import Conditions, Snapshot, between, snapshot
 from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
+from harness.bench.threads import pinned
 from harness.bench.series import Line, Round, round_id, speedup, within_half_width, workload_totals
 from harness.bench.worker import Request, TimingWorker, Work
 from harness.data.workload import DataError
 from harness.record.verification import Verification
 from harness.run.subjects import Subject
+from harness.strategies.registry import STRATEGIES
 
 WITHIN_SHARE = 0.5  # a run's own rounds narrow its part of an interval to this share of the target, no further
+REWARM_S = 0.05  # seconds of untimed calls before each block of a fast call (Rounds._rewarm_s)
+REWARM_FAN_OUT_S = 0.15  # ...of a fast call that fans out over a process pool
+# A baseline's call shorter than this gets an untimed call before each block too (it enters every
+# ratio of its analysis): ARPACK's svds of 4 deltas, 150 ms a call, measured 15% faster cold than
+# back to back. Other calls from SLOW_CALL_S on: their own length makes up for a cold start.
+REWARM_BASELINE_BELOW_S = 0.2
 Check = Callable[[Subject, tuple[str, ...]], Verification | None]
 Keep = Callable[[Subject, tuple[str, ...], Verification], None]
 
@@ -102,6 +110,7 @@ class Rounds:
     count: int = 0  # rounds this run timed
     conditions: Conditions | None = None
     workers: dict[str, TimingWorker] = field(default_factory=dict)
+    called: set[str] = field(default_factory=set)  # points whose worker has made a call
     spawn: Callable[[Work, int, dict[str, str] | None], TimingWorker] = TimingWorker  # how a point's worker starts
 
     def line(self, label: str) -> Line:
@@ -117,9 +126,9 @@ class Rounds:
 
     def _wants(self, label: str) -> bool:
         """Whether the point wants another round this run: none when pooled rounds resolve its
-        speedup; else its floor (MIN_ROUNDS of this run: one round may be an outlier), then rounds
-        until the speedup is resolved or this run's own rounds spread within WITHIN_SHARE of the
-        target (more of them cannot narrow the between-run part of its interval)."""
+        speedup; else its floor (MIN_ROUNDS of this run), then rounds until the speedup is resolved
+        or this run's own rounds spread within WITHIN_SHARE of the target (more of them cannot
+        narrow the between-run part of its interval): the budget says how many it gets."""
         if label in self.failures or label in self.untimed:
             return False
         if self.baseline is None or self.baseline in self.failures or label == self.baseline:
@@ -240,34 +249,53 @@ class Rounds:
         ids = tuple(subject.ids(r))
         if not line.warmed and subject.timed.compiled:  # compiling is one-off work, never in a timed call
             with self.budget.outside():
-                self.notes[label] = worker.block(Request(part=subject.part, r=r, warmups=0, calls=1, min_time_s=0.0,
+                self.notes[label] = worker.block(Request(part=subject.part, r=r, warmups=1, calls=1, min_time_s=0.0,
                                                          keep=False)).notes
         planned, began = self._planned(subject), self.budget.clock()
         self._settle(worker)
         a = subject.allocation
-        reply = worker.block(Request(part=subject.part, r=r, warmups=0 if line.warmed else a.warmups, calls=a.calls,
-                                     min_time_s=BLOCK_S, keep=ids not in subject.checks))
+        # a process's first call is never timed (its thread pools start, its allocator grows: top-3
+        # torch's first full SVD of a 3072 x 768 delta took 201 ms, its later ones 105-113 ms)
+        warmups = 0 if line.warmed else max(a.warmups, 0 if label in self.called else 1)
+        self.called.add(label)
+        reply = worker.block(Request(part=subject.part, r=r, warmups=warmups, calls=a.calls, min_time_s=BLOCK_S,
+                                     keep=ids not in subject.checks, warm_time_s=self._rewarm_s(subject)))
         self.pace.planned_s += planned
         self.pace.took_s += self.budget.clock() - began
         line.warmed = True
         self.notes[label] = reply.notes
         block = reply.block
-        subject.allocation = a.model_copy(update={"calls": calls_for(block.median_s, a.repeats)})
+        subject.allocation = a.model_copy(update={"calls": calls_for(block.seconds, a.repeats)})
         line.calls += len(block.calls_s)
         line.threads = block.threads
-        round_ = Round(round=rid, seconds=block.median_s)
+        round_ = Round(round=rid, seconds=block.seconds)
         line.new.append(round_)
         if reply.result is not None:
             with self.budget.outside():
                 self._judge(subject, reply.result, r)
         return round_
 
+    def _rewarm_s(self, subject: Subject) -> float:
+        """Untimed calls that start each block of a fast call: after waiting for the others to go
+        quiet, a process is cold (its pools asleep, its processes on one core): a process pool's
+        first calls of 256 x 256 svdvals took 8-10 ms, 5 ms once a dozen had run back to back
+        (so a fan-out strategy gets longer); a slow call gets none, but a baseline's under
+        REWARM_BASELINE_BELOW_S."""
+        line = self.lines[id(subject)]
+        call_s = line.new[-1].seconds if line.new else subject.allocation.call_s
+        if call_s >= (REWARM_BASELINE_BELOW_S if subject.allocation.baseline else SLOW_CALL_S):
+            return 0.0
+        return REWARM_FAN_OUT_S if STRATEGIES[subject.timed.strategy].fans_out else REWARM_S
+
     def _judge(self, subject: Subject, result: object, r: int) -> None:
-        """The verdict on round r's matrices: the cache's, else judged now and kept."""
+        """The verdict on round r's matrices: the cache's, else judged now and kept; on one thread,
+        so that this process's pools are not left spinning beside the next block (a judged block
+        was followed by 0.12 s of waiting for them to go quiet)."""
         ids = tuple(subject.ids(r))
         verdict = self.lookup(subject, ids)
         if verdict is None:
-            verdict = subject.judge(result, r)
+            with pinned(1):
+                verdict = subject.judge(result, r)
             self.keep(subject, ids, verdict)
         subject.checks[ids] = verdict
 

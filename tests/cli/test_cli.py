@@ -29,7 +29,7 @@ def test_run_smoke_writes_record_and_spectra(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "speedup" in proc.stdout and "results:" in proc.stdout
     record = json.loads((out / "record.json").read_text())
-    assert record["schema_version"] == 4 and record["complete"] is True
+    assert record["schema_version"] == 5 and record["complete"] is True
     assert record["experiment"] == "smoke" and len(record["spec_hash"]) == 64
     assert record["machine"]["cores"] >= 1
     names = [a["name"] for a in record["analyses"]]

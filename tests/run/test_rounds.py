@@ -39,7 +39,7 @@ class FakeWorker:
             raise RuntimeError("ARPACK did not converge")
         times = self.seconds[self.label]
         s = times.pop(0) if len(times) > 1 else times[0]
-        return Reply(Block(calls_s=[s] * request.calls, median_s=s, threads={"blas": 2}), "answer", {})
+        return Reply(Block(calls_s=[s] * request.calls, seconds=s, threads={"blas": 2}), "answer", {})
 
     def pids(self) -> list[int]:
         return []
