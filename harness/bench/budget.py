@@ -143,7 +143,8 @@ def rounds_note(allocations: list[Allocation]) -> str:
     a = max(allocations, key=lambda x: x.block_s)
     unit = ("position", "positions") if a.group == POSITIONS else ("matrix", "matrices")
     per = f"{a.matrices} {unit[0] if a.matrices == 1 else unit[1]} a call"
-    return f"{a.rounds} rounds, {per}: ~{format_seconds(sum(x.block_s for x in allocations))} a round"
+    return (f"{a.rounds} round{'s' if a.rounds != 1 else ''}, {per}: "
+            f"~{format_seconds(sum(x.block_s for x in allocations))} a round")
 
 
 @dataclass

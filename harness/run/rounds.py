@@ -28,7 +28,6 @@ from harness.bench.worker import Request, TimingWorker, Work
 from harness.data.workload import DataError
 from harness.record.verification import Verification
 from harness.run.subjects import Subject
-from harness.strategies.registry import STRATEGIES
 
 WITHIN_SHARE = 0.5  # a run's own rounds narrow its part of an interval to this share of the target, no further
 REWARM_S = 0.05  # seconds of untimed calls before each block of a fast call (Rounds._rewarm_s)
@@ -285,7 +284,7 @@ class Rounds:
         call_s = line.new[-1].seconds if line.new else subject.allocation.call_s
         if call_s >= (REWARM_BASELINE_BELOW_S if subject.allocation.baseline else SLOW_CALL_S):
             return 0.0
-        return REWARM_FAN_OUT_S if STRATEGIES[subject.timed.strategy].fans_out else REWARM_S
+        return REWARM_FAN_OUT_S if subject.fans_out else REWARM_S
 
     def _judge(self, subject: Subject, result: object, r: int) -> None:
         """The verdict on round r's matrices: the cache's, else judged now and kept; on one thread,

@@ -177,6 +177,7 @@ class Subject:
     judge: Callable[[object, int], Verification]
     ids: Callable[[int], list[str]]
     checks: dict[tuple[str, ...], Verification] = field(default_factory=dict)
+    fans_out: bool = False  # its strategy spreads a call over a process pool
 
     @property
     def group(self) -> str:
@@ -209,7 +210,8 @@ def matrix_subjects(step: Step, timed: Timed, groups: dict[str, ShapeGroup], sou
 
         work = strategy.work(op, group, storage_dtype(context.precision).itemsize)
         subjects.append(Subject(step, timed, i, a, item, context.precision, len(group), work.flops, work.bytes,
-                                judge, lambda r, refs=refs: [ref.id for ref in refs(r)]))  # type: ignore[misc]
+                                judge, lambda r, refs=refs: [ref.id for ref in refs(r)],  # type: ignore[misc]
+                                fans_out=strategy.fans_out))
     return subjects, MatrixWork(timed.label, timed.strategy, op, tuple(parts), source, context)
 
 

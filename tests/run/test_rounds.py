@@ -14,7 +14,7 @@ from rich.console import Console
 
 from harness.base.progress import Display
 from harness.bench import budget as budgeting
-from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, Allocation, Budget
+from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, SPREAD_ROUNDS, Allocation, Budget
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
 from harness.bench.worker import Reply, Request
@@ -93,25 +93,32 @@ def busy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_first_round_times_the_baseline_then_the_chosen_point_and_later_rounds_alternate(quiet: None) -> None:
-    r, asked = rounds(["base", "x", "chosen"], {"base": [1.0], "x": [0.5], "chosen": [0.1]}, chosen="chosen")
+    r, asked = rounds(["base", "x", "chosen"], {"base": [1.0], "x": [0.5], "chosen": [0.1]}, chosen="chosen",
+                      spread=0.10)
     r.run()
     order = [label for label, _ in asked]
     assert order[:3] == ["base", "chosen", "x"] and order[3:6] == ["x", "chosen", "base"]
 
 
 def test_rounds_stop_once_more_of_this_run_cannot_narrow_the_interval(quiet: None) -> None:
-    """Alike rounds (within-run spread 0): more of them cannot beat the between-run term, however
-    much budget is left; the speedup stays unresolved at +-10% and says why."""
+    """Alike rounds (within-run spread 0, once SPREAD_ROUNDS show it): more of them cannot beat the
+    between-run term, however much budget is left; the speedup stays unresolved at +-10%."""
     r, asked = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.10)
     r.run()
-    assert r.count == MIN_ROUNDS and len(asked) == 2 * MIN_ROUNDS
+    assert r.count == SPREAD_ROUNDS and len(asked) == 2 * SPREAD_ROUNDS
+
+
+def test_one_round_can_resolve_where_the_machine_has_shown_runs_agree(quiet: None) -> None:
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.02)
+    r.run()
+    assert r.count == MIN_ROUNDS == 1
 
 
 def test_rounds_go_on_while_this_runs_spread_is_wide_and_the_budget_allows(quiet: None) -> None:
     noisy = [0.5, 0.8, 0.4, 0.9, 0.45, 0.85, 0.5, 0.7]
-    r, _ = rounds(["base", "x"], {"base": [1.0], "x": noisy}, spread=0.02, target=0.10)
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": noisy}, spread=0.10, target=0.10)
     r.run()
-    assert r.count > MIN_ROUNDS
+    assert r.count > SPREAD_ROUNDS
 
 
 def test_a_busy_machine_out_of_budget_still_times_the_baseline_and_the_chosen_point(busy: None) -> None:
@@ -147,17 +154,21 @@ def test_a_point_that_fails_leaves_the_rounds_and_the_others_go_on(quiet: None) 
 def test_a_blocks_calls_follow_its_measured_seconds(seconds: float, repeats: int, before: int, after: int,
                                                     quiet: None) -> None:
     s = subject("base", calls=before, repeats=repeats)
-    r, asked = rounds(["base"], {"base": [seconds]}, subjects={"base": s})
+    r, asked = rounds(["base", "x"], {"base": [seconds], "x": [seconds / 2]}, subjects={"base": s, "x": subject("x")},
+                      spread=0.10)
     r.run()
-    assert [req.calls for _, req in asked][:2] == [before, after]
+    assert [req.calls for label, req in asked if label == "base"][:2] == [before, after]
 
 
 def test_warm_ups_are_asked_once_and_answers_judged_once_per_set_of_matrices(quiet: None) -> None:
     s = subject("base", warmup=1)
-    r, asked = rounds(["base"], {"base": [0.01]}, subjects={"base": s})
+    r, asked = rounds(["base", "x"], {"base": [0.01], "x": [0.005, 0.009, 0.004, 0.008]},
+                      subjects={"base": s, "x": subject("x")}, spread=0.10)
     r.run()
-    assert [req.warmups for _, req in asked] == [1] + [0] * (len(asked) - 1)
-    assert [req.keep for _, req in asked][:2] == [True, True] and len(s.checks) == min(len(asked), 4)
+    mine = [req for label, req in asked if label == "base"]
+    assert len(mine) > 2 and [req.warmups for req in mine] == [1] + [0] * (len(mine) - 1)
+    assert all(req.warm_time_s > 0 for req in mine)  # a fast call: each block re-warmed
+    assert [req.keep for req in mine][:2] == [True, True] and len(s.checks) == min(len(mine), 4)
 
 
 def test_the_budget_counts_blocks_and_not_one_off_work(quiet: None, monkeypatch: pytest.MonkeyPatch) -> None:
