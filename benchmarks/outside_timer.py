@@ -1,7 +1,7 @@
 """The harness's timings checked against an outside timer: every compared strategy of a run, on
 every shape group, timed again in a clean Python process of its own (the user's environment as
 it is, nothing else imported or run in it) by torch.utils.benchmark.Timer with the run's thread
-count (`num_threads`: Timer's default is one thread), and each per-matrix time and speedup
+count (`num_threads` for torch: Timer's default is one thread; threadpoolctl for BLAS), and each per-matrix time and speedup
 compared with the harness's. The inputs are the run's own: the same sampled matrices, the same
 matrices per call and batch size, from the run's record and spec.
 
@@ -51,6 +51,7 @@ def time_one(folder: str, analysis: str, label: str, group: str) -> dict[str, An
     """In a clean process: the call the run timed for (analysis, label, group), on the same
     matrices in turn, timed by torch.utils.benchmark; seconds per matrix."""
     import torch.utils.benchmark as tb
+    from threadpoolctl import threadpool_limits
 
     from harness.data.layout import AdapterLayout
     from harness.machine.info import probe
@@ -89,7 +90,8 @@ def time_one(folder: str, analysis: str, label: str, group: str) -> dict[str, An
     for _ in range(max(a.warmup, 1)):
         next(calls)()
     timer = tb.Timer(stmt="next(calls)()", globals={"calls": calls}, num_threads=plan.bench.threads)
-    m = timer.blocked_autorange(min_run_time=MIN_RUN_S)
+    with threadpool_limits(limits=plan.bench.threads):  # Timer sets torch's threads; BLAS's are set here
+        m = timer.blocked_autorange(min_run_time=MIN_RUN_S)
     target.close()
     return {"per_matrix_s": m.median / a.matrices, "threads": plan.bench.threads, "calls": len(m.times) * m.number_per_run}
 

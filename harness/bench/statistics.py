@@ -30,7 +30,10 @@ import numpy as np
 from pydantic import BaseModel
 
 LEVEL = 0.95
-DEFAULT_SPREAD = 0.10  # between-run log sd assumed until a machine has shown its own (0.05-0.25 measured)
+# The between-run log sd assumed until a machine has shown its own (three runs of an item): the main
+# job's speedups spread by 0.05-0.25 between runs; 0.15 keeps one run's interval at +-29% or more
+# until then, so a single run never looks settled on an assumption.
+DEFAULT_SPREAD = 0.15
 MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last

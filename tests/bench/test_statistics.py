@@ -58,8 +58,8 @@ def test_one_run_is_never_narrower_than_the_machines_spread_between_runs() -> No
     assert run_interval(lucky, spread=0.0).high / TRUE - 1 < 0.01
     floored = run_interval(lucky, spread=0.05)
     assert floored.high / floored.estimate - 1 >= math.exp(1.96 * 0.05) - 1 - 1e-9
-    assert run_interval(lucky).high / TRUE - 1 > 0.19  # nothing known: DEFAULT_SPREAD's +-22%
-    assert DEFAULT_SPREAD == pytest.approx(0.10)
+    assert run_interval(lucky).high / TRUE - 1 > 0.29  # nothing known: DEFAULT_SPREAD's +-34%
+    assert DEFAULT_SPREAD == pytest.approx(0.15)
 
 
 def test_one_round_gets_a_wide_interval_and_no_round_none() -> None:

@@ -227,3 +227,30 @@ def test_a_pool_gets_its_matrix_per_worker_whatever_the_order(tmp_path: Path) ->
     timings = {t.strategy: t for t in load_record(tmp_path / "r").analyses[0].timings}
     assert [g.sampled for g in timings["process_pool"].groups] == [2, 2]
     assert [g.sampled for g in timings["numpy"].groups] == [1, 1]
+
+
+def test_an_environment_is_an_axis_timed_in_a_worker_of_its_own(tmp_path: Path, quiet: None) -> None:
+    """Each point again in its own environment, labelled and recorded; the analysis itself and the
+    user's environment are untouched."""
+    import csv
+    import os
+
+    before = dict(os.environ)
+    spec = ["--no-cache", "--set", "analysis=[{op='svd_topk', k=2, strategy='factored', compare=['scipy_svds'], "
+            "environments=[{OPENBLAS_THREAD_TIMEOUT='18'}]}]"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    assert dict(os.environ) == before
+    (analysis,) = load_record(tmp_path / "a").analyses
+    labels = {t.label: t.env for t in analysis.timings}
+    assert labels["scipy_svds+OPENBLAS_THREAD_TIMEOUT=18"] == {"OPENBLAS_THREAD_TIMEOUT": "18"}
+    assert labels["scipy_svds"] == {} and analysis.strategy == "factored"
+    rows = list(csv.DictReader((tmp_path / "a" / "timings.csv").open()))
+    assert {r["env"] for r in rows} == {"", "OPENBLAS_THREAD_TIMEOUT=18"}
+
+
+def test_environments_are_checked_when_the_spec_is() -> None:
+    from harness.spec import SpecError, load_spec
+
+    with pytest.raises(SpecError) as bad:
+        load_spec(SMOKE, ["analysis=[{op='svdvals', environments=[{}, {'1X'='2'}]}]"])
+    assert "is empty" in str(bad.value) and "'1X' is not an environment variable name" in str(bad.value)
