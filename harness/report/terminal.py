@@ -102,7 +102,7 @@ def _timed_label(t: Timed) -> str:
 
 def _threads(n: int, why: str) -> str:
     """`2 threads per timing (the machine's 2 cores)`."""
-    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({why})" if why else "")
+    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({escape(why)})" if why else "")  # "[benchmark]" is markup
 
 
 def floor_note(plan: Plan) -> str | None:
@@ -121,7 +121,7 @@ def bench_plan_line(plan: Plan) -> str:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
             f"{' (over the budget: the floor is spent)' if b.floor_s > b.budget_s else ''}, to a precision of "
-            f"±{100 * b.precision:.0f}%, est. {format_seconds(b.estimate_s)} "
+            f"±{format_share(b.precision)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
@@ -315,7 +315,7 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
     lines = [f"benchmark: {format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a {format_seconds(b.budget_s)} "
              f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (imports, "
              f"a pool's start, verifying answers); {b.rounds} rounds timed, {b.rounds_pooled} pooled from earlier "
-             f"runs; {b.resolved} of {b.resolved + b.unresolved} speedups resolved to ±{100 * b.precision:.0f}%; "
+             f"runs; {b.resolved} of {b.resolved + b.unresolved} speedups resolved to ±{format_share(b.precision)}; "
              f"{_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
