@@ -15,6 +15,8 @@ from pydantic import (
     ByteSize,
     ConfigDict,
     Field,
+    StrictFloat,
+    StrictInt,
     ValidationError,
     WithJsonSchema,
     field_validator,
@@ -61,7 +63,7 @@ class Experiment(_Section):
         "at most 128 characters",
         json_schema_extra={"pattern": rf"^{EXPERIMENT_NAME}$"},
     )
-    seed: int = Field(0, ge=0, le=MAX_SEED)
+    seed: StrictInt = Field(0, ge=0, le=MAX_SEED)
     description: str = ""
 
     @field_validator("name")
@@ -87,13 +89,13 @@ class _AnalysisBase(_Section):
     strategy: str = Field("auto", description='"auto" or a strategy name')
     compare: list[str] = Field(default_factory=list, description="strategies timed vs baseline")
     baseline: str | None = Field(None, description="defaults to the op's baseline strategy")
-    tolerance: float = Field(1e-4, gt=0, le=1, allow_inf_nan=False,
+    tolerance: StrictFloat = Field(1e-4, gt=0, le=1, allow_inf_nan=False,
                              description="max error relative to sigma_max (pca: of the Gram and its eigenvalues); "
                              "auto picks the fastest (strategy, precision) whose error meets it")
     precisions: list[Precision] = Field(
         default_factory=list,
         description='numeric precisions every compared strategy is timed and verified at, e.g. ["float32", '
-        '"bfloat16"] ("tf32": CUDA only); default: [execution] dtype alone. Not [benchmark] precision, '
+        '"bfloat16"] ("tf32": CUDA only); default: [execution] dtype alone. Not [benchmark] target, '
         "which is the speedup intervals' target width",
     )
     compile: bool = Field(False, description="also time each torch kernel under torch.compile, beside the eager one")
@@ -105,7 +107,7 @@ class _AnalysisBase(_Section):
     features: list[str] = Field(
         default_factory=list, description="spectral features written to features.csv"
     )
-    energy_tau: float = Field(0.9, gt=0, le=1, description="threshold of the energy_rank feature")
+    energy_tau: StrictFloat = Field(0.9, gt=0, le=1, description="threshold of the energy_rank feature")
 
     @property
     def label(self) -> str:
@@ -189,14 +191,14 @@ class SvdAnalysis(_AnalysisBase):
 
 class SvdTopkAnalysis(_AnalysisBase):
     op: Literal["svd_topk"]
-    k: int = Field(ge=1, le=MAX_COUNT, description="number of leading singular triplets")
+    k: StrictInt = Field(ge=1, le=MAX_COUNT, description="number of leading singular triplets")
 
 
 class PcaAnalysis(_AnalysisBase):
     """PCA across adapters: each adapter's deltas flattened to one vector (or one per position)."""
 
     op: Literal["pca"]
-    components: int = Field(ge=1, le=MAX_COUNT, description="leading principal components, at most the adapters")
+    components: StrictInt = Field(ge=1, le=MAX_COUNT, description="leading principal components, at most the adapters")
     center: bool = Field(True, description="centre the adapter vectors (PCA); false: uncentred SVD")
     scope: Literal["global", "per_layer"] = Field(
         "global", description="one PCA over whole adapters, or one per (layer, module)"
@@ -229,14 +231,14 @@ ANALYSIS_MODELS: dict[str, type[BaseModel]] = {
 
 class Execution(_Section):
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    workers: int | None = Field(None, ge=1, le=MAX_THREADS, description="process workers; default: all cores")
+    workers: StrictInt | None = Field(None, ge=1, le=MAX_THREADS, description="process workers; default: all cores")
     executor: Literal["local", "process_pool", "dask"] = Field(
         "local",
         description="where full analyses run, chunk by chunk: in this process, a local process "
         "pool, or Dask (dask_address, else a LocalCluster of `workers` processes)",
     )
     dask_address: str | None = Field(None, description='an existing scheduler, "tcp://host:8786"')
-    threads_per_worker: int = Field(1, ge=1, le=MAX_THREADS, description="BLAS threads per worker process")
+    threads_per_worker: StrictInt = Field(1, ge=1, le=MAX_THREADS, description="BLAS threads per worker process")
     memory_budget: ByteSize = Field(ByteSize(4 * 2**30), ge=MEMORY_BUDGET_RANGE[0], le=MEMORY_BUDGET_RANGE[1],
                                     description='e.g. "4GiB"; at most 1 PiB')
     dtype: Literal["float32", "float64"] = "float32"
@@ -268,10 +270,11 @@ Seconds = Annotated[
     WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0},
                               {"type": "string", "pattern": f"^{DURATION_PATTERN}$"}]}),
 ]
+MIN_PRECISION = 0.01  # [benchmark] target's least: finer is never resolved
 Share = Annotated[  # a fraction or a percentage: `precision = "10%"` validates in editors too
     float,
     BeforeValidator(parse_share),
-    WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    WithJsonSchema({"anyOf": [{"type": "number", "minimum": MIN_PRECISION, "maximum": 1},
                               {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*%?\s*$"}]}),
 ]
 DEFAULT_BUDGET_S = 4.0
@@ -285,23 +288,33 @@ class Benchmark(_Section):
     budget: Seconds = Field(
         DEFAULT_BUDGET_S,
         le=MAX_BUDGET_S,
-        description='time for timing every compared strategy, e.g. "20s" or "2m"; the floor (two '
-        "rounds of every strategy) is always measured, and the plan says when it is more",
+        description='time for timing every compared strategy, e.g. "20s" or "2m"; the floor (one '
+        "round of every strategy) is always measured, and the plan says when it is more",
     )
     target: Share = Field(
         DEFAULT_TARGET, validation_alias=AliasChoices("target", "precision"),
-        description='the half-width of each speedup\'s 95% interval to sample to, e.g. "10%": a run adds rounds, '
-        'and re-runs add runs, until it is met ("precision" reads as the same key; the arithmetic\'s precision '
-        "is [[analysis]] precisions)")
-    warmup: int = Field(1, ge=0, le=MAX_REPEATS, description="untimed calls before a strategy's first round")
-    repeats: int = Field(1, ge=1, le=MAX_REPEATS, description="timed calls in each round at least (fast calls "
+        description='the half-width of each speedup\'s 95% interval to sample to, e.g. "10%", at least 1%: a run '
+        'adds rounds, and re-runs add runs, until it is met ("precision" reads as the same key; the arithmetic\'s '
+        "precision is [[analysis]] precisions)")
+    warmup: StrictInt = Field(1, ge=0, le=MAX_REPEATS, description="untimed calls before a strategy's first round")
+    repeats: StrictInt = Field(1, ge=1, le=MAX_REPEATS, description="timed calls in each round at least (fast calls "
                          "repeat until 20 ms are sampled)")
-    sample: int = Field(4, ge=0, le=MAX_COUNT, description="matrices per shape group the rounds rotate through; 0 = all")
-    threads: int | None = Field(
+    sample: StrictInt = Field(4, ge=0, le=MAX_COUNT, description="matrices per shape group the rounds rotate through; 0 = all")
+    threads: StrictInt | None = Field(
         None, ge=1, le=MAX_THREADS, description="BLAS, OpenMP and torch threads of every in-process timing; "
         "default: the cores other processes leave free when the plan is made (process pool "
         "workers: 1 each)",
     )
+
+    @field_validator("target")
+    @classmethod
+    def _resolvable(cls, precision: float) -> float:
+        """`precision = 1e-300` planned "±0%": an interval no budget reaches, since one run's is
+        never narrower than the spread between runs (a few percent on a quiet machine)."""
+        if precision < MIN_PRECISION:
+            raise ValueError(f"{precision:.3g}: expected at least {MIN_PRECISION:.0%} (an interval narrower than the "
+                             "spread between runs is never reached)")
+        return precision
 
 
 class Spec(_Section):
@@ -410,6 +423,10 @@ def _describe(exc: ValidationError) -> list[str]:
             message = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
         elif err["type"] == "missing":
             message = "required key is missing"
+        elif err["type"] in ("int_type", "float_type"):  # strict: `threads = true` ran as 1 thread
+            given = err.get("input")
+            shown = f"{str(given).lower()} is a boolean" if isinstance(given, bool) else f"{given!r}"
+            message = f"{shown}; expected a {'whole ' * (err['type'] == 'int_type')}number"
         elif err["type"] == "union_tag_not_found":
             key = err["ctx"]["discriminator"].strip("'")
             message = f"required key {key!r} is missing"

@@ -53,3 +53,12 @@ def test_the_readme_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert code == 0, f"{shlex.join(command)} exited {code}: {said.err[-2000:]}"
     assert (tmp_path / "runs" / "first" / "report.html").is_file()
     assert (tmp_path / "runs" / "small" / "record.json").is_file()
+
+
+def test_the_readme_states_the_record_schema_this_harness_writes() -> None:
+    """README said schema 3 (versions 1 and 2 read) while records were written at 4 and 1-4 read."""
+    from harness.record.run_record import READABLE_VERSIONS, SCHEMA_VERSION
+
+    older = [v for v in READABLE_VERSIONS if v != SCHEMA_VERSION]
+    claim = f"(schema {SCHEMA_VERSION}; versions {older[0]} to {older[-1]} still read)"
+    assert claim in README.read_text(), claim

@@ -13,6 +13,8 @@ from typing import IO
 
 import numpy as np
 
+NAME_ROOM = 200  # bytes of the target's name in a temporary file's: "." + name + ".XXXXXXXX.tmp" stays under 255
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -28,7 +30,8 @@ def _replacing(path: Path) -> Iterator[str]:
     0600; on any exception it is removed and `path` is untouched.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    name = os.fsencode(path.name)[:NAME_ROOM].decode(errors="ignore")  # a 255-byte name leaves no room for more
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".tmp")
     os.close(fd)
     try:
         os.chmod(tmp, 0o666 & ~_umask())
@@ -110,3 +113,18 @@ def exclusive_folder(folder: Path) -> Iterator[None]:
         os.close(fd)
         if made and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+
+
+def folder_in_use(folder: Path) -> bool:
+    """Whether a process holds `folder` (:func:`exclusive_folder`): a run still writing into it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -11,10 +11,10 @@ import math
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from harness.data.paths import Entry, FileData, fingerprint_files, name_refs, require_finite
 from harness.data.paths import one_shape, require_in_range, resolve_paths, unique_names
@@ -36,8 +36,8 @@ class Memmap(BaseModel):
 
     path: str = Field(description="file or glob, relative to the spec file's folder")
     dtype: Literal["float16", "bfloat16", "float32", "float64"]
-    shape: tuple[PositiveInt, PositiveInt] = Field(description="[rows, cols], row-major")
-    offset: int = Field(0, ge=0, description="bytes to skip before the data")
+    shape: tuple[Annotated[StrictInt, Field(gt=0)], Annotated[StrictInt, Field(gt=0)]] = Field(description="[rows, cols], row-major")
+    offset: StrictInt = Field(0, ge=0, description="bytes to skip before the data")
 
 
 class ArraysData(FileData):

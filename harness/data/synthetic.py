@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
 
 from harness.data.pages import small_pages
 from harness.data.workload import Census, Factors, MatrixRef, Source
@@ -34,17 +34,17 @@ class SyntheticData(BaseModel):
 
     source: Literal["synthetic"] = "synthetic"
     form: Literal["lora", "dense"] = Field("lora", description="LoRA factors B, A or dense matrices")
-    adapters: int = Field(4, ge=1)
-    layers: int = Field(2, ge=1)
-    modules: dict[str, tuple[int, int]] = Field(
+    adapters: StrictInt = Field(4, ge=1)
+    layers: StrictInt = Field(2, ge=1)
+    modules: dict[str, tuple[StrictInt, StrictInt]] = Field(
         default_factory=lambda: {"mlp_up": (256, 64), "mlp_down": (64, 256)},
         description="module name -> [rows, cols]",
     )
-    rank: int = Field(16, ge=1, le=MAX_SIDE, description="LoRA rank (lora form)")
-    alpha: float = Field(32.0, allow_inf_nan=False,
+    rank: StrictInt = Field(16, ge=1, le=MAX_SIDE, description="LoRA rank (lora form)")
+    alpha: StrictFloat = Field(32.0, allow_inf_nan=False,
                          description="LoRA alpha; scale = alpha / rank (or / sqrt(rank))")
     rslora: bool = False
-    condition: float = Field(
+    condition: StrictFloat = Field(
         1e3, ge=1.0, allow_inf_nan=False, description="dense form: sigma_max / sigma_min of the geometric spectrum"
     )
 

@@ -14,9 +14,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from harness.bench.threads import pinned
 from harness.linalg.device import Backend, synchronize, torch_module
@@ -25,19 +26,45 @@ from harness.base.units import now
 DTYPES = ("float32", "float64")
 RUN_PROBE = "a run's quick probe"  # roofs measured in passing, when a run found none
 CHUNK = 8 << 20  # bytes per read() when timing file reads
+# What no probe here can measure: ten times the fastest device of its kind today (a GPU's float32
+# and float64 GEMM ~70 TFLOP/s, HBM3e 8 TB/s, NVLink-C2C 0.9 TB/s, a CPU core's AVX-512 or Apple
+# AMX ~0.3-1.5 TFLOP/s; a CPU's ceilings scale with the threads its probe ran on). A stored figure
+# past them, or below MIN_RATE, was never measured: its file is kept aside.
+MAX_GFLOPS = 1e6
+MAX_GBS = 1e5
+MAX_GFLOPS_PER_THREAD = 1e4
+MAX_GBS_PER_THREAD = 1e3
+MIN_RATE = 1e-3  # GFLOP/s, GB/s: slower than any machine that could run a probe
+TRUST = 10.0  # a probe can understate a ceiling (a busy machine: 4x), not by more than this
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Rate = Annotated[float, Field(ge=MIN_RATE, le=MAX_GFLOPS, allow_inf_nan=False)]
 
 
 class Roof(BaseModel):
     """One device's ceilings: the CPU (every core) or a CUDA GPU."""
 
     device: str  # "cpu" or "cuda"
-    gemm_gflops: dict[str, float]  # by dtype: the best matrix product measured
-    bandwidth_gbs: float  # a STREAM triad, a = b + s c: bytes read and written
-    transfer_gbs: float | None = None  # cuda: pinned host memory to the device
-    threads: int | None = None  # cpu: the threads every probe ran with (the machine's cores)
+    gemm_gflops: dict[str, Rate]  # by dtype: the best matrix product measured
+    bandwidth_gbs: Rate  # a STREAM triad, a = b + s c: bytes read and written
+    transfer_gbs: Rate | None = None  # cuda: pinned host memory to the device
+    threads: Annotated[int, Field(ge=1)] | None = None  # cpu: the threads every probe ran with (the machine's cores)
     libraries: list[str] = []  # what the probes ran through
     measured: str  # ISO date-time
     by: str  # "harness calibrate", "harness calibrate --quick", or RUN_PROBE
+
+    @model_validator(mode="after")
+    def _measurable(self) -> Roof:
+        """ValueError naming the first ceiling no probe of this device could have measured."""
+        threads = self.threads if self.device == "cpu" and self.threads else None
+        flops = MAX_GFLOPS if threads is None else min(MAX_GFLOPS, MAX_GFLOPS_PER_THREAD * threads)
+        bytes_ = MAX_GBS if threads is None else min(MAX_GBS, MAX_GBS_PER_THREAD * threads)
+        ceilings = [*((f"gemm_gflops {d}", v, flops) for d, v in self.gemm_gflops.items()),
+                    ("bandwidth_gbs", self.bandwidth_gbs, bytes_), ("transfer_gbs", self.transfer_gbs or 0.0, MAX_GBS)]
+        for name, value, most in ceilings:
+            if value > most:
+                on = f" on {threads} threads" if threads else ""
+                raise ValueError(f"{name} {value:.3g} is more than a {self.device} probe can measure{on} ({most:.0e})")
+        return self
 
     def peak(self, dtype: str) -> float | None:
         return self.gemm_gflops.get(dtype)
@@ -58,24 +85,29 @@ def higher(old: Roof | None, new: Roof) -> Roof:
     """The roof a new probe leaves: each ceiling the higher of the two, since a probe can only
     understate what the hardware does (a busy machine gave a GEMM peak 4x low, and a timing reused
     from the cache then read 1.7% of peak in one run and 7.5% in the next). A probe with another
-    thread count replaces the old roof outright; the labels are the newer probe's."""
+    thread count replaces the old roof outright; the labels are the newer probe's. An old ceiling
+    more than TRUST times what the new probe measured is not this machine's, and is not kept."""
     if old is None or old.threads != new.threads:
         return new
-    gemm = {d: max(old.gemm_gflops.get(d, 0.0), new.gemm_gflops.get(d, 0.0))
-            for d in {*old.gemm_gflops, *new.gemm_gflops}}
-    transfer = max((t for t in (old.transfer_gbs, new.transfer_gbs) if t is not None), default=None)
+
+    def top(was: float | None, now: float | None) -> float | None:
+        if was is None or (now is not None and was > TRUST * now):
+            return now
+        return was if now is None else max(was, now)
+
+    gemm = {d: top(old.gemm_gflops.get(d), new.gemm_gflops.get(d)) for d in {*old.gemm_gflops, *new.gemm_gflops}}
     return new.model_copy(update={
-        "gemm_gflops": gemm, "bandwidth_gbs": max(old.bandwidth_gbs, new.bandwidth_gbs), "transfer_gbs": transfer,
-        "libraries": sorted({*old.libraries, *new.libraries})})
+        "gemm_gflops": gemm, "bandwidth_gbs": top(old.bandwidth_gbs, new.bandwidth_gbs),
+        "transfer_gbs": top(old.transfer_gbs, new.transfer_gbs), "libraries": sorted({*old.libraries, *new.libraries})})
 
 
 class ReadRoof(BaseModel):
     """Sequential reads of one file: from the page cache, and cold where that can be forced."""
 
-    cached_gbs: float
-    cold_gbs: float | None
+    cached_gbs: Annotated[float, Field(ge=MIN_RATE, le=MAX_GBS, allow_inf_nan=False)]
+    cold_gbs: Annotated[float, Field(ge=MIN_RATE, le=MAX_GBS, allow_inf_nan=False)] | None
     cold_how: str  # how the cache was dropped, or why it could not be
-    file_bytes: int
+    file_bytes: Annotated[int, Field(ge=1)]
     measured: str
 
 

@@ -10,22 +10,23 @@ never read: another machine's or another numpy's timings say nothing about this 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
 import os
 import statistics
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from harness.base.atomic import write_atomic
-from harness.machine.roofline import ReadRoof, Roof, higher
+from harness.base.locks import held, on_stderr
+from harness.machine import stored as stored_file
+from harness.machine.roofline import MAX_GFLOPS, Positive, ReadRoof, Roof, higher
 from harness.machine.info import MachineInfo
 
 VERSION = 1
@@ -34,6 +35,18 @@ ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test
 COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
 RECENT = 5  # measurements of one key whose median is its estimate
 MODELLED = "modelled: no measurement"
+MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
+MISSED = 1e6  # an error no tolerance (at most 1, relative to sigma_1) accepts: what NaN or inf answers are kept as
+Count = Annotated[int, Field(ge=1)]
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+
+
+def _error(value: object) -> object:
+    """A non-finite or huge error (NaN answers, a bf16 overflow) as MISSED: JSON holds no NaN or
+    inf, and pydantic writes them as null, which made the whole file unreadable."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not value <= MISSED:
+        return MISSED
+    return value
 
 
 class Observation(BaseModel):
@@ -42,22 +55,31 @@ class Observation(BaseModel):
     strategy: str
     op: str
     k: int | None = None
-    shape: tuple[int, int]
-    rank: int | None = None
+    shape: tuple[Count, Count]
+    rank: Count | None = None
     dtype: str
     device: str  # the backend: "numpy", "cpu" (torch) or "cuda"
-    threads: int  # the in-process threads it was timed on
+    threads: Count  # the in-process threads it was timed on
     # matrices a fan-out strategy spread over its workers in one call (its time per matrix falls
     # with it until every worker is busy); 1 for every other strategy
-    width: int = 1
+    width: Count = 1
     precision: str = ""  # the arithmetic (bfloat16, ...); "" before precisions existed: `dtype`'s own
     compiled: bool = False  # torch.compile'd kernels
-    seconds: float  # the median of `recent`
-    flops: float
-    samples: int  # timed calls behind `recent`
+    seconds: Seconds  # the median of `recent`
+    flops: Positive
+    samples: Count  # timed calls behind `recent`
     when: str  # ISO date-time of the newest
     source: str  # "calibrate", or the experiment whose run measured it (the newest)
-    recent: list[float] = []  # the last RECENT measurements' seconds, oldest first
+    recent: list[Seconds] = Field([], max_length=RECENT)  # the last RECENT measurements' seconds, oldest first
+
+    @model_validator(mode="after")
+    def _plausible(self) -> Observation:
+        """No measurement runs faster than any device can: 1e-30 s for a matrix's SVD would make
+        the planner pick its strategy for every analysis."""
+        if self.flops / min([self.seconds, *self.recent]) > MAX_GFLOPS * 1e9:
+            raise ValueError(f"{self.flops:.3g} flops in {min([self.seconds, *self.recent]):.3g} s is faster than "
+                             f"any device ({MAX_GFLOPS:.0e} GFLOP/s)")
+        return self
 
     def merged(self, newer: Observation) -> Observation:
         """This key measured again: one noisy run must not flip the planner's choice between
@@ -85,7 +107,7 @@ class MeasuredError(BaseModel):
     device: str
     precision: str
     compiled: bool = False
-    error: float
+    error: Annotated[float, BeforeValidator(_error), Field(ge=0)]
     when: str
 
     def key(self) -> tuple[object, ...]:
@@ -110,10 +132,17 @@ def _orientation(shape: tuple[int, int]) -> int:
 class Wisdom(BaseModel):
     version: int = VERSION
     machine: dict[str, str]
-    roofs: dict[str, Roof] = {}  # by device: "cpu", "cuda"
+    roofs: dict[str, Roof] = {}  # by device: "cpu", "cuda"; each Roof checks its own figures
     reads: ReadRoof | None = None
     observations: list[Observation] = []
     errors: list[MeasuredError] = []  # the worst error measured per point
+
+    @model_validator(mode="after")
+    def _roofs_by_device(self) -> Wisdom:
+        for key, roof in self.roofs.items():
+            if key != roof.device:
+                raise ValueError(f"roofs.{key} holds the roof of device {roof.device!r}")
+        return self
 
     def add_errors(self, errors: Iterable[MeasuredError]) -> None:
         """Each point's worst error so far: a later, smaller one does not hide an earlier miss."""
@@ -207,34 +236,42 @@ def path_for(where: Path, machine: MachineInfo, prefix: str = "") -> Path:
     return where / f"{prefix}{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
-def load(where: Path | None, machine: MachineInfo) -> Wisdom:
-    """This machine's wisdom, empty when there is none, or none that is this machine's."""
+Say = Callable[[str], None]
+
+
+def _read(where: Path, machine: MachineInfo) -> stored_file.Found[Wisdom]:
+    return stored_file.read(path_for(where, machine), Wisdom, VERSION, identity(machine))
+
+
+def load(where: Path | None, machine: MachineInfo, say: Say = on_stderr) -> Wisdom:
+    """This machine's wisdom; empty when there is none, none that is this machine's, or none of
+    this version. A bad file is kept aside (under the lock, if it is still the file read) and
+    said in one line, and the run measures afresh."""
     empty = Wisdom(machine=identity(machine))
     if where is None:
         return empty
-    path = path_for(where, machine)
-    try:
-        stored = Wisdom.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError, ValueError):
-        return empty
-    return stored if stored.version == VERSION and stored.machine == empty.machine else empty
+    found = _read(where, machine)
+    fate = ""
+    if found.problem is not None and found.identity is not None:
+        try:
+            with locked(where, say):
+                fate = stored_file.set_aside(path_for(where, machine), found)
+        except OSError as exc:
+            fate = f"could not be kept aside ({exc.strerror or exc})"
+    stored_file.tell(path_for(where, machine), "wisdom", found, fate, say)
+    return found.model or empty
 
 
 class OtherVersion(OSError):
     """The machine's wisdom file holds another wisdom version: kept, never overwritten."""
 
 
-def _refuse_other_version(path: Path) -> None:
+def _refuse_other_version(path: Path, found: stored_file.Found[Wisdom]) -> None:
     """OtherVersion when `path` holds wisdom of another VERSION (a newer harness's, or an older
-    one's kept on purpose): overwriting it silently lost every measurement in it. A file that is
-    not wisdom at all is garbage, and is replaced."""
-    try:
-        version = json.loads(path.read_bytes()).get("version")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return
-    if version != VERSION:
-        raise OtherVersion(f"{path} holds wisdom version {version!r}, this harness writes version {VERSION}; "
-                           f"move the file away to keep it, or point ${ENV} elsewhere")
+    one's kept on purpose): overwriting it silently lost every measurement in it."""
+    if found.other is not None:
+        raise OtherVersion(f"{path} {found.other.replace('holds version', 'holds wisdom version', 1)}; move the "
+                           f"file away to keep it, or point ${ENV} elsewhere")
 
 
 def check_writable(where: Path, machine: MachineInfo) -> None:
@@ -243,14 +280,15 @@ def check_writable(where: Path, machine: MachineInfo) -> None:
     where.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=where):  # the real test: a read-only mount, permissions, a full disk
         pass
-    _refuse_other_version(path_for(where, machine))
+    _refuse_other_version(path_for(where, machine), _read(where, machine))
 
 
 @contextmanager
-def locked(where: Path) -> Iterator[None]:
+def locked(where: Path, say: Say = on_stderr) -> Iterator[None]:
+    """The wisdom folder's lock (wisdom and pooled rounds alike): a wait is said within 2 s and
+    given up after base.locks.TIMEOUT_S with LockTimeout, an OSError every caller survives."""
     where.mkdir(parents=True, exist_ok=True)
-    with open(where / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with held(where / ".lock", say=say):
         yield
 
 
@@ -261,13 +299,19 @@ def learn(
     roofs: Iterable[Roof] = (),
     reads: ReadRoof | None = None,
     errors: Iterable[MeasuredError] = (),
+    say: Say = on_stderr,
 ) -> Wisdom | None:
-    """Add to the stored wisdom under a lock (runs may end at once) and write it atomically."""
+    """Add to the stored wisdom under a lock (runs may end at once) and write it atomically; a
+    bad file found is kept aside first and said, another version's is refused (OtherVersion)."""
     if where is None:
         return None
-    with locked(where):
-        _refuse_other_version(path_for(where, machine))
-        wisdom = load(where, machine)
+    path = path_for(where, machine)
+    with locked(where, say):
+        found = _read(where, machine)
+        _refuse_other_version(path, found)
+        if found.problem is not None:
+            stored_file.tell(path, "wisdom", found, stored_file.set_aside(path, found), say)
+        wisdom = found.model or Wisdom(machine=identity(machine))
         wisdom.add(observations)
         wisdom.add_errors(errors)
         for roof in roofs:
@@ -275,5 +319,5 @@ def learn(
         if reads is not None:
             wisdom.reads = reads
         text = wisdom.model_dump_json(indent=1).encode()
-        write_atomic(path_for(where, machine), lambda fh: fh.write(text))
+        write_atomic(path, lambda fh: fh.write(text))
     return wisdom

@@ -124,6 +124,17 @@ def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey
     )
 
 
+def _threads(asked: int | None, cores: int) -> tuple[int, str]:
+    """The threads of every in-process timing and why: `benchmark.threads` up to the cores this
+    process may use (1024 on 2 cores was recorded as 1024 while BLAS ran on 2), else what other
+    processes leave free."""
+    if asked is None:
+        return default_threads(cores)
+    if asked > cores:
+        return cores, f"benchmark.threads = {asked}, capped at the machine's {cores} cores"
+    return asked, "benchmark.threads"
+
+
 def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: Wisdom | None = None) -> Plan:
     """The plan; `wisdom` (this machine's measurements) replaces the cost model where it covers a candidate."""
     if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
@@ -131,7 +142,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     if problems := tf32_problems(spec):
         raise PlanError(problems)
     b = spec.benchmark
-    threads = (b.threads, "[benchmark] threads") if b.threads else default_threads(machine.cores)
+    threads = _threads(b.threads, machine.cores)
     workers = spec.execution.workers or machine.cores
     costing = Costing(machine, wisdom, threads[0], workers)
     layout = _layout(spec, workload)

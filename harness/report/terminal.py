@@ -101,7 +101,7 @@ def _timed_label(t: Timed) -> str:
 
 def _threads(n: int, why: str) -> str:
     """`2 threads per timing (the machine's 2 cores)`."""
-    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({why})" if why else "")
+    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({escape(why)})" if why else "")  # "[benchmark]" is markup
 
 
 def floor_note(plan: Plan) -> str | None:
@@ -120,7 +120,7 @@ def bench_plan_line(plan: Plan) -> str:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
             f"{' (over the budget: the floor is spent)' if b.floor_s > b.budget_s else ''}, to a target of "
-            f"±{100 * b.target:.0f}%, est. {format_seconds(b.estimate_s)} "
+            f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
@@ -316,7 +316,7 @@ def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
              f"starting each strategy's own worker process, verifying answers); {b.rounds} rounds timed"
              f"{f' ({b.busy_rounds} blocks of them while the machine was busy: kept, and flagged)' if b.busy_rounds else ''}"
              f", {b.rounds_pooled} pooled from earlier runs; {b.resolved} of {b.resolved + b.unresolved} speedups "
-             f"resolved to ±{100 * b.precision:.0f}%; {_threads(b.threads, why)}; float64 references: "
+             f"resolved to ±{format_share(b.precision)}; {_threads(b.threads, why)}; float64 references: "
              f"{b.references_computed} computed, "
              f"{b.references_cached} from the cache, {format_seconds(b.references_s)}"]
     if b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):

@@ -55,8 +55,7 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
     workload = load_workload(spec, spec_path, machine)
     cache_dir = locate(spec.execution.cache_dir, spec_path)
     if cache_dir.exists() and not cache_dir.is_dir():  # every get and put would fail, each its own way
-        raise PlanError([f"{spec_path}: execution.cache_dir: {cache_dir} is a file; expected a folder "
-                         "(made if missing)"])
+        raise PlanError([f"execution.cache_dir: {cache_dir} is a file; expected a folder (made if missing)"])
     where = wisdom.folder(cache_dir)
     known = wisdom.load(where, machine)
     return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known,

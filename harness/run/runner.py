@@ -124,10 +124,10 @@ class Runner:
             finally:
                 self.record.finished = now()
                 self.record.bench = self.bench.record()
-                self._teach()
-                with self.display.phase("writing results") as phase:
+                with self.display.phase("writing results") as phase:  # first: a wisdom lock held elsewhere waits
                     phase.item(str(self.folder))
                     self._save(final=True)
+                self._teach()
         return self.record
 
     def _warm_chosen(self) -> None:
@@ -144,7 +144,7 @@ class Runner:
 
     def _teach(self) -> None:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
-        read-only still finishes, and says so."""
+        read-only, or whose wisdom lock stays held elsewhere (base.locks), says so and ends."""
         try:
             wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
                          errors=self.bench.errors)

@@ -82,15 +82,17 @@ def test_a_run_killed_mid_analysis_resumes_to_the_uninterrupted_result(tmp_path:
     done = len(list(cache.glob("*/*.entry")))
     assert 1 <= done < CHUNKS
 
-    resumed = harness_run(spec, tmp_path / "resumed")
-    assert resumed.wait() == 0, resumed.stderr.read().decode() if resumed.stderr else ""
-    analysis = load_record(tmp_path / "resumed").analyses[0]
+    resumed = harness_run(spec, tmp_path / "killed")  # into its own folder, as the user re-runs the command
+    said = resumed.stderr.read().decode() if resumed.stderr else ""
+    assert resumed.wait() == 0, said
+    assert f"resuming into {tmp_path / 'killed'}: a run of this spec stopped there" in said
+    analysis = load_record(tmp_path / "killed").analyses[0]
     assert analysis.cached_chunks >= done and analysis.computed_chunks >= 1
     assert analysis.cached_chunks + analysis.computed_chunks == CHUNKS
 
     fresh = harness_run(spec, tmp_path / "fresh", "--no-cache")
     assert fresh.wait() == 0
-    assert same(spectra(tmp_path / "resumed"), spectra(tmp_path / "fresh"))
+    assert same(spectra(tmp_path / "killed"), spectra(tmp_path / "fresh"))
 
 
 @pytest.mark.slow

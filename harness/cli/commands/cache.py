@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,12 +26,11 @@ MAX_AGE_S = 100 * 365 * 86400.0
 
 
 def _age(text: str) -> float:
-    """`30d`, `12h`, `15m` or `90s` in seconds; a negative age (`-5d`) would clear everything."""
+    """`30d`, `12h`, `15m` or `90s` in seconds; a negative age (`-5d`) would clear everything, and
+    float() would take `30 d`, `1_0d`, `infd` and `1e3d`."""
     units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    try:
-        seconds = float(text[:-1]) * units[text[-1]]
-    except (ValueError, KeyError, IndexError):
-        seconds = math.nan
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([dhms])", text)
+    seconds = float(match[1]) * units[match[2]] if match else math.nan
     if not 0 <= seconds <= MAX_AGE_S:
         raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 30d, 12h, 15m or 90s, "
                                          "from 0 to 100 years") from None

@@ -4,10 +4,12 @@ which exits 1 on a regression and 4 when it could not judge."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from harness.base.progress import Display
 from harness.cli.console import err, out
+from harness.cli.outputs import check_output, writing
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from harness.record.run_record import load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
@@ -30,13 +32,13 @@ def arguments(cmp: argparse.ArgumentParser) -> None:
 
 
 def _ratio(text: str) -> float:
-    """--fail-on-regression's RATIO: above 1, or no run could ever pass."""
+    """--fail-on-regression's RATIO: above 1, or no run could ever pass; finite, or none could fail."""
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a ratio above 1, e.g. 1.2 (B 20% slower than A)")
+    if not 1 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite ratio above 1, e.g. 1.2 (B 20% slower than A)")
     return value
 
 
@@ -79,6 +81,7 @@ def main(args: argparse.Namespace) -> int:
     stdout holds the JSON alone, so human lines go to stderr."""
     gate = args.fail_on_regression is not None
     ratio = args.fail_on_regression or FACTOR
+    page = check_output(args.html, [Path(args.base), *map(Path, args.others)], "a new HTML file") if args.html else None
     with Display(err) as display, display.phase("comparing runs", total=len(args.others)) as phase:
         phase.item(f"{args.base}: reading")
         base = load_record(Path(args.base))
@@ -93,12 +96,12 @@ def main(args: argparse.Namespace) -> int:
             out.print(Fitted(compare_table(c), COMPARE_OPTIONAL))
         for text, style in _gate_lines(c, len(comparisons) > 1):
             human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
-    if args.html:
+    if page is not None:
         from harness.report.html import write_compare  # matplotlib: only for the chart
 
-        with Display(err) as display, display.phase("rendering the comparison") as phase:
-            phase.item(f"{args.html}: tables and the ratio chart")
-            written = write_compare(comparisons, Path(args.html))
+        with Display(err) as display, display.phase("rendering the comparison") as phase, writing(page):
+            phase.item(f"{page}: tables and the ratio chart")
+            written = write_compare(comparisons, page)
         human.print(f"report: {written}")
     passed = all(c.passed for c in comparisons)
     code = 0 if passed else EXIT_REGRESSION

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.base.atomic import folder_in_use, write_atomic
 from harness.base.progress import Display
 from harness.cli.console import err, out
+from harness.cli.outputs import check_output, writing
+from harness.plan.model import PlanError
 from harness.record.run_record import load_record
 from harness.report.exports import results_json, results_markdown
 
@@ -23,20 +26,26 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    folder, output = Path(args.run), Path(args.output) if args.output else None
+    folder = Path(args.run)
+    run_folder = folder if folder.is_dir() else folder.parent
+    output = check_output(args.output, [folder]) if args.output else None
+    if folder_in_use(run_folder):  # its record says how far it got, not what it will say
+        raise PlanError([f"{run_folder}: a run is still writing into this folder; report it once the run has ended"])
     if args.format != "html":
         record = load_record(folder)
         text = results_markdown(record) if args.format == "md" else results_json(record)
         if output is None:
             print(text, end="")
         else:
-            output.write_text(text, encoding="utf-8")
+            with writing(output):
+                write_atomic(output, lambda fh: fh.write(text.encode()))
             out.print(f"{args.format}: {output}")
         return 0
-    from harness.report.html import write_report  # matplotlib: only for the charts
+    from harness.report.html import REPORT, write_report  # matplotlib: only for the charts
 
     with Display(err) as display, display.phase("rendering the report") as phase:
         phase.item(f"{folder}: tables and charts")
-        written = write_report(folder, output)
+        with writing(output or run_folder / REPORT):
+            written = write_report(folder, output)
     out.print(f"report: {written}")
     return 0

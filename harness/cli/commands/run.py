@@ -19,6 +19,7 @@ from harness.cli.commands.cache import result_cache
 from harness.cli.commands.plan import prepare_context
 from harness.cli.commands.spec_args import budget_argument, overrides, spec_arguments
 from harness.cli.console import err, out, say
+from harness.cli.outputs import check_name, recorded, resume, stopped_run
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED, exit_code, stopped
 from harness.data import content_hashes
 from harness.data.paths import reachable
@@ -77,12 +78,13 @@ def _check_run_folder(folder: Path) -> None:
     """PlanError unless `folder` can become the run folder: a new or empty folder, under folders
     (a file there would end in a traceback halfway). The default folder stays inside results/
     because the spec accepts only a safe folder name as `experiment.name`."""
+    check_name(folder, "a new or empty run folder")
     above = next(p for p in [folder, *folder.parents] if os.path.lexists(p))
     inside = "" if above == folder else f" to hold {folder}"
     reachable(above, f"a new or empty run folder{inside}")  # a link that loops passed for a new folder
     if not above.is_dir():
         raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
-    if folder.is_dir() and any(folder.iterdir()):
+    if folder.is_dir() and any(folder.iterdir()) and stopped_run(folder) is None:
         raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
     if not os.access(above, os.W_OK | os.X_OK):  # a read-only mount says so even to root
         raise PlanError([f"{above}: cannot write here (a read-only file system, or permissions); expected a "
@@ -90,13 +92,14 @@ def _check_run_folder(folder: Path) -> None:
 
 
 @contextmanager
-def _claimed(folder: Path) -> Iterator[None]:
+def _claimed(folder: Path, spec_hash: str, display: Display) -> Iterator[None]:
     """The run folder, this run's alone (base.atomic.exclusive_folder): a second run given the
-    same folder ends in one line; so does one that finds it filled since it was checked."""
+    same folder ends in one line; so does one that finds it filled since it was checked, unless
+    what fills it is a stopped run of the same spec, which this run takes over."""
     try:
         with exclusive_folder(folder):
             if any(folder.iterdir()):
-                raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+                display.console.print(resume(folder, spec_hash), markup=False, highlight=False, soft_wrap=True)
             yield
     except FolderTaken as exc:
         raise PlanError([f"{exc}; choose another with -o"]) from None
@@ -161,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
                         wisdom_folder=where, pool=pool if where is not None else None, fresh=args.fresh)
         created = not folder.exists()
         try:
-            with _claimed(folder):
+            with _claimed(folder, digest, display):
                 runner.run()
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.cli.entry)
             interrupted = exc
@@ -174,7 +177,9 @@ def main(args: argparse.Namespace) -> int:
                 shutil.rmtree(folder, ignore_errors=True)
             raise
     if interrupted is not None:
-        err.print(f"{stopped(interrupted)}: {folder} holds a record marked incomplete", markup=False)
+        finished = (recorded(folder) or {}).get("complete") is True  # stopped while keeping its measurements
+        held = "its finished record (its measurements were not kept)" if finished else "a record marked incomplete"
+        err.print(f"{stopped(interrupted)}: {folder} holds {held}", markup=False)
         return exit_code(interrupted)
     for line in record.verdicts:  # the verdict first, as hyperfine prints it
         say(line)
