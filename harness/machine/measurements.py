@@ -9,9 +9,10 @@ a later run pairs the baseline's and a strategy's seconds of the same round, and
 by run (bench.statistics: the run is the unit of replication). Rounds measured under load are
 kept with their reasons, and used only where quiet rounds are too few (bench.series.speedup).
 
-The file is data from elsewhere: it is read with a size cap and checked whole (finite, positive,
-plausible seconds; ids that name a run); a file that fails is kept aside under another name, with
-one line, and the run measures afresh. Another version's file has its own name: never overwritten.
+The file is data from elsewhere (machine.stored): it is read with a size cap and checked whole
+(finite, positive, plausible seconds; ids that name a run); a file that fails is kept aside under
+another name, with one line, and the run measures afresh. Another version's file has its own
+name, and is never overwritten.
 Like wisdom, it sits in the wisdom folder, under the same lock; HARNESS_WISDOM=off turns both off.
 """
 
@@ -22,14 +23,14 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, field_validator
 
 from harness.base.atomic import write_atomic
-from harness.base.bounded import TooLarge, read_capped
+from harness.base.locks import on_stderr
 from harness.bench.series import Round
-from harness.machine import wisdom
+from harness.machine import stored, wisdom
 from harness.machine.info import MachineInfo
-from harness.machine.wisdom import identity, locked
+from harness.machine.wisdom import Say, identity, locked
 
 VERSION = 2  # 2: rounds name their run (a unique id) and keep the reasons the machine was busy
 KEEP = 64  # rounds an item keeps, newest last: older ones speak for a machine that has moved on
@@ -97,53 +98,40 @@ def path_for(where: Path, machine: MachineInfo) -> Path:
     return wisdom.path_for(where, machine, f"rounds-v{VERSION}-")
 
 
-def _aside(path: Path) -> Path:
-    """Where a bad pool is kept: the first free `<name>.bad`, `<name>.bad-2`, ..."""
-    n = 1
-    while (target := path.with_name(path.name + (".bad" if n == 1 else f".bad-{n}"))).exists():
-        n += 1
-    path.replace(target)
-    return target
-
-
-def load(where: Path | None, machine: MachineInfo) -> tuple[Measurements, str | None]:
-    """This machine's pooled rounds (empty when there are none), and a line when the file was bad
-    and kept aside."""
-    empty = Measurements(machine=identity(machine))
-    if where is None:
-        return empty, None
+def _read(where: Path, machine: MachineInfo, say: Say) -> stored.Found[Measurements]:
+    """The stored pool; a bad file kept aside (under the lock, if it is still the file read)
+    and said in one line."""
     path = path_for(where, machine)
-    try:
-        stored = Measurements.model_validate_json(read_capped(path, CAP))
-    except FileNotFoundError:
-        return empty, None
-    except TooLarge as exc:
-        why = str(exc)
-    except OSError as exc:
-        return empty, f"pooled rounds not read: {path}: {exc.strerror or exc}; measuring afresh"
-    except (ValidationError, ValueError) as exc:
-        count = exc.error_count() if isinstance(exc, ValidationError) else 1
-        why = f"not a pool of rounds ({count} problem{'s' if count != 1 else ''})"
-    else:
-        if stored.version == VERSION and stored.machine == empty.machine:
-            return stored, None
-        why = f"version {stored.version} of machine {stored.machine.get('hostname', '?')}"
-    try:
-        kept = _aside(path)
-    except OSError as exc:
-        return empty, f"pooled rounds ignored: {path}: {why}; could not keep it aside ({exc.strerror}); measuring afresh"
-    return empty, f"pooled rounds kept aside as {kept}: {why}; measuring afresh"
+    found = stored.read(path, Measurements, VERSION, identity(machine), CAP)
+    fate = ""
+    if found.problem is not None and found.identity is not None:
+        try:
+            with locked(where, say):
+                fate = stored.set_aside(path, found)
+        except OSError as exc:
+            fate = f"could not be kept aside ({exc.strerror or exc})"
+    stored.tell(path, "pooled rounds", found, fate, say)
+    return found
 
 
-def keep(where: Path | None, machine: MachineInfo, new: dict[Item, list[Round]]) -> str | None:
-    """Add a run's rounds to the stored ones under the wisdom lock, atomically; a line when the
-    stored file was bad (kept aside first, as `load` does)."""
+def load(where: Path | None, machine: MachineInfo, say: Say = on_stderr) -> Measurements:
+    """This machine's pooled rounds; empty when there are none, or none that can be read."""
+    found = _read(where, machine, say) if where is not None else None
+    return found.model if found is not None and found.model is not None else Measurements(machine=identity(machine))
+
+
+def keep(where: Path | None, machine: MachineInfo, new: dict[Item, list[Round]], say: Say = on_stderr) -> None:
+    """Add a run's rounds to the stored ones under the wisdom lock, atomically; another
+    version's file under this name is left as it is, never overwritten."""
     if where is None or not new:
-        return None
-    with locked(where):
-        stored, note = load(where, machine)
+        return
+    with locked(where, say):
+        found = stored.read(path_for(where, machine), Measurements, VERSION, identity(machine), CAP)
+        if found.other is not None:
+            say(f"pooled rounds not kept: {path_for(where, machine)} {found.other}")
+            return
+        pool = found.model or Measurements(machine=identity(machine))
         for item, rounds in new.items():
-            stored.add(item, rounds)
-        text = stored.model_dump_json().encode()
+            pool.add(item, rounds)
+        text = pool.model_dump_json().encode()
         write_atomic(path_for(where, machine), lambda fh: fh.write(text))
-    return note

@@ -22,9 +22,9 @@ import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import Budget, floors
+from harness.bench.budget import Allocation, Budget, floors
 from harness.bench.conditions import Snapshot, snapshot
-from harness.bench.series import Line, pair_spread, speedup, workload_totals
+from harness.bench.series import Line, Round, pair_spread, speedup, workload_totals
 from harness.bench.worker import Work, start_forkserver
 from harness.compute.references import References
 from harness.compute.verify import combine
@@ -127,18 +127,30 @@ class BenchPhase:
     def _items(self, step: Step, timed: Timed) -> list[Item]:
         return [placed(self.plan, step, timed, a, self._groups, lambda: self._layout)[0] for a in timed.allocations]
 
-    def _stored(self, item: Item) -> list:
+    def _stored(self, item: Item) -> list[Round]:
         return self.pool.rounds(item) if self.pool is not None else []
 
+    def _pooled(self, step: Step, timed: Timed, a: Allocation, item: Item) -> list[Round]:
+        """The stored rounds this run pools for an allocation: none when it is fresh, none wildly
+        off what this machine's plan expects of the call (said once, with a note)."""
+        pooled = [] if self.fresh else self._stored(item)
+        why = plausible(pooled, a.per_matrix_s * a.matrices, WILD_PLAN, "this machine's plan expects")
+        if why is None:
+            return pooled
+        note = f"{step.analysis}: pooled rounds of {timed.label} on {a.group} discarded: {why}"
+        if note not in self.notes:
+            self.notes.append(note)
+        return []
+
     def _lines(self, step: Step, pooled: bool) -> dict[str, Line]:
-        """Each point's workload total by round, from the stored rounds: with `pooled`, only those
-        this run may pool (none when it is fresh); else all of them (they tell the spread)."""
+        """Each point's workload total by round, from the stored rounds: with `pooled`, those this
+        run pools (_pooled); else all of them (they tell the spread)."""
         out = {}
         for t in step.timed:
             parts = []
             for a in t.allocations:
                 item, total = placed(self.plan, step, t, a, self._groups, lambda: self._layout)
-                rounds = [] if pooled and self.fresh else self._stored(item)
+                rounds = self._pooled(step, t, a, item) if pooled else self._stored(item)
                 parts.append(([r.round for r in rounds], [r.seconds for r in rounds], a.matrices, total))
             out[t.label] = workload_totals(parts)
         return out
@@ -204,17 +216,8 @@ class BenchPhase:
         return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
 
     def _pooled_lines(self, subjects: dict[str, list[Subject]]) -> dict[int, Timeline]:
-        """Each subject's pooled rounds, those wildly off this machine's plan discarded with a note."""
-        lines = {}
-        for group in subjects.values():
-            for s in group:
-                pooled = [] if self.fresh else self._stored(s.item)
-                if pooled and (why := plausible(pooled, s.allocation.per_matrix_s * s.allocation.matrices, WILD_PLAN,
-                                                "this machine's plan expects")):
-                    self.notes.append(f"{s.step.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
-                    pooled = []
-                lines[id(s)] = Timeline(pooled=pooled)
-        return lines
+        return {id(s): Timeline(pooled=self._pooled(s.step, s.timed, s.allocation, s.item))
+                for group in subjects.values() for s in group}
 
     def _time(self, step: Step, subjects: dict[str, list[Subject]],
               works: dict[str, Work]) -> tuple[list[StrategyTiming], list[Verification]]:
@@ -328,7 +331,6 @@ class BenchPhase:
 
     def keep_rounds(self, where: Path | None, machine: MachineInfo) -> None:
         """Add this run's rounds (busy ones with their reasons) to the pool; say what was discarded."""
-        if (note := measurements.keep(where, machine, self.new_rounds)) is not None:
-            self.notes.append(note)
+        measurements.keep(where, machine, self.new_rounds, say=self.display.note)
         for note in self.notes:
             self.display.note(f"[yellow]note:[/] {note}")

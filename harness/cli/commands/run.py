@@ -155,9 +155,7 @@ def main(args: argparse.Namespace) -> int:
         with display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
             record.roofs = run_roofs(where, context.wisdom, record.machine, backends(the_plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in record.roofs.values()) or "wisdom is off"
-        pool, pool_note = measurements.load(where, context.machine)
-        if pool_note is not None:
-            display.note(pool_note)
+        pool = measurements.load(where, context.machine, say=display.note)
         if (note := floor_note(the_plan)) is not None:
             display.note(note)
         runner = Runner(record, workload, folder, seed=spec.experiment.seed, display=display, cache=cache,

@@ -1,0 +1,108 @@
+"""The rounds pool (machine.measurements) read as data from elsewhere: one row per hostile file,
+each read back as nothing, said in one line, kept aside, and the run measuring afresh with its own
+figures; a planted pool outvoted by what the run measures; another version's file never written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.bench.series import Round
+from harness.cli.main import main
+from harness.machine import measurements, stored
+from harness.machine.info import probe
+from harness.machine.measurements import Item, Measurements
+from harness.machine.wisdom import identity
+from harness.record.run_record import load_record
+from tests.conftest import CONFIGS
+
+SMOKE = str(CONFIGS / "smoke.toml")
+ITEM = Item(code="c", strategy="numpy", op="svdvals", k=None, shape=(4, 4), rank=None, dtype="float32",
+            device="cpu", threads=1, width=1)
+
+
+def pool_with(seconds: object) -> dict[str, object]:
+    return {"version": measurements.VERSION, "machine": identity(probe()),
+            "items": {ITEM.key(): [{"round": "run#a#0", "seconds": seconds}]}}
+
+
+BAD = {
+    "NaN seconds": (json.dumps(pool_with(float("nan"))), "seconds"),
+    "zero seconds": (json.dumps(pool_with(0.0)), "seconds"),
+    "negative seconds": (json.dumps(pool_with(-1.0)), "seconds"),
+    "infinite seconds": (json.dumps(pool_with(float("inf"))), "seconds"),
+    "1e308 seconds": (json.dumps(pool_with(1e308)), "seconds"),
+    "seconds of the wrong type": (json.dumps(pool_with("x")), "seconds"),
+    "items as a list": (json.dumps({**pool_with(1.0), "items": [1, 2]}), "items"),
+    "a round id naming no run": (json.dumps({**pool_with(1.0), "items": {ITEM.key(): [
+        {"round": "nohash", "seconds": 1.0}]}}), "round id"),
+    "not JSON": ("{", "not JSON"),
+    "a JSON list": ("[]", "a JSON list"),
+    "another machine's identity": (json.dumps({**pool_with(1.0), "machine": {"hostname": "elsewhere"}}),
+                                   "not this machine's"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_a_bad_pool_is_one_line_kept_aside_and_measured_afresh(name: str, tmp_path: Path) -> None:
+    text, why = BAD[name]
+    path = measurements.path_for(tmp_path, probe())
+    path.write_text(text)
+    said: list[str] = []
+    pool = measurements.load(tmp_path, probe(), say=said.append)
+    assert pool.items == {} and len(said) == 1, said
+    assert why in said[0] and "kept aside as" in said[0] and "measuring afresh" in said[0]
+    assert not path.exists() and len(list(tmp_path.glob(path.name + ".bad-*"))) == 1
+
+
+def test_a_pool_over_the_cap_is_kept_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(measurements, "CAP", 100)
+    path = measurements.path_for(tmp_path, probe())
+    path.write_text(json.dumps(pool_with(1.0)) + " " * 200)
+    said: list[str] = []
+    assert measurements.load(tmp_path, probe(), say=said.append).items == {}
+    assert len(said) == 1 and "bytes" in said[0] and "kept aside" in said[0]
+
+
+def test_another_versions_pool_is_never_read_nor_written(tmp_path: Path) -> None:
+    """It has a name of its own; were one under this name, it is left as it is."""
+    old = tmp_path / (measurements.path_for(tmp_path, probe()).name.replace(f"v{measurements.VERSION}-", ""))
+    old.write_text('{"version": 1, "items": {}}')
+    path = measurements.path_for(tmp_path, probe())
+    path.write_text(json.dumps({**pool_with(1.0), "version": measurements.VERSION + 1}))
+    before = path.read_bytes()
+    said: list[str] = []
+    measurements.keep(tmp_path, probe(), {ITEM: [Round(round="r#a#0", seconds=1.0)]}, say=said.append)
+    assert path.read_bytes() == before and old.read_text() == '{"version": 1, "items": {}}'
+    assert len(said) == 1 and "not kept" in said[0]
+
+
+def test_a_planted_pool_is_outvoted_by_what_the_run_measures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Five planted runs in which torch is 1,000x faster than numpy: the run measures, finds the
+    pooled torch rounds far off its own, discards them with a note, and says its own figure."""
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
+    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='numpy', compare=['torch']}]",
+            "--set", "data.modules={a=[512, 512]}", "--set", "data.form='dense'", "--budget", "0.5s"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    before = next(t for t in load_record(tmp_path / "a").analyses[0].timings if t.strategy == "torch")
+    path = next((tmp_path / "wisdom").glob(f"rounds-v{measurements.VERSION}-*.json"))
+    pool = Measurements.model_validate_json(path.read_text())
+    assert len(pool.items) == 2  # numpy's item and torch's, one shape group
+    fast = min(pool.items, key=lambda key: min(r.seconds for r in pool.items[key]))  # torch: 2 threads
+    for key, rounds in pool.items.items():
+        scale = 1e-3 if key == fast else 1.0
+        pool.items[key] = rounds + [rounds[0].model_copy(update={"round": f"planted{i}#svdvals#0",
+                                                                 "seconds": rounds[0].seconds * scale})
+                                    for i in range(5)]
+    path.write_text(pool.model_dump_json())
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *spec]) == 0
+    after = next(t for t in load_record(tmp_path / "b").analyses[0].timings if t.strategy == "torch")
+    assert after.speedup is not None and before.speedup is not None
+    assert 0.2 < after.speedup / before.speedup < 5  # the run's own figure, not the planted one
+    assert "pooled rounds of torch" in capsys.readouterr().err
