@@ -306,6 +306,13 @@ class Benchmark(_Section):
         "workers: 1 each)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name(cls, raw: object) -> object:
+        if isinstance(raw, dict) and "target" in raw and "precision" in raw:
+            raise ValueError("precision is the old name of target: give one of them")
+        return raw
+
     @field_validator("target")
     @classmethod
     def _resolvable(cls, precision: float) -> float:

@@ -27,8 +27,9 @@ SPEC = str(CONFIGS / "precision.toml")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("precision") / "run"
     env = {**os.environ, "COLUMNS": "100", "HARNESS_WISDOM": str(folder.parent / "wisdom")}
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", SPEC, "-o", str(folder), "--report"],
-                          capture_output=True, text=True, timeout=600, env=env)
+    # a budget no busy machine exhausts, so that every point gets its round whatever else runs here
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", SPEC, "-o", str(folder), "--report", "--budget", "2m",
+                           "--set", "benchmark.target='100%'"], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
     return folder, proc.stdout
 
@@ -123,4 +124,4 @@ def test_the_precision_axis_is_not_the_benchmarks_target(tmp_path: Path) -> None
     assert {t["precision"] for s in plan["steps"] for t in s["timed"]} == {"float32", "bfloat16"}
     bad = subprocess.run([sys.executable, "-m", "harness", "validate", SPEC, "--set", "benchmark.precision='bfloat16'"],
                          capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "benchmark.precision" in bad.stderr
+    assert bad.returncode == 2 and "benchmark" in bad.stderr and "precision" in bad.stderr
