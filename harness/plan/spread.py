@@ -18,7 +18,7 @@ def spread(batches: dict[str, int], sizes: dict[str, int], seconds: dict[str, fl
     if total <= 0:  # no estimate: by count
         work, total = {g: float(n) for g, n in sizes.items()}, float(sum(sizes.values()))
     tasks = TASKS_PER_THREAD * threads
-    return {g: max(1, min(batches[g], math.ceil(n / max(1, math.ceil(tasks * work[g] / total)))))
+    return {g: max(1, min(batches[g], math.ceil(n / max(1, round(tasks * work[g] / total)))))
             for g, n in sizes.items()}
 
 

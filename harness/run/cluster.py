@@ -140,11 +140,27 @@ def _worker(address: str, state: dict[str, Any], answer: WorkerFacts | BaseExcep
     )
 
 
+def _check_scheduler(client: Any, scheduler: str) -> None:
+    """ClusterError unless the scheduler runs this harness too: Dask's scheduler unpickles every
+    task it is sent, so one without the harness (or with other code) fails them all."""
+    try:
+        answer: WorkerFacts | BaseException = client.run_on_scheduler(worker_facts, callback_timeout=ANSWER_TIMEOUT_S)
+    except (OSError, TimeoutError):
+        raise
+    except Exception as exc:  # noqa: BLE001  (whatever the import raised there comes back here)
+        answer = exc
+    if (why := _refusal(answer)) is not None:
+        raise ClusterError(f"{where(scheduler)}: the dask scheduler cannot take this harness's tasks (it "
+                           f"unpickles each one): {why.removeprefix('it ')}")
+
+
 def survey(client: Any, scheduler: str) -> ClusterInfo:
-    """Every worker of the cluster, probed, or refused with the reason; ClusterError when no
-    worker joins within WORKERS_TIMEOUT_S or none can run this harness."""
+    """Every worker of the cluster, probed, or refused with the reason; ClusterError when the
+    scheduler cannot unpickle the harness's tasks, when no worker joins within
+    WORKERS_TIMEOUT_S, or when none can run this harness."""
     with quiet():
         try:
+            _check_scheduler(client, scheduler)
             client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
             answers = client.run(worker_facts, on_error="return", callback_timeout=ANSWER_TIMEOUT_S)
             state = client.scheduler_info(n_workers=-1)

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.base.executors import dashboard_line
 from harness.base.progress import Display
+from harness.data.memo import forget_worker_memo
 from harness.data.workload import Source
 from harness.compute.worker import warm_worker
 from harness.machine.cluster import LOCAL_CLUSTER, ClusterInfo, LostWorker
@@ -42,6 +43,8 @@ class DaskSession:
         self._held: dict[str, Any] = {}  # Dask futures not yet done: dropping one would cancel it
         self._news: list[LostWorker] = []  # lost workers not yet printed
         self._analysis = ""
+        self._device = "cpu"  # of the tasks out: which workers may run them
+        self._homes: dict[str, str] = {}  # the worker each task's matrices last loaded on
         self._alone_since: float | None = None  # since when no worker may run the tasks out
 
     @property
@@ -89,19 +92,23 @@ class DaskSession:
         with quiet():
             self._client.run(warm_worker, loads, source, workers=workers, callback_timeout=ANSWER_TIMEOUT_S)
 
-    def submit(self, fn: Callable[..., Any], task: Any, device: str, tag: Tag) -> Future[Any]:
-        """`fn(task)` on a worker that may run `device` work; its outcome as a concurrent future."""
+    def submit(self, fn: Callable[..., Any], task: Any, device: str, tag: Tag, home: str | None = None) -> Future[Any]:
+        """`fn(task)` on a worker that may run `device` work; its outcome as a concurrent future.
+        A task whose `home` (the matrices it loads) ran before goes, where it may, to the worker
+        that ran it: that worker's memo holds its factors (harness.data.memo)."""
         assert self.info is not None
         key = f"{tag[0]}-{tag[1]}-{uuid.uuid4().hex[:12]}"
         on = "cuda" if device == "cuda" else "cpu"
         resources = {"GPU": 1} if on == "cuda" and self.info.gpu_resource() else None
-        restriction = self.info.restriction(on)
+        workers, strict = self.info.restriction(on), True
+        if workers is None and home is not None and home in self._homes:
+            workers, strict = [self._homes[home]], False  # a preference: any worker if that one is gone
         with self._lock:
             self._tags[key] = tag
-            self._analysis = tag[0]
+            self._analysis, self._device = tag[0], on
         future: Future[Any] = Future()
-        remote = self._client.submit(fn, task, key=key, pure=False, workers=restriction,
-                                     allow_other_workers=False, resources=resources)
+        remote = self._client.submit(fn, task, key=key, pure=False, workers=workers,
+                                     allow_other_workers=not strict, resources=resources)
         self._held[key] = remote
         remote.add_done_callback(lambda done: self._deliver(done, future))
         return future
@@ -115,6 +122,10 @@ class DaskSession:
             future.set_result(remote.result())
         except BaseException as exc:  # delivered through the future, as an executor does
             future.set_exception(exc)
+
+    def ran(self, home: str, worker: str) -> None:
+        """The task loading `home` ran on `worker`: later tasks loading the same go there."""
+        self._homes[home] = worker
 
     def attempts(self, tag: Tag) -> int:
         """How many times the task was started: once, and again for each worker lost under it."""
@@ -139,9 +150,11 @@ class DaskSession:
             self.lost.append(lost)
             self._news.append(lost)
 
-    def check(self) -> None:
+    def check(self, stalled: bool = False) -> None:
         """Between waits: print the workers lost since the last check; ClusterError when the
-        scheduler is gone, or when no worker that may run the tasks was left for WORKERS_TIMEOUT_S."""
+        scheduler is gone, or, asked after a wait that brought nothing (`stalled`: the scheduler
+        is asked, a round trip), when no worker that may run the tasks was left for
+        WORKERS_TIMEOUT_S."""
         with self._lock:
             news, self._news = self._news, []
         for lost in news:
@@ -149,8 +162,10 @@ class DaskSession:
                                "tasks run again on other workers")
         if self._client.status != "running":
             raise self.lost_scheduler()
+        if not stalled:
+            return
         assert self.info is not None
-        allowed = self.info.restriction("cpu")
+        allowed = self.info.restriction(self._device)
         present = [a for a in self._client.scheduler_info(n_workers=-1)["workers"] if allowed is None or a in allowed]
         if present:
             self._alone_since = None
@@ -169,10 +184,23 @@ class DaskSession:
         return ClusterError(f"{where(self.scheduler)}: lost the dask scheduler during {self._analysis}; the chunks "
                             "done are in the result cache: start it again and run again to resume")
 
+    def cannot_unpickle(self) -> ClusterError:
+        return ClusterError(f"{where(self.scheduler)}: the dask scheduler cannot unpickle {self._analysis}'s tasks: "
+                            "it runs other harness code than this client (it loaded it before an update?); "
+                            "restart it")
+
     def _close(self) -> None:
+        """Cancel what is still out, drop the workers' factor memos (a user's workers outlive the
+        run), and leave."""
         with quiet():
             for remote in list(self._held.values()):
                 remote.cancel()
+            if self._client.status == "running" and self.info is not None:
+                try:
+                    self._client.run(forget_worker_memo, workers=[w.address for w in self.info.usable],
+                                     on_error="ignore", callback_timeout=CONNECT_TIMEOUT_S)
+                except (OSError, TimeoutError):
+                    pass  # gone meanwhile: nothing left to free
             self._client.close(timeout=CONNECT_TIMEOUT_S)
 
     def close(self) -> None:

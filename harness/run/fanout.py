@@ -12,7 +12,7 @@ from typing import Any
 from harness.base.executors import LazyExecutor
 from harness.base.progress import Phase
 from harness.base.units import format_seconds
-from harness.compute.chunks import ChunkOutcome
+from harness.compute.chunks import ChunkOutcome, ChunkTask
 from harness.record.run_record import ChunkPlacement
 from harness.run.dask_session import DaskSession
 
@@ -75,11 +75,12 @@ def on_cluster(tasks: Sequence[Any], run_task: Callable[..., ChunkOutcome], phas
     from distributed import KilledWorker
 
     session()
-    pending = {session.submit(run_task, task, device, (analysis, i)): i for i, task in enumerate(tasks)}
+    homes = [f"{t.refs[0].id}+{len(t.refs)}" if isinstance(t, ChunkTask) else None for t in tasks]
+    pending = {session.submit(run_task, task, device, (analysis, i), homes[i]): i for i, task in enumerate(tasks)}
     while pending:
         phase.item(f"{len(pending)} of {len(tasks)} tasks on the cluster")
         done, _ = wait(pending, timeout=CHECK_S, return_when=FIRST_COMPLETED)
-        session.check()
+        session.check(stalled=not done)
         for future in done:
             i = pending.pop(future)
             try:
@@ -87,11 +88,17 @@ def on_cluster(tasks: Sequence[Any], run_task: Callable[..., ChunkOutcome], phas
             except CancelledError:  # the scheduler went: its client cancels every future
                 session.check()
                 raise session.lost_scheduler() from None
+            except RuntimeError as exc:
+                if "deserialization of the task graph" in str(exc):  # distributed's words for it
+                    raise session.cannot_unpickle() from None
+                raise
             except KilledWorker as exc:
                 if (attempts := session.attempts((analysis, i))) >= MAX_ATTEMPTS:
                     raise _lost(i, attempts, exc) from exc
-                pending[session.submit(run_task, tasks[i], device, (analysis, i))] = i
+                pending[session.submit(run_task, tasks[i], device, (analysis, i), homes[i])] = i
                 continue
+            if homes[i] is not None:
+                session.ran(homes[i], outcome.worker)
             yield i, outcome, session.attempts((analysis, i))
     session.check()
 
