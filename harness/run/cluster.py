@@ -55,6 +55,15 @@ def quiet() -> Iterator[None]:
             handler.setLevel(level)
 
 
+def require_distributed() -> None:
+    """ClusterError, not an ImportError's traceback, where Dask's distributed is not installed."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise ClusterError(f"execution.executor: 'dask' needs dask.distributed ({exc}); install it with "
+                           "pip install 'spectral-harness[dask]'") from None
+
+
 def _listening(address: str) -> None:
     """For a tcp:// address, ClusterError at once where nothing listens (a wrong port, a scheduler
     not started) or the host is unknown: distributed would retry until its timeout."""
@@ -103,6 +112,7 @@ def _answers(address: str) -> None:
 
 def connect(address: str) -> Any:
     """A Client of the scheduler at `address`, or ClusterError within about CONNECT_TIMEOUT_S."""
+    require_distributed()
     from distributed import Client
 
     try:

@@ -23,7 +23,8 @@ from harness.data.workload import Source
 from harness.compute.worker import warm_worker
 from harness.machine.cluster import LOCAL_CLUSTER, ClusterInfo, LostWorker
 from harness.plan.model import Plan
-from harness.run.cluster import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S, WORKERS_TIMEOUT_S, ClusterError, connect, quiet, survey, where
+from harness.run.cluster import (ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S, WORKERS_TIMEOUT_S, ClusterError, connect, quiet,
+                                 require_distributed, survey, where)
 
 Tag = tuple[str, int]  # (analysis, task index): what a Dask key was submitted for
 
@@ -75,6 +76,7 @@ class DaskSession:
             self._display.note(f"dask worker {worker.describe()}")
 
     def _local_client(self) -> Any:
+        require_distributed()
         from distributed import Client, LocalCluster
 
         cluster = self._stack.enter_context(LocalCluster(

@@ -15,7 +15,7 @@ from harness.machine.wisdom import Wisdom
 from harness.plan.compiler import compile_plan
 from harness.plan.footprint import check_memory
 from harness.plan.model import Plan, PlanError
-from harness.run.cluster import join
+from harness.run.cluster import join, require_distributed
 from harness.spec import Spec, load_spec
 from harness.store.cache import locate
 
@@ -52,6 +52,8 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
     """Shared by `harness plan/run` and the asv suites, so both see the same plan: from this
     machine's wisdom where it has measured, from the cost model elsewhere."""
     spec = load_spec(spec_path, overrides)
+    if spec.execution.executor == "dask":
+        require_distributed()
     address = spec.execution.dask_address if spec.execution.executor == "dask" else None
     cluster = join(address) if address is not None else None  # first: a wrong address is the whole answer
     machine = probe()

@@ -227,3 +227,10 @@ def test_workers_without_the_harness_are_refused_and_a_lost_scheduler_is_one_lin
     assert last.startswith(f"execution.dask_address {dask.address}: lost the dask scheduler"), stderr
     assert json.loads((tmp_path / "lost" / "record.json").read_text())["complete"] is False
     assert main(["cache", "verify", "--dir", str(cache)]) == 0
+
+
+def test_dask_without_distributed_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as where the `dask` extra is not installed
+    assert main(["plan", SMOKE, "--set=execution.executor='dask'"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'spectral-harness[dask]'" in err
