@@ -11,9 +11,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 from typing import Any
 
@@ -99,54 +99,18 @@ class SerialExecutor(Executor):
         return future
 
 
-def dashboard_line(client: Any, local: bool) -> str:
-    """Where the client's dashboard is: the LocalCluster's is on a random port, so the user
-    learns it only from us. A scheduler without one gives "", None or a KeyError, depending on
-    the client's kind; our LocalCluster without bokeh serves only a page asking for it."""
+def dashboard_line(client: Any) -> str:
+    """Where a LocalCluster's dashboard is: on a random port, so the user learns it only from us.
+    A client without one gives "", None or a KeyError; without bokeh the page only asks for it."""
     try:
         link = client.dashboard_link
     except Exception:  # noqa: BLE001  (any failure to find it means: no dashboard to show)
         link = None
     if not link:
         return "dask dashboard: not available (pip install bokeh)"
-    if local and importlib.util.find_spec("bokeh") is None:
+    if importlib.util.find_spec("bokeh") is None:
         return f"dask dashboard: {link} (empty without bokeh: pip install bokeh)"
     return f"dask dashboard: {link}"
-
-
-@contextmanager
-def dask_executor(
-    address: str | None, workers: int, threads_per_worker: int,
-    on_link: Callable[[str], None] = lambda line: None,
-) -> Iterator[Executor]:
-    """Client.get_executor() on the scheduler at `address`, or on a LocalCluster of `workers`
-    processes that lives as long as the run; `on_link` hears where its dashboard is.
-
-    Our LocalCluster allows no silent retries (allowed-failures = 0): a chunk whose worker died
-    comes back as KilledWorker, and the runner resubmits it and records that it did. An existing
-    scheduler keeps its own setting, and may retry such chunks without the record knowing.
-    """
-    import dask
-    from distributed import Client, LocalCluster
-
-    if address is not None:
-        with Client(address) as client:
-            on_link(dashboard_line(client, local=False))
-            yield client.get_executor(pure=False)
-        return
-    with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
-        LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",  # any free port: never collide with a cluster already here
-            env={"OMP_NUM_THREADS": str(threads_per_worker)},
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        on_link(dashboard_line(client, local=True))
-        yield client.get_executor(pure=False)
 
 
 class LazyExecutor:

@@ -2,15 +2,19 @@
 PCA) load each matrix once: generating or reading 2,128 LoRA factor pairs costs ~2 s, and a run
 of the main job loaded them four times.
 
-`MemoSource` wraps a source in the client process only: pickled for a worker process or a Dask
-worker it becomes the plain source again, so no memo travels. It keeps factors in the run's dtype
-until its byte limit, then stops adding (a run's passes are sequential scans, which an LRU would
-thrash); float64 loads (references, exact features) pass through.
+`MemoSource` wraps a source in the client process. No memo travels: pickled for a worker process
+or a Dask worker it becomes that process's own memo of the run, empty at first (one run's at a
+time: a new run's replaces it, and `forget_worker_memo` drops it), so a worker also loads each
+matrix once across the run's analyses. It keeps factors in the run's dtype until its byte limit,
+then stops adding (a run's passes are sequential scans, which an LRU would thrash); float64 loads
+(references, exact features) pass through. It is safe for a Dask worker's task threads.
 Dense loads go straight to the source: they are large, and formed on demand.
 """
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,14 +24,30 @@ from harness.data.workload import Factors, KronFactors, MatrixRef, Source
 from harness.linalg.gram import StoredDeltas
 from harness.linalg.piece_gram import StoredPieces
 from harness.linalg.prefetch import Ring
+from harness.machine.info import memory_available
+
+WORKER_SHARE = 4  # a worker process's memo may hold a quarter of the memory available when it starts
+_WORKER_MEMO: dict[str, MemoSource] = {}  # this worker process's memo: of one run at most
 
 
-def _itself(source: Source) -> Source:
-    return source
+def _on_worker(inner: Source, limit_bytes: int, dtype: np.dtype, run: str) -> MemoSource:
+    """Unpickled in another process: that process's memo of the run `run`."""
+    memo = _WORKER_MEMO.get(run)
+    if memo is None:
+        _WORKER_MEMO.clear()  # an earlier run's: it has no more use for it
+        memo = _WORKER_MEMO[run] = MemoSource(inner, min(limit_bytes, memory_available() // WORKER_SHARE), dtype, run)
+    return memo
+
+
+def forget_worker_memo() -> None:
+    """Drop this process's memo (run on each Dask worker when the run leaves the cluster)."""
+    _WORKER_MEMO.clear()
 
 
 class MemoSource(Source):
-    def __init__(self, inner: Source, limit_bytes: int, dtype: np.dtype) -> None:
+    def __init__(self, inner: Source, limit_bytes: int, dtype: np.dtype, run: str | None = None) -> None:
+        self.run = run or uuid.uuid4().hex  # names this memo's copies in worker processes
+        self._lock = threading.Lock()
         self.inner = inner
         self.dtype = np.dtype(dtype)  # the run's: loads in any other dtype pass through
         self.has_factors = inner.has_factors
@@ -40,14 +60,15 @@ class MemoSource(Source):
         self._factors: dict[tuple[str, str], tuple[int, int]] = {}  # kept: (load, row) by (id, dtype)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled, it is the source it wraps: workers load for themselves."""
-        return _itself, (self.inner,)
+        """Pickled, it is the receiving process's memo of this run: workers load for themselves."""
+        return _on_worker, (self.inner, self.limit_bytes, self.dtype, self.run)
 
     def release(self) -> None:
         """Drop every kept factor: the run has no more use for them."""
-        self._factors.clear()
-        self._loads.clear()
-        self.held_bytes = 0
+        with self._lock:
+            self._factors.clear()
+            self._loads.clear()
+            self.held_bytes = 0
 
     def refs(self) -> list[MatrixRef]:
         return self.inner.refs()
@@ -88,24 +109,26 @@ class MemoSource(Source):
         if dtype != self.dtype:
             return self.inner.load_factors(refs, dtype)
         keys = [(ref.id, dtype.str) for ref in refs]
-        found = {key: self._factors[key] for key in keys if key in self._factors}
+        with self._lock:
+            found = {key: self._factors[key] for key in keys if key in self._factors}
+            loads = list(self._loads)  # what `found` points into, whatever other threads add
         missing = [ref for ref, key in zip(refs, keys) if key not in found]
         if len(missing) == len(refs) and self.held_bytes >= self.limit_bytes:
             return self.inner.load_factors(refs, dtype)  # full: serve without keeping
-        loads = self._loads
         if missing:
-            loaded = self.inner.load_factors(missing, dtype)
-            fresh = {(ref.id, dtype.str): (len(loads), i) for i, ref in enumerate(missing)}
-            found.update(fresh)
+            loaded = self.inner.load_factors(missing, dtype)  # outside the lock: threads load at once
             size = loaded.B.nbytes + loaded.A.nbytes
-            if self.held_bytes + size <= self.limit_bytes:
-                self._loads.append(loaded)
-                self._factors.update(fresh)
-                self.held_bytes += size
-            else:
-                loads = [*loads, loaded]  # this call's alone
+            with self._lock:
+                if self.held_bytes + size <= self.limit_bytes:
+                    fresh = {(ref.id, dtype.str): (len(self._loads), i) for i, ref in enumerate(missing)}
+                    self._loads.append(loaded)
+                    self._factors.update(fresh)
+                    self.held_bytes += size
             if len(missing) == len(refs):
                 return loaded
+            fresh = {(ref.id, dtype.str): (len(loads), i) for i, ref in enumerate(missing)}
+            found.update(fresh)
+            loads = [*loads, loaded]  # this call's view: `loaded` at the end
         places = [found[key] for key in keys]
         load, first = places[0]
         if all(place == (load, first + i) for i, place in enumerate(places)):

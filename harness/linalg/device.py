@@ -12,6 +12,9 @@ import importlib
 import importlib.metadata
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any, Literal
 
@@ -30,6 +33,19 @@ def torch_module() -> ModuleType | None:
 
 
 MISSING = "torch is not installed (pip install 'spectral-harness[torch]')"
+# (why torch cannot be used there or None, whether it has CUDA) of the machine a plan is made for
+_PLANNED_FOR: ContextVar[tuple[str | None, bool] | None] = ContextVar("planned_for", default=None)
+
+
+@contextmanager
+def planning_for(torch_missing: str | None, cuda: bool) -> Iterator[None]:
+    """Answer torch_missing_reason() and cuda_available() for another machine (a Dask worker, from
+    its own probe) while the work it will run is planned; this process's answers otherwise."""
+    token = _PLANNED_FOR.set((torch_missing, cuda))
+    try:
+        yield
+    finally:
+        _PLANNED_FOR.reset(token)
 
 
 def _cpu_only_build() -> bool:
@@ -55,12 +71,16 @@ def torch_missing_reason() -> str | None:
     """Why torch cannot be used, or None. A CPU build that is installed but not loaded yet
     counts as usable without importing it; a CUDA build is imported (its devices are asked for
     anyway), so a broken install of one is found here."""
+    if (other := _PLANNED_FOR.get()) is not None:
+        return other[0]
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None and _cpu_only_build():
         return None
     return MISSING if torch_module() is None else None
 
 
 def cuda_available() -> bool:
+    if (other := _PLANNED_FOR.get()) is not None:
+        return other[1]
     if "torch" not in sys.modules and _cpu_only_build():
         return False
     torch = torch_module()

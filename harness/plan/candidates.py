@@ -11,6 +11,7 @@ from harness.bench.budget import POSITIONS
 from harness.data.layout import AdapterLayout
 from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, torch_module
+from harness.machine.cluster import ClusterInfo
 from harness.machine.info import MachineInfo
 from harness.machine.wisdom import MODELLED, Wisdom, width
 from harness.plan.model import Candidate, Variant
@@ -68,20 +69,33 @@ def _too_loose(strategy: StrategyBase, op: OpRequest, groups: list[ShapeGroup], 
     return None
 
 
-def _resources(strategy: StrategyBase, spec: Spec, point: Variant) -> tuple[Backend, int, int]:
+def _resources(strategy: StrategyBase, spec: Spec, point: Variant, costing: Costing) -> tuple[Backend, int, int]:
     """Where the strategy would run, the memory budget there, and the item size of its inputs."""
     backend = strategy.backend(spec.execution.device)
-    budget = memory_budget(int(spec.execution.memory_budget), backend)
-    return backend, budget, itemsize(point)
+    return backend, costing.budget(int(spec.execution.memory_budget), backend), itemsize(point)
 
 
 class Costing(NamedTuple):
-    """What the planner estimates with: the machine, its wisdom, and the threads timings run on."""
+    """What the planner estimates with: the machine, its wisdom, and the threads timings run on;
+    for the work a Dask cluster runs, a worker's machine and the cluster whose memory bounds a task."""
 
     machine: MachineInfo
     wisdom: Wisdom | None
     threads: int
     workers: int
+    cluster: ClusterInfo | None = None
+    here: bool = True  # `machine` is this process's: its CUDA memory is asked of torch now
+
+    def budget(self, requested: int, backend: Backend) -> int:
+        """The spec's budget, capped on CUDA by the device's free memory, and on a cluster by
+        what one task may hold on its tightest worker (ClusterInfo.task_memory)."""
+        if backend == "cuda" and not self.here:
+            free = self.machine.cuda_memory_free
+            budget = min(requested, int(free * CUDA_HEADROOM)) if free else requested
+        else:
+            budget = memory_budget(requested, backend)
+        cap = self.cluster.task_memory(backend) if self.cluster is not None else None
+        return min(budget, cap) if cap else budget
 
     def seconds(self, strategy: StrategyBase, op: str, backend: Backend, point: Variant, work: cost.Work,
                 shape: tuple[int, int], model: float, count: int = 1) -> tuple[float, str]:
@@ -123,7 +137,7 @@ def evaluate(
         return cannot
     if (loose := _too_loose(strategy, op, groups, tolerance, point)) is not None:
         return loose
-    backend, budget, size = _resources(strategy, spec, point)
+    backend, budget, size = _resources(strategy, spec, point, costing)
     found = dict(**point.model_dump(), device=backend, error=costing.error(point, op.op, backend))
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
@@ -161,7 +175,7 @@ def evaluate_gram(
     dense block columns."""
     if (cannot := _cannot_run(strategy, workload, spec, point, tolerance, costing, "pca")) is not None:
         return cannot
-    backend, budget, size = _resources(strategy, spec, point)
+    backend, budget, size = _resources(strategy, spec, point, costing)
     found = dict(**point.model_dump(), device=backend, error=costing.error(point, "pca", backend))
     dtype = np.dtype(f"f{size}")
     need = strategy.bytes_needed(layout, workload.source, dtype)

@@ -4,13 +4,16 @@ them, then the steps and the plan. Nothing is mutated after it is built."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from harness.bench.budget import POSITIONS, Allocation, ItemKey, rounds_note
 from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
-from harness.linalg.device import cuda_missing_reason
+from harness.linalg.device import cuda_missing_reason, planning_for
+from harness.machine.cluster import LOCAL_CLUSTER, ClusterInfo, local_cluster
 from harness.machine.info import MachineInfo
 from harness.machine.wisdom import Wisdom
 from harness.plan.benchmark import reference_seconds, share_budget, want
@@ -18,6 +21,7 @@ from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
 from harness.plan.model import BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
 from harness.plan.overheads import overheads
+from harness.plan.spread import position_tasks, spread, task_count
 from harness.plan.variants import default_precision, env_points, points, tf32_problems
 from harness.spec import Analysis, PcaAnalysis, Spec
 from harness.strategies.base import OpRequest
@@ -31,7 +35,8 @@ class Choice:
 
     analysis: Analysis
     op: OpRequest
-    candidates: list[Candidate]
+    candidates: list[Candidate]  # where the full analysis runs: the choice is made among these
+    timing: list[Candidate]  # on this machine, where the benchmark phase times: the same where no cluster runs the work
     chosen: Candidate
     reason: str
     roles: dict[str, str]  # strategy (or variant) label -> "baseline", "compare" or "chosen"
@@ -39,7 +44,7 @@ class Choice:
 
     def named(self) -> list[Candidate]:
         """The candidates of the strategies to time, in the order of their roles."""
-        by_name = {c.label: c for c in self.candidates}
+        by_name = {c.label: c for c in self.timing}
         return [by_name[name] for name in self.roles]
 
     def timed(self) -> list[Candidate]:
@@ -53,36 +58,53 @@ def _layout(spec: Spec, workload: Workload) -> AdapterLayout | None:
     return None
 
 
+def _candidates(analysis: Analysis, op: OpRequest, spec: Spec, workload: Workload, layout: AdapterLayout | None,
+                costing: Costing) -> list[Candidate]:
+    serving = [s for s in STRATEGIES.values() if op.op in s.ops]
+    if isinstance(analysis, PcaAnalysis):
+        assert layout is not None
+        return [evaluate_gram(s, layout, workload, costing, spec, analysis.tolerance, p)  # type: ignore[arg-type]
+                for s in serving for p in points(s.name, analysis, spec)]
+    groups = workload.groups()
+    return [evaluate(s, op, workload, groups, costing, spec, analysis.tolerance, p)  # type: ignore[arg-type]
+            for s in serving for p in points(s.name, analysis, spec)]
+
+
 def _choose(
     i: int, analysis: Analysis, spec: Spec, workload: Workload, layout: AdapterLayout | None, costing: Costing,
+    timing: Costing | None = None,
 ) -> Choice:
-    """Pass 1 for one analysis; ValueError names the problem with the analysis' key."""
+    """Pass 1 for one analysis: the choice among the candidates where the work runs (`costing`),
+    the timed ones on this machine (`timing`, where that is another); ValueError names the
+    problem with the analysis' key."""
     op = OpRequest(analysis.op, getattr(analysis, "k", None))
-    serving = [s for s in STRATEGIES.values() if op.op in s.ops]
-    tolerance = analysis.tolerance
     if isinstance(analysis, PcaAnalysis):
         assert layout is not None
         if analysis.components > layout.n:
             raise ValueError(f"analysis[{i}].components: {analysis.components} exceeds the "
                              f"{layout.n} adapters of the workload")
         op = OpRequest("pca", analysis.components)
-        candidates = [evaluate_gram(s, layout, workload, costing, spec, tolerance, p)  # type: ignore[arg-type]
-                      for s in serving for p in points(s.name, analysis, spec)]
         sizes = {POSITIONS: len(layout.positions)}
     else:
-        groups = workload.groups()
-        candidates = [evaluate(s, op, workload, groups, costing, spec, tolerance, p)  # type: ignore[arg-type]
-                      for s in serving for p in points(s.name, analysis, spec)]
-        sizes = {g.label: len(g) for g in groups}
+        sizes = {g.label: len(g) for g in workload.groups()}
+    with _planning_for(costing):
+        candidates = _candidates(analysis, op, spec, workload, layout, costing)
     try:
-        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, tolerance)
+        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, analysis.tolerance)
     except ValueError as exc:
         raise ValueError(f"analysis[{i}].strategy: {exc}") from None
+    timed = candidates if timing is None else _candidates(analysis, op, spec, workload, layout, timing)
     roles = _roles(analysis, spec, op, chosen)
-    timed = {c.strategy for c in candidates if roles.get(c.label) in ("baseline", "compare")}
-    candidates = candidates + env_points(analysis, candidates, timed)
-    roles.update((c.label, "compare") for c in candidates if c.env)
-    return Choice(analysis, op, candidates, chosen, reason, roles, sizes)
+    own = env_points(analysis, timed, {c.strategy for c in timed if roles.get(c.label) in ("baseline", "compare")})
+    roles.update((c.label, "compare") for c in own)
+    return Choice(analysis, op, candidates + own, timed + own, chosen, reason, roles, sizes)
+
+
+def _planning_for(costing: Costing) -> AbstractContextManager[None]:
+    """Devices resolved for the machine the costing is for: a Dask worker's, from its probe."""
+    if costing.here:
+        return nullcontext()
+    return planning_for(costing.machine.torch_missing, costing.machine.cuda_device is not None)
 
 
 def _roles(analysis: Analysis, spec: Spec, op: OpRequest, chosen: Candidate) -> dict[str, str]:
@@ -104,8 +126,21 @@ def _wants(choices: list[Choice], spec: Spec, workers: int) -> dict[ItemKey, All
             for c in choices for t in c.timed() for group, size in c.sizes.items()}
 
 
-def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey, Allocation]) -> Step:
-    """Pass 4: the step, its timed strategies carrying their share of the budget."""
+def _spread(c: Choice, threads: int | None) -> tuple[dict[str, int], int | None]:
+    """The chosen candidate's batch sizes and the task count, split for `threads` worker threads
+    (plan.spread); as planned, and no task count, for work in this process (`threads` None)."""
+    if threads is None:
+        return c.chosen.batch_sizes, None
+    if c.op.op == "pca":
+        return c.chosen.batch_sizes, position_tasks(c.sizes[POSITIONS], threads)
+    batches = spread(c.chosen.batch_sizes, c.sizes, c.chosen.per_matrix_s, threads)
+    return batches, task_count(batches, c.sizes)
+
+
+def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey, Allocation],
+          threads: int | None) -> Step:
+    """Pass 4: the step, its timed strategies carrying their share of the budget, its work split
+    for `threads` worker threads (None: in this process)."""
     timed = []
     for t in c.timed():
         keys = [k for k in wants if k[:2] == (c.analysis.label, t.label)]
@@ -114,11 +149,12 @@ def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey
                            role=c.roles[t.label], device=t.device or "",
                            batch_sizes=t.batch_sizes, allocations=mine, cut=rounds_note(mine)))
     a = c.analysis
+    batches, tasks = _spread(c, threads)
     return Step(
         analysis=a.label, op=c.op.op, k=c.op.k, tolerance=a.tolerance, precision=c.chosen.precision,
         features=a.features,
         energy_tau=a.energy_tau, strategy=c.chosen.strategy, device=c.chosen.device or "",
-        batch_sizes=c.chosen.batch_sizes, reads_ahead=c.chosen.reads_ahead, estimate_s=c.chosen.estimate_s or 0.0,
+        batch_sizes=batches, tasks=tasks, reads_ahead=c.chosen.reads_ahead, estimate_s=c.chosen.estimate_s or 0.0,
         reason=c.reason, timed=timed, skipped=[x for x in c.named() if not x.available],
         candidates=c.candidates,
     )
@@ -135,21 +171,62 @@ def _threads(asked: int | None, cores: int) -> tuple[int, str]:
     return asked, "benchmark.threads"
 
 
-def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: Wisdom | None = None) -> Plan:
-    """The plan; `wisdom` (this machine's measurements) replaces the cost model where it covers a candidate."""
-    if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
-        raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
-    if problems := tf32_problems(spec):
-        raise PlanError(problems)
+def _work_costing(spec: Spec, local: Costing, cluster: ClusterInfo | None,
+                  wisdom_of: Callable[[MachineInfo], Wisdom] | None) -> Costing:
+    """What the full analyses are costed with: this machine's, or a Dask worker's (the one with the
+    fewest cores of those that will run the work: the GPU workers when `auto` or `cuda` finds
+    some) with its wisdom, each task bounded by the cluster's memory."""
+    if cluster is None:
+        return local
+    if cluster.scheduler == LOCAL_CLUSTER:
+        return local._replace(cluster=cluster)
+    gpu = spec.execution.device in ("auto", "cuda") and cluster.serving("cuda")
+    worker = cluster.machine("cuda" if gpu else "cpu")
+    assert worker is not None  # a cluster without a usable worker is refused when joined
+    # a chunk on a worker gets a serial executor: fan-out strategies run one-wide there
+    return Costing(worker, wisdom_of(worker) if wisdom_of else None, local.threads, 1, cluster, here=False)
+
+
+def _task_threads(spec: Spec, cluster: ClusterInfo | None, workers: int, device: str) -> int | None:
+    """The worker threads a step's tasks share: the cluster's that serve its device, the pool's
+    processes, or None for work in this process."""
+    if spec.execution.executor == "local":
+        return None
+    if cluster is not None:
+        return cluster.threads("cuda" if device == "cuda" else "cpu")
+    return workers
+
+
+def _cuda_problem(spec: Spec, costing: Costing) -> str | None:
+    """Why `device = "cuda"` cannot be honoured where the work runs, or None."""
+    if spec.execution.device != "cuda":
+        return None
+    with _planning_for(costing):
+        reason = cuda_missing_reason()
+    where = "" if costing.here else " on the dask workers"
+    return None if reason is None else f"execution.device: 'cuda' requested but {reason}{where}"
+
+
+def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: Wisdom | None = None,
+                 cluster: ClusterInfo | None = None, wisdom_of: Callable[[MachineInfo], Wisdom] | None = None) -> Plan:
+    """The plan; `wisdom` (this machine's measurements) replaces the cost model where it covers a
+    candidate. With a Dask executor, the full analyses are planned for `cluster`'s workers (the
+    LocalCluster the run will start, when it names none) and the wisdom kept of its machine; the
+    benchmark phase is planned for this machine, where it times."""
     b = spec.benchmark
     threads = _threads(b.threads, machine.cores)
     workers = spec.execution.workers or machine.cores
-    costing = Costing(machine, wisdom, threads[0], workers)
+    local = Costing(machine, wisdom, threads[0], workers)
+    if spec.execution.executor == "dask" and cluster is None:
+        cluster = local_cluster(machine, workers)
+    costing = _work_costing(spec, local, cluster, wisdom_of)
+    if problems := [p for p in [_cuda_problem(spec, costing)] if p] or tf32_problems(spec):
+        raise PlanError(problems)
     layout = _layout(spec, workload)
     choices, problems = [], []
     for i, analysis in enumerate(spec.analysis):
         try:
-            choices.append(_choose(i, analysis, spec, workload, layout, costing))
+            choices.append(_choose(i, analysis, spec, workload, layout, costing, None if costing is local else local))
         except ValueError as exc:
             problems.append(str(exc))
     if problems:
@@ -158,7 +235,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     pca = {c.analysis.label for c in choices if c.op.op == "pca"}
     allocations, references_s, floor = share_budget(
         b.budget, wants, pca, lambda per_group, positions: reference_seconds(workload, machine, layout, per_group, positions))
-    steps = [_step(c, wants, allocations) for c in choices]
+    steps = [_step(c, wants, allocations, _task_threads(spec, cluster, workers, c.chosen.device or "")) for c in choices]
     groups = workload.groups()
     return Plan(
         bench=BenchPlan(budget_s=b.budget, floor_s=floor, target=b.target, warmup=b.warmup, sample=b.sample,
@@ -173,6 +250,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
         executor=spec.execution.executor,
         threads_per_worker=spec.execution.threads_per_worker,
         dask_address=spec.execution.dask_address,
+        cluster=cluster,
         sample=spec.benchmark.sample,
         n_matrices=len(workload),
         groups=[GroupInfo(label=g.label, shape=g.shape, rank=g.rank, count=len(g)) for g in groups],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 from harness.bench.budget import Allocation
+from harness.machine.cluster import ClusterInfo
 
 class GroupInfo(BaseModel):
     label: str
@@ -75,6 +76,7 @@ class Step(BaseModel):
     device: str
     batch_sizes: dict[str, int]
     reads_ahead: bool = False  # the next chunk is read while this one is computed
+    tasks: int | None = None  # the tasks its full analysis is spread over on workers; None: in this process
     estimate_s: float
     reason: str
     timed: list[Timed]
@@ -112,6 +114,7 @@ class Plan(BaseModel):
     executor: str = "local"
     threads_per_worker: int = 1
     dask_address: str | None = None
+    cluster: ClusterInfo | None = None  # the Dask cluster the work was sized for
     sample: int
     n_matrices: int
     groups: list[GroupInfo]

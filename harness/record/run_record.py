@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.base.atomic import write_atomic
 from harness.base.bounded import TooLarge, read_capped
+from harness.machine.cluster import ClusterInfo, LostWorker
 from harness.machine.info import MachineInfo
 from harness.plan.model import Plan, Step
 from harness.bench.measure import Measurement
@@ -286,6 +287,8 @@ class RunRecord(BaseModel):
     analyses: list[AnalysisRecord] = []
     bench: BenchRecord | None = None
     roofs: dict[str, Roof] = {}  # the machine's measured ceilings by device, from its wisdom
+    cluster: ClusterInfo | None = None  # the Dask cluster as the run found it: every worker's machine
+    lost_workers: list[LostWorker] = []  # workers the cluster lost while the run had work on it
 
     @property
     def passed(self) -> bool:

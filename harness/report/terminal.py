@@ -87,6 +87,8 @@ def executor_label(plan: Plan) -> str:
     """Where full analyses run, as the plan and the record say it."""
     if plan.executor == "local":
         return f"executor local (in this process; {plan.workers} workers for fan-out strategies)"
+    if plan.cluster is not None:  # the workers the work was sized for, not this machine's cores
+        return f"executor dask: {plan.cluster.describe()}"
     where = f" at {plan.dask_address}" if plan.dask_address else (" (LocalCluster)" if plan.executor == "dask" else "")
     return f"executor {plan.executor}{where}, {plan.workers} workers x {plan.threads_per_worker} threads"
 

@@ -6,32 +6,37 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor
-from contextlib import AbstractContextManager
 
 import numpy as np
 
-from harness.base.executors import LazyExecutor, dask_executor, process_pool
+from harness.base.executors import LazyExecutor, process_pool
 from harness.base.progress import Display
 from harness.compute import chunks
 from harness.plan.model import Plan
+from harness.run.dask_session import DaskSession
 from harness.strategies.base import ExecContext
 
 PRELOAD = (chunks.__name__,)  # what a worker's tasks run, imported when it starts
 
 
-def run_executor(plan: Plan, display: Display) -> LazyExecutor:
-    """The plan's executor: Dask (a scheduler, or a LocalCluster) or a local process pool."""
-    def start() -> AbstractContextManager[Executor]:
-        if plan.executor == "dask":
-            return dask_executor(plan.dask_address, plan.workers, plan.threads_per_worker, on_link=display.note)
-        return process_pool(plan.workers, plan.threads_per_worker, PRELOAD)
-
-    return LazyExecutor(start, f"starting {plan.workers} {plan.executor} workers", display)
+def run_executor(plan: Plan, display: Display) -> LazyExecutor | DaskSession:
+    """Where the plan's full analyses fan out: its Dask cluster (a scheduler, or a LocalCluster)
+    or a local process pool."""
+    if plan.executor == "dask":
+        return DaskSession(plan, display)
+    return local_executor(plan.workers, display, plan.threads_per_worker)
 
 
-def local_executor(workers: int, display: Display | None = None) -> LazyExecutor:
-    """A local process pool of one BLAS thread per worker, for per-matrix fan-out outside a run."""
-    return LazyExecutor(lambda: process_pool(workers, 1, PRELOAD), f"starting {workers} local workers", display)
+def timing_executor(plan: Plan, run: LazyExecutor | DaskSession, display: Display) -> LazyExecutor:
+    """What strategies timed (or run) in this process fan out over: the run's own process pool,
+    or, when the run's is a Dask cluster, a local pool of its own. Timings are taken on this
+    machine, never through a cluster, so their numbers and their host agree."""
+    return run if isinstance(run, LazyExecutor) else local_executor(plan.workers, display, plan.threads_per_worker)
+
+
+def local_executor(workers: int, display: Display | None = None, threads: int = 1) -> LazyExecutor:
+    """A local process pool of `threads` BLAS threads per worker, started on first use."""
+    return LazyExecutor(lambda: process_pool(workers, threads, PRELOAD), f"starting {workers} local workers", display)
 
 
 def exec_context(plan: Plan, device: str, seed: int, executor: Callable[[], Executor]) -> ExecContext:

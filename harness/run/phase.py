@@ -30,7 +30,7 @@ from harness.compute.references import References
 from harness.compute.verify import combine
 from harness.data.layout import AdapterLayout
 from harness.data.memo import MemoSource
-from harness.data.workload import ShapeGroup, Workload
+from harness.data.workload import ShapeGroup, Source, Workload
 from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements
@@ -199,19 +199,23 @@ class BenchPhase:
                        compiled=timed.compiled, workers=self.plan.workers,
                        threads_per_worker=self.plan.threads_per_worker, seed=self.seed)
 
+    @property
+    def _source(self) -> Source:
+        """What a point's worker loads from: the source itself, never the run's factor memo, whose
+        state depends on what the run computed before (dual_gram took 0.2 s a position after a cold
+        run's analyses and 0.9 s after a warm one's, in alternating runs)."""
+        source = self.workload.source
+        return source.inner if isinstance(source, MemoSource) else source
+
     def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared point of a per-matrix op, on every shape group."""
-        made = {t.label: matrix_subjects(step, t, self._groups, self.workload.source, self.references,
+        made = {t.label: matrix_subjects(step, t, self._groups, self._source, self.references,
                                          self._context(t), self._items(step, t)) for t in step.timed}
         return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
 
     def time_pca(self, step: Step, analysis: PcaAnalysis) -> tuple[list[StrategyTiming], list[Verification]]:
-        """Every compared Gram point, one position a round; totals scaled by positions. Its rounds
-        time loading from the source itself, never from the run's factor memo, whose state depends
-        on what the run computed before it."""
-        source = self.workload.source
-        source = source.inner if isinstance(source, MemoSource) else source
-        made = {t.label: pca_subjects(step, analysis, t, self._layout, source, self.references, self._context(t),
+        """Every compared Gram point, one position a round, loading included; totals scaled by positions."""
+        made = {t.label: pca_subjects(step, analysis, t, self._layout, self._source, self.references, self._context(t),
                                       self.plan.memory_budget, self._items(step, t)) for t in step.timed}
         return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
 

@@ -15,6 +15,7 @@ from harness.machine.wisdom import Wisdom
 from harness.plan.compiler import compile_plan
 from harness.plan.footprint import check_memory
 from harness.plan.model import Plan, PlanError
+from harness.run.cluster import join, require_distributed
 from harness.spec import Spec, load_spec
 from harness.store.cache import locate
 
@@ -30,7 +31,7 @@ class RunContext:
     cache_dir: Path  # where the spec's result cache is (whether or not this run uses it)
     wisdom_folder: Path | None  # where this machine's wisdom is kept; None: wisdom is off
     wisdom: Wisdom  # empty where this machine has none (or wisdom is off)
-    plan: Plan
+    plan: Plan  # its `cluster`: the Dask cluster at execution.dask_address, joined before planning
 
 
 def load_workload(spec: Spec, spec_path: str | Path, machine: MachineInfo | None = None) -> Workload:
@@ -51,6 +52,10 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
     """Shared by `harness plan/run` and the asv suites, so both see the same plan: from this
     machine's wisdom where it has measured, from the cost model elsewhere."""
     spec = load_spec(spec_path, overrides)
+    if spec.execution.executor == "dask":
+        require_distributed()
+    address = spec.execution.dask_address if spec.execution.executor == "dask" else None
+    cluster = join(address) if address is not None else None  # first: a wrong address is the whole answer
     machine = probe()
     workload = load_workload(spec, spec_path, machine)
     cache_dir = locate(spec.execution.cache_dir, spec_path)
@@ -58,8 +63,8 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
         raise PlanError([f"execution.cache_dir: {cache_dir} is a file; expected a folder (made if missing)"])
     where = wisdom.folder(cache_dir)
     known = wisdom.load(where, machine)
-    return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known,
-                      compile_plan(spec, workload, machine, known))
+    plan = compile_plan(spec, workload, machine, known, cluster, lambda worker: wisdom.load(where, worker))
+    return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known, plan)
 
 
 def skipped_warning(skipped: list[str]) -> str:

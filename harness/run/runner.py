@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +13,9 @@ import numpy as np
 
 from harness.machine import wisdom
 from harness.compute.axes import AXES_FILE, axes_backend, write_axes
-from harness.run.context import exec_context, run_executor
+from harness.run.context import exec_context, run_executor, timing_executor
+from harness.run.dask_session import DaskSession
+from harness.run.fanout import Outcomes, in_order, on_cluster, on_pool, spread_line
 from harness.run.phase import BenchClockLabel, BenchPhase
 from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
@@ -45,19 +45,8 @@ from harness.run.variants import step_dtype
 
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
-MAX_ATTEMPTS = 3
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
 APPROXIMATE = {name for name, s in STRATEGIES.items() if s.approximate}  # auto never picks these
-
-
-def lost_worker_errors() -> tuple[type[BaseException], ...]:
-    """What a future raises when its worker process died, for every executor we hand out
-    (distributed is imported only by runs that fan out)."""
-    try:
-        from distributed import KilledWorker
-    except ImportError:
-        return (BrokenProcessPool,)
-    return (BrokenProcessPool, KilledWorker)
 
 
 class Runner:
@@ -92,17 +81,21 @@ class Runner:
         self._saved_spectra = 0  # how many spectra the file on disk holds
         self.cache = cache
         self.keys = Keys(self.plan.dtype, seed, record.workload_fingerprint, record.machine)
+        self._executor = run_executor(self.plan, display)  # where full analyses fan out
+        self._local = timing_executor(self.plan, self._executor, display)  # what this process fans out over
         self.bench = BenchPhase(self.plan, self.workload, seed, display, record.machine.cores, cache, self.keys,
                                 source=record.experiment, pool=pool, fresh=fresh)
-        self.wisdom_folder, self._executor = wisdom_folder, run_executor(self.plan, display)
+        self.wisdom_folder = wisdom_folder
 
     def _context(self, device: str) -> ExecContext:
-        return exec_context(self.plan, device, self.seed, self._executor)
+        """What a strategy computes with in this process: the benchmark phase's timings and the
+        features, never through a cluster (run.context.timing_executor)."""
+        return exec_context(self.plan, device, self.seed, self._local)
 
     def run(self) -> RunRecord:
         """Run every step, this process's work on the plan's threads (its workers have their
         own); on any exit the record on disk says how far it got."""
-        with self._executor:
+        with self._executor, self._local:
             try:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
@@ -114,6 +107,8 @@ class Runner:
                         run.item(BenchClockLabel(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}",
                                                  self.bench.budget, self.plan.bench.limit_s))
                         analysis = self._step(step, last_factored=i == self._last_factored)
+                        if analysis.placements and self.plan.executor != "local":
+                            self.display.note(spread_line(analysis.name, analysis.placements))
                         conclude(analysis, APPROXIMATE)
                         self.record.analyses.append(analysis)
                         self.record.bench = self.bench.record()
@@ -122,6 +117,8 @@ class Runner:
                     run.summary = f"{len(self.plan.steps)} analyses"
                 self.record.complete = True
             finally:
+                if isinstance(self._executor, DaskSession):
+                    self.record.lost_workers = self._executor.lost
                 self.record.finished = now()
                 self.record.bench = self.bench.record()
                 with self.display.phase("writing results") as phase:  # first: a wisdom lock held elsewhere waits
@@ -134,6 +131,12 @@ class Runner:
         """Import (and compile) what the chosen strategies' first calls would, before any full
         analysis, saying what: the answer's wall time is then its own work's."""
         loads = {(s.strategy, s.device): STRATEGIES[s.strategy].imports(s.device) for s in self.plan.steps}  # type: ignore[arg-type]
+        if isinstance(self._executor, DaskSession):  # the workers compute: they import, not this process
+            self.record.cluster = self._executor().info
+            with self.display.phase("importing the tasks' code on the dask workers") as phase:
+                phase.item(", ".join(f"{name} on {device}" for name, device in loads))
+                self._executor.warm(list(loads), self.workload.source)
+            return
         if not any(loads.values()):
             return
         with self.display.phase("importing for the chosen strategies", len(loads)) as phase:
@@ -275,7 +278,7 @@ class Runner:
                         todo.append((group.label, key, self._task(step, op, chunk)))
             ahead = run_chunks_ahead if step.reads_ahead else None
             for i, outcome, attempts in self._chosen(
-                    step, self._outcomes([t for _, _, t in todo], run_chunk, phase, ahead)):
+                    step, self._outcomes(step, [t for _, _, t in todo], run_chunk, phase, ahead)):
                 label, key, chunk_task = todo[i]
                 self._store(step, chunk_task.refs, outcome.result, outcome.vectors)
                 if self.cache is not None:
@@ -290,17 +293,15 @@ class Runner:
                 phase.advance(len(chunk_task.refs))
         return time.perf_counter() - start, cached, placements
 
-    def _chosen(
-        self, step: Step, outcomes: Iterator[tuple[int, ChunkOutcome, int]]
-    ) -> Iterator[tuple[int, ChunkOutcome, int]]:
+    def _chosen(self, step: Step, outcomes: Outcomes) -> Outcomes:
         """The chosen strategy's outcomes; its failure ends the run as a PlanError (one line, exit
         2): the analysis has no results and later ones never run, so there is no verdict to give
         (exit 3), and the remedy is the user's: another strategy for this analysis. The record on
         disk stays marked incomplete (Runner.run saves it on the way out)."""
         try:
             yield from outcomes
-        except (MemoryError, DataError):
-            raise  # the machine's trouble, or a bad input file (the CLI has its own line for it)
+        except (MemoryError, DataError, PlanError):
+            raise  # the machine's or the cluster's trouble, or a bad input file (each has its own line)
         except Exception as exc:
             raise PlanError([f"{step.analysis}: the chosen strategy {step.strategy} failed: {failure_reason(exc)}; "
                              f"choose another (analysis.strategy); {self.folder} holds a record marked "
@@ -326,54 +327,21 @@ class Runner:
             self.bases.update((ref.id, u) for ref, u in zip(refs, U))
 
     def _outcomes(
-        self, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome], phase: Phase,
+        self, step: Step, tasks: Sequence[Task], run_task: Callable[..., ChunkOutcome], phase: Phase,
         ahead: Callable[..., Iterator[ChunkOutcome]] | None = None,
-    ) -> Iterator[tuple[int, ChunkOutcome, int]]:
-        """(index, outcome, attempts) of each task, in order of completion.
-
-        `local` runs them here, in order (through `ahead`, which reads the next task's inputs
-        while this one computes, where the plan says so); otherwise they go to the executor, and
-        a task lost with its worker (a killed process) is submitted again, up to MAX_ATTEMPTS times.
-        """
+    ) -> Outcomes:
+        """(index, outcome, attempts) of each task, in order of completion (harness.run.fanout)."""
+        if isinstance(self._executor, DaskSession):
+            return on_cluster(tasks, run_task, phase, self._executor, step.analysis, step.device)
         if self.plan.executor == "local":
-            local = ahead(tasks, self._executor) if ahead is not None else (run_task(t, self._executor) for t in tasks)
-            for i in range(len(tasks)):
-                phase.item(f"chunk {i + 1} of {len(tasks)}")
-                yield i, next(local), 1
-            return
-        attempts = dict.fromkeys(range(len(tasks)), 1)
-        lost = lost_worker_errors()
-        pending: dict[Future[ChunkOutcome], tuple[int, Executor]] = {}
-
-        def submit(i: int) -> None:
-            executor = self._executor()
-            pending[executor.submit(run_task, tasks[i])] = (i, executor)
-
-        for i in range(len(tasks)):
-            submit(i)
-        while pending:
-            phase.item(f"{len(pending)} tasks on {self.plan.workers} workers")
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                i, executor = pending.pop(future)
-                try:
-                    outcome = future.result()
-                except lost as exc:
-                    if attempts[i] >= MAX_ATTEMPTS:
-                        raise RuntimeError(f"a task was lost with its worker {attempts[i]} times: "
-                                           f"{exc}") from exc
-                    attempts[i] += 1
-                    if isinstance(exc, BrokenProcessPool):
-                        self._executor.replace_broken(executor)
-                    submit(i)
-                    continue
-                yield i, outcome, attempts[i]
+            return in_order(tasks, run_task, phase, self._executor, ahead)
+        return on_pool(tasks, run_task, phase, self._executor, self.plan.workers)
 
     def _fanned_grams(self, step: Step) -> tuple[np.ndarray, list[ChunkPlacement]]:
         """The chosen strategy's Grams of every position, split into position ranges over the
         executor's workers (or computed here for `local`), in position order."""
         layout = AdapterLayout.from_workload(self.workload)
-        parts = 1 if self.plan.executor == "local" else min(len(layout.positions), 2 * self.plan.workers)
+        parts = step.tasks or 1
         bounds = np.linspace(0, len(layout.positions), parts + 1).round().astype(int)
         tasks = [
             GramTask(
@@ -388,7 +356,7 @@ class Runner:
         placements = []
         with self.display.phase(f"{step.analysis}: Grams by {step.strategy} on {step.device}",
                                 len(layout.positions)) as phase:
-            for i, outcome, attempts in self._chosen(step, self._outcomes(tasks, run_gram_task, phase)):
+            for i, outcome, attempts in self._chosen(step, self._outcomes(step, tasks, run_gram_task, phase)):
                 results[i] = outcome.result
                 first = tasks[i].layout.positions[0]
                 placements.append(ChunkPlacement(

@@ -97,6 +97,8 @@ class Keys:
 
     def step(self, step: Step, entry: str, **settings: Any) -> str:
         """A whole step's product (features, a PCA's arrays): the step as planned, less what
-        only the benchmark or the plan's wording depends on, plus the settings."""
-        planned = step.model_dump(mode="json", exclude={"timed", "skipped", "candidates", "reason", "estimate_s"})
+        only the benchmark, the plan's wording or how the work is spread over workers depends on,
+        plus the settings."""
+        planned = step.model_dump(mode="json", exclude={"timed", "skipped", "candidates", "reason", "estimate_s",
+                                                        "tasks"})
         return cache_key({**self._base(step), "entry": entry, "step": planned, "settings": settings})

@@ -3,12 +3,13 @@ that does not print it hides it."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main as cli
-from harness.base.executors import dashboard_line, dask_executor
+from harness.base.executors import dashboard_line
 from tests.conftest import CONFIGS
 
 
@@ -29,29 +30,13 @@ class FakeClient:
 
 @pytest.mark.parametrize("link", [None, "", KeyError("dashboard")])
 def test_no_dashboard_says_how_to_get_one(link: object) -> None:
-    assert dashboard_line(FakeClient(link), local=False) == "dask dashboard: not available (pip install bokeh)"
+    assert dashboard_line(FakeClient(link)) == "dask dashboard: not available (pip install bokeh)"
 
 
-def test_a_joined_schedulers_link_is_shown_as_it_is() -> None:
-    assert dashboard_line(FakeClient("http://host:8787/status"), local=False) == "dask dashboard: http://host:8787/status"
-
-
-def test_a_started_local_cluster_reports_its_dashboard() -> None:
-    pytest.importorskip("distributed")
-    lines: list[str] = []
-    with dask_executor(None, 1, 1, on_link=lines.append) as executor:
-        assert len(lines) == 1  # before any work is handed out
-        assert executor.submit(pow, 2, 5).result() == 32
-    assert shows_link(lines[0]), lines
-
-
-def test_a_joined_scheduler_reports_its_dashboard() -> None:
-    distributed = pytest.importorskip("distributed")
-    lines: list[str] = []
-    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
-        with dask_executor(cluster.scheduler_address, 1, 1, on_link=lines.append) as executor:
-            assert executor.submit(pow, 3, 2).result() == 9
-    assert len(lines) == 1 and shows_link(lines[0]), lines
+def test_a_link_says_when_its_page_would_be_empty() -> None:
+    line = dashboard_line(FakeClient("http://host:8787/status"))
+    assert shows_link(line)
+    assert line.endswith("(empty without bokeh: pip install bokeh)") == (importlib.util.find_spec("bokeh") is None)
 
 
 @pytest.mark.slow
