@@ -122,16 +122,17 @@ def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey
 
 def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: Wisdom | None = None) -> Plan:
     """The plan; `wisdom` (this machine's measurements) replaces the cost model where it covers a candidate."""
+    problems = tf32_problems(spec)  # every refusal at once, as `validate` lists them
     if spec.execution.device == "cuda" and (reason := cuda_missing_reason()) is not None:
-        raise PlanError([f"execution.device: 'cuda' requested but {reason}"])
-    if problems := tf32_problems(spec):
-        raise PlanError(problems)
+        problems.insert(0, f"execution.device: 'cuda' requested but {reason}")
+        # the analyses' own problems (k, components, strategies) are still found, as on this machine
+        spec = spec.model_copy(update={"execution": spec.execution.model_copy(update={"device": "auto"})})
     b = spec.benchmark
     threads = (b.threads, "[benchmark] threads") if b.threads else default_threads(machine.cores)
     workers = spec.execution.workers or machine.cores
     costing = Costing(machine, wisdom, threads[0], workers)
     layout = _layout(spec, workload)
-    choices, problems = [], []
+    choices = []
     for i, analysis in enumerate(spec.analysis):
         try:
             choices.append(_choose(i, analysis, spec, workload, layout, costing))

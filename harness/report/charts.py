@@ -18,7 +18,7 @@ from matplotlib.ticker import LogFormatter, LogLocator, MaxNLocator, NullFormatt
 from harness.machine.roofline import Roof, roof_device
 from harness.report.compare import Comparison
 from harness.report.frontier import points as frontier_points, tolerance
-from harness.report.terminal import COMPUTED_MARK, COMPUTED_NOTE, strategy_label
+from harness.report.labels import COMPUTED_MARK, COMPUTED_NOTE, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord
 from harness.base.units import format_rate, format_seconds, format_speedup
 

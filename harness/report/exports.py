@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.base.units import format_interval, format_seconds, format_speedup
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
-from harness.report.terminal import device_library
+from harness.report.labels import device_library
 
 
 def speedup_text(t: StrategyTiming) -> str:

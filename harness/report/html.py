@@ -17,9 +17,9 @@ from harness.report import charts
 from harness.report.frontier import points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.bench.noise import group_reasons
-from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
-                                     rounds_text, speedup_text,
-                                     spread, strategy_label)
+from harness.report.labels import (COMPUTED_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library, peak_share,
+                                   rounds_text, speedup_text, spread, strategy_label)
+from harness.report.terminal import axes_summary
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup

@@ -15,7 +15,8 @@ from harness.machine.wisdom import Wisdom
 from harness.plan.compiler import compile_plan
 from harness.plan.footprint import check_memory
 from harness.plan.model import Plan, PlanError
-from harness.spec import Spec, load_spec
+from harness.data.paths import PathError
+from harness.spec import Spec, SpecError, load_spec
 from harness.store.cache import locate
 
 
@@ -61,6 +62,18 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
     known = wisdom.load(where, machine)
     return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known,
                       compile_plan(spec, workload, machine, known))
+
+
+def prepare_spec(spec_path: str | Path, overrides: list[str] | None = None) -> RunContext:
+    """`prepare`, every refusal in the words `validate`, `plan` and `run` share: `FILE: key:
+    message`. A data path that matches nothing is the spec's problem (SpecError), and so is what
+    the plan refuses (tf32 without CUDA, more components than adapters: PlanError)."""
+    try:
+        return prepare(spec_path, overrides)
+    except PathError as exc:
+        raise SpecError([f"{spec_path}: {line}" for line in str(exc).splitlines()]) from None
+    except PlanError as exc:
+        raise PlanError([f"{spec_path}: {line}" for line in exc.lines]) from None
 
 
 def skipped_warning(skipped: list[str]) -> str:

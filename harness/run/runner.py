@@ -36,7 +36,7 @@ from harness.base.progress import Display, Phase
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
-from harness.strategies.registry import STRATEGIES
+from harness.strategies.registry import APPROXIMATE, STRATEGIES
 from harness.record.verdict import choice_check, verdict
 from harness.machine.measurements import Measurements
 from harness.base.units import now
@@ -47,7 +47,6 @@ Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's t
 Task = ChunkTask | GramTask
 MAX_ATTEMPTS = 3
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
-APPROXIMATE = {name for name, s in STRATEGIES.items() if s.approximate}  # auto never picks these
 
 
 def lost_worker_errors() -> tuple[type[BaseException], ...]:
