@@ -146,16 +146,18 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
             errors_text(a, t.label, "/"), STATUS[status]]
 
 
-def _untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, str, str]]:
-    """(label, role, status) of every compared strategy with no timing: it raised instead of
+def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, str, str, str]]:
+    """(label, role, status, why) of every compared strategy with no timing: it raised instead of
     answering (error), the limit came first (not timed), or it cannot run here (not run)."""
     timed = {t.label for t in a.timings}
     planned = {t.label: t.role for s in record.plan.steps if s.analysis == a.name for t in s.timed}
     for v in a.verification:
         if v.reason is not None and v.strategy not in timed:
-            yield strategy_label(a, v.strategy), planned.get(v.strategy, "-"), "error"
+            yield strategy_label(a, v.strategy), planned.get(v.strategy, "-"), "error", v.reason
     for s in a.skipped:
-        yield s.strategy, planned.get(s.strategy, "-"), "not timed" if s.reason == UNTIMED else "not run"
+        untimed = s.reason == UNTIMED
+        yield (s.strategy, planned.get(s.strategy, "-"), "not timed" if untimed else "not run",
+               UNTIMED.split(": ", 1)[1] if untimed else s.reason)
 
 
 def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> Fitted:
@@ -168,7 +170,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
         table.add_column(column)
     for a in record.analyses:
         rows = [_timed_row(record, a, t, wide) for t in a.timings]
-        for label, role, status in _untimed_rows(record, a):
+        for label, role, status, _why in untimed_rows(record, a):
             rows.append([label, *([role] if wide else []), *["-"] * (len(columns) - (4 if wide else 3)),
                          STATUS[status]])
         for i, row in enumerate(rows):
@@ -250,23 +252,28 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
     return lines
 
 
-def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
-    """The benchmark phase in one line (what it spent, its rounds, the references), then its
-    warnings (warning_lines)."""
+def bench_summary(record: RunRecord) -> str | None:
+    """The benchmark phase in one sentence, the terminal's and the report's: what it spent, its
+    rounds, what it resolved, its threads, the references."""
     b = record.bench
     if b is None:
-        return []
+        return None
     why = record.plan.bench.threads_reason if record.plan.bench is not None else ""
     references = (f"{b.references_computed} computed, {b.references_cached} from the cache, "
                   f"{format_seconds(b.references_s)}" if b.references_computed or b.references_cached
                   else "none needed (every verdict came from the result cache)")
     pooled = f", {b.rounds_pooled} pooled from earlier runs" if b.rounds_pooled else ""
-    line = (f"benchmark: {format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a "
-            f"{format_seconds(b.budget_s)} budget (floor {format_seconds(b.floor_s)}), and "
-            f"{format_seconds(b.one_off_s)} of one-off work (imports, a pool's start, verifying answers); "
-            f"{plural(b.rounds, 'round')} timed{pooled}; {b.resolved} of {plural(b.resolved + b.unresolved, 'speedup')} "
-            f"resolved to ±{100 * b.precision:.0f}%; {_threads(b.threads, why)}; float64 references: {references}")
-    return [line, *warning_lines(record, verbose)]
+    return (f"{format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a {format_seconds(b.budget_s)} "
+            f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (imports, "
+            f"a pool's start, verifying answers); {plural(b.rounds, 'round')} timed{pooled}; {b.resolved} of "
+            f"{plural(b.resolved + b.unresolved, 'speedup')} resolved to ±{100 * b.precision:.0f}%; "
+            f"{_threads(b.threads, why)}; float64 references: {references}")
+
+
+def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:
+    """The benchmark phase in one line, then its warnings (warning_lines)."""
+    summary = bench_summary(record)
+    return [] if summary is None else [f"benchmark: {summary}", *warning_lines(record, verbose)]
 
 
 def run_lines(record: RunRecord, verbose: bool = False) -> list[str]:
