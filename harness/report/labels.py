@@ -140,8 +140,9 @@ def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:
     if not a.timings:
         return f"{a.name}: no speedup: " + (f"not timed ({why})" if untimed else "no strategy could be timed")
     if not any(t.role == "baseline" for t in a.timings):
-        untimed_baseline = baseline in untimed
-        return f"{a.name}: no speedup: its baseline {baseline or ''} was not timed" + (f" ({why})" if untimed_baseline else "")
+        if baseline is None:  # the plan could not time it: a row `not run` says why
+            return f"{a.name}: no speedup: its baseline cannot run here (why: the rows not run)"
+        return f"{a.name}: no speedup: its baseline {baseline} was not timed" + (f" ({why})" if baseline in untimed else "")
     return None
 
 
