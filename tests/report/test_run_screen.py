@@ -124,3 +124,24 @@ def test_the_fixtures_are_the_main_jobs_record() -> None:
     main = json.loads((RECORDS / "main_job.json").read_text())
     assert main["experiment"] == "task_geometry" and "analysis[2].components=3" in main["command"]
     assert {a["name"] for a in main["analyses"]} == {"spectrum", "top3", "geometry"}
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_the_compare_screen_fits_whole(width: int, tmp_path: Path) -> None:
+    """asv's summary line first, the table, each cause of unreliable measurements once (21
+    "unstable" lines repeated the same conditions, cut mid-word at 100 columns)."""
+    from harness.report.compare import compare_records
+    from harness.report.compare_view import compare_table, summary_line, unstable_lines
+
+    a = real("main_job", tmp_path)
+    b = a.model_copy(deep=True)
+    for t in (t for an in b.analyses for t in an.timings):
+        for g in t.groups:
+            g.rounds = [r.replace("2026", "2027") for r in g.rounds]  # B's own rounds, none shared
+            g.measurement.samples_s = [s * 1.5 if t.strategy == "torch" else s for s in g.measurement.samples_s]
+    c = compare_records(a, b, ("runs/a", "runs/b"))
+    lines = unstable_lines(c)
+    text = assert_fits([summary_line(c), compare_table(c), *lines], width)
+    assert text.startswith("B against A: ") and f"({len(c.rows)} groups)" in text.splitlines()[0]
+    unstable = [r for r in c.rows if r.unstable]
+    assert unstable and len(lines) < len(unstable)  # one line per cause, not per group
