@@ -231,6 +231,10 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
     measurements, a phase over its limit); with `verbose` one line per measurement and reason."""
     b = record.bench
     lines = untimed_lines(record)
+    retried = {a.name: n for a in record.analyses if (n := sum(p.attempts > 1 for p in a.placements))}
+    if retried:
+        lines.append(f"[yellow]{plural(sum(retried.values()), 'chunk')} resubmitted after losing their worker[/] "
+                     f"({', '.join(retried)}): the results are whole; --verbose says where each analysis ran")
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved]
     if unresolved and not verbose:
         precision = f"±{100 * b.precision:.0f}%" if b is not None else "the precision asked for"
