@@ -94,8 +94,8 @@ class Display:
             # ends in an ellipsis rather than pushing the times off a 100-column terminal
             self.progress = _Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}", table_column=Column(width=34, no_wrap=True, overflow="ellipsis")),
-                BarColumn(bar_width=16),
+                TextColumn("{task.description}", table_column=Column(width=30, no_wrap=True, overflow="ellipsis")),
+                BarColumn(bar_width=12),
                 MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
                 TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.base.units import format_seconds, plural
-from harness.bench.noise import group_reasons
+from harness.bench.noise import _cause, group_reasons  # noise's own notion of one cause
 from harness.report.fitting import Fitted, value
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
@@ -65,5 +65,14 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    causes = group_reasons(reason for r in c.rows for reason in dict.fromkeys(r.unstable))
-    return [f"{plural(n, 'group')} unstable{gated}: {cause}" for n, cause in causes]
+    by: dict[str, tuple[set[int], list[str], set[str]]] = {}  # cause: its groups, instances, runs
+    for i, r in enumerate(c.rows):
+        for flagged in r.unstable:
+            side, _, reason = flagged.partition(": ")
+            groups, instances, sides = by.setdefault(_cause(reason), (set(), [], set()))
+            groups.add(i)
+            instances.append(reason)
+            sides.add(side)
+    ranked = sorted(by.values(), key=lambda cause: -len(cause[0]))
+    return [f"{plural(len(groups), 'group')} unstable{gated}: {group_reasons(instances)[0][1]} (in "
+            f"{' and '.join(sorted(sides))})" for groups, instances, sides in ranked]
