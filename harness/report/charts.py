@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,22 @@ def _figure(width: float, height: float) -> Figure:
         return Figure(figsize=(width, height), layout="constrained")
 
 
+def _inches(text: str, points: float) -> float:
+    """A generous width of `text` set at `points` in a sans-serif face: 0.62 em a character."""
+    return len(text) * points * 0.62 / 72
+
+
+def _fixed(width: float, height: float, left: float, right: float, bottom: float = 0.55, top: float = 0.15,
+           wspace: float = 0.05) -> Figure:
+    """A figure whose margins (inches) are set from its labels' lengths: constrained layout
+    measures every label, a second draw that doubled a chart's cost (0.2 s of a timing chart, and
+    the main job's report draws one per analysis)."""
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace)
+    return fig
+
+
 GOOD, BAD, NEUTRAL, SAMPLE = "#1b7f3a", "#b00020", "#8a8a8a", "#5b7fa6"  # faster, slower, the baseline, a sample
 PALE_GOOD, PALE_BAD = "#8cc79c", "#e08a98"  # faster or slower by one round: no interval to say how sure
 
@@ -64,7 +81,8 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     as error bars, green when faster and red when slower. Strategies are labelled as the tables label them."""
     names = [f"{strategy_label(analysis, t.label, analysis.computed(t))} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
-    fig = _figure(9.0, 0.5 * len(names) + 1.1)
+    fig = _fixed(9.0, 0.5 * len(names) + 1.1, left=_inches(max(names, key=len), SVG_RC["font.size"]) + 0.15,
+                 right=0.15)
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
     jitter = np.random.default_rng(0)  # the same page for the same record
     for yi, t in zip(y, analysis.timings):
@@ -263,7 +281,8 @@ MARKERS = "os^DvPX*<>"
 def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
     """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
     each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
-    fig = _figure(7.5, 4.5)
+    labels = [f"{p.analysis}: {p.strategy} * on {p.device}" for p in points] + [roof_label(r, dtype) for r in roofs.values()]
+    fig = _fixed(9.0, 4.5, left=0.75, right=_inches(max(labels, key=len), 7) + 0.55, top=0.35)
     ax = fig.subplots()
     ridges = [p / r.bandwidth_gbs for r in roofs.values() if (p := r.peak(dtype)) is not None]
     xs = [p.intensity for p in points] + ridges
@@ -351,7 +370,8 @@ def ratio_figure(c: Comparison) -> Figure:
             label.set_fontweight("bold")
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
     ax.set_xlabel("B / A per matrix, log scale: geometric means of the rounds (point), 95% interval (bar)")
-    ax.set_title(f"B = {c.b.folder} against A = {c.a.folder}", fontsize=9)
+    # the folders' names: their paths are on the page, and a long one ran past the chart's edge
+    ax.set_title(f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}", fontsize=9)
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
     handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
     for change in CHANGE_COLOR:

@@ -12,6 +12,12 @@
   document.querySelectorAll("svg").forEach((svg, s) => {
     const texts = Array.from(svg.querySelectorAll("text")).filter(t => t.textContent.trim());
     const boxes = texts.map(t => t.getBoundingClientRect());
+    const frame = svg.getBoundingClientRect();
+    texts.forEach((t, i) => {
+      const b = boxes[i];
+      if (b.left < frame.left - 1 || b.right > frame.right + 1 || b.top < frame.top - 1 || b.bottom > frame.bottom + 1)
+        out.overlaps.push("svg" + s + ": " + JSON.stringify(t.textContent.trim()) + " cut by the chart's edge");
+    });
     for (let i = 0; i < texts.length; i++)
       for (let j = i + 1; j < texts.length; j++)
         if (overlaps(boxes[i], boxes[j]))
