@@ -48,10 +48,11 @@ def load_workload(spec: Spec, spec_path: str | Path, machine: MachineInfo | None
     return workload
 
 
-def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunContext:
+def prepare(spec_path: str | Path, overrides: list[str] | None = None, spec: Spec | None = None) -> RunContext:
     """Shared by `harness plan/run` and the asv suites, so both see the same plan: from this
-    machine's wisdom where it has measured, from the cost model elsewhere."""
-    spec = load_spec(spec_path, overrides)
+    machine's wisdom where it has measured, from the cost model elsewhere. `spec`: one already
+    loaded from the file (validate's, with its invalid parts left out)."""
+    spec = spec or load_spec(spec_path, overrides)
     machine = probe()
     workload = load_workload(spec, spec_path, machine)
     cache_dir = locate(spec.execution.cache_dir, spec_path)

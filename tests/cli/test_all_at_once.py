@@ -85,3 +85,15 @@ def test_the_progress_never_cuts_a_count_at_100_columns() -> None:
         assert display.progress is not None
         console.print(display.progress.get_renderable())
     assert "1064/2128" in console.export_text()
+
+
+def test_the_plans_refusals_join_the_specs_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec's problems, and what the plan refuses of its valid parts, in one answer: the bad
+    strategy name and the k too large for the matrices were two runs of validate apart."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(DENSE.replace('device = "cuda"', 'workers = 0').replace('strategy = "numpy"', 'strategy = "numpi"')
+                    .replace('name = "x"', 'name = "x"\nseed = -1'))
+    assert cli.main(["validate", str(spec)]) == 2
+    keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
+    assert keys == ["experiment.seed", "analysis[0].strategy", "execution.workers",  # the spec's own, then the plan's
+                    "analysis[1].strategy", "analysis[2].components"]

@@ -8,7 +8,8 @@ import argparse
 
 from harness.cli.commands.spec_args import spec_arguments
 from harness.cli.console import err, out
-from harness.run.prepare import prepare_spec, skipped_warning
+from harness.run.prepare import skipped_warning
+from harness.run.validation import validate
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +17,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    context = prepare_spec(args.spec, args.set)
+    context = validate(args.spec, args.set)
     if context.plan.skipped_inputs:
         err.print(skipped_warning(context.plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)
     spec = context.spec
