@@ -270,7 +270,7 @@ def harness_run(folder: Path, paths: list[Path], args: argparse.Namespace) -> No
     """The same spec through `harness run`, cold, twice: the first run hashes the inputs for
     its fingerprint (a full read) and times dual_gram's positions against float64 references;
     the second finds the digests remembered and the results in the cache folder."""
-    command = [sys.executable, "-c", PEAK_REPORTING_HARNESS, "run", str(folder / "pca_full.toml")]
+    command = [sys.executable, "-c", PEAK_REPORTING_HARNESS, "run", str(folder / "pca_full.toml"), "--verbose"]
     for name in ("run", "again"):
         drop_caches(paths, not args.fadvise)
         before = loadavg()

@@ -1,27 +1,48 @@
-"""The harness from Python, for notebooks: `run(spec, **overrides)` runs a spec as `harness run`
-does, `open_run(folder)` opens a run folder; both give the RunRecord and its results as tidy rows
-(a pandas DataFrame when pandas is installed, else a list of dicts: pandas is not a dependency).
+"""The harness from Python, for notebooks: `run(spec, **overrides)` runs a spec through the same
+engine as `harness run` (harness.run.session: recorded, cached and verified alike), `open_run(folder)`
+opens a run folder; both give a Run: its record, and its results as tidy rows (a pandas DataFrame
+when pandas is installed, else a list of dicts: pandas is not a dependency).
 
-Above the CLI in the stages (it drives `harness run` itself, so a notebook's run is recorded,
-cached and verified exactly as a terminal's is)."""
+A spec or an override the harness refuses raises SpecProblem, a ValueError whose message is one
+line and whose `key` names the spec key (`data.adapters`); a bad input file raises DataError."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cli.commands.run import default_folder
-from harness.cli.main import main
+from rich.console import Console
+
+from harness.base.progress import Display
+from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
 from harness.record.run_record import RunRecord, load_record
 from harness.report.exports import result_rows
-from harness.spec import load_spec
+from harness.report.labels import verdict_lines
+from harness.report.terminal import run_screen
+from harness.run.session import RunOptions, command_line, prepare_session
+from harness.spec import SpecError
 
 
-class RunFailed(RuntimeError):
-    """`harness run` ended with a non-zero exit code (its lines on stderr say why)."""
+SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`
+
+
+class SpecProblem(ValueError):
+    """What the harness refuses a spec for: `message` the first problem in one line, `key` the
+    spec key it names (None for the file as a whole), `problems` every line."""
+
+    def __init__(self, spec: str | Path, problems: list[str]) -> None:
+        first = problems[0].removeprefix(f"{spec}: ")
+        key, sep, rest = first.partition(": ")
+        self.key: str | None = key if sep and SPEC_KEY.fullmatch(key) else None
+        self.message = rest if self.key is not None else first
+        self.problems = problems
+        more = f" (and {len(problems) - 1} more: .problems)" if len(problems) > 1 else ""
+        super().__init__(f"{spec}: {first}{more}")
 
 
 def _table(rows: list[dict[str, Any]]) -> Any:
@@ -32,7 +53,7 @@ def _table(rows: list[dict[str, Any]]) -> Any:
     return pandas.DataFrame(rows)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Run:
     """A run folder opened: its record, one row per analysis x strategy (`rows`: the results
     table), and one per timed sample (`samples`: timings.csv's rows)."""
@@ -48,6 +69,15 @@ class Run:
     def samples(self) -> Any:
         return _table(list(timing_rows(self.record)))
 
+    def __repr__(self) -> str:
+        """One screen: where, what, and the verdicts; the rest is in .rows, .samples, .record."""
+        r = self.record
+        state = ("passed" if r.passed else "verification FAILED") + ("" if r.complete else ", interrupted")
+        lines = [f"Run({str(self.folder)!r}: {r.experiment}, {r.plan.n_matrices} matrices, "
+                 f"{len(r.analyses)} analyses, {state})", *(f"  {line}" for line in verdict_lines(r)),
+                 f"  .rows: {len(result_rows(r))} results, .samples: timed samples, .record: the RunRecord"]
+        return "\n".join(lines)
+
 
 def open_run(folder: str | Path) -> Run:
     """The run in `folder` (RecordError when it holds no readable record)."""
@@ -60,11 +90,29 @@ def override(key: str, value: Any) -> str:
     return f"{key.replace('__', '.')}={json.dumps(value)}"
 
 
-def run(spec: str | Path, output: str | Path | None = None, *, report: bool = False, **overrides: Any) -> Run:
-    """Run `spec` with `overrides` into `output` (default results/<experiment>/<time>-<hash>)."""
+def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = False, report: bool = False,
+        budget: str | None = None, force: bool = False, fresh: bool = False, no_cache: bool = False,
+        **overrides: Any) -> Run:
+    """Run `spec` with `overrides` into `output` (default: a fresh results/<experiment>/<time>-<hash>;
+    `force` replaces an earlier run there). Prints the progress on stderr, then the verdicts, the
+    results table and the warnings, as `harness run` does; `quiet`, nothing."""
     sets = [override(key, value) for key, value in overrides.items()]
-    folder = Path(output) if output is not None else default_folder(load_spec(spec, sets))
-    code = main(["run", str(spec), *(f"--set={s}" for s in sets), "-o", str(folder)] + ["--report"] * report)
-    if code != 0:
-        raise RunFailed(f"harness run {spec} exited {code}")
-    return open_run(folder)
+    sets += [f"benchmark.budget={json.dumps(budget)}"] if budget is not None else []
+    options = RunOptions(output=Path(output) if output is not None else None, force=force, no_cache=no_cache,
+                         fresh=fresh)
+    console = Console(file=io.StringIO()) if quiet else Console(stderr=True)
+    try:
+        with Display(console, live=False if quiet else None) as display:
+            session = prepare_session(spec, sets, options, display, command_line(spec, sets, options, report))
+            record = session.run()
+    except (SpecError, PlanError) as exc:
+        raise SpecProblem(spec, exc.lines) from None
+    if report:
+        from harness.report.html import write_report  # matplotlib: only when a report is asked for
+
+        write_report(session.folder)
+    if not quiet:
+        shown = Console()
+        for item in run_screen(record):
+            shown.print(item, highlight=False)
+    return Run(session.folder, record)

@@ -354,6 +354,16 @@ SPEC_CAP = 1 << 20  # bytes: a spec is a page of TOML; anything larger is not on
 
 
 def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
+    raw = read_raw(path, overrides)
+    try:
+        return Spec.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError([f"{path}: {line}" for line in _describe(exc)]) from None
+
+
+def read_raw(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """The spec file's TOML with the overrides applied, not yet validated; SpecError when the
+    file cannot be read or parsed, or an override names no key."""
     path = Path(path)
     try:
         raw = tomllib.loads(read_capped(path, SPEC_CAP).decode("utf-8"))
@@ -374,10 +384,7 @@ def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
     problems = [f"{path}: {p}" for p in apply_overrides(raw, overrides or [])]
     if problems:
         raise SpecError(problems)
-    try:
-        return Spec.model_validate(raw)
-    except ValidationError as exc:
-        raise SpecError([f"{path}: {line}" for line in _describe(exc)]) from None
+    return raw
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:

@@ -1,20 +1,25 @@
-"""harness.api for notebooks: run a spec with overrides, open a run folder, tidy rows."""
+"""harness.api for notebooks: run a spec through the engine with overrides, quietly or not, open a
+run folder, tidy rows, a repr of one screen, and errors that name the key."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness import api
+from harness.record.run_record import RECORD
 from tests.conftest import CONFIGS
 
 
-def test_run_with_overrides_and_open_it_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HARNESS_WISDOM", "off")
-    done = api.run(CONFIGS / "smoke.toml", tmp_path / "run", data__adapters=2,
+def test_run_with_overrides_and_open_it_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2,
                    **{"analysis[0].strategy": "numpy"})
+    assert capsys.readouterr() == ("", "")  # quiet: nothing at all, progress included
     assert done.record.plan.n_matrices == 8 and done.record.analyses[0].strategy == "numpy"
+    assert done.record.command.startswith(f"harness run {CONFIGS / 'smoke.toml'} --set=data.adapters=2")
     again = api.open_run(tmp_path / "run")
     assert again.record == done.record
     rows = again.rows
@@ -22,8 +27,37 @@ def test_run_with_overrides_and_open_it_again(tmp_path: Path, monkeypatch: pytes
     assert {r["analysis"] for r in rows} == {a.name for a in done.record.analyses}
     assert all({"strategy", "device", "library", "speedup", "passed"} <= set(r) for r in rows)
     assert len(again.samples) >= len(rows)
+    shown = repr(again)
+    assert len(shown.splitlines()) <= 20 and len(shown) < 2000, shown  # one screen, not the record's 45,000 characters
+    assert shown.startswith(f"Run('{tmp_path / 'run'}': smoke, 8 matrices, 4 analyses, passed)")
 
 
-def test_a_failed_run_raises(tmp_path: Path) -> None:
-    with pytest.raises(api.RunFailed):
-        api.run(CONFIGS / "smoke.toml", tmp_path / "run", data__adapters=0)
+def test_a_run_that_is_not_quiet_prints_the_verdicts_and_the_table(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    api.run(CONFIGS / "smoke.toml", tmp_path / "run", data__adapters=2, budget="0s")
+    shown = capsys.readouterr()
+    assert "speedup (95% CI)" in shown.out and "faster than" in shown.out or "not significantly" in shown.out
+    assert "loading the spec" in shown.err  # the progress, on stderr
+    with pytest.raises(api.SpecProblem, match="output folder exists"):
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2)
+    again = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, force=True, data__adapters=2)
+    assert (again.folder / RECORD).is_file() and again.record.complete
+
+
+def test_the_api_calls_the_engine_not_the_cli() -> None:
+    code = ("import sys, harness.api; cli = [m for m in sys.modules if m.startswith('harness.cli')]; "
+            "assert not cli, cli")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-1000:]
+
+
+def test_a_bad_override_raises_with_its_key_and_one_line(tmp_path: Path) -> None:
+    with pytest.raises(api.SpecProblem) as raised:
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=0)
+    problem = raised.value
+    assert isinstance(problem, ValueError) and problem.key == "data.adapters"
+    assert "\n" not in str(problem) and "greater than or equal to 1" in problem.message
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(api.SpecProblem) as raised:  # what the plan refuses carries its key too
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, **{"analysis[2].k": 100})
+    assert raised.value.key == "analysis[2].strategy" and "k=100" in raised.value.message

@@ -184,3 +184,13 @@ def test_warm_pca_suite_times_both_routes_and_tracks_their_share(monkeypatch: py
     for route in ("pieces", "ring"):
         assert re.search(rf"^{route}: 0\.00 GB warm, 2 rounds; plain read .* GB/s .* share of the plain read min "
                          r"\d+%, median \d+%; load average", out, re.M)
+
+
+def test_the_report_suite_renders_the_main_jobs_run() -> None:
+    import benchmarks.report as suite
+
+    bench = suite.Report()
+    folder = bench.setup_cache()
+    bench.time_harness_report(folder)
+    page = (Path(folder).parent / "report.html").read_text()
+    assert "task_geometry" in page and page.count("<svg") >= 5

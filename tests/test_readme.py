@@ -24,6 +24,24 @@ def marked_commands(text: str) -> list[list[str]]:
     return [shlex.split(line, comments=True) for block in blocks for line in block.splitlines() if line.strip()]
 
 
+def marked_python(text: str) -> list[str]:
+    return re.findall(r"<!-- tested -->\s*```python\n(.*?)```", text, flags=re.S)
+
+
+def test_the_notebook_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's Python, as a notebook runs it: the engine, not the CLI; twice, as a notebook
+    cell is run again."""
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_WISDOM", "off")
+    [example] = marked_python(README.read_text())
+    for _ in range(2):
+        exec(compile(example, "README.md", "exec"), {})
+    assert capsys.readouterr() == ("", "")  # quiet=True: nothing printed
+    assert (tmp_path / "runs" / "nb" / "record.json").is_file()
+
+
 def test_the_readme_marks_its_tutorial_for_testing() -> None:
     commands = marked_commands(README.read_text())
     assert len(commands) >= 6 and all(c[0] == "harness" for c in commands)

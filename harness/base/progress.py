@@ -94,9 +94,9 @@ class Display:
             # ends in an ellipsis rather than pushing the times off a 100-column terminal
             self.progress = _Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}", table_column=Column(width=34, no_wrap=True, overflow="ellipsis")),
-                BarColumn(bar_width=16),
-                MofNCompleteColumn(table_column=Column(width=7, no_wrap=True)),
+                TextColumn("{task.description}", table_column=Column(width=30, no_wrap=True, overflow="ellipsis")),
+                BarColumn(bar_width=12),
+                MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
                 TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
@@ -140,3 +140,7 @@ class Display:
     def note(self, text: str) -> None:
         """A line that stays (a warning, a note), above the live display."""
         self.console.print(text)
+
+    def plain(self, text: str) -> None:
+        """A line that stays, as it is: no markup read into its brackets, never folded."""
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -24,6 +24,11 @@ def format_seconds(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 round`, `2 rounds`, `0 rounds`: a count with its noun agreeing."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def format_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

@@ -13,6 +13,7 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else WIDE)
 
 
 def say(line: str, console: Console = out) -> None:
-    """One line as it is: never folded at the console's width (a log or a pipe keeps each line
-    whole, so `grep` and a test find a phrase however long the line), markup still applied."""
-    console.print(line, soft_wrap=True)
+    """One line, markup applied: on a terminal wrapped between words at its width (the terminal
+    itself would cut mid-word), elsewhere kept whole (a log or a pipe keeps each line, so `grep`
+    and a test find a phrase however long the line)."""
+    console.print(line, soft_wrap=not console.is_terminal, highlight=False)

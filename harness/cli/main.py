@@ -27,7 +27,7 @@ COMMANDS: dict[str, str] = {
     "validate": "check a spec and report every problem",
     "plan": "show what would run, where, and why",
     "run": "run a spec and record the results",
-    "report": "write a run's report: self-contained HTML, or the speedup table as Markdown or JSON",
+    "report": "write a run's report: self-contained HTML, or the results as Markdown, CSV or JSON",
     "compare": "compare runs of one spec: timing ratios and their significance",
     "cache": "list, verify or clear the result cache",
     "asv-machine": "print this machine's asv name: host and GPU model (or cpu)",
@@ -43,6 +43,19 @@ USER_ERRORS = [("harness.spec", "SpecError"), ("harness.plan.model", "PlanError"
                ("harness.report.history", "HistoryError"), ("harness.run.output", "OutputError")]
 
 
+DESCRIPTION = ("Benchmark linear algebra over ML model weights, declared in a TOML spec:\nevery compared "
+               "strategy timed and verified against float64 references,\nspeedups with their 95% intervals.")
+EXAMPLES = """examples:
+  harness validate configs/smoke.toml           every problem of a spec at once
+  harness run configs/smoke.toml                run it: verdicts, results table, warnings
+  harness run configs/smoke.toml --wide -v      every column and every detail
+  harness run configs/task_geometry.toml --set data.adapters=4 --set 'analysis[2].components=3'
+  harness report results/smoke/<run> --format md    the results for a pull request
+  harness compare RUN_A RUN_B                   what changed, and whether it is significant
+
+`harness COMMAND --help` says more; README.md is the manual."""
+
+
 def command_module(name: str) -> ModuleType:
     return importlib.import_module(f"harness.cli.commands.{name.replace('-', '_')}")
 
@@ -50,7 +63,8 @@ def command_module(name: str) -> ModuleType:
 def parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's arguments, or with `only` that command's alone (the others listed by name
     and help, so `harness --help` is whole and a command imports only its own module)."""
-    p = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="harness", description=DESCRIPTION, epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {harness.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():

@@ -42,7 +42,10 @@ def _eligible(c: Candidate) -> bool:
 def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str]:
     exact = [c for c in candidates if _eligible(c)]
     if not exact:
-        raise LookupError("; ".join(f"{c.label}: {c.reason or _unproven(c)}" for c in candidates))
+        why: dict[str, list[str]] = {}  # one reason once, with every candidate it rules out
+        for c in candidates:
+            why.setdefault(str(c.reason or _unproven(c)), []).append(c.label)
+        raise LookupError("; ".join(f"{reason} ({', '.join(labels)})" for reason, labels in why.items()))
     best = min(exact, key=lambda c: c.estimate_s or 0.0)
     notes = []
     for c in sorted(candidates, key=lambda c: (c.estimate_s is None, c.estimate_s or 0.0)):

@@ -220,10 +220,11 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     if spec.execution.executor == "dask" and cluster is None:
         cluster = local_cluster(machine, workers)
     costing = _work_costing(spec, local, cluster, wisdom_of)
-    if problems := [p for p in [_cuda_problem(spec, costing)] if p] or tf32_problems(spec):
-        raise PlanError(problems)
+    problems = [p for p in [_cuda_problem(spec, costing)] if p] + tf32_problems(spec)  # every refusal at once
+    if problems and spec.execution.device == "cuda":  # the analyses' own problems are still found, as on "auto"
+        spec = spec.model_copy(update={"execution": spec.execution.model_copy(update={"device": "auto"})})
     layout = _layout(spec, workload)
-    choices, problems = [], []
+    choices = []
     for i, analysis in enumerate(spec.analysis):
         try:
             choices.append(_choose(i, analysis, spec, workload, layout, costing, None if costing is local else local))

@@ -1,16 +1,48 @@
 """The verdict first, as hyperfine prints it: one line per analysis with its interval, and a line
-when the plan's choice lost to a strategy the measurements put ahead of it."""
+when a strategy the measurements put ahead of the one that ran was not chosen. The words follow
+the interval: a speedup whose 95% interval holds 1 is "not significant" (pyperf's words), never
+"faster" or "slower"."""
 
 from __future__ import annotations
 
 from collections.abc import Container
+from typing import Literal
 
 from harness.base.units import format_interval, format_speedup
 from harness.record.run_record import AnalysisRecord, StrategyTiming
 
+Significance = Literal["baseline", "faster", "slower", "not significant", "no interval"]
 
-def _interval(t: StrategyTiming) -> str:
-    return format_interval(*t.speedup_ci) if t.speedup_ci else "no interval"
+
+def significance(t: StrategyTiming) -> Significance:
+    """What a timing's speedup says about it against the baseline: faster or slower only when
+    its 95% interval lies wholly on that side of 1; "no interval" from a single round (or none)."""
+    if t.role == "baseline":
+        return "baseline"
+    if t.speedup is None or t.speedup_ci is None:
+        return "no interval"
+    low, high = t.speedup_ci
+    return "faster" if low > 1 else "slower" if high < 1 else "not significant"
+
+
+def with_interval(t: StrategyTiming) -> str:
+    """`1.51x (1.42-1.60)`, `2,945x (no interval)`."""
+    return f"{format_speedup(t.speedup)} ({format_interval(*t.speedup_ci) if t.speedup_ci else 'no interval'})"
+
+
+def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
+    """`factored is 1,130x (1,050-1,210) faster than numpy`, or `torch is 1.34x (1.10-1.63)
+    slower than numpy`, or `torch is not significantly faster or slower than numpy: 0.75x (0.48-1.18)`."""
+    assert head.speedup is not None
+    said = significance(head)
+    if said == "not significant":
+        return f"{head.label} is not significantly faster or slower than {baseline.label}: {with_interval(head)}"
+    faster = head.speedup >= 1
+    ratio = head.speedup if faster else 1 / head.speedup
+    ci = head.speedup_ci
+    ends = ci if faster or ci is None else (1 / ci[1], 1 / ci[0])
+    interval = format_interval(*ends) if ends else "no interval"
+    return f"{head.label} is {format_speedup(ratio)} ({interval}) {'faster' if faster else 'slower'} than {baseline.label}"
 
 
 def verdict(a: AnalysisRecord) -> str | None:
@@ -21,21 +53,20 @@ def verdict(a: AnalysisRecord) -> str | None:
     if baseline is None or not others:
         return None
     head = next((t for t in others if a.computed(t)), max(others, key=lambda t: t.speedup or 0.0))
-    assert head.speedup is not None
-    faster = head.speedup >= 1
-    ratio = head.speedup if faster else 1 / head.speedup
-    ends = head.speedup_ci if faster or head.speedup_ci is None else (1 / head.speedup_ci[1], 1 / head.speedup_ci[0])
-    interval = format_interval(*ends) if ends else "no interval"
     resolved = sum(not t.unresolved for t in others)
-    way = "faster" if faster else "slower"
     unresolved = "" if not head.unresolved else " (unresolved)"
-    return (f"{a.name}: {head.label} is {format_speedup(ratio)} ({interval}) {way} than {baseline.label}"
-            f"{unresolved}; {resolved} of {len(others)} speedups resolved")
+    return f"{a.name}: {_compared(head, baseline)}{unresolved}; {resolved} of {len(others)} speedups resolved"
+
+
+def named_in_spec(a: AnalysisRecord) -> bool:
+    """The analysis ran the strategy its spec named, not one `auto` chose (the plan's reason says)."""
+    return a.reason.startswith("named in the spec")
 
 
 def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
-    """A line when an exact strategy measured faster than the one the plan chose, beyond both
-    intervals (the chosen one's upper end below the other's lower end); None when it held."""
+    """A line when an exact strategy measured faster than the one that ran, beyond both intervals
+    (the one that ran: its upper end below the other's lower end); None when it held. A strategy
+    the spec named is the user's choice, not the plan's, and the line says so."""
     chosen = next((t for t in a.timings if a.computed(t)), None)
     if chosen is None or chosen.speedup is None:
         return None
@@ -45,12 +76,19 @@ def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
         if t is chosen or t.strategy in approximate or t.compiled or t.label in failed:
             continue
         low = 1.0 if t.role == "baseline" else (t.speedup_ci[0] if t.speedup_ci else None)
-        if chosen_high is not None and low is not None and chosen_high < low:
-            ratio = (t.speedup or 1.0) / chosen.speedup
-            return (f"{a.name}: the plan chose {chosen.label}, but {t.label} measured {format_speedup(ratio)} "
-                    f"faster than it (speedups {_interval(chosen)} against "
-                    f"{'1x, the baseline' if t.role == 'baseline' else _interval(t)}); the next plan learns "
-                    "from these rounds")
+        if chosen_high is None or low is None or not chosen_high < low:
+            continue
+        if chosen.role == "baseline":  # its speedup over the one that ran is its own, with its interval
+            by = f"{with_interval(t)} faster than it"
+        elif t.role == "baseline" and chosen.speedup_ci is not None:  # the chosen one's, turned round
+            low, high = chosen.speedup_ci
+            by = f"{format_speedup(1 / chosen.speedup)} ({format_interval(1 / high, 1 / low)}) faster than it"
+        else:
+            by = f"faster than it ({with_interval(t)} against {with_interval(chosen)} over the baseline)"
+        if named_in_spec(a):
+            return (f"{a.name}: the spec names {chosen.label}, but {t.label} measured {by}; "
+                    f"name {t.label} (or auto) to run it")
+        return f"{a.name}: the plan chose {chosen.label}, but {t.label} measured {by}; the next plan learns from these rounds"
     return None
 
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import math
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,13 +15,16 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import LogFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from harness.machine.roofline import Roof, roof_device
 from harness.report.compare import Comparison
-from harness.report.frontier import points as frontier_points, tolerance
-from harness.report.terminal import COMPUTED_MARK, COMPUTED_NOTE, strategy_label
-from harness.record.run_record import AnalysisRecord, RunRecord
+from harness.report.frontier import has_points, points as frontier_points, tolerance
+from harness.report.labels import COMPUTED_MARK, strategy_label
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
+from harness.record.verdict import significance
 from harness.base.units import format_rate, format_seconds, format_speedup
 
 SVG_RC = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}
@@ -29,8 +34,8 @@ def to_svg(fig: Figure) -> str:
     """The figure as an <svg> element, without the XML prolog and DOCTYPE (whose DTD URL a
     validator might fetch)."""
     buf = io.StringIO()
-    with matplotlib.rc_context(SVG_RC):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+    with matplotlib.rc_context(SVG_RC):  # constrained layout fits the labels: no second, "tight" draw
+        fig.savefig(buf, format="svg")
     text = buf.getvalue()
     return text[text.index("<svg"):]
 
@@ -40,12 +45,33 @@ def _figure(width: float, height: float) -> Figure:
         return Figure(figsize=(width, height), layout="constrained")
 
 
+def _inches(text: str, points: float) -> float:
+    """A generous width of `text` set at `points` in a sans-serif face: 0.62 em a character."""
+    return len(text) * points * 0.62 / 72
+
+
+def _fixed(width: float, height: float, left: float, right: float, bottom: float = 0.55, top: float = 0.15,
+           wspace: float = 0.05) -> Figure:
+    """A figure whose margins (inches) are set from its labels' lengths: constrained layout
+    measures every label, a second draw that doubled a chart's cost (0.2 s of a timing chart, and
+    the main job's report draws one per analysis)."""
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace)
+    return fig
+
+
 GOOD, BAD, NEUTRAL, SAMPLE = "#1b7f3a", "#b00020", "#8a8a8a", "#5b7fa6"  # faster, slower, the baseline, a sample
+PALE_GOOD, PALE_BAD = "#8cc79c", "#e08a98"  # faster or slower by one round: no interval to say how sure
 
 
-def speedup_color(speedup: float, baseline: bool) -> str:
-    """Colour says good or bad: faster than the baseline green, slower red, the baseline grey."""
-    return NEUTRAL if baseline or speedup == 1 else (GOOD if speedup > 1 else BAD)
+def speedup_color(t: StrategyTiming) -> str:
+    """Colour says what the interval says: green faster, red slower, grey for the baseline and for
+    a speedup whose interval holds 1 (not significant); without an interval, its direction, paler."""
+    said = significance(t)
+    if said == "no interval" and t.speedup is not None and t.speedup != 1:
+        return PALE_GOOD if t.speedup > 1 else PALE_BAD
+    return {"faster": GOOD, "slower": BAD}.get(said, NEUTRAL)
 
 
 def timing_figure(analysis: AnalysisRecord) -> Figure:
@@ -55,7 +81,8 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     as error bars, green when faster and red when slower. Strategies are labelled as the tables label them."""
     names = [f"{strategy_label(analysis, t.label, analysis.computed(t))} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
-    fig = _figure(7.5, 0.5 * len(names) + 1.1)
+    fig = _fixed(9.0, 0.5 * len(names) + 1.1, left=_inches(max(names, key=len), SVG_RC["font.size"]) + 0.15,
+                 right=0.15)
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
     jitter = np.random.default_rng(0)  # the same page for the same record
     for yi, t in zip(y, analysis.timings):
@@ -67,9 +94,9 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
         ax_t.annotate(format_seconds(median), (samples.max(), yi), xytext=(4, 0), textcoords="offset points",
                       fontsize=7, va="center")
     ax_t.set_xscale("log")
-    _log_axis(ax_t.xaxis)
+    _log_axis(ax_t.xaxis, seconds=True, ticks=4)
     ax_t.margins(x=0.25)
-    ax_t.set_xlabel("seconds per matrix, every timed sample\n(dots; the bar is the median)")
+    ax_t.set_xlabel("time per matrix (dots: samples, bar: median)")
     ax_t.set_yticks(y, names)
     ax_t.invert_yaxis()
     if any(t.speedup is not None for t in analysis.timings):
@@ -77,10 +104,10 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
         # the 95% interval of each speedup over the rounds (none: one round, or a record before schema 4)
         ends = np.array([t.speedup_ci if t.speedup_ci else (t.speedup or np.nan,) * 2 for t in analysis.timings])
         serr = np.nan_to_num(np.stack([speedup - ends[:, 0], ends[:, 1] - speedup]).clip(min=0), posinf=0.0)
-        colors = [speedup_color(sp, t.role == "baseline") for sp, t in zip(speedup, analysis.timings)]
+        colors = [speedup_color(t) for t in analysis.timings]
         ax_s.barh(y, speedup - 1, left=1, xerr=serr, color=colors, capsize=3, height=0.6)
         ax_s.set_xscale("log")
-        _log_axis(ax_s.xaxis)
+        _log_axis(ax_s.xaxis, ticks=4)
         ax_s.axvline(1.0, color="#444", lw=0.8, ls="--")
         for yi, sp, lo, hi, t in zip(y, speedup, speedup - serr[0], speedup + serr[1], analysis.timings):
             label = format_speedup(sp) + (" ?" if t.unresolved else "")
@@ -88,8 +115,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
                           textcoords="offset points", fontsize=7, va="center", ha="left" if sp >= 1 else "right")
         low, high = min(np.nanmin(speedup - serr[0]), 1.0), max(np.nanmax(speedup + serr[1]), 1.0)
         ax_s.set_xlim(low / 3, high * 3)  # room for the labels either side of 1
-    ax_s.set_xlabel(f"speedup vs baseline, log scale, 95% interval bars; ? unresolved\n(green faster, red slower; "
-                    f"{COMPUTED_NOTE})")
+    ax_s.set_xlabel("speedup vs baseline (95% interval)")
     return fig
 
 
@@ -128,24 +154,6 @@ def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], tit
     return to_svg(decay_figure(bands, title))
 
 
-def heatmap(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], title: str,
-            xlabel: str = "", ylabel: str = "") -> str:
-    """A labelled heatmap, each cell annotated when there are few enough to read."""
-    fig = _figure(1.2 + 0.45 * max(len(cols), 4), 1.0 + 0.35 * max(len(rows), 3))
-    ax = fig.subplots()
-    image = ax.imshow(values, aspect="auto", cmap="viridis")
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=7)
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    fig.colorbar(image, ax=ax, shrink=0.8)
-    if values.size <= 100:
-        for (r, c), v in np.ndenumerate(values):
-            ax.text(c, r, f"{v:.2g}", ha="center", va="center", fontsize=6, color="white")
-    return to_svg(fig)
-
-
 def pca_scatter(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | None, title: str) -> str:
     """Adapters on the first two principal components (the second is 0 if there is one)."""
     x = scores[:, 0]
@@ -153,13 +161,27 @@ def pca_scatter(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | N
     fig = _figure(4.5, 3.5)
     ax = fig.subplots()
     ax.scatter(x, y, s=18, color="#5b7fa6")
-    for xi, yi, label in zip(x, y, labels):
-        ax.annotate(label, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=7)
+    names = [ax.annotate(label, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=7)
+             for xi, yi, label in zip(x, y, labels)]
+    _without_collisions(fig, names)
     pct = [f" ({100 * r:.0f}%)" for r in ratio[:2]] if ratio is not None and len(ratio) >= 2 else ["", ""]
     ax.set_xlabel("PC1" + pct[0])
     ax.set_ylabel("PC2" + pct[1])
     ax.set_title(title, fontsize=9)
     return to_svg(fig)
+
+
+def _without_collisions(fig: Figure, texts: Sequence[Text]) -> None:
+    """Hide each label that would overlap one drawn before it (adapters close on PC1/PC2): the
+    point stays, and the cosine heatmap beside it names every adapter."""
+    fig.draw_without_rendering()  # places the labels where the saved figure will have them
+    kept: list[Bbox] = []
+    for text in texts:
+        box = text.get_window_extent()
+        if any(box.overlaps(other) for other in kept):
+            text.set_visible(False)
+        else:
+            kept.append(box)
 
 
 @dataclass(frozen=True)
@@ -209,20 +231,47 @@ def roof_label(roof: Roof, dtype: str) -> str:
     return f"{roof.device}: {compute}{format_rate(roof.bandwidth_gbs)} GB/s"
 
 
-class PlainLogFormatter(LogFormatter):
-    """LogFormatter's choice of which ticks to label, written 0.05 and 2000 rather than 5e-02."""
+def tick_seconds(x: float) -> str:
+    """A tick's time in its unit, as few digits as it needs: `40 µs`, `1.5 ms`, `2 s`."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if x >= scale * 0.999:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:g} s"
 
-    def __call__(self, x: float, pos: int | None = None) -> str:
-        return f"{x:g}" if super().__call__(x, pos) else ""
+
+class SparseLogLocator(Locator):
+    """Ticks a log axis can label without one label running into the next: decades, thinned to
+    at most `ticks`; where fewer than two decades are in view, 1, 2 and 5 x 10^k; where fewer than
+    two of those, a few round values (matplotlib's LogLocator labelled every 1e-5 step from 4e-5
+    to 2e-4, which ran together on a narrow axis)."""
+
+    def __init__(self, ticks: int = 8) -> None:
+        self.ticks = ticks
+
+    def __call__(self) -> list[float]:
+        low, high = self.axis.get_view_interval()  # type: ignore[union-attr]
+        return self.tick_values(low, high)
+
+    def tick_values(self, vmin: float, vmax: float) -> list[float]:
+        low, high = sorted((vmin, vmax))
+        if high <= 0:
+            return []
+        low = low if low > 0 else high / 1e3
+        decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for mantissas in ((1.0,), (1.0, 2.0, 5.0)):
+            values = [m * 10.0**e for e in decades for m in mantissas if low <= m * 10.0**e <= high]
+            if len(values) >= 2:
+                return values[::math.ceil(len(values) / self.ticks)]
+        return [v for v in MaxNLocator(nbins=3).tick_values(low, high) if low <= v <= high]
 
 
-def _log_axis(axis: Axis) -> None:
-    """Decade labels, and 2, 3, 4, 6 x 10^k too when at most one decade is in view: a log axis
-    over a narrow range would otherwise have no labels at all."""
-    axis.set_major_locator(LogLocator(base=10))
-    axis.set_major_formatter(PlainLogFormatter(base=10, labelOnlyBase=False))
+def _log_axis(axis: Axis, seconds: bool = False, ticks: int = 8) -> None:
+    """Labelled ticks that never collide (SparseLogLocator), unlabelled minor ticks between them;
+    `seconds`: labels in µs, ms and s, as the tables write them."""
+    axis.set_major_locator(SparseLogLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda x, pos: tick_seconds(x) if seconds else f"{x:g}"))
     axis.set_minor_locator(LogLocator(base=10, subs="auto"))
-    axis.set_minor_formatter(PlainLogFormatter(base=10, labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 ROOF_STYLE = {"cpu": "-", "cuda": "--"}
@@ -232,7 +281,8 @@ MARKERS = "os^DvPX*<>"
 def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
     """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
     each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
-    fig = _figure(7.5, 4.5)
+    labels = [f"{p.analysis}: {p.strategy} * on {p.device}" for p in points] + [roof_label(r, dtype) for r in roofs.values()]
+    fig = _fixed(9.0, 4.5, left=0.75, right=_inches(max(labels, key=len), 7) + 0.55, top=0.35)
     ax = fig.subplots()
     ridges = [p / r.bandwidth_gbs for r in roofs.values() if (p := r.peak(dtype)) is not None]
     xs = [p.intensity for p in points] + ridges
@@ -320,7 +370,8 @@ def ratio_figure(c: Comparison) -> Figure:
             label.set_fontweight("bold")
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
     ax.set_xlabel("B / A per matrix, log scale: geometric means of the rounds (point), 95% interval (bar)")
-    ax.set_title(f"B = {c.b.folder} against A = {c.a.folder}", fontsize=9)
+    # the folders' names: their paths are on the page, and a long one ran past the chart's edge
+    ax.set_title(f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}", fontsize=9)
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
     handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
     for change in CHANGE_COLOR:
@@ -339,17 +390,17 @@ ERROR_FLOOR = 1e-17  # an error of exactly 0 (a reference's own route) drawn at 
 
 
 def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
-    """Error against workload time, log-log: every point labelled, the frontier joined, the
-    tolerance a dashed line."""
+    """Error against workload time, log-log: every point its own marker, named in the legend
+    (labels beside points ran into one another where two points sit close: "procnumpyl"), the
+    frontier joined, the tolerance a dashed line."""
     found = frontier_points(record, analysis)
-    fig = _figure(6.4, 3.8)
+    fig = _figure(7.5, 3.8)
     ax = fig.add_subplot()
-    for p in found:
+    for i, p in enumerate(found):
         y = max(p.error, ERROR_FLOOR)
-        ax.scatter([p.seconds], [y], color=GOOD if p.passed else BAD, marker="D" if p.compiled else "o",
-                   zorder=3)
-        ax.annotate(p.label + (" *" if p.computed else ""), (p.seconds, y), textcoords="offset points",
-                    xytext=(4, 3), fontsize=7)
+        ax.scatter([p.seconds], [y], color=f"C{i % 10}", marker="D" if p.compiled else MARKERS[i % len(MARKERS)],
+                   edgecolors=GOOD if p.passed else BAD, linewidths=1.2, zorder=3,
+                   label=p.label + (f" {COMPUTED_MARK}" if p.computed else "") + ("" if p.passed else " (misses)"))
     front = [p for p in found if p.on_frontier]
     ax.plot([p.seconds for p in front], [max(p.error, ERROR_FLOOR) for p in front], color=GOOD, lw=1.2,
             label="frontier (no point faster and more accurate)")
@@ -357,13 +408,15 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
         ax.axhline(tol, color=NEUTRAL, ls="--", lw=1, label=f"tolerance {tol:.0e}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _log_axis(ax.xaxis)
-    ax.set_xlabel("workload total, compute only (s)")
+    _log_axis(ax.xaxis, seconds=True)
+    ax.set_xlabel("workload total, compute only")
     ax.set_ylabel("max error / sigma_1")
-    ax.set_title(f"{analysis.name}: accuracy/time frontier")
-    ax.legend(loc="best", fontsize=7)
+    ax.set_title(f"{analysis.name}: accuracy/time frontier", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return fig
 
 
 def frontier_chart(record: RunRecord, analysis: AnalysisRecord) -> str | None:
-    return to_svg(frontier_figure(record, analysis)) if frontier_points(record, analysis) else None
+    """The chart where the analysis times several points of one strategy (precisions, compiled):
+    elsewhere its points are the timing chart's strategies again, and its table says it all."""
+    return to_svg(frontier_figure(record, analysis)) if has_points(analysis) and frontier_points(record, analysis) else None

@@ -1,29 +1,33 @@
-"""The results table as text another tool takes: Markdown for a pull request or a paper, JSON for
-scripts. One row per analysis and timed strategy, the same figures as the terminal table.
+"""The results table as text another tool takes: Markdown for a pull request or a paper, CSV for a
+spreadsheet, JSON for scripts. One row per analysis and compared strategy, timed or not: the
+terminal's figures and marks, and for a row without a timing its status and why.
 
-The speedup's 95% interval (`speedup_ci`, [low, high]) and `unresolved` (the interval is wider
-than the precision asked for); records from before intervals read with neither."""
+The speedup's 95% interval (`speedup_low`, `speedup_high`) and `unresolved` (the interval is
+wider than the precision asked for); records from before intervals read with neither."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
-from harness.base.units import format_interval, format_seconds, format_speedup
-from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
-from harness.report.terminal import device_library
+from harness.base.units import format_seconds
+from harness.record.run_record import RunRecord
+from harness.record.verdict import significance
+from harness.report.labels import (COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK, device_library, speedup_text,
+                                   verdict_lines)
+from harness.report.terminal import untimed_rows
 
-
-def speedup_text(t: StrategyTiming) -> str:
-    """`1,130x (1,050-1,210)`, `0.98x (0.90-1.07, unresolved)`, or `15.3x` without an interval."""
-    text = format_speedup(t.speedup)
-    if t.speedup_ci is None:
-        return text
-    return f"{text} ({format_interval(*t.speedup_ci)}{', unresolved' if t.unresolved else ''})"
+COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
+           "per_matrix_s", "workload_compute_s", "extrapolated", "speedup", "speedup_low", "speedup_high",
+           "significance", "unresolved", "unstable", "values_error", "vectors_error", "max_error", "passed",
+           "status", "reason")
 
 
 def result_rows(record: RunRecord) -> list[dict[str, Any]]:
-    """Every timed strategy of every analysis, with its verification: the table's rows as data."""
+    """Every compared strategy of every analysis, timed or not, with its verification: the table's
+    rows as data (`status`: passed, FAILED, not timed, not run or error; `reason`: why untimed)."""
     rows = []
     for a in record.analyses:
         checks = {v.strategy: v for v in a.verification}
@@ -32,46 +36,79 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
             v = checks.get(t.label)
             ci = t.speedup_ci
             rows.append({
-                "analysis": a.name, "op": a.op, "strategy": t.strategy, "role": t.role,
+                "analysis": a.name, "op": a.op, "strategy": t.label, "role": t.role,
                 "precision": t.precision or record.plan.dtype, "compiled": t.compiled,
                 "computed_results": a.computed(t), "device": device, "library": library,
                 "per_matrix_s": t.seconds_per_matrix, "workload_compute_s": t.estimate_total_s,
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
-                "unresolved": t.unresolved, "unstable": bool(t.unstable),
-                "max_error": None if v is None else v.values_error, "passed": None if v is None else v.passed,
+                "significance": significance(t), "unresolved": t.unresolved, "unstable": bool(t.unstable),
+                "values_error": None if v is None else v.values_error,
+                "vectors_error": None if v is None else v.vectors_error,
+                "max_error": None if v is None else max(v.values_error, v.vectors_error or 0.0),
+                "passed": None if v is None else v.passed,
+                "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
             })
+        for label, role, status, why in untimed_rows(record, a):
+            rows.append({**dict.fromkeys(COLUMNS), "analysis": a.name, "op": a.op, "strategy": label, "role": role,
+                         "status": status, "reason": why, "passed": False if status == "error" else None})
     return rows
 
 
 def results_json(record: RunRecord) -> str:
     return json.dumps({"experiment": record.experiment, "machine": record.machine.describe(),
-                       "started": record.started, "complete": record.complete, "results": result_rows(record)},
-                      indent=2) + "\n"
+                       "started": record.started, "complete": record.complete, "verdicts": verdict_lines(record),
+                       "results": result_rows(record)}, indent=2) + "\n"
 
 
-def _markdown_row(a: AnalysisRecord, row: dict[str, Any], t: StrategyTiming) -> str:
-    cells = [a.name, row["strategy"] + (" *" if row["computed_results"] else ""), row["role"],
-             f"{row['device']} ({row['library']})", format_seconds(row["per_matrix_s"]),
-             ("~" if row["extrapolated"] else "") + format_seconds(row["workload_compute_s"]),
-             speedup_text(t) + (" !" if row["unstable"] else ""),
-             "-" if row["max_error"] is None else f"{row['max_error']:.1e}",
-             {True: "yes", False: "**NO**", None: "-"}[row["passed"]]]
+def results_csv(record: RunRecord) -> str:
+    """The rows as CSV, one column per field, empty where a row has no value."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in result_rows(record))
+    return out.getvalue()
+
+
+def _error_text(row: dict[str, Any]) -> str:
+    if row["values_error"] is None:
+        return "-"
+    return f"{row['values_error']:.1e}" + (f" / {row['vectors_error']:.1e}" if row["vectors_error"] is not None else "")
+
+
+def _markdown_row(row: dict[str, Any], speedup: str) -> str:
+    timed = row["per_matrix_s"] is not None
+    cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if row["computed_results"] else ""), row["role"],
+             f"{row['device']} ({row['library']})" if timed else "-",
+             format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed else "-",
+             ("~" if row["extrapolated"] else "") + format_seconds(row["workload_compute_s"]) if timed else "-",
+             speedup, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(row["status"], row["status"])]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
 def results_markdown(record: RunRecord) -> str:
-    """A GitHub-flavoured table with a one-line heading and the notes its marks need."""
+    """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
+    timing says why below the table) and the notes its marks need."""
     header = ["analysis", "strategy", "role", "device (library)", "per matrix", "workload (compute only)",
-              "speedup", "max error", "passed"]
+              "speedup (95% CI)", "error (values / vectors)", "status"]
     lines = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
+             *(f"- {line}" for line in verdict_lines(record)), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows = iter(result_rows(record))
-    for a in record.analyses:
-        for t in a.timings:
-            lines.append(_markdown_row(a, next(rows), t))
-    lines += ["", "`*` computed the recorded results; `!` measured under unreliable conditions; `~` extrapolated "
-              "from a sample. Workload: per-matrix medians scaled to every matrix, compute only (loading "
-              "excluded); speedup against the baseline's, with its interval where the record has one."]
-    return "\n".join(lines) + "\n"
+    speedups = {(a.name, t.label): speedup_text(t) for a in record.analyses for t in a.timings}
+    rows = result_rows(record)
+    for row in rows:
+        lines.append(_markdown_row(row, speedups.get((row["analysis"], row["strategy"]), "-")))
+    why: dict[tuple[str, str], list[str]] = {}  # each reason once, with every row it holds for
+    for row in rows:
+        if row["reason"] is not None:
+            why.setdefault((row["status"], row["reason"]), []).append(f"{row['analysis']} {row['strategy']}")
+    untimed = [f"- {status} ({reason}): {', '.join(named)}" for (status, reason), named in why.items()]
+    lines += ["", *untimed, "" if untimed else None,
+              f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
+              f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "
+              "one round gave none); `~` extrapolated from a sample. Workload: per-matrix medians scaled to every "
+              "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
+              "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
+              "and the singular triplets' worst residual where the op has vectors."]
+    return "\n".join(line for line in lines if line is not None) + "\n"

@@ -14,12 +14,15 @@ from markupsafe import Markup
 
 from harness.report.compare import Comparison
 from harness.report import charts
+from harness.report.compare_view import summary_line, unstable_lines
+from harness.report.heatmap import heatmap_table
 from harness.report.frontier import points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
-from harness.bench.noise import group_reasons
-from harness.report.terminal import (COMPUTED_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, axes_summary, device_library, peak_share,
-                                     rounds_text, speedup_text,
-                                     spread, strategy_label)
+from harness.record.verdict import significance
+from harness.report.labels import (COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
+                                   measurement_count, peak_share, rounds_text, speedup_text, spread, strategy_label,
+                                   unstable_causes, unstable_measurements, verdict_lines)
+from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
@@ -55,9 +58,9 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
         rows.append(
             {
                 "timing": t,
-                "device": device,
-                "library": library,
-                "unstable": len(t.unstable),
+                "device": f"{device} ({library})",
+                "significance": significance(t),
+                "unstable": sum(g.measurement.unstable for g in t.groups),
                 "label": strategy_label(analysis, t.label, analysis.computed(t)),  # as the terminal table writes it
                 "precision": (t.precision or record.plan.dtype) + (", compiled" if t.compiled else ""),
                 "per_matrix": t.seconds_per_matrix,
@@ -113,8 +116,7 @@ def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
                 "scatter": None if scores is None or scores.ndim != 2 or scores.shape[0] != len(labels)
                 else Markup(charts.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
                 "cosine": None if cosine is None or cosine.shape != (len(labels), len(labels))
-                else Markup(charts.heatmap(cosine, labels, labels, f"{analysis}: cosine similarity", "adapter",
-                                           "adapter")),
+                else heatmap_table(cosine, labels, labels, f"{analysis}: cosine similarity", "adapter", "adapter"),
             }
         )
     return sections
@@ -131,11 +133,12 @@ def _no_roofline(record: RunRecord) -> str:
 
 
 def _headline(record: RunRecord) -> dict[str, Any]:
-    """What the page says first: the record's verdict lines when it has them (a list of strings,
-    `RunRecord.verdicts`), and its unreliable measurements by cause, with what to do."""
-    causes = [r.split(": ", 1)[-1] for a in record.analyses for t in a.timings for r in t.unstable]
-    return {"verdicts": list(getattr(record, "verdicts", None) or []), "unstable": group_reasons(causes),
-            "unstable_count": len(causes)}
+    """What the page says first, in the terminal's words: every analysis' verdict (or why it has
+    none: never timed, no baseline), and its unreliable measurements by cause, counted as the
+    terminal counts them, with what to do."""
+    unstable = unstable_measurements(record)
+    return {"verdicts": verdict_lines(record), "unstable": unstable_causes(unstable),
+            "unstable_count": len(unstable), "measurements": measurement_count(record)}
 
 
 def _roofline(record: RunRecord) -> dict[str, Any]:
@@ -163,6 +166,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
             "device": device_library(a.device)[0],
             "library": device_library(a.device)[1],
             "rows": _timing_rows(record, a),
+            "untimed": [(label, status, why) for label, _role, status, why in untimed_rows(record, a)],
             "checks": [(strategy_label(a, v.strategy), v) for v in a.verification],
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
             "frontier": _frontier(record, a),
@@ -172,15 +176,15 @@ def render_report(record: RunRecord, folder: Path) -> str:
     ]
     heatmaps = [
         {"title": f"{analysis}: {metric} ({module})",
-         "svg": Markup(charts.heatmap(grid, adapters, layers, f"{metric}, {module}: adapter x layer", "layer",
-                                      "adapter"))}
+         "svg": heatmap_table(grid, adapters, layers, f"{metric}, {module}: adapter x layer", "layer", "adapter")}
         for (analysis, metric, module), (grid, adapters, layers) in feature_grids(read_features(folder)).items()
     ]
     return environment().get_template("report.html.j2").render(
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
         headline=_headline(record),
-        roofline=_roofline(record), notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE,
-                                                             "speedup": SPEEDUP_NOTE},
+        roofline=_roofline(record), bench=bench_summary(record),
+        notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE, "speedup": SPEEDUP_NOTE,
+               "peak": PEAK_NOTE},
     )
 
 
@@ -196,8 +200,9 @@ def write_report(folder: Path, output: Path | None = None) -> Path:
 
 def write_compare(comparisons: list[Comparison], path: Path) -> Path:
     """The comparison page: per B, its table and its chart of B/A ratios with their spread."""
-    sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None}
-                for c in comparisons]
+    several = len(comparisons) > 1
+    sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None,
+                 "summary": summary_line(c, several), "unstable": unstable_lines(c)} for c in comparisons]
     html = environment().get_template("compare.html.j2").render(comparisons=comparisons, sections=sections)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

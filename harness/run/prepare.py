@@ -15,8 +15,9 @@ from harness.machine.wisdom import Wisdom
 from harness.plan.compiler import compile_plan
 from harness.plan.footprint import check_memory
 from harness.plan.model import Plan, PlanError
+from harness.data.paths import PathError
 from harness.run.cluster import join, require_distributed
-from harness.spec import Spec, load_spec
+from harness.spec import Spec, SpecError, load_spec
 from harness.store.cache import locate
 
 
@@ -48,10 +49,11 @@ def load_workload(spec: Spec, spec_path: str | Path, machine: MachineInfo | None
     return workload
 
 
-def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunContext:
+def prepare(spec_path: str | Path, overrides: list[str] | None = None, spec: Spec | None = None) -> RunContext:
     """Shared by `harness plan/run` and the asv suites, so both see the same plan: from this
-    machine's wisdom where it has measured, from the cost model elsewhere."""
-    spec = load_spec(spec_path, overrides)
+    machine's wisdom where it has measured, from the cost model elsewhere. `spec`: one already
+    loaded from the file (validate's, with its invalid parts left out)."""
+    spec = spec or load_spec(spec_path, overrides)
     if spec.execution.executor == "dask":
         require_distributed()
     address = spec.execution.dask_address if spec.execution.executor == "dask" else None
@@ -65,6 +67,18 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None) -> RunCon
     known = wisdom.load(where, machine)
     plan = compile_plan(spec, workload, machine, known, cluster, lambda worker: wisdom.load(where, worker))
     return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known, plan)
+
+
+def prepare_spec(spec_path: str | Path, overrides: list[str] | None = None) -> RunContext:
+    """`prepare`, every refusal in the words `validate`, `plan` and `run` share: `FILE: key:
+    message`. A data path that matches nothing is the spec's problem (SpecError), and so is what
+    the plan refuses (tf32 without CUDA, more components than adapters: PlanError)."""
+    try:
+        return prepare(spec_path, overrides)
+    except PathError as exc:
+        raise SpecError([f"{spec_path}: {line}" for line in str(exc).splitlines()]) from None
+    except PlanError as exc:
+        raise PlanError([f"{spec_path}: {line}" for line in exc.lines]) from None
 
 
 def skipped_warning(skipped: list[str]) -> str:

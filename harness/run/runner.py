@@ -36,7 +36,7 @@ from harness.base.progress import Display, Phase
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.spec import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
-from harness.strategies.registry import STRATEGIES
+from harness.strategies.registry import APPROXIMATE, STRATEGIES
 from harness.record.verdict import conclude
 from harness.machine.measurements import Measurements
 from harness.base.units import now
@@ -46,7 +46,6 @@ from harness.run.variants import step_dtype
 Item = tuple[str, str, ChunkTask]  # shape group label, cache key, the chunk's task
 Task = ChunkTask | GramTask
 MEMO_SHARE = 4  # the factor memo may hold a quarter of the memory available at the start
-APPROXIMATE = {name for name, s in STRATEGIES.items() if s.approximate}  # auto never picks these
 
 
 class Runner:

@@ -142,3 +142,19 @@ def test_run_without_a_terminal_prints_one_line_per_phase(tmp_path: Path) -> Non
     for phase in ("loading the spec", "svdvals: svdvals by ", "svdvals: round 1:",
                   "geometry: Grams by", "geometry: round 1:", "writing results"):
         assert any(line.startswith(phase) for line in lines), (phase, lines)
+
+
+def test_the_help_says_what_the_harness_is_and_shows_examples(capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`harness --help` was cut mid-list, a stray backtick at its end, and had no example."""
+    from harness.cli.main import COMMANDS
+
+    monkeypatch.setenv("COLUMNS", "100")  # argparse wraps at the terminal's width: a fixed one here
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert "`harness validate |" not in shown and "Benchmark linear algebra over ML model weights" in shown
+    examples = shown[shown.index("examples:"):].splitlines()[1:]
+    commands = [line.split()[1] for line in examples if line.startswith("  harness ")]
+    assert {"validate", "run", "report", "compare"} <= set(commands) and COMMANDS.keys() >= set(commands)
+    assert max(map(len, shown.splitlines()[3:])) <= 100  # what we wrote ourselves fits 100 columns

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.cli import entry
-from harness.cli.commands import run as run_command
+from harness.run import session
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")
@@ -36,7 +36,7 @@ def test_a_signal_before_the_run_folder_exists_is_one_line(
     def planning(*args: object) -> None:
         raise raised
 
-    monkeypatch.setattr(run_command, "prepare_context", planning)
+    monkeypatch.setattr(session, "prepare_spec", planning)
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "r")]) == code
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"{word}: nothing was written" and not any("Traceback" in line for line in err)

@@ -11,7 +11,7 @@ import pytest
 
 from harness.bench.series import Round
 from harness.cli.main import main
-from harness.machine import measurements, stored
+from harness.machine import measurements
 from harness.machine.info import probe
 from harness.machine.measurements import Item, Measurements
 from harness.machine.wisdom import identity

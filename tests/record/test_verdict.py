@@ -1,7 +1,7 @@
 """The verdict lines: one per analysis with its interval, and a line when the plan's choice lost."""
 
 from harness.record.run_record import AnalysisRecord, GroupTiming, StrategyTiming
-from harness.record.verdict import choice_check, verdict
+from harness.record.verdict import choice_check, significance, verdict
 from harness.bench.measure import Measurement
 
 
@@ -12,9 +12,9 @@ def timing(strategy: str, role: str, speedup: float, ci: tuple[float, float] | N
                           unresolved=unresolved)
 
 
-def analysis(chosen: str, timings: list[StrategyTiming]) -> AnalysisRecord:
-    return AnalysisRecord(name="spectrum", op="svdvals", k=None, strategy=chosen, device="cpu", reason="", n_matrices=1,
-                          wall_s=0.0, timings=timings)
+def analysis(chosen: str, timings: list[StrategyTiming], reason: str = "auto: fastest exact strategy") -> AnalysisRecord:
+    return AnalysisRecord(name="spectrum", op="svdvals", k=None, strategy=chosen, device="cpu", reason=reason,
+                          n_matrices=1, wall_s=0.0, timings=timings)
 
 
 def test_the_verdict_names_the_chosen_strategy_its_interval_and_how_many_resolved() -> None:
@@ -31,7 +31,8 @@ def test_a_slower_strategy_is_said_slower_with_the_interval_turned_round() -> No
 def test_the_plan_lost_only_when_the_intervals_do_not_overlap() -> None:
     lost = analysis("torch", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 0.8, (0.7, 0.9))])
     line = choice_check(lost, approximate=set())
-    assert line is not None and line.startswith("spectrum: the plan chose torch, but numpy measured 1.25x faster")
+    assert line == ("spectrum: the plan chose torch, but numpy measured 1.25x (1.11-1.43) faster than it; the next "
+                    "plan learns from these rounds")
     close = analysis("torch", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 0.95, (0.8, 1.1))])
     assert choice_check(close, approximate=set()) is None
     faster = analysis("numpy", [timing("numpy", "baseline", 1.0, None), timing("lowrank", "compare", 3.0, (2.5, 3.5))])
@@ -51,3 +52,27 @@ def test_a_point_that_missed_the_tolerance_or_is_compiled_never_says_the_plan_lo
     assert choice_check(a, approximate=set()) is None  # 3e-3 misses 1e-4: it could not have run the analysis
     fast.compiled, a.verification = True, []
     assert choice_check(a, approximate=set()) is None  # compiled points never run the full analysis
+
+
+def test_an_interval_that_holds_1_is_not_significant_never_slower_or_faster() -> None:
+    a = analysis("torch", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 0.746, (0.476, 1.18))])
+    assert verdict(a) == ("spectrum: torch is not significantly faster or slower than numpy: 0.75x (0.48-1.18); "
+                          "1 of 1 speedups resolved")
+    assert [significance(t) for t in a.timings] == ["baseline", "not significant"]
+    assert significance(timing("t", "compare", 0.92, (0.85, 0.99))) == "slower"
+    assert significance(timing("t", "compare", 4.36, None)) == "no interval"
+
+
+def test_a_strategy_the_spec_named_is_the_users_choice_and_the_line_parses() -> None:
+    """`strategy = "numpy"` in the spec: the plan chose nothing, and "speedups no interval against
+    1.42-1.60" did not parse."""
+    named = analysis("numpy", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 1.51, (1.42, 1.60))],
+                     reason="named in the spec (est. 1.2 ms)")
+    assert choice_check(named, approximate=set()) == (
+        "spectrum: the spec names numpy, but torch measured 1.51x (1.42-1.60) faster than it; name torch (or auto) "
+        "to run it")
+    both = analysis("torch", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 1.2, (1.1, 1.3)),
+                              timing("factored", "compare", 9.0, (8.0, 10.0))])
+    assert choice_check(both, approximate=set()) == (
+        "spectrum: the plan chose torch, but factored measured faster than it (9.00x (8.00-10.00) against 1.20x "
+        "(1.10-1.30) over the baseline); the next plan learns from these rounds")

@@ -4,8 +4,10 @@ HARNESS_NO_BROWSER=1 skips it."""
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -104,3 +106,62 @@ def test_compare_page_in_browser(smoke_run: tuple[Path, RunRecord], tmp_path: Pa
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
     if target := os.environ.get("HARNESS_SCREENSHOT_COMPARE"):  # to look at it
         shutil.copy(shot, target)
+
+
+PROBE = Path(__file__).with_name("layout_probe.js")  # measures the laid-out page from inside it
+
+
+def laid_out(page: Path, tmp_path: Path, width: int = 1280) -> dict[str, object]:
+    """What Chromium lays out at `width` px: the page's and every table's width against the
+    window, and every pair of overlapping text labels in each chart (layout_probe.js)."""
+    probed = tmp_path / f"probed-{page.name}"
+    probed.write_text(page.read_text().replace("</body>", f"<script>{PROBE.read_text()}</script></body>"))
+    dom = chromium(probed, tmp_path / f"profile-{page.stem}", f"--window-size={width},2000", "--dump-dom")
+    found = re.search(r'<pre id="probe-result">(.*?)</pre>', dom.stdout, re.S)
+    assert found, dom.stdout[-2000:]
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+def assert_laid_out(page: Path, tmp_path: Path) -> None:
+    probe = laid_out(page, tmp_path)
+    assert probe["scrollWidth"] <= probe["innerWidth"] == 1280, probe  # nothing past the right edge
+    assert probe["wide"] == [] and probe["overlaps"] == [], (page.name, probe)
+
+
+def test_the_probe_sees_a_page_too_wide_and_labels_that_overlap(tmp_path: Path) -> None:
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><table><tr><td style="white-space:nowrap">' + "x" * 400 + "</td></tr></table>"
+                    '<svg width="200" height="50"><text x="10" y="20">4e-05</text><text x="22" y="20">6e-05</text>'
+                    "</svg></body></html>")
+    probe = laid_out(page, tmp_path)
+    assert probe["scrollWidth"] > 1280 and probe["wide"] and probe["overlaps"] == ['svg0: "4e-05" x "6e-05"']
+
+
+@pytest.mark.parametrize("name", ["main_job", "busy_run"])
+def test_every_report_fits_1280_px_with_no_label_over_another(name: str, smoke_run: tuple[Path, RunRecord],
+                                                               tmp_path: Path) -> None:
+    from harness.report.html import write_report
+
+    from .test_run_screen import RECORDS
+
+    assert_laid_out(smoke_run[0] / REPORT, tmp_path)  # spectra, features, PCA: every section
+    folder = tmp_path / name  # the main job's real rows: its long labels and numbers
+    folder.mkdir()
+    shutil.copy(RECORDS / f"{name}.json", folder / "record.json")
+    assert_laid_out(write_report(folder), tmp_path)
+
+
+def test_the_compare_page_fits_1280_px(smoke_run: tuple[Path, RunRecord], tmp_path: Path) -> None:
+    from harness.cli import main as cli
+
+    from .test_compare import saved, synthetic
+
+    record = smoke_run[1]
+    a = saved(synthetic(record, seed=1), tmp_path / "A")
+    b = saved(synthetic(record, seed=2, scale={"numpy": 3.0}, unstable="torch"), tmp_path / "B")
+    page = tmp_path / "compare.html"
+    assert cli.main(["compare", a, b, "--html", str(page)]) == 0
+    text = page.read_text()
+    head = text[text.index('<section id="headline"'):text.index("</section>")]
+    assert "B against A: " in head and " slower" in head and "not significant" in head  # asv's summary first
+    assert_laid_out(page, tmp_path)

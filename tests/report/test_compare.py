@@ -201,6 +201,11 @@ def test_unstable_slowdown_reported_not_gated(base: tuple[str, RunRecord], tmp_p
     assert cli.main(["compare", a, b, "--fail-on-regression"]) == 0
     out = capsys.readouterr().out
     assert "REGRESSION" not in out
+    unstable = sum(r.strategy == "numpy" for r in compare_records(load_record(Path(a)), load_record(Path(b)), (a, b)).rows)
+    assert f"{unstable} groups unstable, not gated: other processes took 48% of the 2 CPUs (in B)" in out.splitlines()
+    assert out.startswith(f"B against A: {unstable} slower, ")  # asv's summary first
+    assert cli.main(["compare", a, b, "--fail-on-regression", "--verbose"]) == 0  # each group and why
+    out = capsys.readouterr().out
     assert "unstable, not gated: svdvals/numpy on" in out and "slower): B: other processes took 48%" in out
 
 

@@ -87,7 +87,7 @@ def test_cli_history_and_its_one_line_error(asv_results: Path, tmp_path: Path, c
 @pytest.mark.browser
 @pytest.mark.skipif(os.environ.get("HARNESS_NO_BROWSER") == "1", reason="HARNESS_NO_BROWSER=1")
 def test_history_in_a_browser_offline(asv_results: Path, tmp_path: Path) -> None:
-    from .test_browser import chromium, console_messages, page_requests
+    from .test_browser import assert_laid_out, chromium, console_messages, page_requests
 
     page = write_history(load(asv_results), asv_results, tmp_path / "history.html")
     netlog = tmp_path / "net.json"  # what the page asked the network for (test_browser proves this catches a fetch)
@@ -95,3 +95,4 @@ def test_history_in_a_browser_offline(asv_results: Path, tmp_path: Path) -> None
                    "--dump-dom")
     assert console_messages(dom.stderr) == [] and page_requests(netlog) == []
     assert dom.stdout.count("<svg") == 4 and dom.stdout.count("<path") > 20  # the charts are drawn
+    assert_laid_out(page, tmp_path)  # within 1280 px, no label over another

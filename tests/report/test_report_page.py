@@ -5,6 +5,7 @@ explained as interrupted."""
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 from pathlib import Path
 
@@ -22,24 +23,36 @@ def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord])
     page = render_report(record, folder)
     head = page[page.index('<section id="headline"'):page.index("</section>")]
     assert f"<li>{len(groups)} &times; load 3.2 on 2 cores</li>" in head and "harness system" in head
+    assert f"{len(groups)} of {len(groups)} measurements were unstable" in head
     assert head.count("<li>") == 1  # one line per cause
     assert page.index('id="headline"') < page.index('id="run"') < page.index("<table>")
     for anchor in re.findall(r'<a href="#([^"]+)">', page[page.index('<nav id="contents">'):]):
         assert f'id="{anchor}"' in page, anchor
     assert "<details><summary>" in page and "workload total (compute only)" in page
-    assert "<th>device</th><th>library</th>" in page and "wall time</b>, loading included" in page
+    assert "<th>device (library)</th>" in page and "wall time</b>, loading included" in page
 
 
-def test_the_headline_shows_the_records_verdicts_when_it_has_them(smoke_run: tuple[Path, RunRecord]) -> None:
+def test_the_headline_says_the_terminals_verdicts_and_names_what_was_never_timed(
+        smoke_run: tuple[Path, RunRecord]) -> None:
+    """The verdicts in today's words (an old record's stored lines are not shown), and an analysis
+    never timed says so first, not far below."""
+    from harness.record.run_record import UNTIMED, Skipped
+    from harness.report.labels import verdict_lines
+
     folder, record = smoke_run
     record = record.model_copy(deep=True)
     for a in record.analyses:
-        a.verdict = a.choice_check = None
-    assert '<p class="verdict">' not in render_report(record, folder)  # none in this record: nothing
-    record.analyses[0].verdict = "factored is 1,130x (1,050-1,210) faster than numpy"
-    page = render_report(record, folder)
+        a.verdict = "an old record's own words"
+    untimed = record.analyses[-1]
+    untimed.skipped = [Skipped(strategy=t.label, reason=UNTIMED) for t in untimed.timings]
+    untimed.timings = []
+    page = html_lib.unescape(render_report(record, folder))
     head = page[page.index('<section id="headline"'):page.index("</section>")]
-    assert '<p class="verdict">factored is 1,130x (1,050-1,210) faster than numpy</p>' in head
+    assert "an old record's own words" not in head
+    lines = verdict_lines(record)
+    assert len(lines) >= len(record.analyses) and all(f'<p class="verdict">{line}</p>' in head for line in lines)
+    assert f"{untimed.name}: no speedup: not timed (out of time on a busy machine)" in head
+    assert page.count("not timed: out of time") == 0  # the phrase is never doubled
 
 
 def test_an_interrupted_run_is_explained_as_interrupted(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -61,6 +74,18 @@ def test_speedups_on_a_log_axis_coloured_by_meaning_and_samples_as_dots(smoke_ru
     assert speedups.get_xscale() == "log" and samples.get_xscale() == "log"
     dots = sum(len(c.get_offsets()) for c in samples.collections)
     assert dots == sum(len(g.measurement.samples_s) for t in a.timings for g in t.groups)
-    colours = {charts.speedup_color(t.speedup or 1, t.role == "baseline") for t in a.timings}
-    assert charts.BAD not in {charts.speedup_color(2.0, False), charts.speedup_color(1.0, True)}
-    assert charts.speedup_color(0.5, False) == charts.BAD and colours <= {charts.GOOD, charts.BAD, charts.NEUTRAL}
+    colours = {charts.speedup_color(t) for t in a.timings}
+    assert colours <= {charts.GOOD, charts.BAD, charts.NEUTRAL}
+
+
+def test_a_speedup_is_drawn_faster_or_slower_only_beyond_its_interval() -> None:
+    """Red "slower" bars were drawn for 0.92x (0.85-1.01) and 0.90x (0.49-1.67): an interval that
+    holds 1 is not significant, drawn neutral."""
+    from tests.record.test_verdict import timing
+
+    assert charts.speedup_color(timing("t", "compare", 0.92, (0.85, 1.01))) == charts.NEUTRAL
+    assert charts.speedup_color(timing("t", "compare", 0.90, (0.49, 1.67))) == charts.NEUTRAL
+    assert charts.speedup_color(timing("t", "compare", 0.90, (0.85, 0.95))) == charts.BAD
+    assert charts.speedup_color(timing("t", "compare", 2.0, (1.5, 2.5))) == charts.GOOD
+    assert charts.speedup_color(timing("t", "baseline", 1.0, None)) == charts.NEUTRAL
+    assert charts.speedup_color(timing("t", "compare", 4.4, None)) == charts.PALE_GOOD  # one round: no interval

@@ -13,7 +13,7 @@ from matplotlib.collections import LineCollection, PathCollection
 from harness.machine.roofline import Roof
 from harness.report import charts
 from harness.report.html import REPORT, write_report
-from harness.report.terminal import peak_share
+from harness.report.labels import peak_share
 from harness.record.run_record import RunRecord, save_record
 from harness.base.units import format_rate, format_share
 

@@ -18,25 +18,33 @@ from rich.console import Console
 from harness.report import charts
 from harness.report.artifacts import decay_bands
 from harness.report.html import REPORT, render_report
-from harness.report.terminal import COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, run_table, strategy_label
 from harness.bench.series import speedup, workload_totals
+from harness.report.labels import COMPUTED_NOTE, ROLES_NOTE, SPREAD_NOTE, strategy_label
+from harness.report.terminal import run_table
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.base.units import format_seconds
 
 from .test_roofline_chart import visible_labels
 
 
-def terminal_text(record: RunRecord) -> str:
-    """The run table as `harness run` prints it, without colours, wide enough not to fold cells."""
+def terminal_text(record: RunRecord, explain: bool = True) -> str:
+    """The wide run table as `harness run --wide --explain` prints it, without colours, wide
+    enough not to fold cells."""
     console = Console(file=io.StringIO(), width=400, record=True, color_system=None)
-    console.print(run_table(record))
+    console.print(run_table(record, wide=True, explain=explain))
     return console.export_text()
 
 
 def row_of(text: str, analysis: str, label: str) -> list[str]:
-    """The terminal row's cells of `label` (`torch *`) in `analysis`."""
+    """The terminal row's cells of `label` (`torch *`) in `analysis`: cells are two spaces or more
+    apart, and an analysis is named on its first row only."""
+    current = None
     for line in text.splitlines():
-        cells = [c.strip() for c in line.split("│")[1:-1]]
+        cells = re.split(r"\s{2,}", line.strip())
+        if line.startswith(" "):
+            cells = [current or "", *cells]
+        else:
+            current = cells[0]
         if cells[:2] == [analysis, label]:
             return cells
     raise AssertionError(f"no row {analysis} / {label} in\n{text}")
@@ -76,7 +84,7 @@ def test_a_tiny_speedup_keeps_its_significant_digits(smoke_run: tuple[Path, RunR
     t.store(speedup(line(baseline), line(t), spread=0.0), 0.1)
     text = terminal_text(record)
     assert t.speedup == pytest.approx(0.0011 / len(t.groups) * len(t.groups))
-    assert row_of(text, a.name, strategy_label(a, t.strategy))[8].startswith("0.0011x (0.0011-0.0011)")
+    assert row_of(text, a.name, strategy_label(a, t.strategy))[7].startswith("0.0011x (0.0011-0.0011)")
     assert " 0.0x" not in text
     page = html_lib.unescape(render_report(record, smoke_run[0]))
     assert "| 0.0011x (0.0011-0.0011) |" in html_row(page, strategy_label(a, t.strategy))
@@ -107,7 +115,7 @@ def test_the_spread_is_the_interval_of_quartiles_or_n_1(smoke_run: tuple[Path, R
 
 def test_the_terminal_table_does_not_import_matplotlib() -> None:
     """The quartiles live with the record, so `harness run` without --report stays light."""
-    code = ("import sys, harness.report.terminal, harness.record.run_record; "
+    code = ("import sys, harness.report.terminal, harness.report.labels, harness.record.run_record; "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -134,7 +142,7 @@ def test_one_label_per_role_in_the_terminal_the_html_and_the_charts(smoke_run: t
     names = [tick.get_text() for tick in fig.axes[0].get_yticklabels()]
     assert f"{label} (compare)" in names
     assert all(n == f"{strategy_label(a, s.strategy)} ({s.role})" for n, s in zip(names, a.timings))
-    assert COMPUTED_NOTE in fig.axes[1].get_xlabel()
+    assert COMPUTED_NOTE in flat(page[page.index(f'id="analysis-{a.name}"'):])  # below the chart
     points = charts.roofline_points(record)
     legend = [text.get_text() for text in charts.roofline_figure(points, {}, "float32").axes[0].get_legend().get_texts()]
 
@@ -180,18 +188,19 @@ def test_the_reproduce_line_is_the_command_that_made_the_run(smoke_run: tuple[Pa
 def test_the_run_and_compare_tables_fit_the_terminal_without_splitting_a_speedup(
         smoke_run: tuple[Path, RunRecord], width: int) -> None:
     from harness.report.compare import compare_records
-    from harness.report.terminal import COMPARE_OPTIONAL, RUN_OPTIONAL, Fitted, compare_table, speedup_text
+    from harness.report.compare_view import compare_table
+    from harness.report.labels import speedup_text
 
     record = smoke_run[1]
     console = Console(file=io.StringIO(), width=width, record=True, color_system=None)
-    console.print(Fitted(run_table(record), RUN_OPTIONAL))
+    console.print(run_table(record, wide=True))
     text = console.export_text()
     assert max(map(len, text.splitlines())) <= width
     for a in record.analyses:  # a cell may wrap between words, never inside one
         for t in a.timings:
             assert all(word in text for word in speedup_text(t).split()), (width, speedup_text(t))
     console = Console(file=io.StringIO(), width=width, record=True, color_system=None)
-    console.print(Fitted(compare_table(compare_records(record, record, ("A", "B"))), COMPARE_OPTIONAL))
+    console.print(compare_table(compare_records(record, record, ("A", "B"))))
     compared = console.export_text()
     assert max(map(len, compared.splitlines())) <= width
     assert all(word in compared.split() for word in ("too", "few", "rounds"))

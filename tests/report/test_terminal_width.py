@@ -14,7 +14,9 @@ from harness.bench.conditions import Conditions
 from harness.machine.info import probe
 from harness.machine.wisdom import Observation, Wisdom
 from harness.machine.roofline import Roof
-from harness.report.terminal import Fitted, plan_table, system_lines, wisdom_tables
+from harness.report.fitting import Fitted
+from harness.report.machine_view import system_lines, wisdom_tables
+from harness.report.terminal import plan_table
 from harness.run.prepare import prepare
 from tests.conftest import CONFIGS
 

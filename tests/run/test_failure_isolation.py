@@ -30,7 +30,7 @@ def test_a_compared_strategy_that_raises_is_failed_and_the_run_goes_on(
     assert main(["run", SMOKE, "-o", str(out), "--no-cache"]) == EXIT_VERIFICATION_FAILED
     said = capsys.readouterr()
     assert "Traceback" not in said.out + said.err
-    assert "failed: RuntimeError: ARPACK did not converge" in " ".join((said.out + said.err).split())
+    assert "raised: RuntimeError: ARPACK did not converge" in " ".join((said.out + said.err).split())
     record = load_record(out)
     assert record.complete
     assert [a.name for a in record.analyses] == [s.analysis for s in record.plan.steps]

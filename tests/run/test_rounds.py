@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from rich.console import Console

@@ -15,7 +15,7 @@ from harness.base.units import format_bytes
 from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
 from harness.plan.model import PlanError
-from harness.report.terminal import Fitted
+from harness.report.fitting import Fitted
 from harness.spec import load_spec
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.store.cache import CorruptEntry, ResultCache, locate, read_header

@@ -11,7 +11,7 @@ from harness.cli.console import err, out
 from harness.machine import wisdom
 from harness.machine.info import probe
 from harness.plan.model import PlanError
-from harness.report.terminal import wisdom_tables
+from harness.report.machine_view import wisdom_tables
 from harness.run.calibrate import calibrate as measure_machine
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 

@@ -14,7 +14,7 @@ from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from harness.record.run_record import load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
 from harness.report.compare import MIN_ROUNDS as MIN_COMPARE_ROUNDS
-from harness.report.terminal import COMPARE_OPTIONAL, Fitted, compare_table
+from harness.report.compare_view import compare_table, summary_line, unstable_lines
 
 
 def arguments(cmp: argparse.ArgumentParser) -> None:
@@ -29,6 +29,9 @@ def arguments(cmp: argparse.ArgumentParser) -> None:
                      help="with --fail-on-regression: exit 0 instead of 4 when the gate could not judge")
     cmp.add_argument("--json", action="store_true",
                      help="print the comparisons and the gate's verdict as JSON on stdout (the rest on stderr)")
+    cmp.add_argument("--explain", action="store_true", help="explain the table's columns and the test below it")
+    cmp.add_argument("-v", "--verbose", action="store_true",
+                     help="every unstable group and its reasons, instead of one line per cause")
 
 
 def _ratio(text: str) -> float:
@@ -42,12 +45,13 @@ def _ratio(text: str) -> float:
     return value
 
 
-def _gate_lines(c: Comparison, several: bool) -> list[tuple[str, str]]:
-    """(text, style): each regression, each unstable row and why, and a note when rows have too
-    few rounds: without it a gate that cannot fire would look like one that passed."""
+def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, str]]:
+    """(text, style): each regression, the unstable groups by cause (each with `verbose`), and a
+    note when rows have too few rounds: without it a gate that cannot fire would look like one
+    that passed."""
     where = f" ({c.b.folder})" if several else ""
     lines = [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
-    lines += [(("unstable, not gated: " if c.gate else "unstable: ") + u + where, "yellow") for u in c.unstable]
+    lines += [(u + where, "yellow") for u in unstable_lines(c, verbose)]
     if c.gate and (few := c.too_few):
         fewest = min(min(r.n_a, r.n_b) for r in few)
         lines.append((f"not gated: {len(few)} of {len(c.rows)} groups have too few rounds to test (fewest {fewest} "
@@ -91,11 +95,13 @@ def main(args: argparse.Namespace) -> int:
             comparisons.append(compare_records(base, load_record(Path(f)), (args.base, f), factor=ratio, gate=gate))
             phase.advance()
     human = err if args.json else out
+    several = len(comparisons) > 1
     for c in comparisons:
+        human.print(summary_line(c, several), markup=False, highlight=False, soft_wrap=not human.is_terminal)
         if not args.json:
-            out.print(Fitted(compare_table(c), COMPARE_OPTIONAL))
-        for text, style in _gate_lines(c, len(comparisons) > 1):
-            human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+            out.print(compare_table(c, explain=args.explain))
+        for text, style in _gate_lines(c, several, args.verbose):
+            human.print(text, style=style, markup=False, highlight=False, soft_wrap=not human.is_terminal)
     if page is not None:
         from harness.report.html import write_compare  # matplotlib: only for the chart
 
@@ -107,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
     code = 0 if passed else EXIT_REGRESSION
     if gate:
         text, style, code = _verdict(comparisons, ratio, args.allow_inconclusive)
-        human.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+        human.print(text, style=style, markup=False, highlight=False, soft_wrap=not human.is_terminal)
     if args.json:
         inconclusive = [f"{c.b.folder}: {why}" for c in comparisons for why in c.inconclusive]
         print(CompareOutput(gate=ratio if gate else None, passed=passed, inconclusive=inconclusive,

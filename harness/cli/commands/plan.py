@@ -7,11 +7,8 @@ import argparse
 
 from harness.cli.commands.spec_args import budget_argument, overrides, spec_arguments
 from harness.cli.console import err, out
-from harness.data.paths import PathError
-from harness.plan.model import PlanError
 from harness.report.terminal import plan_table
-from harness.run.prepare import RunContext, prepare, skipped_warning
-from harness.spec import SpecError
+from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 
 
 
@@ -22,15 +19,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare_context(args: argparse.Namespace) -> RunContext:
-    """The run's context; the one warning line of input tensors the run leaves out. A data path
-    that matches nothing is the spec's problem, and so is what the plan refuses (tf32 without
-    CUDA, more components than adapters): `FILE: key: ...`, as validate says it."""
-    try:
-        context = prepare(args.spec, overrides(args))
-    except PathError as exc:
-        raise SpecError([f"{args.spec}: {line}" for line in str(exc).splitlines()]) from None
-    except PlanError as exc:
-        raise PlanError([f"{args.spec}: {line}" for line in exc.lines]) from None
+    """The run's context (run.prepare.prepare_spec), and the one warning line of input tensors
+    the run leaves out."""
+    context = prepare_spec(args.spec, overrides(args))
     if context.plan.skipped_inputs:
         err.print(skipped_warning(context.plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)
     return context

@@ -1,5 +1,5 @@
 """`harness report RUN`: the run's self-contained HTML report, or its results table as Markdown
-(for a pull request or a paper) or JSON (for scripts)."""
+(for a pull request or a paper), CSV (for a spreadsheet) or JSON (for scripts)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,19 @@ from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
 from harness.plan.model import PlanError
 from harness.record.run_record import load_record
-from harness.report.exports import results_json, results_markdown
+from harness.report.exports import results_csv, results_json, results_markdown
+
+EXPORTS = {"md": results_markdown, "csv": results_csv, "json": results_json}
 
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run folder (holds record.json)")
-    parser.add_argument("-o", "--output", help="the file to write (html: default RUN/report.html; md and json: "
+    parser.add_argument("-o", "--output", help="the file to write (html: default RUN/report.html; md, csv and json: "
                         "default stdout)")
-    parser.add_argument("--format", choices=["html", "md", "json"], default="html",
-                        help="html (default): the full report; md: the speedup table, pasteable into a pull "
-                        "request; json: the same rows for scripts")
+    parser.add_argument("--format", choices=["html", *EXPORTS], default="html",
+                        help="html (default): the full report; md: the verdicts and the results table, pasteable "
+                        "into a pull request; csv: the same rows for a spreadsheet; json: the same rows for scripts")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         raise PlanError([f"{run_folder}: a run is still writing into this folder; report it once the run has ended"])
     if args.format != "html":
         record = load_record(folder)
-        text = results_markdown(record) if args.format == "md" else results_json(record)
+        text = EXPORTS[args.format](record)
         if output is None:
             print(text, end="")
         else:

@@ -10,7 +10,7 @@ from harness.bench.conditions import sample_conditions
 from harness.cli.console import out
 from harness.linalg.device import torch_module
 from harness.machine.info import probe
-from harness.report.terminal import system_lines
+from harness.report.machine_view import system_lines
 
 
 

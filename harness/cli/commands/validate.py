@@ -1,16 +1,15 @@
-"""`harness validate SPEC`: every problem of a spec at once, its data paths included."""
+"""`harness validate SPEC`: every problem `plan` and `run` would refuse the spec for, at once: the
+spec's keys and values, its data paths, and what the plan refuses on this machine and workload
+(a strategy that cannot run, k beyond the matrices, more components than adapters, CUDA missing)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from harness.cli.commands.spec_args import spec_arguments
-from harness.cli.console import out
-from harness.data.registry import build_source
-from harness.data.paths import PathError
-from harness.spec import PcaAnalysis, SpecError, load_spec
-
+from harness.cli.console import err, out
+from harness.run.prepare import skipped_warning
+from harness.run.validation import validate
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,15 +17,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec, args.set)
-    try:  # listing the matrices checks the paths: what `plan` would refuse, in the same words
-        refs = build_source(spec.data, spec.experiment.seed, Path(args.spec).resolve().parent).refs()
-    except PathError as exc:
-        raise SpecError([f"{args.spec}: {line}" for line in str(exc).splitlines()]) from None
-    adapters = len({ref.adapter for ref in refs})
-    too_many = [f"{args.spec}: analysis[{i}].components: {a.components} exceeds the {adapters} adapters of the "
-                "workload" for i, a in enumerate(spec.analysis) if isinstance(a, PcaAnalysis) and a.components > adapters]
-    if too_many:  # the workload decides it, as `plan` would, in the same words
-        raise SpecError(too_many)
-    out.print(f"{args.spec}: valid ({len(spec.analysis)} analyses, data source {spec.data.source})")
+    context = validate(args.spec, args.set)
+    if context.plan.skipped_inputs:
+        err.print(skipped_warning(context.plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)
+    spec = context.spec
+    out.print(f"{args.spec}: valid ({len(spec.analysis)} analyses, {len(context.workload)} matrices, data source "
+              f"{spec.data.source}); `harness plan` shows what would run", markup=False, highlight=False)
     return 0

@@ -1,0 +1,78 @@
+"""What `harness compare` prints: asv's summary line first (N slower, M faster, K not
+significant), the table of groups, and each kind of warning once, its groups counted by cause."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from harness.base.units import format_seconds, plural
+from harness.bench.noise import _cause, group_reasons  # noise's own notion of one cause
+from harness.report.fitting import Fitted, value
+
+if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
+    from harness.report.compare import Comparison
+
+CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
+CHANGES = ("slower", "faster", "not significant", "too few rounds")
+COMPARE_OPTIONAL = ("p", "A per matrix", "B per matrix", "group")
+
+
+def summary_line(c: Comparison, several: bool = False) -> str:
+    """`B against A: 2 slower, 1 faster, 13 not significant (16 groups)`, asv compare's count."""
+    counts = Counter(r.change for r in c.rows)
+    parts = [f"{counts[change]} {change}" for change in CHANGES if counts[change]] or ["nothing to compare"]
+    where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
+    unmatched = f"; {plural(len(c.unmatched), 'strategy', 'strategies')} in only one run" if c.unmatched else ""
+    return f"{where}: {', '.join(parts)} ({plural(len(c.rows), 'group')}){unmatched}"
+
+
+def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
+    c = comparison
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), caption_justify="left")
+    if explain:
+        table.caption = (
+            f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nB / A: per matrix, the geometric "
+            f"means of the rounds, with a 95% interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} "
+            f"and B/A beyond {c.factor}x either way. Rounds both runs share (pooled from one earlier run) are left out."
+            + "".join(f"\nnot compared: {u}" for u in c.unmatched))
+    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", "B / A (95% CI)", "rounds A, B", "p",
+                   "change"):
+        table.add_column(column)
+    for i, r in enumerate(c.rows):
+        style = CHANGE_STYLE[r.change]
+        ci = f" ({r.ratio_ci[0]:.3g}-{r.ratio_ci[1]:.3g})" if r.ratio_ci else ""
+        last = i + 1 == len(c.rows) or c.rows[i + 1].analysis != r.analysis
+        first = i == 0 or c.rows[i - 1].analysis != r.analysis
+        table.add_row(
+            escape(r.analysis) if first else "", escape(r.strategy), escape(r.group),
+            *map(value, (format_seconds(r.median_a_s), format_seconds(r.median_b_s), f"{r.ratio:.3g}{ci}",
+                         f"{r.n_a}, {r.n_b}" + (f" ({r.shared} shared)" if r.shared else ""),
+                         "-" if r.p_value is None else f"{r.p_value:.1e}",
+                         f"[{style}]{r.change}[/]" if style else r.change)),
+            end_section=last,
+        )
+    return Fitted(table, COMPARE_OPTIONAL)
+
+
+def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
+    """One line per cause of unreliable measurements (`9 groups unstable: B: load 3.2 on 2
+    cores`), or with `verbose` one per group and reason; a group counts once under each cause."""
+    gated = ", not gated" if c.gate else ""
+    if verbose:
+        return [f"unstable{gated}: {u}" for u in c.unstable]
+    by: dict[str, tuple[set[int], list[str], set[str]]] = {}  # cause: its groups, instances, runs
+    for i, r in enumerate(c.rows):
+        for flagged in r.unstable:
+            side, _, reason = flagged.partition(": ")
+            groups, instances, sides = by.setdefault(_cause(reason), (set(), [], set()))
+            groups.add(i)
+            instances.append(reason)
+            sides.add(side)
+    ranked = sorted(by.values(), key=lambda cause: -len(cause[0]))
+    return [f"{plural(len(groups), 'group')} unstable{gated}: {group_reasons(instances)[0][1]} (in "
+            f"{' and '.join(sorted(sides))})" for groups, instances, sides in ranked]

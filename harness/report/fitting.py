@@ -1,0 +1,96 @@
+"""Tables drawn at the width they get without splitting a value: a cell made with `value()`
+("415.1 ms !", "0.90x (0.49-1.67) ?") is never broken across lines, the others (names, headers)
+wrap between words; what does not fit leaves, optional columns first, and the caption says so."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions
+from rich.measure import Measurement
+from rich.table import Column, Table
+from rich.text import Text
+
+UNBOUNDED = 1 << 20
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A table drawn at the width it gets: while its narrowest layout (every value whole, every
+    other column as wide as its longest word) is wider than the terminal, the optional columns
+    go, in the order given, and the caption says which. Rich alone would fold "strategy" into
+    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns."""
+
+    table: Table
+    optional: tuple[str, ...] = ()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
+        yield self.fit(console, options.max_width)
+
+    def fit(self, console: Console, width: int) -> Table:
+        """The table as drawn `width` columns wide: fewer columns, fixed widths."""
+        table, left_out = self.table, []
+        for name in self.optional:
+            if least_width(console, table) <= width:
+                break
+            table = copy.copy(table)
+            table.columns = [c for c in table.columns if c.header != name]
+            left_out.append(name)
+        table = copy.copy(table)
+        table.columns = _laid_out(console, table, width)
+        if left_out:
+            note = f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)"
+            table.caption = f"{table.caption}\n{note}" if table.caption else note
+        return table
+
+
+def _spans(console: Console, column: Column) -> tuple[int, int]:
+    """(least, most) width of a column: a value is never narrower than itself, a header or a
+    name may wrap between words."""
+    unbounded = console.options.update_width(UNBOUNDED)  # rich clamps a measurement to the width given
+    spans = [(Measurement.get(console, unbounded, cell), is_value(cell)) for cell in [column.header, *column._cells]]
+    return max(m.maximum if whole else m.minimum for m, whole in spans), max(m.maximum for m, _ in spans)
+
+
+def value(markup: str) -> Text:
+    """A cell that is one value: drawn whole, on one line, whatever the table's width."""
+    text = Text.from_markup(markup)
+    text.no_wrap = True
+    return text
+
+
+def is_value(cell: object) -> bool:
+    return isinstance(cell, Text) and bool(cell.no_wrap)
+
+
+def _chrome(table: Table) -> int:
+    """Columns of a row that are not cells' text: each cell's padding, and the borders the box
+    draws (rich's own accounting, so that a laid-out table is exactly as wide as computed)."""
+    return table._extra_width + sum(table._get_padding_width(i) for i in range(len(table.columns)))
+
+
+def least_width(console: Console, table: Table) -> int:
+    return _chrome(table) + sum(_spans(console, c)[0] for c in table.columns)
+
+
+def _laid_out(console: Console, table: Table, width: int) -> list[Column]:
+    """Columns of fixed widths: each its least, and what the width leaves shared max-min fairly
+    (a column that wants little more gets it whole; the rest share what is left). Rich narrows the
+    widest columns first when a table is too wide, which splits words even where they would fit."""
+    spans = [_spans(console, c) for c in table.columns]
+    spare = max(0, width - _chrome(table) - sum(least for least, _ in spans))
+    wants = [most - least for least, most in spans]
+    extra = [0] * len(spans)
+    order = sorted(range(len(spans)), key=lambda i: wants[i])  # max-min fair: modest columns whole
+    for left, i in enumerate(order):
+        extra[i] = min(wants[i], spare // (len(order) - left))
+        spare -= extra[i]
+    laid = []
+    for i, (column, (least, _), more) in enumerate(zip(table.columns, spans, extra, strict=True)):
+        column = copy.copy(column)
+        column.width = least + more
+        column._index = i  # rich pads by position: the edge column is the last one left, not the last made
+        laid.append(column)
+    return laid

@@ -1,0 +1,155 @@
+"""One vocabulary for every page and table: how a strategy, a speedup, a spread, a role and an
+unreliable measurement are written, counted and explained, so the terminal, the HTML report, the
+charts and the exports never disagree (one count of unstable measurements, one verdict)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.base.units import format_interval, format_seconds, format_speedup
+from harness.bench.noise import group_reasons
+from harness.machine.roofline import roof_device
+from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
+from harness.record.verdict import choice_check, verdict
+from harness.linalg.precision import SHORT
+from harness.strategies.registry import APPROXIMATE
+
+# the role says why a strategy was timed, a separate mark says which one computed the recorded
+# results (any role can)
+COMPUTED_MARK = "*"
+UNRESOLVED_MARK = "?"
+UNSTABLE_MARK = "!"
+COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
+ROLES_NOTE = ("Role: baseline, the speedups' reference; compare, named in the spec's compare list; chosen, "
+              f"timed because the plan chose it. {COMPUTED_NOTE}, whatever its role.")
+SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the workload total over the samples; "
+               "n=1: timed once, no spread to show")
+SPEEDUP_NOTE = (f"Speedup: the baseline's workload total over the strategy's, the geometric mean over the rounds "
+                f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
+                "is wider than the precision asked for; an interval that holds 1 is not significant. Rounds: "
+                "this run's + earlier runs' (pooled).")
+PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM peak, bandwidth x flops/byte), both "
+             "measured on this machine; - where there is no roof, or where the timing would sit above its roof "
+             "(its flop or byte count is the cost model's, and the model does not hold for it)")
+
+
+def device_library(backend: str) -> tuple[str, str]:
+    """(device, library) of a backend: `numpy` is numpy's arrays on the CPU, `cpu` and `cuda` are
+    torch's, so "numpy on numpy" and "torch on cpu" read as the two columns they are."""
+    return roof_device(backend), "numpy" if backend == "numpy" else "torch"  # type: ignore[arg-type]
+
+
+def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
+    """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured
+    roofs; None without a roof, and None above the roof: no kernel beats it, so a share over 100%
+    is a flop or byte count that does not hold for that kernel, never a figure to show."""
+    roof = record.roofs.get(roof_device(t.device))  # type: ignore[arg-type]
+    share = None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
+    return None if share is None or share > 1.0 else share
+
+
+def strategy_label(analysis: AnalysisRecord, strategy: str, computed: bool | None = None) -> str:
+    """`torch *` for the strategy (or point, `torch@bfloat16`) that computed the analysis's
+    results, else `torch`."""
+    computed = strategy == analysis.strategy if computed is None else computed
+    return strategy + (f" {COMPUTED_MARK}" if computed else "")
+
+
+def precision_text(record: RunRecord, t: StrategyTiming) -> str:
+    """`bf16`, `f32+c` (compiled): a timing's numeric precision, short enough for a column."""
+    return SHORT.get(t.precision or record.plan.dtype, t.precision or record.plan.dtype) + ("+c" if t.compiled else "")
+
+
+def speedup_text(t: StrategyTiming) -> str:
+    """`1,130x (1,050-1,210)`, `0.94x (0.73-1.22) ?` when unresolved, `1x (baseline)`, and
+    `4.36x (1 round) ?` where one round gave no interval."""
+    if t.role == "baseline":
+        return "1x (baseline)"
+    if t.speedup is None:
+        return f"- {UNRESOLVED_MARK}"
+    interval = f" ({format_interval(*t.speedup_ci)})" if t.speedup_ci else " (no interval)"
+    return format_speedup(t.speedup) + interval + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
+
+
+def rounds_text(t: StrategyTiming) -> str:
+    """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were)."""
+    pooled = min((g.pooled for g in t.groups), default=0)
+    own = min((len(g.rounds) for g in t.groups), default=0) - pooled
+    if own <= 0 and pooled:
+        return f"{pooled} reused"
+    return f"{own}+{pooled}" if pooled else str(own)
+
+
+def spread(t: StrategyTiming) -> str:
+    """`[52.1 ms, 61.0 ms]`: the workload total's quartiles as an interval, which a `± IQR` beside
+    the median read as a half-width is not; `n=1` when a group was timed once (no spread at all)."""
+    if t.fewest_samples < 2:
+        return "n=1"
+    q1, q3 = t.quartile_totals
+    return f"[{format_seconds(q1)}, {format_seconds(q3)}]"
+
+
+def worst_error(analysis: AnalysisRecord, label: str) -> float | None:
+    """The worst of a point's value and vector errors against the float64 references."""
+    v = next((v for v in analysis.verification if v.strategy == label), None)
+    return None if v is None else max(v.values_error, v.vectors_error or 0.0)
+
+
+def errors_text(analysis: AnalysisRecord, label: str, sep: str = " / ") -> str:
+    """`1.6e-07 / 4.7e-07`: values' error, and the vectors' where the op has vectors."""
+    v = next((v for v in analysis.verification if v.strategy == label), None)
+    if v is None:
+        return "-"
+    return f"{v.values_error:.1e}" + (f"{sep}{v.vectors_error:.1e}" if v.vectors_error is not None else "")
+
+
+@dataclass(frozen=True)
+class Unstable:
+    """One measurement (a strategy on a shape group) flagged unreliable, and why."""
+
+    analysis: str
+    strategy: str
+    group: str
+    reasons: tuple[str, ...]
+    pooled: bool  # every round came from earlier runs
+
+
+def unstable_measurements(record: RunRecord) -> list[Unstable]:
+    """Every measurement flagged unstable: the one count the terminal, the report and the
+    exports give (a measurement with two reasons is one measurement)."""
+    return [Unstable(a.name, t.label, g.group, tuple(g.measurement.reasons) or ("flagged unstable",), t.cached)
+            for a in record.analyses for t in a.timings for g in t.groups if g.measurement.unstable]
+
+
+def measurement_count(record: RunRecord) -> int:
+    return sum(len(t.groups) for a in record.analyses for t in a.timings)
+
+
+def unstable_causes(unstable: list[Unstable]) -> list[tuple[int, str]]:
+    """(measurements, the worst instance) per cause, most frequent first: a measurement counts once
+    under each cause it has."""
+    return group_reasons(r for u in unstable for r in dict.fromkeys(u.reasons))
+
+
+def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:
+    """Why an analysis that compares strategies has no verdict: nothing timed, or no baseline."""
+    if not a.timings and not a.skipped:
+        return None  # nothing was compared
+    untimed = [s.strategy for s in a.skipped if s.reason == UNTIMED]
+    why = UNTIMED.split(": ", 1)[1]
+    if not a.timings:
+        return f"{a.name}: no speedup: " + (f"not timed ({why})" if untimed else "no strategy could be timed")
+    if not any(t.role == "baseline" for t in a.timings):
+        if baseline is None:  # the plan could not time it: a row `not run` says why
+            return f"{a.name}: no speedup: its baseline cannot run here (why: the rows not run)"
+        return f"{a.name}: no speedup: its baseline {baseline} was not timed" + (f" ({why})" if baseline in untimed else "")
+    return None
+
+
+def verdict_lines(record: RunRecord) -> list[str]:
+    """Every analysis' verdict (or why it has none), then each line saying a strategy measured
+    ahead of the one that ran: computed from the record's timings, so an older record reads in
+    today's words."""
+    baselines = {s.analysis: t.label for s in record.plan.steps for t in s.timed if t.role == "baseline"}
+    lines = [line for a in record.analyses if (line := verdict(a) or no_verdict(a, baselines.get(a.name)))]
+    return lines + [line for a in record.analyses if (line := choice_check(a, APPROXIMATE))]

@@ -1,0 +1,86 @@
+"""The run folder a `harness run` writes into: its name checked against what the file system
+holds, the files a run writes, and a run stopped outright there, which the next run of the same
+spec resumes into (a killed run could only be resumed into a new folder)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from pathlib import Path
+
+from harness.base.bounded import read_capped
+from harness.plan.model import PlanError
+from harness.record.exports import TIMINGS, VERIFICATION
+from harness.record.run_record import FEATURES, RECORD, RECORD_CAP, SPECTRA
+
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's, where pathconf cannot say
+
+
+def _limit(path: Path, name: str, default: int) -> int:
+    """The file system's limit where `path` (or the nearest folder above it that exists) is."""
+    above = next((p for p in [path, *path.parents] if os.path.isdir(p)), Path("."))
+    try:
+        return os.pathconf(above, name)
+    except (OSError, ValueError):
+        return default
+
+
+def check_name(path: Path, expected: str) -> None:
+    """PlanError unless every component of `path` and `path` itself fit the file system."""
+    parent = path.parent
+    longest = _limit(parent, "PC_NAME_MAX", NAME_MAX)
+    for part in path.parts:
+        if len(os.fsencode(part)) > longest:
+            raise PlanError([f"{str(path)[:80]}...: a name in it is {len(os.fsencode(part))} bytes, more than the "
+                             f"{longest} a file system takes; expected {expected}"])
+    most = _limit(parent, "PC_PATH_MAX", PATH_MAX)
+    if len(os.fsencode(path)) >= most:
+        raise PlanError([f"{str(path)[:80]}...: {len(os.fsencode(path))} bytes, past the longest path the system "
+                         f"takes ({most - 1}); expected {expected}"])
+
+
+def run_files() -> tuple[str, ...]:
+    """The names (patterns) of the files a run writes into its folder."""
+    from harness.compute.axes import AXES_FILE  # the compute stage (0.1 s): only when an output is named
+    from harness.compute.pca import PCA_FILE
+
+    return RECORD, SPECTRA, FEATURES, TIMINGS, VERIFICATION, PCA_FILE, AXES_FILE.format(name="*")
+
+
+def recorded(folder: Path) -> dict[str, object] | None:
+    """The run folder's record as it is on disk, unchecked (None where there is none to read)."""
+    try:
+        raw = json.loads(read_capped(folder / RECORD, RECORD_CAP))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def stopped_run(folder: Path) -> dict[str, object] | None:
+    """The record of a run stopped outright (SIGKILL, a power cut) in `folder`, when the folder
+    holds nothing else: its own files, leftover temporary files, its report. Such a folder is a
+    run to resume, not one to refuse (a killed run could only be resumed into a new folder)."""
+    ours = (*run_files(), ".*.tmp", "report.html")
+    if not (folder / RECORD).is_file() or not all(
+            p.is_file() and any(fnmatch.fnmatchcase(p.name, name) for name in ours) for p in folder.iterdir()):
+        return None
+    raw = recorded(folder)
+    return raw if raw is not None and raw.get("complete") is False else None
+
+
+def resume(folder: Path, spec_hash: str) -> str:
+    """Empty the folder of a stopped run of the same spec for this run; PlanError otherwise. The
+    line to say: how far the stopped run got (its chunks come back from the cache)."""
+    stopped = stopped_run(folder)
+    if stopped is None:
+        raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
+    if stopped.get("spec_hash") != spec_hash:
+        raise PlanError([f"{folder}: holds a stopped run of another spec (or other --set values); choose another "
+                         "folder with -o"])
+    analyses = stopped.get("analyses")
+    for path in folder.iterdir():
+        path.unlink()
+    done = len(analyses) if isinstance(analyses, list) else 0
+    return (f"resuming into {folder}: a run of this spec stopped there after {done} analyses; what it computed "
+            "comes back from the cache")

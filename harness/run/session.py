@@ -1,0 +1,205 @@
+"""One run of a spec, from its file to its record: the folder it writes (fresh, or one the caller
+names, emptied only when asked to), the workload's fingerprint, the machine's roofs, the runner.
+`harness run` and `harness.api.run` both call this, so a notebook's run is recorded, cached and
+verified exactly as a terminal's is; neither prints anything here but through the display."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.base.atomic import FolderTaken, exclusive_folder
+from harness.base.progress import Display, Phase
+from harness.base.units import format_bytes, now
+from harness.data import content_hashes
+from harness.data.paths import reachable
+from harness.data.workload import Census, DataError, Workload
+from harness.machine import measurements
+from harness.plan.footprint import check_disk
+from harness.plan.model import PlanError, backends
+from harness.record.run_record import RECORD, RunRecord
+from harness.run.calibrate import run_roofs
+from harness.run.folder import check_name, resume, stopped_run
+from harness.run.output import OutputError
+from harness.run.prepare import RunContext, prepare_spec, skipped_warning
+from harness.run.runner import Runner
+from harness.spec import Spec
+from harness.store.cache import ResultCache
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: into which folder (None: a fresh one under results/), replacing an earlier
+    run's there (`force`), with or without the result cache, pooling earlier rounds or not."""
+
+    output: Path | None = None
+    force: bool = False
+    no_cache: bool = False
+    fresh: bool = False
+
+
+def command_line(spec_path: str | Path, overrides: list[str], options: RunOptions, report: bool = False) -> str:
+    """The command line that reproduces the run, its output folder and flags included: the report
+    shows it verbatim, so what it leaves out a reader cannot know (a run from Python records the
+    command that does the same)."""
+    words = ["harness", "run", str(spec_path), *(f"--set={s}" for s in overrides)]
+    words += (["-o", str(options.output)] if options.output else []) + ["--report"] * report
+    return shlex.join(words + ["--no-cache"] * options.no_cache + ["--fresh"] * options.fresh)
+
+
+def spec_hash(spec: Spec) -> str:
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def default_folder(spec: Spec) -> Path:
+    """results/<experiment>/<UTC time>-<spec hash>: a fresh folder per run, named so that runs of
+    one spec sort by time and runs of another spec never share a name."""
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path("results") / spec.experiment.name / f"{run_id}-{spec_hash(spec)[:8]}"
+
+
+def _taken(folder: Path) -> str:
+    return (f"{folder}: output folder exists and is not empty; choose another with -o, leave -o out for a fresh "
+            "one under results/, or --force to replace the run in it")
+
+
+def check_run_folder(folder: Path, force: bool = False) -> None:
+    """PlanError unless `folder` can become the run folder: a new or empty folder, under folders
+    (a file there would end in a traceback halfway); with `force`, a folder holding an earlier
+    run (its record.json), never any other. The default folder stays inside results/ because the
+    spec accepts only a safe folder name as `experiment.name`. A folder holding only a run stopped
+    outright (run.folder.stopped_run) is checked when claimed: the same spec resumes into it."""
+    check_name(folder, "a new or empty run folder")
+    above = next(p for p in [folder, *folder.parents] if os.path.lexists(p))
+    inside = "" if above == folder else f" to hold {folder}"
+    reachable(above, f"a new or empty run folder{inside}")  # a link that loops passed for a new folder
+    if not above.is_dir():
+        raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
+    if folder.is_dir() and any(folder.iterdir()) and stopped_run(folder) is None:
+        if not force:
+            raise PlanError([_taken(folder)])
+        if not (folder / RECORD).is_file():
+            raise PlanError([f"{folder}: --force replaces an earlier run, and this folder holds no {RECORD}; "
+                             "choose another with -o"])
+    if not os.access(above, os.W_OK | os.X_OK):  # a read-only mount says so even to root
+        raise PlanError([f"{above}: cannot write here (a read-only file system, or permissions); expected a "
+                         f"writable folder{inside}; choose another with -o"])
+
+
+def _emptied(folder: Path) -> None:
+    """An earlier run's folder, emptied for this one (--force): its files, not the folder (another
+    process may hold it open, and a lock taken on it stays valid)."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+@contextmanager
+def _claimed(folder: Path, force: bool, spec_hash: str, display: Display) -> Iterator[None]:
+    """The run folder, this run's alone (base.atomic.exclusive_folder): a second run given the
+    same folder ends in one line; so does one that finds it filled since it was checked, unless
+    what fills it is a stopped run of the same spec, which this run takes over (and says so)."""
+    try:
+        with exclusive_folder(folder):
+            if any(folder.iterdir()):
+                if stopped_run(folder) is not None and not force:
+                    display.plain(resume(folder, spec_hash))
+                elif not force or not (folder / RECORD).is_file():
+                    raise PlanError([_taken(folder)])
+                else:
+                    _emptied(folder)
+            yield
+    except FolderTaken as exc:
+        raise PlanError([f"{exc}; choose another with -o"]) from None
+
+
+def _fingerprint(workload: Workload, cache_dir: Path | None, phase: Phase) -> str:
+    """The workload's fingerprint, the files it hashes named as they are read; their digests
+    are kept in the cache folder, so an unchanged file is read in full once, not every run."""
+    hashed: list[int] = []
+
+    def reading(path: Path, size: int) -> None:
+        hashed.append(size)
+        phase.item(f"hashing {path.name} ({format_bytes(size)})")
+
+    with content_hashes.remembered(cache_dir, reading):
+        fingerprint = workload.fingerprint()
+    phase.summary = f"hashed {len(hashed)} files, {format_bytes(sum(hashed))}" if hashed else "no file read in full"
+    return fingerprint
+
+
+@dataclass
+class Session:
+    """A run prepared and ready: its context, its folder and its first record. `run()` does the
+    work; an interrupted one leaves the folder with a record marked incomplete."""
+
+    context: RunContext
+    folder: Path
+    record: RunRecord
+    options: RunOptions
+    display: Display
+    cache: ResultCache | None
+
+    def run(self) -> RunRecord:
+        context, folder = self.context, self.folder
+        where = context.wisdom_folder
+        with self.display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
+            self.record.roofs = run_roofs(where, context.wisdom, self.record.machine, backends(context.plan.steps))
+            phase.summary = ", ".join(f"{r.device}: {r.by}" for r in self.record.roofs.values()) or "wisdom is off"
+        pool = measurements.load(where, context.machine, say=self.display.plain) if where is not None else None
+        runner = Runner(self.record, context.workload, folder, seed=context.spec.experiment.seed, display=self.display,
+                        cache=self.cache, wisdom_folder=where, pool=pool, fresh=self.options.fresh)
+        created = not folder.exists()
+        try:
+            with _claimed(folder, self.options.force, self.record.spec_hash, self.display):
+                runner.run()
+        except DataError:
+            if created:  # a bad input file found while loading: leave nothing behind
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+        except OutputError:
+            if created and not (folder / RECORD).exists():  # not even the first record went in
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return self.record
+
+
+def prepare_session(spec_path: str | Path, overrides: list[str], options: RunOptions, display: Display,
+                    command: str, notes: list[str] | None = None) -> Session:
+    """Everything before the work: the spec, workload, machine and plan (SpecError, PlanError:
+    the user's to fix), the folder checked, the inputs fingerprinted, the record begun. `notes`
+    gathers the lines a caller shows before the work (disk space, inputs left out)."""
+    if options.output is not None:  # before anything is loaded: a wrong -o is the whole answer
+        check_run_folder(options.output, options.force)
+    notes = [] if notes is None else notes
+    with display.phase("loading the spec, the workload and the machine") as phase:
+        phase.item(str(spec_path))
+        context = prepare_spec(spec_path, overrides)
+    if context.plan.skipped_inputs:
+        display.plain(skipped_warning(context.plan.skipped_inputs))
+    spec = context.spec
+    folder = options.output or default_folder(spec)
+    if options.output is None:
+        check_run_folder(folder)
+    cache_dir = None if options.no_cache else context.cache_dir
+    for warning in check_disk(spec, Census.of(context.workload.refs), folder, cache_dir):
+        display.plain(warning)
+    with display.phase("fingerprinting the input files") as phase:
+        fingerprint = _fingerprint(context.workload, cache_dir, phase)
+    record = RunRecord(harness_version=context.machine.harness, experiment=spec.experiment.name,
+                       spec_path=str(spec_path), spec=spec.model_dump(mode="json"), spec_hash=spec_hash(spec),
+                       workload_fingerprint=fingerprint, command=command, started=now(), machine=context.machine,
+                       plan=context.plan)
+    cache = None if cache_dir is None else ResultCache(cache_dir, warn=display.plain, experiment=spec.experiment.name)
+    return Session(context, folder, record, options, display, cache)

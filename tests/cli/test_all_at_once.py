@@ -1,0 +1,99 @@
+"""validate refuses everything plan and run would, at once; a run folder is re-used only when asked
+(`--force`), and never one that holds no run; the progress never cuts a count (issue 41)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.base.progress import Display
+from harness.cli import main as cli
+from harness.record.run_record import RECORD, load_record
+from tests.conftest import CONFIGS
+
+SMOKE = str(CONFIGS / "smoke.toml")
+
+DENSE = """[experiment]
+name = "x"
+[data]
+source = "synthetic"
+form = "dense"
+adapters = 2
+layers = 1
+[data.modules]
+w = [48, 32]
+[[analysis]]
+op = "svd"
+strategy = "numpy"
+[[analysis]]
+op = "svd_topk"
+k = 100
+[[analysis]]
+name = "g"
+op = "pca"
+components = 5
+[execution]
+device = "cuda"
+"""
+
+
+def test_validate_lists_what_plan_refuses_all_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`k = 100` on 48x32 matrices was "valid", then `run` exited 2; the device, the k and the
+    components are three problems, said together."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(DENSE)
+    from harness.linalg.device import cuda_missing_reason
+
+    cuda = cuda_missing_reason() is not None
+    assert cli.main(["validate", str(spec)]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said[:1] == [f"{spec}: execution.device: 'cuda' requested but {cuda_missing_reason()}"] or not cuda
+    keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in said]
+    assert keys[int(cuda):] == ["analysis[1].strategy", "analysis[2].components"]
+    assert "k=100 exceeds min(m, n) of the 48x32 group (" in said[int(cuda)]
+    assert cli.main(["plan", str(spec)]) == 2 and capsys.readouterr().err.strip().splitlines() == said
+
+
+def test_a_second_run_into_the_same_folder_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "first"
+    small = ["--set", "data.adapters=2", "--budget", "0s", "--no-cache"]
+    assert cli.main(["run", SMOKE, "-o", str(folder), *small]) == 0
+    first = load_record(folder).started
+    capsys.readouterr()
+    assert cli.main(["run", SMOKE, "-o", str(folder), *small]) == 2
+    said = capsys.readouterr().err.strip()
+    assert "output folder exists" in said and "--force" in said and "leave -o out" in said
+    assert cli.main(["run", SMOKE, "-o", str(folder), "--force", *small]) == 0
+    again = load_record(folder)
+    assert again.complete and again.started != first or again.finished is not None
+    other = tmp_path / "notes"  # --force never empties a folder that holds no run
+    other.mkdir()
+    (other / "thesis.tex").write_text("keep me")
+    assert cli.main(["run", SMOKE, "-o", str(other), "--force", *small]) == 2
+    assert f"holds no {RECORD}" in capsys.readouterr().err and (other / "thesis.tex").read_text() == "keep me"
+
+
+def test_the_progress_never_cuts_a_count_at_100_columns() -> None:
+    """`1064/2…`: the count had 7 columns whatever its total."""
+    console = Console(file=io.StringIO(), width=100, force_terminal=True, color_system=None, record=True)
+    with Display(console, live=True) as display, display.phase("spectrum: svdvals by factored", 2128) as phase:
+        phase.advance(1064)
+        phase.item("chunk 1 of 2")
+        assert display.progress is not None
+        console.print(display.progress.get_renderable())
+    assert "1064/2128" in console.export_text()
+
+
+def test_the_plans_refusals_join_the_specs_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec's problems, and what the plan refuses of its valid parts, in one answer: the bad
+    strategy name and the k too large for the matrices were two runs of validate apart."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(DENSE.replace('device = "cuda"', 'workers = 0').replace('strategy = "numpy"', 'strategy = "numpi"')
+                    .replace('name = "x"', 'name = "x"\nseed = -1'))
+    assert cli.main(["validate", str(spec)]) == 2
+    keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
+    assert keys == ["experiment.seed", "analysis[0].strategy", "execution.workers",  # the spec's own, then the plan's
+                    "analysis[1].strategy", "analysis[2].components"]

@@ -1,0 +1,69 @@
+"""`harness report --format md|csv|json` keep every row and every mark (issue 41: md dropped rows
+never timed without a note, printed a no-interval speedup as a clean "4.36x !", and left out the
+vectors' error; there was no csv)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main as cli
+from harness.record.run_record import RECORD, load_record
+from harness.report.exports import COLUMNS
+
+from .test_run_screen import RECORDS
+
+
+@pytest.fixture
+def busy(tmp_path: Path) -> Path:
+    folder = tmp_path / "busy"
+    folder.mkdir()
+    shutil.copy(RECORDS / "busy_run.json", folder / RECORD)
+    return folder
+
+
+def exported(folder: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> str:
+    assert cli.main(["report", str(folder), "--format", fmt]) == 0
+    return capsys.readouterr().out
+
+
+def test_markdown_keeps_every_row_its_marks_and_the_vectors_error(busy: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    record = load_record(busy)
+    md = exported(busy, "md", capsys)
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| analysis")]
+    compared = sum(len(a.timings) + len(a.skipped) for a in record.analyses)
+    assert len(rows) == compared  # never-timed rows too
+    assert sum(row.endswith("| not timed |") for row in rows) == 4 and sum(row.endswith("| not run |") for row in rows) == 7
+    assert "- not timed (out of time on a busy machine): top3 scipy_svds, top3 torch_lowrank" in md
+    no_interval = [t for a in record.analyses for t in a.timings if t.speedup is not None and t.speedup_ci is None
+                   and t.role != "baseline"]
+    assert no_interval and all(row.count("(no interval) ?") == 1 for row in rows if "process_pool@float32" in row)
+    assert "! |" in md and "`?` unresolved" in md and md.count("- spectrum: factored@float32 is") == 1  # verdicts
+
+
+def test_markdown_shows_the_vectors_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = tmp_path / "main"
+    folder.mkdir()
+    shutil.copy(RECORDS / "main_job.json", folder / RECORD)
+    record = load_record(folder)
+    top3 = next(a for a in record.analyses if a.name == "top3")
+    md = exported(folder, "md", capsys)
+    for v in top3.verification:
+        assert f"{v.values_error:.1e} / {v.vectors_error:.1e}" in md
+
+
+def test_csv_and_json_hold_the_same_rows(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    data = json.loads(exported(busy, "json", capsys))
+    assert [r["strategy"] for r in rows] == [r["strategy"] for r in data["results"]]
+    assert list(rows[0]) == list(COLUMNS) and data["verdicts"]
+    untimed = [r for r in rows if r["status"] == "not timed"]
+    assert len(untimed) == 4 and all(r["reason"] == "out of time on a busy machine" and r["speedup"] == "" for r in untimed)
+    timed = [r for r in rows if r["status"] == "passed"]
+    assert all(float(r["per_matrix_s"]) > 0 and r["significance"] for r in timed)

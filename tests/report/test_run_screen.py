@@ -1,0 +1,147 @@
+"""What `harness run` prints, drawn from the main job's real record and a busy run's (untimed rows,
+long "not run" reasons, a frontier), at 100 and 160 columns: no line wider than the terminal, no
+value split across lines, no word cut (issue 41). Rendered at explicit widths, never the machine's."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+
+from harness.cli.console import say
+from harness.record.run_record import RECORD, RunRecord, load_record
+from harness.record.verification import Verification
+from harness.report.fitting import Fitted, is_value
+from harness.report.terminal import run_screen
+
+RECORDS = Path(__file__).parent / "records"  # trimmed copies of real records (placements, candidates)
+
+
+def real(name: str, tmp_path: Path) -> RunRecord:
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(RECORDS / f"{name}.json", folder / RECORD)
+    return load_record(folder)
+
+
+def draw(shown: list[object], width: int) -> tuple[str, list[str], list[str]]:
+    """The terminal's text at `width` as `harness run` prints it there (lines through `say`), the
+    words of every line, and the text of every value cell of the tables as drawn."""
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None, force_terminal=True)
+    words, values = [], []
+    for item in shown:
+        if isinstance(item, Fitted):
+            table = item.fit(console, width)
+            values += [str(cell) for c in table.columns for cell in c._cells if is_value(cell) and str(cell)]
+            words += [w for c in table.columns for cell in [c.header, *c._cells] for w in str(cell).split()]
+            console.print(item)
+        else:
+            words += Text.from_markup(str(item)).plain.split()
+            say(str(item), console)
+    return console.export_text(), words, values
+
+
+def assert_fits(shown: list[object], width: int) -> str:
+    text, words, values = draw(shown, width)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= width, max(lines, key=len)
+    drawn = set(text.split())
+    assert [w for w in words if w not in drawn] == [], f"split at {width} columns"
+    assert [v for v in values if not any(v in line for line in lines)] == [], f"a value split at {width} columns"
+    return text
+
+
+@pytest.mark.parametrize("width", [100, 160])
+@pytest.mark.parametrize("name", ["main_job", "busy_run"])
+def test_the_default_screen_fits_whole(name: str, width: int, tmp_path: Path) -> None:
+    record = real(name, tmp_path)
+    text = assert_fits(run_screen(record), width)
+    assert "left out at this width" not in text  # the compact table fits 100 columns whole
+    table = next(line for line in text.splitlines() if line.startswith("analysis "))
+    assert table.split() == ["analysis", "strategy", "per", "matrix", "speedup", "(95%", "CI)", "max", "error",
+                             "status"]
+    assert "GFLOP/s" not in text and "benchmark:" not in text  # --wide and --verbose hold them
+
+
+@pytest.mark.parametrize("width", [100, 160])
+@pytest.mark.parametrize("name", ["main_job", "busy_run"])
+def test_the_full_screen_fits_whole(name: str, width: int, tmp_path: Path) -> None:
+    record = real(name, tmp_path)
+    text = assert_fits(run_screen(record, wide=True, explain=True, verbose=True), width)
+    if width == 160:
+        assert "left out at this width" not in text and "% of peak" in " ".join(text.split())
+
+
+def test_never_timed_rows_say_so_in_one_cell_and_the_reason_once_below(tmp_path: Path) -> None:
+    record = real("busy_run", tmp_path)
+    top3 = next(a for a in record.analyses if a.name == "top3")
+    top3.verification.append(Verification.failed("torch", 1e-4, "RuntimeError: " + "a long reason " * 12))
+    text, _, _ = draw(run_screen(record), 100)
+    lines = text.splitlines()
+    untimed = [line for line in lines if line.rstrip().endswith("not timed")]
+    assert len(untimed) == len(top3.skipped) and all(len(line.split()) <= 7 for line in untimed)
+    assert sum("out of time on a busy machine" in line for line in lines) == 2  # the verdict, and the reason
+    not_run = {s.reason for a in record.analyses for s in a.skipped if s.reason.startswith("bfloat16 not offered")}
+    assert len(not_run) == 1 and " ".join(text.split()).count(" ".join(not_run.pop().split())) == 1
+    assert sum(line.startswith("error: top3 torch raised: RuntimeError: a long reason") for line in lines) == 1
+    assert any(line.split()[-1:] == ["error"] for line in lines)
+
+
+def test_one_count_of_unstable_measurements(tmp_path: Path) -> None:
+    """The terminal, the record and the HTML headline count measurements, not reasons: a
+    measurement with two reasons is one (the headline said 42 where the record said 21)."""
+    from harness.report.html import _headline
+
+    record = real("main_job", tmp_path)
+    a = record.analyses[0]
+    a.timings[0].groups[0].measurement.reasons.append("IQR 31% of median")  # two reasons, one measurement
+    shown = " ".join(draw(run_screen(record), 160)[0].split())
+    count = sum(g.measurement.unstable for a in record.analyses for t in a.timings for g in t.groups)
+    assert count == record.bench.unstable  # type: ignore[union-attr]
+    assert f"{count} of {count} measurements unstable (!): other processes took" in shown
+    assert "(1)" in shown and _headline(record)["unstable_count"] == count
+
+
+def test_the_benchmark_line_counts_in_words_and_says_why_no_reference_was_computed(tmp_path: Path) -> None:
+    record = real("main_job", tmp_path)
+    b = record.bench
+    assert b is not None
+    b.rounds, b.references_computed, b.references_cached, b.references_s = 1, 0, 0, 0.0
+    shown = " ".join(draw(run_screen(record, verbose=True), 160)[0].split())
+    assert "1 round timed" in shown and "1 rounds" not in shown
+    assert "float64 references: none needed (every verdict came from the result cache)" in shown
+    assert "0 computed, 0 from the cache" not in shown
+
+
+def test_the_fixtures_are_the_main_jobs_record() -> None:
+    """A record of the README's small run of configs/task_geometry.toml (regenerate with that
+    command when the record's schema moves on)."""
+    main = json.loads((RECORDS / "main_job.json").read_text())
+    assert main["experiment"] == "task_geometry" and "analysis[2].components=3" in main["command"]
+    assert {a["name"] for a in main["analyses"]} == {"spectrum", "top3", "geometry"}
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_the_compare_screen_fits_whole(width: int, tmp_path: Path) -> None:
+    """asv's summary line first, the table, each cause of unreliable measurements once (21
+    "unstable" lines repeated the same conditions, cut mid-word at 100 columns)."""
+    from harness.report.compare import compare_records
+    from harness.report.compare_view import compare_table, summary_line, unstable_lines
+
+    a = real("main_job", tmp_path)
+    b = a.model_copy(deep=True)
+    for t in (t for an in b.analyses for t in an.timings):
+        for g in t.groups:
+            g.rounds = [r.replace("2026", "2027") for r in g.rounds]  # B's own rounds, none shared
+            g.measurement.samples_s = [s * 1.5 if t.strategy == "torch" else s for s in g.measurement.samples_s]
+    c = compare_records(a, b, ("runs/a", "runs/b"))
+    lines = unstable_lines(c)
+    text = assert_fits([summary_line(c), compare_table(c), *lines], width)
+    assert text.startswith("B against A: ") and f"({len(c.rows)} groups)" in text.splitlines()[0]
+    unstable = [r for r in c.rows if r.unstable]
+    assert unstable and len(lines) < len(unstable)  # one line per cause, not per group
