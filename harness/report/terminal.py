@@ -43,7 +43,7 @@ def _timed_label(t: Timed) -> str:
 
 def _threads(n: int, why: str) -> str:
     """`2 threads per timing (the machine's 2 cores)`."""
-    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({why})" if why else "")
+    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({escape(why)})" if why else "")  # "[benchmark]" is markup
 
 
 def floor_note(plan: Plan) -> str | None:

@@ -64,7 +64,7 @@ def test_one_run_is_never_narrower_than_the_machines_spread_between_runs() -> No
 
 def test_one_round_gets_a_wide_interval_and_no_round_none() -> None:
     one = run_interval([[math.log(3.0)]])
-    assert one.estimate == pytest.approx(3.0) and 2.0 < one.low < 3.0 < one.high < 4.5 and one.runs == 1
+    assert one.estimate == pytest.approx(3.0) and 1.9 < one.low < 3.0 < one.high < 4.8 and one.runs == 1
     none = run_interval([])
     assert none.runs == 0 and none.high == math.inf
 
