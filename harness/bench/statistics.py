@@ -8,14 +8,22 @@ its replicate within the run. But rounds of one run share that run's state (its 
 the machine did that minute): within a run they spread by 0.004-0.06 (log sd), between runs the
 same speedups spread by 0.05-0.25. So the unit of replication across runs is the run:
 
-- rounds from two runs or more: Student's t over the runs' mean log ratios (each run counts
-  once, df = runs - 1). An interval over run-level means rather than a random-effects fit: with
-  2-10 runs the between-run variance cannot be estimated apart from the within-run one (the
-  DerSimonian-Laird estimate is often 0 and undercovers), while the run means' t interval is exact
-  for normal run effects whatever the rounds per run, and the coverage test checks it.
-- rounds from one run: its rounds' t interval widened by the between-run spread this machine has
-  shown for the item (`spread`, a log sd): var = s^2/n + spread^2, Welch-Satterthwaite degrees of
-  freedom. Two lucky rounds never read +-1%; one round still gets an honest, wide interval.
+A speedup's interval says what a run of this code on this machine gets: a 95% prediction interval
+for the next run's speedup, built on run-level means (each run counts once), rather than a
+random-effects fit (with 2-10 runs the between-run variance cannot be estimated apart from the
+within-run one; the DerSimonian-Laird estimate is often 0 and undercovers):
+
+- rounds from two runs or more: the mean of the runs' mean log ratios, +- t(runs - 1) s
+  sqrt(1 + 1/runs), s their sd: exact for normal run effects whatever the rounds per run. An
+  interval for the mean alone (t s / sqrt(runs)) narrows without bound as runs are added, and in
+  the field check the pooled interval after run k covered run k+1's own figure in 74% of cases.
+- rounds from one run: +- z sqrt(spread^2 + max(spread^2, s^2/n)), `spread` the between-run log sd
+  this machine has shown for the item (the sd of its stored runs' means, from three runs on;
+  DEFAULT_SPREAD until then): this run's own deviation and the next one's. Two lucky rounds never
+  read +-1%; one round still gets an honest, wide interval.
+
+Comparing two sets of runs (run_difference) asks whether their means differ: each side's mean
+with its own uncertainty (over runs, or for one run s^2/n + spread^2), Welch-Satterthwaite.
 
 Timings are positive and their noise multiplicative, so everything is on log seconds and comes
 back as [low, high] around the geometric mean.
@@ -30,10 +38,9 @@ import numpy as np
 from pydantic import BaseModel
 
 LEVEL = 0.95
-# The between-run log sd assumed until a machine has shown its own (three runs of an item): the main
-# job's speedups spread by 0.05-0.25 between runs; 0.15 keeps one run's interval at +-29% or more
-# until then, so a single run never looks settled on an assumption.
-DEFAULT_SPREAD = 0.15
+# The between-run log sd of a speedup assumed until a machine has shown its own (three runs of an
+# item): the main job's spread by 0.02-0.13 between runs; one run's interval is then +-32% or more.
+DEFAULT_SPREAD = 0.10
 MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last
@@ -102,23 +109,31 @@ def _side(runs: Sequence[Sequence[float]], spread: float) -> tuple[float, float,
 
 
 def run_interval(runs: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD, level: float = LEVEL) -> Interval:
-    """exp of the interval on the mean log value, the run as the unit: each element of `runs` is
-    one run's log values (its rounds' paired log ratios); `spread` is the between-run log sd this
-    machine has shown, applied when there is one run only."""
+    """exp of the prediction interval of the next run's mean log value, the run as the unit: each
+    element of `runs` is one run's log values (its rounds' paired log ratios); `spread` is the
+    between-run log sd this machine has shown, applied when there is one run only."""
     runs = [r for r in runs if len(r)]
-    mean, var, df = _side(runs, spread)
-    n = sum(len(r) for r in runs)
     if not runs:
         return Interval(estimate=math.nan, low=0.0, high=math.inf, n=0, runs=0)
-    half = _t_half(var, df, level)
+    n = sum(len(r) for r in runs)
+    if len(runs) >= 2:
+        means = [float(np.mean(r)) for r in runs]
+        mean = float(np.mean(means))
+        half = _t_half(float(np.var(means, ddof=1)) * (1 + 1 / len(runs)), len(runs) - 1.0, level)
+    else:
+        x = np.asarray(runs[0], dtype=float)
+        mean = float(x.mean())
+        within = float(x.var(ddof=1)) / len(x) if len(x) >= 2 else 0.0
+        half = _t_half(spread**2 + max(spread**2, within), math.inf if within <= spread**2 else len(x) - 1.0, level)
     return Interval(estimate=float(np.exp(mean)), low=float(np.exp(mean - half)), high=float(np.exp(mean + half)),
                     n=n, runs=len(runs))
 
 
 def run_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD,
                    level: float = LEVEL) -> tuple[Interval, float | None]:
-    """B over A from two sets of runs of log values (independent: no run on both sides), each
-    side's mean as in run_interval, Welch-Satterthwaite between them. Returns the interval and
+    """B over A from two sets of runs of log values (independent: no run on both sides): whether
+    their means differ, each side's mean with its own uncertainty (over runs; for one run its
+    rounds' and the machine's spread), Welch-Satterthwaite between them. Returns the interval and
     the two-sided p value of "no change" (None when a side has no round)."""
     ma, va, da = _side(a, spread)
     mb, vb, db = _side(b, spread)

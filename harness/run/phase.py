@@ -250,8 +250,11 @@ class BenchPhase:
                 continue
             mine = subjects[t.label]
             checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
-            if not any(lines[id(s)].rounds for s in mine):  # cut before its first round on a busy machine
+            if not all(lines[id(s)].rounds for s in mine):  # cut before a round of every group, on a busy machine
                 self.untimed.setdefault(step.analysis, []).append(Skipped(strategy=t.label, reason=UNTIMED))
+                for s in mine:  # what it did time is kept for later runs
+                    if lines[id(s)].new:
+                        self.new_rounds.setdefault(s.item, []).extend(lines[id(s)].new)
                 continue
             groups = [self._group(step, s, lines[id(s)], rounds) for s in mine]
             timings.append(strategy_timing(t, groups, rounds.notes.get(t.label, {}), self.plan.dtype,

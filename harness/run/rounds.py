@@ -23,7 +23,7 @@ from harness.bench.conditions import Conditions, Snapshot, between, snapshot
 from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
 from harness.bench.threads import pinned
-from harness.bench.series import Line, Round, round_id, speedup, within_half_width, workload_totals
+from harness.bench.series import Line, Round, round_id, run_of, speedup, within_half_width, workload_totals
 from harness.bench.worker import Request, TimingWorker, Work
 from harness.data.workload import DataError
 from harness.record.verification import Verification
@@ -140,7 +140,10 @@ class Rounds:
         return not resolved and within_half_width(base, own, self.run_id) > WITHIN_SHARE * self.target
 
     def _names(self) -> list[str]:
-        """The points of the next round: the baseline, the chosen one, then the rest that want it."""
+        """The points of the next round: the baseline, the chosen one, then the rest that want it,
+        those with the fewest runs behind them first: a busy machine's limit cuts the last ones, and
+        a point it cut in one run is timed first in the next (on two busy processes the main job's
+        top-3 torch points were never timed, run after run)."""
         others = [s for s in self.subjects if s != self.baseline and s not in self.failures]
         todo = [s for s in others if self._wants(s)]
         if not others and self.baseline is not None and self._wants(self.baseline):
@@ -149,7 +152,8 @@ class Rounds:
             return []
         head = [s for s in (self.baseline, self.chosen) if s is not None and s in self.subjects
                 and s not in self.failures and (s == self.baseline or s in todo)]
-        return head + [s for s in todo if s not in head]
+        rest = sorted((s for s in todo if s not in head), key=lambda s: len({run_of(r) for r in self.line(s)}))
+        return head + rest
 
     def run(self) -> None:
         """Rounds until every speedup is resolved or the budget is spent; then a verdict for every subject."""

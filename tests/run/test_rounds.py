@@ -189,3 +189,14 @@ def test_a_point_whose_rounds_are_all_pooled_is_verified_with_one_untimed_call(q
     r.run()
     assert r.count == 0 and [(label, req.calls, req.keep) for label, req in asked] == [("base", 1, True)]
     assert s.checks
+
+
+def test_a_point_a_busy_machine_cut_in_one_run_is_timed_first_in_the_next(busy: None) -> None:
+    from harness.bench.series import Round
+
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    r, asked = rounds(["base", "old", "new", "chosen"], {"base": [1.0], "old": [0.5], "new": [0.5], "chosen": [0.1]},
+                      budget=spent, chosen="chosen")
+    old = r.subjects["old"][0]
+    r.lines[id(old)] = Timeline(pooled=[Round(round=f"earlier{i}#a#0", seconds=0.5) for i in range(2)])
+    assert r._names() == ["base", "chosen", "new", "old"]
