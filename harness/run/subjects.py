@@ -81,12 +81,14 @@ class Context:
 
 
 class _Target:
-    """What a worker times: `parts[i](r)` is group i's call on round r's inputs."""
+    """What a worker times, built from its Work: `prepare(part, r)` is group `part`'s call on
+    round r's inputs."""
 
-    def __init__(self, strategy: Any, source: Source, context: Context) -> None:
-        self.strategy, self.source = strategy, source
-        self.ctx, self._pool = context.build()
-        self.backend = context.backend
+    def __init__(self, work: MatrixWork | PcaWork) -> None:
+        self.strategy: Any = STRATEGIES[work.strategy]
+        self.source = work.source
+        self.ctx, self._pool = work.context.build()
+        self.backend = work.context.backend
 
     def warm(self) -> None:
         self.strategy.warm(self.backend, self.source)  # no timed call imports torch or compiles a kernel
@@ -118,7 +120,7 @@ class MatrixWork:
 
 class MatrixTarget(_Target):
     def __init__(self, work: MatrixWork) -> None:
-        super().__init__(STRATEGIES[work.strategy], work.source, work.context)
+        super().__init__(work)
         self.work = work
 
     def prepare(self, part: int, r: int) -> Callable[[], object]:
@@ -146,7 +148,7 @@ class PcaWork:
 
 class PcaTarget(_Target):
     def __init__(self, work: PcaWork) -> None:
-        super().__init__(STRATEGIES[work.strategy], work.source, work.context)
+        super().__init__(work)
         self.work = work
 
     def prepare(self, part: int, r: int) -> Callable[[], object]:
