@@ -85,7 +85,7 @@ class BenchPhase:
     fresh: bool = False  # measure everything anew: pooled rounds only tell the between-run spread
     run_id: str = field(default_factory=new_run_id)
     budget: Budget = field(init=False)
-    ready: Callable[[], None] = field(init=False)  # waits until the timing workers' forkserver has imported
+    _forkserver: Callable[[], None] | None = field(init=False, default=None)  # waits until it has imported
     references: References = field(init=False)
     new_rounds: dict[Item, list] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
@@ -109,7 +109,20 @@ class BenchPhase:
                              {a: r for a, (_f, r) in per_analysis.items() if a not in settled})
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
-        self.ready = start_forkserver(self._preload())
+        if set(self.budget.floors) or not self.plan.steps:  # some analysis will time: start it now, beside the run's imports
+            self._forkserver = start_forkserver(self._preload())
+
+    def imported(self) -> None:
+        """Until the forkserver started with the phase (if any) has imported, before any analysis runs."""
+        if self._forkserver is not None:
+            self._forkserver()
+
+    def ready(self) -> None:
+        """Until the timing workers' forkserver has imported what they need, started now if it was
+        not (a re-run whose pooled rounds settle every analysis starts none: 1 s of imports saved)."""
+        if self._forkserver is None:
+            self._forkserver = start_forkserver(self._preload())
+        self._forkserver()
 
     def _preload(self) -> list[str]:
         """What every timing worker imports: the subjects' modules, and torch when a point uses it."""
@@ -236,7 +249,7 @@ class BenchPhase:
         self.budget.open(step.analysis)
         rounds = Rounds(step.analysis, self.run_id, subjects, works, {t.label: dict(t.env) for t in step.timed},
                         baseline, chosen, lines, bench.target, spreads, self.budget, self.pace, self.display,
-                        self.cores, bench.threads, self._lookup, self._keep, self.since)
+                        self.cores, bench.threads, self._lookup, self._keep, self.since, ready=self.ready)
         try:
             rounds.run()
         finally:

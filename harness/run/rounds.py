@@ -111,6 +111,7 @@ class Rounds:
     workers: dict[str, TimingWorker] = field(default_factory=dict)
     called: set[str] = field(default_factory=set)  # points whose worker has made a call
     spawn: Callable[[Work, int, dict[str, str] | None], TimingWorker] = TimingWorker  # how a point's worker starts
+    ready: Callable[[], None] = lambda: None  # before the first worker starts: what they fork from is ready
 
     def line(self, label: str) -> Line:
         return line_of(self.subjects[label], self.lines)
@@ -185,6 +186,8 @@ class Rounds:
         """The workers of `names` not yet started, all at once, then each ready: one-off work."""
         with self.budget.outside():
             fresh = [s for s in names if s not in self.workers and s not in self.failures]
+            if fresh:
+                self.ready()
             for label in fresh:
                 self.workers[label] = self.spawn(self.works[label], self.threads, self.envs.get(label))
             for label in fresh:

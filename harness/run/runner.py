@@ -99,7 +99,7 @@ class Runner:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
                 self._warm_chosen()
-                self.bench.ready()  # the timing workers' imports, beside the chosen strategies' and before any analysis
+                self.bench.imported()  # the timing workers' imports, beside the chosen strategies' and before any analysis
                 with pinned(self.plan.bench.threads), self.display.phase(
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
