@@ -61,3 +61,11 @@ def test_a_runs_own_spread_is_told_apart_from_the_machines() -> None:
 def test_workload_totals_scale_each_group_and_keep_rounds_that_timed_every_group() -> None:
     totals = workload_totals([(["a", "b"], [2.0, 4.0], 2, 10), (["a"], [1.0], 1, 3)])
     assert totals == {"a": 2.0 / 2 * 10 + 1.0 * 3}
+
+
+def test_a_run_measured_entirely_under_load_says_little_of_the_next() -> None:
+    base, own = line("r", [4.0, 4.0, 4.0]), line("r", [1.0, 1.01, 0.99])
+    quiet = speedup(base, own, spread=0.05)
+    loaded = speedup(base, own, spread=0.05, busy=set(own))
+    assert quiet is not None and loaded is not None and loaded.busy == 3
+    assert loaded.high / loaded.estimate > 2 > quiet.high / quiet.estimate
