@@ -31,10 +31,11 @@ KERNELS = {"precision.PcaGram.time_gram": [["'dual_gram'", "'factored_gram'"], [
            "roof.FactoredGroup.time_svdvals": [["'batched'", "'per_delta'"], ["64", "512"]]}
 
 
-def _points() -> tuple[list[str], list[str]]:
-    from benchmarks.speedups import COMPARED, TIMED
+def _suites() -> dict[str, list[str]]:
+    """The speedups suite's classes and their points, each analysis' baseline first."""
+    from benchmarks.speedups import Dense, MainJob
 
-    return COMPARED, TIMED
+    return {"MainJob": MainJob.params, "Dense": Dense.params}
 
 
 def _value(name: str, point: str, machine: int, commit: int, commits: int, busy: float) -> float:
@@ -51,14 +52,17 @@ def _value(name: str, point: str, machine: int, commit: int, commits: int, busy:
 def write_results(root: Path, commits: int = 3, machines: tuple[str, ...] = MACHINES, busy: float = 0.0) -> list[str]:
     """asv results (format 2) under `root`: one file per machine and commit, `busy` the share of
     every speedup's rounds timed on a busy machine; the commit hashes."""
-    compared, timed = _points()
+    suites = _suites()
+    baselines = {next(p for p in points if p.partition("/")[0] == analysis)
+                 for points in suites.values() for analysis in {p.partition("/")[0] for p in points}}
     meta: dict[str, object] = {"version": 2}
     series: dict[str, list[str]] = {}
-    for name, unit in {**SPEEDUPS, **PER_STRATEGY}.items():
-        full = f"speedups.Speedups.{name}"
-        series[full] = compared if name in SPEEDUPS else timed
-        meta[full] = {"name": full, "type": "track", "unit": unit, "param_names": ["point"],
-                      "params": [[repr(p) for p in series[full]]], "version": "1"}
+    for suite, points in suites.items():
+        for name, unit in {**SPEEDUPS, **PER_STRATEGY}.items():
+            full = f"speedups.{suite}.{name}"
+            series[full] = points
+            meta[full] = {"name": full, "type": "track", "unit": unit, "param_names": ["point"],
+                          "params": [[repr(p) for p in points]], "version": "1"}
     for full, params in KERNELS.items():
         meta[full] = {"name": full, "type": "time", "unit": "seconds", "param_names": ["a", "b"], "params": params,
                       "version": "1"}
@@ -72,7 +76,8 @@ def write_results(root: Path, commits: int = 3, machines: tuple[str, ...] = MACH
             results: dict[str, list[object]] = {}
             for full, points in series.items():
                 name = full.rsplit(".", 1)[1]
-                values = [_value(name, p, m, i, commits, busy) for p in points]
+                values = [1.0 if p in baselines and name in ("track_time_ratio", "track_interval")
+                          else _value(name, p, m, i, commits, busy) for p in points]
                 results[full] = [values, [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
             for full, params in KERNELS.items():
                 n = len(params[0]) * len(params[1])

@@ -8,13 +8,15 @@ asv reads a rising value as worse, so the primary series is `track_time_ratio`: 
 time over its baseline's, 1 / speedup (`harness history` draws it back as a speedup). asv keeps one
 value per benchmark, so the speedup's 95% interval is a companion series, `track_interval`: the
 factor f of [speedup / f, speedup * f] (log-symmetric: a t interval on the log ratios), and
-`track_busy` the share of its rounds timed while the machine was busy. Secondary series per
-strategy, baselines included: `track_seconds` (median seconds per matrix), `track_roof_gap` (the
-machine's measured roof at the kernel's intensity over what it achieved: 1 / the roof share) and
+`track_busy` the share of its rounds timed while the machine was busy. Each analysis' baseline is a
+point too: its speedup over itself is exactly 1 (interval x1), the reference line of its chart.
+Secondary series: `track_seconds` (median seconds per matrix), `track_roof_gap` (the machine's
+measured roof at the kernel's intensity over what it achieved: 1 / the roof share) and
 `track_error` (verification's error against float64).
 
-Both specs run once per `asv run`, in setup_cache, `--fresh` (no round of an earlier run is
-pooled) with this machine's wisdom for them in .asv/wisdom (HARNESS_WISDOM). A strategy
+A class per spec (MainJob, Dense), each running its spec once per `asv run`, in setup_cache,
+`--fresh --no-cache` with a wisdom of its own (HARNESS_WISDOM in a temporary folder): nothing
+carries from one run, or commit, to the next. A strategy
 a run did not time (skipped on a busy machine, or unable to run here) is a NaN: failed in asv,
 "inconclusive" to `python -m benchmarks.continuous`.
 """
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 # experiment -> (spec, --set overrides, [benchmark] budget): the main job at its own shapes with 4
@@ -37,46 +39,39 @@ ROOT = Path(__file__).resolve().parents[1]
 TRACKED: dict[str, tuple[Path, list[str], str]] = {
     "task_geometry": (ROOT / "configs" / "task_geometry.toml",
                       ["data.adapters=4", "data.layers=4", "analysis[2].components=3",
-                       'analysis[2].compare=["dual_gram", "factored_gram"]'], "20s"),
-    "bench_dense": (ROOT / "configs" / "bench_dense.toml", [], "6s"),
+                       'analysis[2].compare=["dual_gram", "factored_gram"]'], "8s"),
+    "bench_dense": (ROOT / "configs" / "bench_dense.toml", [], "5s"),
 }
-# The machine's wisdom for these runs, apart from the user's: the rounds are not pooled (--fresh),
-# but the between-run spread they show floors each single run's interval, as in any `harness run`.
-WISDOM = ROOT / ".asv" / "wisdom"
 RUN_TIMEOUT = 600
 EXIT_OK, EXIT_VERIFICATION_FAILED = 0, 3  # harness.cli.exit_codes: a failed check still records its timings
 
 Point = dict[str, float]  # speedup, interval, busy, seconds, roof_gap, error (NaN: not measured)
 
 
-def points() -> tuple[list[str], list[str]]:
-    """asv parameters: `experiment:analysis/strategy` of every compared point (its baseline left
-    out), and of every point with the baselines, from the specs as the planner reads them."""
+def points(experiment: str) -> list[str]:
+    """asv parameters: `experiment:analysis/strategy` of every timed point, the baseline first in
+    each analysis, from the spec as the planner reads it."""
     from harness.plan.variants import points as variants
     from harness.spec import load_spec
     from harness.strategies.registry import BASELINES
 
-    compared, timed = [], []
-    for experiment, (path, sets, _budget) in TRACKED.items():
-        spec = load_spec(path, sets)
-        for analysis in spec.analysis:
-            baseline = analysis.baseline or BASELINES[analysis.op]
-            for strategy in dict.fromkeys([baseline, *analysis.compare]):
-                for v in variants(strategy, analysis, spec):
-                    label = f"{experiment}:{analysis.label}/{v.strategy}{v.variant}"
-                    timed.append(label)
-                    if strategy != baseline:
-                        compared.append(label)
-    return compared, timed
+    path, sets, _budget = TRACKED[experiment]
+    spec = load_spec(path, sets)
+    return [f"{experiment}:{analysis.label}/{v.strategy}{v.variant}" for analysis in spec.analysis
+            for strategy in dict.fromkeys([analysis.baseline or BASELINES[analysis.op], *analysis.compare])
+            for v in variants(strategy, analysis, spec)]
 
 
 def run_spec(path: Path, sets: list[str], budget: str, folder: Path) -> Path:
     """`harness run` in a process of its own, as a user starts it (in `folder`, so that the harness
-    imported is the installed one, or PYTHONPATH's); its run folder."""
+    imported is the installed one, or PYTHONPATH's), with a wisdom of its own in `folder`: a shared
+    one made runs of the same code differ (a strategy it had seen fail its tolerance went untimed,
+    the learned between-run spread of earlier runs, busy ones included, widened every interval);
+    its run folder."""
     out = folder / "run"
     command = [sys.executable, "-m", "harness", "run", str(path), "--fresh", "--no-cache", "--budget", budget,
                "-o", str(out), *(f"--set={s}" for s in sets)]
-    env = {**os.environ, "HARNESS_WISDOM": str(WISDOM)}
+    env = {**os.environ, "HARNESS_WISDOM": str(folder / "wisdom")}
     proc = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     if proc.returncode not in (EXIT_OK, EXIT_VERIFICATION_FAILED):
         raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
@@ -84,7 +79,8 @@ def run_spec(path: Path, sets: list[str], budget: str, folder: Path) -> Path:
 
 
 def measured(folder: Path, experiment: str) -> dict[str, Point]:
-    """`experiment:analysis/label` -> what the run in `folder` measured of that point."""
+    """`experiment:analysis/label` -> what the run in `folder` measured of that point; a baseline's
+    speedup over itself is exactly 1, its interval exactly x1."""
     from harness.api import open_run
     from harness.report.terminal import peak_share
 
@@ -94,7 +90,7 @@ def measured(folder: Path, experiment: str) -> dict[str, Point]:
         errors = {v.strategy: v.values_error for v in analysis.verification}
         for t in analysis.timings:
             share = peak_share(record, t)
-            low, high = t.speedup_ci or (math.nan, math.nan)
+            low, high = (1.0, 1.0) if t.role == "baseline" else t.speedup_ci or (math.nan, math.nan)
             found[f"{experiment}:{analysis.name}/{t.label}"] = {
                 "speedup": t.speedup if t.speedup is not None else math.nan,
                 "interval": math.sqrt(high / low) if low > 0 else math.nan,
@@ -106,29 +102,22 @@ def measured(folder: Path, experiment: str) -> dict[str, Point]:
     return found
 
 
-def measure() -> dict[str, Point]:
-    """Every tracked spec run once, its points read from its record."""
-    found: dict[str, Point] = {}
-    WISDOM.mkdir(parents=True, exist_ok=True)
-    for experiment, (path, sets, budget) in TRACKED.items():
-        with tempfile.TemporaryDirectory(prefix="harness-asv-") as tmp:
-            found.update(measured(run_spec(path, sets, budget, Path(tmp)), experiment))
-    return found
+def measure(experiment: str) -> dict[str, Point]:
+    """The tracked spec run once, its points read from its record."""
+    path, sets, budget = TRACKED[experiment]
+    with tempfile.TemporaryDirectory(prefix="harness-asv-") as tmp:
+        return measured(run_spec(path, sets, budget, Path(tmp)), experiment)
 
 
-COMPARED, TIMED = points()
+class _Tracked:
+    """Each point's speedup over its baseline, what asv needs to judge it, and its raw figures.
+    A subclass per tracked spec, each with its own setup_cache (asv keys a cache by where its
+    function is written, so an inherited one would be shared)."""
 
-
-class Speedups:
-    """Each compared point's speedup over its baseline, and what asv needs to judge it."""
-
-    params = COMPARED
+    experiment: ClassVar[str]
     param_names = ["point"]
     timeout = 2 * RUN_TIMEOUT
     rounds = 1  # a track's value is read from the cache: asv's second round would read it again
-
-    def setup_cache(self) -> dict[str, Point]:
-        return measure()
 
     @staticmethod
     def _value(cache: dict[str, Point], point: str, key: str) -> float:
@@ -156,19 +145,36 @@ class Speedups:
         """Median seconds per matrix: rises and falls with whatever else the machine runs."""
         return self._value(cache, point, "seconds")
 
-    track_seconds.params = TIMED  # type: ignore[attr-defined]
     track_seconds.unit = "seconds"  # type: ignore[attr-defined]
 
     def track_roof_gap(self, cache: dict[str, Point], point: str) -> float:
         """The machine's measured roof at the kernel's intensity over what it achieved."""
         return self._value(cache, point, "roof_gap")
 
-    track_roof_gap.params = TIMED  # type: ignore[attr-defined]
     track_roof_gap.unit = "x"  # type: ignore[attr-defined]
 
     def track_error(self, cache: dict[str, Point], point: str) -> float:
         """Verification's error against float64 (max relative to sigma_1): lower is better."""
         return self._value(cache, point, "error")
 
-    track_error.params = TIMED  # type: ignore[attr-defined]
     track_error.unit = "relative error"  # type: ignore[attr-defined]
+
+
+class MainJob(_Tracked):
+    """task_geometry at its own shapes, 32 deltas: what `python -m benchmarks.continuous` judges."""
+
+    experiment = "task_geometry"
+    params = points(experiment)
+
+    def setup_cache(self) -> dict[str, Point]:
+        return measure(self.experiment)
+
+
+class Dense(_Tracked):
+    """bench_dense: every op on dense 256 x 256 matrices, where the factored strategies do not apply."""
+
+    experiment = "bench_dense"
+    params = points(experiment)
+
+    def setup_cache(self) -> dict[str, Point]:
+        return measure(self.experiment)

@@ -6,26 +6,30 @@ the series, and the gate's verdicts map to its documented exit codes. The timing
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import benchmarks.continuous as continuous
-from benchmarks.history_page import MACHINES, SLOW, write_results
-from benchmarks.speedups import COMPARED, TIMED, Speedups, measured, run_spec
+from benchmarks.history_page import MACHINES, SLOW
+from benchmarks.speedups import Dense, MainJob, measured, run_spec
 from harness.record.run_record import RunRecord
 
 pytest.importorskip("asv")
 
 
-def test_points_are_every_compared_strategy_of_each_tracked_analysis() -> None:
-    assert {"task_geometry:spectrum/factored", "task_geometry:top3/torch", "task_geometry:geometry/factored_gram",
-            "bench_dense:svd/process_pool", "bench_dense:svd_topk/torch_lowrank"} <= set(COMPARED)
-    baselines = {"task_geometry:spectrum/numpy", "task_geometry:top3/scipy_svds", "task_geometry:geometry/dual_gram",
-                 "bench_dense:svd/numpy"}
-    assert not baselines & set(COMPARED) and baselines <= set(TIMED) and set(COMPARED) < set(TIMED)
-    assert len(COMPARED) == len(set(COMPARED)) == 13
+def test_points_are_every_strategy_of_each_tracked_analysis_its_baseline_first() -> None:
+    assert MainJob.params == [
+        "task_geometry:spectrum/numpy", "task_geometry:spectrum/process_pool", "task_geometry:spectrum/torch",
+        "task_geometry:spectrum/factored", "task_geometry:top3/scipy_svds", "task_geometry:top3/torch_lowrank",
+        "task_geometry:top3/torch", "task_geometry:top3/factored", "task_geometry:geometry/dual_gram",
+        "task_geometry:geometry/factored_gram"]
+    assert {"bench_dense:svd/numpy", "bench_dense:svd/process_pool", "bench_dense:svd_topk/torch_lowrank"} < set(Dense.params)
+    assert len(Dense.params) == 9
+    # a cache of its own per class: asv keys setup_cache by where its function is written
+    assert MainJob.setup_cache.__code__.co_firstlineno != Dense.setup_cache.__code__.co_firstlineno
 
 
 def test_a_runs_record_becomes_the_series(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -37,10 +41,12 @@ def test_a_runs_record_becomes_the_series(smoke_run: tuple[Path, RunRecord]) -> 
         point = found[f"smoke:{analysis}/{label}"]
         assert point["seconds"] == pytest.approx(t.seconds_per_matrix) and point["seconds"] > 0
         assert 0.0 <= point["busy"] <= 1.0 and point["error"] < 1e-3
-        if t.role != "baseline" and t.speedup_ci:
+        if t.role == "baseline":
+            assert point["speedup"] == 1.0 and point["interval"] == 1.0
+        elif t.speedup_ci:
             low, high = t.speedup_ci
             assert point["speedup"] == t.speedup and point["interval"] == pytest.approx(math.sqrt(high / low))
-    bench, point = Speedups(), next(p for p, v in found.items() if v["speedup"] != 1.0)
+    bench, point = MainJob(), next(p for p, v in found.items() if v["speedup"] != 1.0)
     assert bench.track_time_ratio(found, point) == pytest.approx(1 / found[point]["speedup"])
     assert math.isnan(bench.track_time_ratio(found, "smoke:nothing/here")) and math.isnan(bench.track_busy({}, point))
 
@@ -65,25 +71,36 @@ def test_a_commit_that_is_not_one_is_a_one_line_error(capsys: pytest.CaptureFixt
     assert err.startswith("continuous: git rev-parse") and "\n" not in err
 
 
-@pytest.mark.parametrize("pair, busy, code, verdicts", [
-    ((0, 2), 0.0, 1, {"regression", "no change"}),  # the synthetic torch slowdown at the last commit
-    ((0, 1), 0.0, 0, {"no change"}),
-    ((0, 2), 1.0, 4, {"inconclusive"}),  # the same slowdown, timed on a busy machine: never a verdict
+def side(commit: str, speedup: float, interval: float = 1.2) -> object:
+    from harness.report.regressions import Side
+
+    return Side(commit=commit, speedup=speedup, interval=interval, busy=0.0)
+
+
+@pytest.mark.parametrize("head_runs, code, verdict", [
+    ([2.0, 2.1, 1.95], 1, "regression"),  # 1.5x slower than BASE's 3x, every run
+    ([3.0, 3.1, 2.95], 0, "no change"),
+    ([2.0, 6.0, 2.1], 4, "inconclusive"),  # HEAD's runs scattered: the interval too wide to tell
 ])
-def test_verdicts_and_exit_codes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                 pair: tuple[int, int], busy: float, code: int, verdicts: set[str]) -> None:
-    commits = write_results(tmp_path / "asv", commits=3, busy=busy)
-    timed: list[str] = []
-    monkeypatch.setattr(continuous, "RESULTS", tmp_path / "asv")
-    monkeypatch.setattr(continuous, "commit", lambda ref: ref)
+def test_the_gate_interleaves_three_runs_and_exits_with_its_verdict(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], head_runs: list[float], code: int,
+        verdict: str) -> None:
+    base_runs = [3.0, 3.05, 2.97]
+    order: list[str] = []
+    monkeypatch.setattr(continuous, "commit", lambda ref: ref * 40)
     monkeypatch.setattr(continuous, "asv", lambda *args, env=None: None)
     monkeypatch.setattr(continuous, "unpack", lambda sha, into: into)
-    monkeypatch.setattr(continuous, "measure_commit", lambda sha, tree, machine: timed.append(sha))
-    base, head = commits[pair[0]], commits[pair[1]]
-    assert continuous.main([base, head, "--machine", MACHINES[0]]) == code
-    assert timed == [base, head]
+    monkeypatch.setattr(continuous, "measure_commit", lambda sha, tree, machine, bench: order.append(sha))
+
+    def timed(machine: str, sha: str) -> dict[str, object]:
+        n = order.count(sha) - 1
+        runs = head_runs if sha == "b" * 40 else base_runs
+        return {SLOW: side(sha, runs[n]), "e:a/steady": side(sha, 10.0 * (1 + 0.01 * n))}
+
+    monkeypatch.setattr(continuous, "timed", timed)
+    assert continuous.main(["a", "b", "--machine", MACHINES[0]]) == code
+    assert order == ["a" * 40, "b" * 40] * 3
     out = capsys.readouterr().out
-    summary = next(line for line in out.splitlines() if line.startswith(f"{base[:8]} -> {head[:8]} on {MACHINES[0]}: "))
-    assert {v for v in ("regression", "no change", "inconclusive") if v in summary} == verdicts
-    assert (f"{SLOW} on {MACHINES[0]}:" in out and "regression" in out) == (code == 1)
+    assert re.search(rf"^{re.escape(SLOW)} on {MACHINES[0]}: .*: {verdict}", out, re.M)
+    assert re.search(r"^e:a/steady on .*: no change", out, re.M)
     assert "time: setup" in out and "load average" in out

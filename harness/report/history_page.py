@@ -21,11 +21,11 @@ from harness.base.atomic import write_atomic
 from harness.report.history import Series
 from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
-from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, SUITE, Judged, Side, judge, sides
+from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"
-ROOF_GAP = SUITE + "track_roof_gap"
-RAW_NAMES = {SUITE + "track_seconds": "median seconds per matrix", SUITE + "track_error": "error against float64"}
+ROOF_GAP = "track_roof_gap"
+RAW_NAMES = {"track_seconds": "median seconds per matrix", "track_error": "error against float64"}
 
 
 def split_point(point: str) -> tuple[str, str, str]:
@@ -94,8 +94,14 @@ def _cell(side: Side | None, share: float | None) -> str:
     return f"{side.speedup:.3g}x{interval}" + (f", {100 * share:.2g}% of roof" if share else "")
 
 
+def baselines(all_series: Sequence[Series]) -> dict[tuple[str, str], str]:
+    """(experiment, analysis) -> its baseline: the point whose time ratio is exactly 1 throughout."""
+    return {split_point(s.params.get("point", ""))[:2]: split_point(s.params.get("point", ""))[2]
+            for s in all_series if track_of(s) == RATIO and s.points and all(p.value == 1.0 for p in s.points)}
+
+
 def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[str, str], float],
-             axis: Axis) -> list[dict[str, object]]:
+             axis: Axis, baseline: dict[tuple[str, str], str]) -> list[dict[str, object]]:
     """Per analysis: a speedup chart per kind of machine, its judged steps, and the machines side by side."""
     keyed = sorted(found, key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
     out = []
@@ -110,8 +116,9 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
                 marked += judged
             if trends:
                 machines = [m for m in axis.machines if (m in axis.gpu) == gpu]
+                over = baseline.get((experiment, analysis), "the baseline")
                 panels.append({"kind": "GPU machines" if gpu else "CPU machines", "svg": Markup(trend_chart(
-                    trends, axis.commits, machines, "speedup over the baseline (log)", reference=1.0))})
+                    trends, axis.commits, machines, f"speedup over {over} (log)", reference=1.0))})
         points = sorted({k[1] for k in keys}, key=lambda p: split_point(p)[2])
         machines = [m for m in axis.machines if any(k[0] == m for k in keys)]
         table = [[split_point(p)[2]] + [_cell(axis.latest(found.get((m, p), {})), shares.get((m, p))) for m in machines]
@@ -123,7 +130,7 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
 
 def latest_values(all_series: Sequence[Series], name: str) -> dict[tuple[str, str], float]:
     """(machine, point) -> the newest measured value of a speedups-suite series."""
-    return {(s.line, s.params.get("point", "")): v for s in all_series if s.benchmark == name
+    return {(s.line, s.params.get("point", "")): v for s in all_series if track_of(s) == name
             for v in [next((p.value for p in reversed(s.points) if p.value), None)] if v}
 
 
@@ -147,11 +154,12 @@ def raw(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
     groups: dict[tuple[str, str], list[Trend]] = {}
     units: dict[tuple[str, str], str] = {}
     for s in all_series:
-        if s.benchmark in skip or not any(p.value for p in s.points):
+        track = track_of(s)
+        if track in skip or not any(p.value for p in s.points):
             continue
-        if s.benchmark in RAW_NAMES:
+        if track in RAW_NAMES:
             experiment, analysis, label = split_point(s.params.get("point", ""))
-            key = (f"{experiment}: {analysis}", RAW_NAMES[s.benchmark])
+            key = (f"{experiment}: {analysis}", RAW_NAMES[track])
         else:
             key, label = (s.benchmark, s.kind), ", ".join(s.params.values()) or s.benchmark
         units[key] = s.unit or s.kind
@@ -171,7 +179,8 @@ def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, s
     shares = {k: 1 / v for k, v in gaps.items()}
     start = since or next((c for c in axis.commits if any(c in by for by in found.values())), "")
     html = environment().get_template("history.html.j2").render(
-        headline=headline(found, axis, start) if found else None, analyses=analyses(found, shares, axis),
+        headline=headline(found, axis, start) if found else None,
+        analyses=analyses(found, shares, axis, baselines(all_series)),
         roofs=roofs(all_series, axis), raw=raw(all_series, axis), results_dir=str(results_dir),
         commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu)
     write_atomic(path, lambda fh: fh.write(html.encode()))
