@@ -76,7 +76,7 @@ def unpack(sha: str, into: Path) -> Path:
 def asv(*args: str, env: dict[str, str] | None = None) -> None:
     proc = subprocess.run([sys.executable, "-m", "asv", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-80:])
         raise CannotRun(f"asv {' '.join(args)} exited {proc.returncode}:\n{tail}")
 
 

@@ -152,7 +152,7 @@ def track_of(s: Series) -> str | None:
 
 def sides(all_series: Sequence[Series]) -> dict[tuple[str, str], dict[str, Side]]:
     """(machine, point) -> commit -> its Side, from the speedups suite's series; the baselines
-    (exactly 1 at every commit) left out: they are not compared."""
+    (exactly 1 wherever measured) left out: they are not compared."""
     by_track = {name: {(s.line, s.params.get("point", "")): s for s in all_series if track_of(s) == name}
                 for name in (RATIO, INTERVAL, SHARE_BUSY)}
     found: dict[tuple[str, str], dict[str, Side]] = {}
@@ -160,7 +160,7 @@ def sides(all_series: Sequence[Series]) -> dict[tuple[str, str], dict[str, Side]
         interval, busy = _values(by_track[INTERVAL].get(key)), _values(by_track[SHARE_BUSY].get(key))
         by_commit = {p.commit: Side(commit=p.commit, speedup=1 / p.value if p.value else None,
                                     interval=interval.get(p.commit), busy=busy.get(p.commit)) for p in ratio.points}
-        if not all(side.baseline for side in by_commit.values()):
+        if not any(side.baseline for side in by_commit.values()):
             found[key] = by_commit
     return found
 
