@@ -1,7 +1,7 @@
-"""asv suites, parameterised from the specs in configs/ and the strategy registry.
-
-The suites are thin: cases come from `harness.run.asv_cases`, which prepares them along the code
-path `harness run` takes. asv owns timing and statistics per commit and machine.
+"""asv suites and benchmark scripts. speedups.py tracks what the harness measures, each compared
+strategy's speedup, from `harness run` itself; continuous.py is the regression gate over it. The
+kernel suites time code paths directly; memory.py's cases come from `harness.run.asv_cases`, which
+prepares them along the code path `harness run` takes.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def run_harness(spec: Path, folder: Path, budget: str, overrides: list[str]) -> 
         raise SystemExit(f"harness run {spec} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
 
 
-def time_one(folder: str, analysis: str, label: str, group: str) -> dict[str, Any]:
+def measure_one(folder: str, analysis: str, label: str, group: str) -> dict[str, Any]:
     """In a clean process: the call the run timed for (analysis, label, group), on the same
     matrices in turn, timed by torch.utils.benchmark; seconds per matrix."""
     import torch.utils.benchmark as tb
@@ -97,9 +97,9 @@ def time_one(folder: str, analysis: str, label: str, group: str) -> dict[str, An
 
 
 def outside(folder: Path, analysis: str, label: str, group: str) -> float:
-    """time_one in a fresh interpreter, the user's environment as it is."""
-    code = ("import json, sys; from benchmarks.outside_timer import time_one; "
-            "print(json.dumps(time_one(*sys.argv[1:])))")
+    """measure_one in a fresh interpreter, the user's environment as it is."""
+    code = ("import json, sys; from benchmarks.outside_timer import measure_one; "
+            "print(json.dumps(measure_one(*sys.argv[1:])))")
     proc = subprocess.run([sys.executable, "-c", code, str(folder), analysis, label, group], capture_output=True,
                           text=True, timeout=900, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if proc.returncode != 0:

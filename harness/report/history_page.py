@@ -1,87 +1,187 @@
-"""`harness history`: asv's results across commits as one self-contained page (no network), CPU
-and GPU machines apart, one chart per benchmark and parameters, one line per machine, asv's
-steps marked."""
+"""`harness history`: asv's results across commits as one self-contained page a researcher reads
+(no network). The headline first: since a commit, which speedups regressed or improved on which
+machines, each linked to its chart. Then one chart per analysis with every compared strategy's
+speedup over its baseline across commits (benchmarks/speedups.py's series, drawn back from the
+time ratio asv tracks), 95% interval bands, changes judged between consecutive commits marked
+(report.regressions), a line style per machine and CPU and GPU machines side by side; a table of
+each strategy's latest speedup and share of the roof on each machine; then every other series
+(raw seconds, errors, the kernel suites) folded below, asv's steps marked."""
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from markupsafe import Markup
 
 from harness.base.atomic import write_atomic
 from harness.report.history import Series
-from harness.report.charts import _figure, _log_axis, to_svg
+from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
+from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"
+ROOF_GAP = "track_roof_gap"
+RAW_NAMES = {"track_seconds": "median seconds per matrix", "track_error": "error against float64"}
 
 
-def _title(s: Series) -> str:
-    return ", ".join(f"{k}={v}" for k, v in s.params.items()) or s.benchmark
+def split_point(point: str) -> tuple[str, str, str]:
+    """`experiment:analysis/strategy` -> its three parts."""
+    experiment, _, rest = point.partition(":")
+    analysis, _, strategy = rest.partition("/")
+    return experiment, analysis, strategy
 
 
-def history_chart(series: Sequence[Series]) -> str:
-    """One benchmark and parameter combination: value against commit (date order, short hash),
-    a line per machine, the [q25, q75] of asv's samples as error bars, steps as dashed lines
-    labelled with their ratio."""
-    commits = sorted({(p.date, p.commit) for s in series for p in s.points})
-    x_of = {commit: i for i, (_date, commit) in enumerate(commits)}
-    fig = _figure(4.2, 2.6)
-    ax = fig.subplots()
-    values = [p.value for s in series for p in s.points if p.value is not None and p.value > 0]
-    for i, s in enumerate(series):
-        pts = [p for p in s.points if p.value is not None]
-        xs = [x_of[p.commit] for p in pts]
-        ys = [p.value for p in pts]
-        low = [max(0.0, y - (p.q25 if p.q25 is not None else y)) for p, y in zip(pts, ys)]  # type: ignore[operator]
-        high = [max(0.0, (p.q75 if p.q75 is not None else y) - y) for p, y in zip(pts, ys)]  # type: ignore[operator]
-        ax.errorbar(xs, ys, yerr=[low, high], marker="o", ms=3, lw=1.2, capsize=2, color=f"C{i % 10}", label=s.line)
-        for step in s.steps:
-            ax.axvline(x_of[step.commit] - 0.5, color=f"C{i % 10}", ls="--", lw=0.8)
-            ax.annotate(f"x{step.ratio:.2f}", (x_of[step.commit] - 0.5, step.after), fontsize=7,
-                        color="#b00020" if step.ratio > 1 and series[0].kind != "track" else "#1b7f3a")
-    if values and max(values) / min(values) > 10:
-        ax.set_yscale("log")
-        _log_axis(ax.yaxis)
-    else:  # from zero, so a step's height reads as its ratio
-        ax.set_ylim(bottom=0, top=max(values or [1.0]) * 1.15)
-        ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4), useOffset=False)
-    ax.set_xticks(range(len(commits)), [c[:8] for _d, c in commits], rotation=45, ha="right", fontsize=7)
-    ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
-    ax.set_xlabel("commit (oldest left)")
-    ax.set_ylabel(series[0].unit or series[0].kind)
-    ax.set_title(_title(series[0]), fontsize=8)
-    ax.grid(True, lw=0.4, color="#ddd")
-    ax.legend(fontsize=6)
-    return to_svg(fig)
+def anchor(*parts: str) -> str:
+    return "h-" + re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
 
 
-def sections(all_series: Sequence[Series]) -> list[dict[str, object]]:
-    """CPU machines, then GPU machines; in each, per benchmark, a chart per parameter combination."""
+@dataclass(frozen=True)
+class Axis:
+    """What every chart shares: commits in date order, machines CPU first, which are GPUs."""
+
+    commits: list[str]
+    dates: dict[str, int]
+    machines: list[str]
+    gpu: set[str]
+
+    @classmethod
+    def of(cls, all_series: Sequence[Series]) -> Axis:
+        dates = {p.commit: p.date for s in all_series for p in s.points}
+        gpu = {s.line for s in all_series if s.gpu}
+        return cls(commits=sorted(dates, key=lambda c: (dates[c], c)), dates=dates, gpu=gpu,
+                   machines=sorted({s.line for s in all_series}, key=lambda m: (m in gpu, m)))
+
+    def latest(self, by_commit: dict[str, Side]) -> Side | None:
+        measured = [c for c in self.commits if c in by_commit and by_commit[c].speedup is not None]
+        return by_commit[measured[-1]] if measured else None
+
+
+def steps(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> list[Judged]:
+    """Each measured commit against the one measured before it on the same machine."""
+    measured = [by_commit[c] for c in axis.commits if c in by_commit and by_commit[c].speedup is not None]
+    return [judge(machine, point, a, b) for a, b in itertools.pairwise(measured)]
+
+
+def headline(found: dict[tuple[str, str], dict[str, Side]], axis: Axis, since: str) -> dict[str, object]:
+    """Every point's latest speedup on each machine against its speedup at `since`."""
+    judged = []
+    for (machine, point), by_commit in sorted(found.items()):
+        latest = axis.latest(by_commit)
+        if latest is not None and latest.commit != since:
+            judged.append(judge(machine, point, by_commit.get(since, Side(commit=since, speedup=None)), latest))
+    counts = {v: sum(j.verdict == v for j in judged) for v in ("regression", "improvement", "no change", "inconclusive")}
+    listed = [(j, anchor(*split_point(j.point)[:2])) for j in judged if j.verdict in ("regression", "improvement")]
+    return {"since": since, "counts": counts, "changes": listed,
+            "machines": sorted({j.machine for j in judged}, key=axis.machines.index)}
+
+
+def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> tuple[Trend, list[Judged]]:
+    measured = {c: s for c, s in by_commit.items() if s.speedup is not None}
+    marked = [j for j in steps(machine, point, by_commit, axis) if j.verdict in ("regression", "improvement")]
+    return Trend(label=split_point(point)[2], machine=machine, values={c: s.speedup for c, s in measured.items()},  # type: ignore[misc]
+                 bands={c: (s.low, s.high) for c, s in measured.items() if s.low and s.high},  # type: ignore[misc]
+                 marks={j.after.commit: j.verdict for j in marked}), marked
+
+
+def _cell(side: Side | None, share: float | None) -> str:
+    if side is None or side.speedup is None:
+        return "-"
+    interval = f" ({side.low:.3g}-{side.high:.3g})" if side.low and side.high else ""
+    return f"{side.speedup:.3g}x{interval}" + (f", {100 * share:.2g}% of roof" if share else "")
+
+
+def baselines(all_series: Sequence[Series]) -> dict[tuple[str, str], str]:
+    """(experiment, analysis) -> its baseline: the point whose time ratio is exactly 1 throughout."""
+    return {split_point(s.params.get("point", ""))[:2]: split_point(s.params.get("point", ""))[2]
+            for s in all_series if track_of(s) == RATIO and s.points and all(p.value == 1.0 for p in s.points)}
+
+
+def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[str, str], float],
+             axis: Axis, baseline: dict[tuple[str, str], str]) -> list[dict[str, object]]:
+    """Per analysis: a speedup chart per kind of machine, its judged steps, and the machines side by side."""
+    keyed = sorted(found, key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
     out = []
-    for gpu, in_kind in itertools.groupby(sorted(all_series, key=lambda s: s.gpu), key=lambda s: s.gpu):
-        kind = list(in_kind)
-        benchmarks = []
-        for name, of_benchmark in itertools.groupby(sorted(kind, key=lambda s: s.benchmark), key=lambda s: s.benchmark):
-            of_benchmark_list = list(of_benchmark)
-            charts = []
-            for _params, lines in itertools.groupby(sorted(of_benchmark_list, key=lambda s: list(s.params.values())),
-                                                    key=lambda s: list(s.params.values())):
-                lines_list = list(lines)
-                charts.append(Markup(history_chart(lines_list)) if any(
-                    p.value is not None for s in lines_list for p in s.points) else None)
-            benchmarks.append({"name": name, "unit": of_benchmark_list[0].unit, "charts": charts})
-        out.append({"title": "GPU machines" if gpu else "CPU machines",
-                    "machines": sorted({s.line for s in kind}), "benchmarks": benchmarks})
+    for (experiment, analysis), keys in itertools.groupby(keyed, key=lambda k: split_point(k[1])[:2]):
+        keys = list(keys)
+        panels, marked = [], []
+        for gpu in (False, True):
+            trends = []
+            for machine, point in (k for k in keys if (k[0] in axis.gpu) == gpu):
+                trend, judged = _trend(machine, point, found[(machine, point)], axis)
+                trends.append(trend)
+                marked += judged
+            if trends:
+                machines = [m for m in axis.machines if (m in axis.gpu) == gpu]
+                over = baseline.get((experiment, analysis), "the baseline")
+                panels.append({"kind": "GPU machines" if gpu else "CPU machines", "svg": Markup(trend_chart(
+                    trends, axis.commits, machines, f"speedup over {over} (log)", reference=1.0))})
+        points = sorted({k[1] for k in keys}, key=lambda p: split_point(p)[2])
+        machines = [m for m in axis.machines if any(k[0] == m for k in keys)]
+        table = [[split_point(p)[2]] + [_cell(axis.latest(found.get((m, p), {})), shares.get((m, p))) for m in machines]
+                 for p in points]
+        out.append({"anchor": anchor(experiment, analysis), "title": f"{experiment}: {analysis}", "panels": panels,
+                    "steps": marked, "machines": machines, "table": table})
     return out
 
 
-def write_history(all_series: Sequence[Series], results_dir: Path, path: Path) -> Path:
-    steps = [(s, step) for s in all_series for step in s.steps]
+def latest_values(all_series: Sequence[Series], name: str) -> dict[tuple[str, str], float]:
+    """(machine, point) -> the newest measured value of a speedups-suite series."""
+    return {(s.line, s.params.get("point", "")): v for s in all_series if track_of(s) == name
+            for v in [next((p.value for p in reversed(s.points) if p.value), None)] if v}
+
+
+def roofs(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
+    """Per tracked experiment: every strategy's share of each machine's roof at the newest commit."""
+    gaps = latest_values(all_series, ROOF_GAP)
+    out = []
+    for experiment, keys in itertools.groupby(sorted(gaps, key=lambda k: k[1]), key=lambda k: split_point(k[1])[0]):
+        keys = list(keys)
+        rows = list(dict.fromkeys(k[1].partition(":")[2] for k in keys))
+        machines = [m for m in axis.machines if any(k[0] == m for k in keys)]
+        shares = {(k[1].partition(":")[2], k[0]): 1 / gaps[k] for k in keys}
+        out.append({"anchor": anchor("roof", experiment), "title": experiment,
+                    "svg": Markup(roof_chart(rows, machines, shares))})
+    return out
+
+
+def raw(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
+    """Every other series, folded: the speedups suite's per analysis, the kernel suites' per benchmark."""
+    skip = {RATIO, INTERVAL, SHARE_BUSY, ROOF_GAP}
+    groups: dict[tuple[str, str], list[Trend]] = {}
+    units: dict[tuple[str, str], str] = {}
+    for s in all_series:
+        track = track_of(s)
+        if track in skip or not any(p.value for p in s.points):
+            continue
+        if track in RAW_NAMES:
+            experiment, analysis, label = split_point(s.params.get("point", ""))
+            key = (f"{experiment}: {analysis}", RAW_NAMES[track])
+        else:
+            key, label = (s.benchmark, s.kind), ", ".join(s.params.values()) or s.benchmark
+        units[key] = s.unit or s.kind
+        groups.setdefault(key, []).append(Trend(
+            label=label, machine=s.line, values={p.commit: p.value for p in s.points if p.value},
+            marks={step.commit: "regression" if step.ratio > 1 else "improvement" for step in s.steps}))
+    return [{"anchor": anchor("raw", *key), "title": f"{key[0]} ({key[1]})", "svg": Markup(trend_chart(
+        trends, axis.commits, [m for m in axis.machines if any(t.machine == m for t in trends)], units[key]))}
+        for key, trends in sorted(groups.items())]
+
+
+def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, since: str | None = None) -> Path:
+    """The page; `since` (a full commit hash) defaults to the oldest commit with results."""
+    axis = Axis.of(all_series)
+    found = sides(all_series)
+    gaps = latest_values(all_series, ROOF_GAP)
+    shares = {k: 1 / v for k, v in gaps.items()}
+    start = since or next((c for c in axis.commits if any(c in by for by in found.values())), "")
     html = environment().get_template("history.html.j2").render(
-        sections=sections(all_series), steps=steps, results_dir=str(results_dir),
-        commits=len({p.commit for s in all_series for p in s.points}), title=_title)
+        headline=headline(found, axis, start) if found else None,
+        analyses=analyses(found, shares, axis, baselines(all_series)),
+        roofs=roofs(all_series, axis), raw=raw(all_series, axis), results_dir=str(results_dir),
+        commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

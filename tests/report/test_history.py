@@ -65,12 +65,62 @@ def test_series_per_machine_with_asvs_steps(asv_results: Path) -> None:
     assert by[("box-cpu", "numpy")].steps == [] and by[("box-nvidia-h100-80gb-hbm3", "torch")].steps == []
 
 
-def test_page_has_cpu_and_gpu_apart_every_chart_and_the_step(asv_results: Path, tmp_path: Path) -> None:
+def test_raw_series_alone_are_drawn_folded_without_a_headline(asv_results: Path, tmp_path: Path) -> None:
     page = write_history(load(asv_results), asv_results, tmp_path / "history.html").read_text()
-    assert page.index("CPU machines") < page.index("GPU machines")
-    assert page.count("<svg") == 4  # numpy and torch, on each kind of machine
-    assert re.search(r"<code>03ababab</code>.*?>2\.0\d*<", page, re.S)
+    assert "No speedups tracked" in page and "Since <code>" not in page
+    folded = page[page.index("<details>"):page.index("</details>")]
+    # one chart for the benchmark: a line per parameter set (numpy, torch) and machine (its line style)
+    assert folded.count("<svg") == page.count("<svg") == 1
+    assert all(f">{label}</text>" in folded for label in ("numpy, 256x256", "torch, 256x256", "box-cpu",
+                                                          "box-nvidia-h100-80gb-hbm3", "regression"))
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing to fetch
+
+
+@pytest.fixture
+def speedup_results(tmp_path: Path) -> tuple[Path, list[str]]:
+    from benchmarks.history_page import write_results
+
+    root = tmp_path / "speedups"
+    return root, write_results(root, commits=3)
+
+
+def test_page_reads_headline_first_then_a_chart_per_analysis_cpu_and_gpu_side_by_side(
+        speedup_results: tuple[Path, list[str]], tmp_path: Path) -> None:
+    from benchmarks.history_page import SLOW
+    from benchmarks.speedups import Dense, MainJob
+
+    root, commits = speedup_results
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    headline = page[page.index('id="headline"'):page.index("<nav>")]
+    assert re.search(rf"Since <code>{commits[0][:8]}</code>:\s*<span[^>]*>1 regression</span>,\s*<span[^>]*>"
+                     r"0 improvements</span>,\s*on box-cpu, box-nvidia-h100-80gb-hbm3", headline)
+    link = re.search(r'<a href="#([^"]+)" class="slower">regression</a>:\s*' + re.escape(SLOW) + " on box-cpu", headline)
+    assert link and f'<h3 id="{link.group(1)}">task_geometry: spectrum</h3>' in page
+    analyses = {p.partition("/")[0] for p in MainJob.params + Dense.params}
+    contents = page[page.index("<nav>"):page.index("</nav>")]
+    assert all(f"Speedups: {a.replace(':', ': ')}</a>" in contents for a in analyses)
+    for a in analyses:  # one chart per analysis and kind of machine, the CPU's first
+        section = page[page.index(f">{a.replace(':', ': ')}</h3>"):]
+        panels = section[:section.index("</div>\n<div")]
+        assert panels.index("CPU machines") < panels.index("GPU machines") and panels.count("<svg") == 2
+    steps = page[page.index(f">task_geometry: spectrum</h3>"):page.index(">task_geometry: top3</h3>")]
+    assert re.search(rf'class="slower">regression</td><td>torch</td>\s*<td>box-cpu</td><td><code>{commits[-1][:8]}', steps)
+    roofs = page[page.index('id="roofs"'):page.index('id="raw"')]
+    assert roofs.count("<svg") == 2  # one per tracked spec
+    folded = page[page.index("<details>"):page.index("</details>")]
+    assert "median seconds per matrix" in folded and "precision.PcaGram.time_gram" in folded
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+
+
+def test_since_names_the_commit_the_headline_compares_with(speedup_results: tuple[Path, list[str]], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    root, commits = speedup_results
+    out = tmp_path / "h.html"
+    assert cli.main(["history", "--results", str(root), "-o", str(out), "--since", commits[1][:6]]) == 0
+    assert f"Since <code>{commits[1][:8]}</code>" in out.read_text()
+    assert cli.main(["history", "--results", str(root), "-o", str(out), "--since", "fedcba987"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--since fedcba987: names no commit with results (3 commits have them)" in err
 
 
 def test_cli_history_and_its_one_line_error(asv_results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,13 +136,15 @@ def test_cli_history_and_its_one_line_error(asv_results: Path, tmp_path: Path, c
 
 @pytest.mark.browser
 @pytest.mark.skipif(os.environ.get("HARNESS_NO_BROWSER") == "1", reason="HARNESS_NO_BROWSER=1")
-def test_history_in_a_browser_offline(asv_results: Path, tmp_path: Path) -> None:
+def test_history_in_a_browser_offline(speedup_results: tuple[Path, list[str]], tmp_path: Path) -> None:
     from .test_browser import assert_laid_out, chromium, console_messages, page_requests
 
-    page = write_history(load(asv_results), asv_results, tmp_path / "history.html")
+    root, _commits = speedup_results
+    page = write_history(load(root), root, tmp_path / "history.html")
     netlog = tmp_path / "net.json"  # what the page asked the network for (test_browser proves this catches a fetch)
     dom = chromium(page, tmp_path / "profile", "--host-resolver-rules=MAP * ~NOTFOUND", f"--log-net-log={netlog}",
                    "--dump-dom")
     assert console_messages(dom.stderr) == [] and page_requests(netlog) == []
-    assert dom.stdout.count("<svg") == 4 and dom.stdout.count("<path") > 20  # the charts are drawn
+    drawn = page.read_text().count("<svg")
+    assert drawn > 20 and dom.stdout.count("<svg") == drawn and dom.stdout.count("<path") > 20 * drawn
     assert_laid_out(page, tmp_path)  # within 1280 px, no label over another

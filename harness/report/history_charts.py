@@ -1,0 +1,104 @@
+"""The charts of `harness history`, as inline SVG: series across commits (a colour per strategy or
+parameter set, a line style per machine, 95% interval bands, judged changes marked) and each
+strategy's share of each machine's measured roof.
+
+Labels are placed by matplotlib's layout only (ticks, titles, a legend outside the axes), never
+annotated onto the data, so no two can overlap however the lines fall; commit ticks are thinned to
+MAX_TICKS, unrotated, so a long history stays legible."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+from harness.report.charts import BAD, GOOD, _figure, _log_axis, to_svg
+
+STYLES = ["-", "--", ":", "-."]  # one per machine, in the page's machine order
+MARKS = {"regression": ("v", BAD), "improvement": ("^", GOOD)}
+MAX_TICKS = 8  # commit labels across a chart: 8 short hashes fit unrotated
+WIDTH, HEIGHT = 5.6, 3.3  # inches: two side by side in the page's 1100 px
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One line: a strategy (or parameter set) on one machine, by commit."""
+
+    label: str
+    machine: str
+    values: dict[str, float]  # commit -> value
+    bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # commit -> its interval
+    marks: dict[str, str] = field(default_factory=dict)  # commit -> "regression" or "improvement"
+
+
+def _ticks(commits: Sequence[str]) -> list[int]:
+    """At most MAX_TICKS commit positions, evenly spread, the newest always among them."""
+    if len(commits) <= MAX_TICKS:
+        return list(range(len(commits)))
+    step = -(-len(commits) // MAX_TICKS)
+    return sorted({*range(len(commits) - 1, -1, -step)})
+
+
+def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Sequence[str], ylabel: str,
+                title: str = "", reference: float | None = None) -> str:
+    """Value against commit (oldest left), log axis; `reference` (a speedup's 1) as a grey line."""
+    labels = sorted({t.label for t in trends})
+    colour = {label: f"C{i % 10}" for i, label in enumerate(labels)}
+    style = {m: STYLES[i % len(STYLES)] for i, m in enumerate(machines)}
+    x_of = {c: i for i, c in enumerate(commits)}
+    fig = _figure(WIDTH, HEIGHT)
+    ax = fig.subplots()
+    for t in trends:
+        xs = [x_of[c] for c in commits if c in t.values]
+        ys = [t.values[c] for c in commits if c in t.values]
+        ax.plot(xs, ys, ls=style[t.machine], color=colour[t.label], marker="o", ms=3, lw=1.3)
+        banded = [c for c in commits if c in t.bands]
+        if banded:
+            ax.fill_between([x_of[c] for c in banded], [t.bands[c][0] for c in banded], [t.bands[c][1] for c in banded],
+                            color=colour[t.label], alpha=0.15, lw=0)
+        for c, verdict in t.marks.items():
+            marker, edge = MARKS[verdict]
+            ax.plot([x_of[c]], [t.values[c]], marker=marker, ms=9, mfc="none", mec=edge, mew=1.6)
+    if reference is not None:
+        ax.axhline(reference, color="#888", lw=0.8, ls="--")
+    ax.set_yscale("log")
+    _log_axis(ax.yaxis)
+    ticks = _ticks(commits)
+    ax.set_xticks(ticks, [commits[i][:8] for i in ticks], fontsize=7)
+    ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
+    ax.set_xlabel("commit (oldest left)", fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(True, which="major", lw=0.4, color="#ddd")
+    handles = [Line2D([], [], color=colour[label], lw=2, label=label) for label in labels]
+    if len(machines) > 1:
+        handles += [Line2D([], [], color="#555", ls=style[m], lw=1.3, label=m) for m in machines]
+    marked = {v for t in trends for v in t.marks.values()}
+    handles += [Line2D([], [], ls="", marker=MARKS[v][0], mfc="none", mec=MARKS[v][1], ms=8, label=v)
+                for v in MARKS if v in marked]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), fontsize=7, frameon=False)
+    return to_svg(fig)
+
+
+def roof_chart(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[str, str], float]) -> str:
+    """Each row's (strategy's) achieved share of each machine's roof at its intensity, log axis:
+    a bar per machine, the machines' colours in the page's machine order."""
+    fig = _figure(WIDTH * 1.5, 0.9 + 0.28 * len(rows) * max(len(machines), 1))
+    ax = fig.subplots()
+    height = 0.8 / max(len(machines), 1)
+    y = np.arange(len(rows))
+    for i, machine in enumerate(machines):
+        values = [100 * shares.get((row, machine), np.nan) for row in rows]
+        ax.barh(y + (i - (len(machines) - 1) / 2) * height, values, height=height * 0.9, color=f"C{i % 10}",
+                label=machine)
+    ax.set_xscale("log")
+    _log_axis(ax.xaxis)
+    ax.set_yticks(y, rows, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of the machine's measured roof at the kernel's flops per byte (log scale)", fontsize=8)
+    ax.grid(True, axis="x", lw=0.4, color="#ddd")
+    fig.legend(loc="outside lower center", ncols=min(3, len(machines)), fontsize=7, frameon=False)
+    return to_svg(fig)

@@ -1,0 +1,106 @@
+"""What asv tracks of the speedups (benchmarks/speedups.py) and the regression gate over it
+(benchmarks/continuous.py): the points are the specs' compared strategies, a run's record becomes
+the series, and the gate's verdicts map to its documented exit codes. The timing itself is
+`harness run`'s, tested where it lives; the gate's end-to-end figures are in README."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import benchmarks.continuous as continuous
+from benchmarks.history_page import MACHINES, SLOW
+from benchmarks.speedups import Dense, MainJob, measured, run_spec
+from harness.record.run_record import RunRecord
+
+pytest.importorskip("asv")
+
+
+def test_points_are_every_strategy_of_each_tracked_analysis_its_baseline_first() -> None:
+    assert MainJob.params == [
+        "task_geometry:spectrum/numpy", "task_geometry:spectrum/process_pool", "task_geometry:spectrum/torch",
+        "task_geometry:spectrum/factored", "task_geometry:top3/scipy_svds", "task_geometry:top3/torch_lowrank",
+        "task_geometry:top3/torch", "task_geometry:top3/factored", "task_geometry:geometry/dual_gram",
+        "task_geometry:geometry/factored_gram"]
+    assert {"bench_dense:svd/numpy", "bench_dense:svd/process_pool", "bench_dense:svd_topk/torch_lowrank"} < set(Dense.params)
+    assert len(Dense.params) == 9
+    # a cache of its own per class: asv keys setup_cache by where its function is written
+    assert MainJob.setup_cache.__code__.co_firstlineno != Dense.setup_cache.__code__.co_firstlineno
+
+
+def test_a_runs_record_becomes_the_series(smoke_run: tuple[Path, RunRecord]) -> None:
+    folder, record = smoke_run
+    found = measured(folder, "smoke")
+    timings = {(a.name, t.label): t for a in record.analyses for t in a.timings}
+    assert set(found) == {f"smoke:{a}/{label}" for a, label in timings}
+    for (analysis, label), t in timings.items():
+        point = found[f"smoke:{analysis}/{label}"]
+        assert point["seconds"] == pytest.approx(t.seconds_per_matrix) and point["seconds"] > 0
+        assert 0.0 <= point["busy"] <= 1.0 and point["error"] < 1e-3
+        if t.role == "baseline":
+            assert point["speedup"] == 1.0 and point["interval"] == 1.0
+        elif t.speedup_ci:
+            low, high = t.speedup_ci
+            assert point["speedup"] == t.speedup and point["interval"] == pytest.approx(math.sqrt(high / low))
+    bench, point = MainJob(), next(p for p, v in found.items() if v["speedup"] != 1.0)
+    assert bench.track_time_ratio(found, point) == pytest.approx(1 / found[point]["speedup"])
+    assert math.isnan(bench.track_time_ratio(found, "smoke:nothing/here")) and math.isnan(bench.track_busy({}, point))
+
+
+def test_a_run_that_fails_says_how(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"harness run .*missing\.toml .* exited 2"):
+        run_spec(tmp_path / "missing.toml", [], "1s", tmp_path)
+
+
+def test_the_gate_unpacks_only_a_commits_harness(tmp_path: Path) -> None:
+    head = continuous.commit("HEAD")
+    tree = continuous.unpack(head, tmp_path)
+    assert (tree / "harness" / "__init__.py").exists() and [p.name for p in tree.iterdir()] == ["harness"]
+    shown = subprocess.run(["git", "show", f"{head}:harness/__init__.py"], capture_output=True, text=True,
+                           cwd=continuous.ROOT, check=True).stdout
+    assert (tree / "harness" / "__init__.py").read_text() == shown
+
+
+def test_a_commit_that_is_not_one_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert continuous.main(["no-such-ref-40", "HEAD"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("continuous: git rev-parse") and "\n" not in err
+
+
+def side(commit: str, speedup: float, interval: float = 1.2) -> object:
+    from harness.report.regressions import Side
+
+    return Side(commit=commit, speedup=speedup, interval=interval, busy=0.0)
+
+
+@pytest.mark.parametrize("head_runs, code, verdict", [
+    ([2.0, 2.1, 1.95], 1, "regression"),  # 1.5x slower than BASE's 3x, every run
+    ([3.0, 3.1, 2.95], 0, "no change"),
+    ([2.0, 6.0, 2.1], 4, "inconclusive"),  # HEAD's runs scattered: the interval too wide to tell
+])
+def test_the_gate_interleaves_three_runs_and_exits_with_its_verdict(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], head_runs: list[float], code: int,
+        verdict: str) -> None:
+    base_runs = [3.0, 3.05, 2.97]
+    order: list[str] = []
+    monkeypatch.setattr(continuous, "commit", lambda ref: ref * 40)
+    monkeypatch.setattr(continuous, "asv", lambda *args, env=None: None)
+    monkeypatch.setattr(continuous, "unpack", lambda sha, into: into)
+    monkeypatch.setattr(continuous, "measure_commit", lambda sha, tree, machine, bench: order.append(sha))
+
+    def timed(machine: str, sha: str) -> dict[str, object]:
+        n = order.count(sha) - 1
+        runs = head_runs if sha == "b" * 40 else base_runs
+        return {SLOW: side(sha, runs[n]), "e:a/steady": side(sha, 10.0 * (1 + 0.01 * n))}
+
+    monkeypatch.setattr(continuous, "timed", timed)
+    assert continuous.main(["a", "b", "--machine", MACHINES[0]]) == code
+    assert order == ["a" * 40, "b" * 40] * 3
+    out = capsys.readouterr().out
+    assert re.search(rf"^{re.escape(SLOW)} on {MACHINES[0]}: .*: {verdict}", out, re.M)
+    assert re.search(r"^e:a/steady on .*: no change", out, re.M)
+    assert "time: setup" in out and "load average" in out
