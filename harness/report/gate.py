@@ -2,11 +2,11 @@
 runs of the tracked speedups, interleaved (BASE, HEAD, BASE, HEAD, ...), and HEAD's speedups
 judged against BASE's with the run as the unit of replication (bench.statistics' rule).
 
-One run's interval cannot know how far apart runs fall right now: on a busy machine, runs of the
-same code measured one speedup 1,460x, 4,950x and 35,700x, each with an interval that excluded the
-others. So each run counts once: a point's change is HEAD's mean log speedup over its runs minus
-BASE's, its standard error from the spread of the runs themselves (the two commits' variances
-pooled), Student's t with runs - 2 degrees of freedom. A regression when the one-sided p is below
+One run's interval cannot know how far apart runs fall right now: beside two busy processes, six
+runs of identical code measured one speedup from 882x to 2,070x. So each run counts once: a
+point's change is HEAD's mean log speedup over its runs minus BASE's, its standard error from the
+spread of the runs themselves (the two commits' variances pooled), Student's t with runs - 2
+degrees of freedom. A regression when the one-sided p is below
 FAMILY_ALPHA / the points judged (Bonferroni: identical code fails the gate at most FAMILY_ALPHA
 of the time however many points) and the speedup fell by more than FACTOR; "no change" when the
 difference's interval at that level lies within 1/RESOLUTION to RESOLUTION; otherwise inconclusive,
