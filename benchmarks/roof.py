@@ -2,8 +2,8 @@
 3072 x 768 values through the float64 Gram (`gram_eigh`) against numpy's gesdd, and a whole
 (shape, rank) group of rank-16 LoRA deltas in one batched factored call against one call per delta.
 
-Kernel-level, in memory (as benchmarks/gram.py): they track the arithmetic; benchmarks/ops.py
-times the same strategies through the harness's cases on the bench specs.
+Kernel-level, in memory (as benchmarks/gram.py): they track the arithmetic; benchmarks/speedups.py
+tracks the same strategies' speedups as `harness run` measures them.
 """
 
 from __future__ import annotations
