@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -53,13 +55,22 @@ def no_wisdom() -> Iterator[None]:
         os.environ["HARNESS_WISDOM"] = before
 
 
-@pytest.fixture
-def patched_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Timing workers forked from this process, so that a strategy a test patches here is the one
-    they time (the forkserver imported the real one)."""
-    from harness.bench import worker
+FORKSERVER_RUN = """import sys
+import tests.run.worker_patches
+from harness.bench.worker import start_forkserver
+start_forkserver(["harness.run.subjects", "torch", "tests.run.worker_patches"])()
+from harness.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
 
-    monkeypatch.setattr(worker, "START_METHOD", "fork")
+
+def forkserver_run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`harness ARGS` in a fresh process whose timing workers carry tests/run/worker_patches' patches
+    (chosen by `env`): its forkserver, started first, preloads them (the phase's later start changes
+    nothing)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)  # `tests`, from any folder
+    return subprocess.run([sys.executable, "-c", FORKSERVER_RUN, *args], env={**os.environ, "PYTHONPATH": path, **env},
+                          capture_output=True, text=True, timeout=600)
 
 
 def known_spectrum(m: int, n: int, s: np.ndarray, seed: int = 0) -> np.ndarray:

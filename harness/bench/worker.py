@@ -38,9 +38,6 @@ from harness.linalg.device import Backend
 
 CLOSE_S = 5.0  # a worker asked to exit gets this long before it is terminated
 ORPHAN_CHECK_S = 1.0  # how often a worker looks whether the process that started it is still alive
-# How workers start: forked from the forkserver (tests that patch a strategy in this process fork
-# from it directly, so the worker inherits the patch)
-START_METHOD = "forkserver"
 
 
 class Target(Protocol):
@@ -198,7 +195,9 @@ class TimingWorker:
     """The parent's handle on one point's worker process."""
 
     def __init__(self, work: Work, threads: int, env: dict[str, str] | None = None) -> None:
-        ctx = multiprocessing.get_context("spawn" if env else START_METHOD)
+        # forked from the forkserver, never from this process: an OpenMP pool this process has used
+        # does not survive a fork (a worker forked from the test suite hung in torch's SVD)
+        ctx = multiprocessing.get_context("spawn" if env else "forkserver")
         self.label = work.label
         self.env = dict(env or {})
         self._conn, child = ctx.Pipe()

@@ -6,7 +6,6 @@ here); tf32 on a CPU-only machine refused in one line."""
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import os
 import subprocess
@@ -15,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
 from harness.machine.wisdom import Wisdom
 from harness.record.run_record import load_record
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, forkserver_run
+from tests.run.worker_patches import COMPILE_LOG
 
 SPEC = str(CONFIGS / "precision.toml")
 
@@ -73,26 +72,15 @@ def test_the_frontier_is_printed_within_100_columns_and_drawn(run: tuple[Path, s
     assert "Accuracy/time frontier</h3>" in page and "<svg" in page and "tolerance 5e-02" in page
 
 
-def test_a_compiled_point_compiles_outside_every_timed_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            patched_workers: None) -> None:
-    """The fake compile runs in the point's worker process (forked from this one): each call of a
-    compiled function says in a file whether a timed block was under way."""
-    torch = pytest.importorskip("torch")
+def test_a_compiled_point_compiles_outside_every_timed_call(tmp_path: Path) -> None:
+    """The fake compile runs in the point's worker process: each call of a compiled function says
+    in a file whether a timed block was under way."""
+    pytest.importorskip("torch")
     calls = tmp_path / "calls"
-
-    def fake_compile(fn, dynamic=False):  # noqa: ANN001, ANN202 - torch.compile's signature
-        def compiled(*args):  # noqa: ANN002, ANN202
-            timed = any(f.function == "measure" and f.filename.endswith("bench/measure.py") and
-                        f.frame.f_locals.get("samples") is not None for f in inspect.stack())
-            with calls.open("a") as fh:
-                fh.write("timed\n" if timed else "untimed\n")
-            return fn(*args)
-        return compiled
-
-    monkeypatch.setattr(torch, "compile", fake_compile)
     folder = tmp_path / "run"
     one = "analysis=[{op='svdvals',compare=['numpy','torch'],compile=true}]"
-    assert cli.main(["run", SPEC, "-o", str(folder), "--set", one, "--budget", "1s"]) == 0
+    said = forkserver_run(["run", SPEC, "-o", str(folder), "--set", one, "--budget", "1s"], {COMPILE_LOG: str(calls)})
+    assert said.returncode == 0, said.stderr[-2000:]
     (analysis,) = load_record(folder).analyses
     compiled = next(t for t in analysis.timings if t.compiled)
     eager = next(t for t in analysis.timings if t.strategy == "torch" and not t.compiled)

@@ -1,0 +1,46 @@
+"""Patches a test needs inside the timing workers as well as in the run's own process, applied on
+import as the environment asks: `forkserver_run` (tests/conftest.py) imports this module in a fresh
+process and preloads it into the forkserver the workers fork from. Forking the workers from the
+test process instead deadlocked now and then: its OpenMP pool, already used by earlier tests,
+does not survive a fork (a worker hung in GOMP_parallel inside torch's SVD)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RAISE = "HARNESS_TEST_RAISING"  # a strategy's name: its compute raises
+COMPILE_LOG = "HARNESS_TEST_COMPILE_LOG"  # a file: torch.compile faked, each call of a compiled function says
+# there whether a timed block was under way
+MESSAGE = "ARPACK did not converge\nsecond line the table never shows"
+
+
+def raising(*args: object, **kwargs: object) -> None:
+    raise RuntimeError(MESSAGE)
+
+
+def fake_compile(log: Path) -> Callable[..., Any]:
+    """torch.compile without inductor's ~20 s C++ build."""
+
+    def compile_(fn: Callable[..., Any], dynamic: bool = False) -> Callable[..., Any]:
+        def compiled(*args: Any) -> Any:
+            timed = any(f.function == "measure" and f.filename.endswith("bench/measure.py") and
+                        f.frame.f_locals.get("samples") is not None for f in inspect.stack())
+            with log.open("a") as fh:
+                fh.write("timed\n" if timed else "untimed\n")
+            return fn(*args)
+        return compiled
+    return compile_
+
+
+if name := os.environ.get(RAISE):
+    from harness.strategies.registry import STRATEGIES
+
+    type(STRATEGIES[name]).compute = raising  # type: ignore[method-assign]
+if log := os.environ.get(COMPILE_LOG):
+    import torch
+
+    torch.compile = fake_compile(Path(log))  # type: ignore[assignment]
