@@ -212,8 +212,8 @@ def untimed_lines(record: RunRecord) -> list[str]:
                   for v in a.verification if v.reason is not None and v.strategy not in {t.label for t in a.timings}]
     untimed = [f"{a.name}: {s.strategy}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
     if untimed:
-        lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {escape(', '.join(untimed))}; --budget "
-                     "gives more, and a run on a quiet machine times them for later runs to pool")
+        lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {escape(', '.join(untimed))}; the next run "
+                     "times each of them once whatever its limit, and --budget gives more")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({escape(reason)}): {escape(', '.join(what))}" for reason, what in _grouped(not_run)]
     return lines

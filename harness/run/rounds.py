@@ -134,17 +134,32 @@ class Rounds:
         if self.baseline is None or self.baseline in self.failures or label == self.baseline:
             return len(self.line(label)) < MIN_ROUNDS  # nothing to pair with: its own rounds
         base, own = self.line(self.baseline), self.line(label)
-        found = speedup(base, own, spread=self.spreads.get(label))
-        resolved, paired = found is not None and found.resolved(self.target), self._paired(label)
+        found = speedup(base, own, spread=self.spreads.get(label), busy=self._busy(self.baseline) | self._busy(label))
+        # busy rounds stand in while quiet ones are too few: not resolved on such a mix, so that a
+        # quiet run adds the quiet rounds that replace them
+        resolved = found is not None and found.resolved(self.target) and not 0 < found.busy < found.rounds
+        paired = self._paired(label)
         if paired < MIN_ROUNDS:
             return not (resolved and paired == 0)
         return not resolved and within_half_width(base, own, self.run_id) > WITHIN_SHARE * self.target
 
+    def _busy(self, label: str) -> set[str]:
+        """The ids of the point's rounds timed while the machine was busy."""
+        return {r.round for s in self.subjects[label] for r in self.lines[id(s)].rounds if r.busy}
+
+    def _cut_before(self, label: str) -> bool:
+        """An earlier run timed this analysis but not this point (a busy machine's limit cut it):
+        this run times it once whatever the limit. Ordered first alone, it was cut again run after
+        run, since the analyses before it spent the limit (on two busy processes the main job's
+        top-3 torch points went untimed in three runs)."""
+        if self.baseline is None or label == self.baseline or self.line(label):
+            return False
+        return any(run_of(r) != self.run_id for r in self.line(self.baseline))
+
     def _names(self) -> list[str]:
         """The points of the next round: the baseline, the chosen one, then the rest that want it,
         those with the fewest runs behind them first: a busy machine's limit cuts the last ones, and
-        a point it cut in one run is timed first in the next (on two busy processes the main job's
-        top-3 torch points were never timed, run after run)."""
+        a point it cut in one run is timed first in the next, and once whatever the limit."""
         others = [s for s in self.subjects if s != self.baseline and s not in self.failures]
         todo = [s for s in others if self._wants(s)]
         if not others and self.baseline is not None and self._wants(self.baseline):
@@ -210,14 +225,14 @@ class Rounds:
 
     def _round(self, names: list[str]) -> None:
         """One round: each point's block on every group, in order; on the first round, the points
-        beyond the baseline and the chosen one only while the budget allows."""
+        beyond the baseline, the chosen one and those an earlier run cut only while the budget allows."""
         rid, floor, quiet = round_id(self.run_id, self.analysis, self.count), self._floor(names), self._quiet()
         r = max(len(self.lines[id(x)].rounds) for s in names for x in self.subjects[s])  # the same matrices for all
         before, timed = snapshot(), []
         total = sum(len(self.subjects[s]) for s in names)
         with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
             for label in names:
-                mandatory = self.count == 0 and label in (self.baseline, self.chosen)
+                mandatory = self.count == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label))
                 for subject in self.subjects[label]:
                     if label in self.failures:
                         break

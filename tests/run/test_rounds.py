@@ -16,6 +16,7 @@ from harness.bench import budget as budgeting
 from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, SPREAD_ROUNDS, Allocation, Budget
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
+from harness.bench.series import Round
 from harness.bench.worker import Reply, Request
 from harness.run import rounds as rounding
 from harness.run.rounds import Pace, Rounds, Timeline
@@ -200,3 +201,29 @@ def test_a_point_a_busy_machine_cut_in_one_run_is_timed_first_in_the_next(busy: 
     old = r.subjects["old"][0]
     r.lines[id(old)] = Timeline(pooled=[Round(round=f"earlier{i}#a#0", seconds=0.5) for i in range(2)])
     assert r._names() == ["base", "chosen", "new", "old"]
+
+
+def test_a_point_an_earlier_busy_run_cut_is_timed_once_whatever_the_limit(busy: None) -> None:
+    """Ordered first alone, the main job's top-3 torch points went untimed in three busy runs in a
+    row: the spectrum before them had spent the limit each time."""
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    subjects = {label: subject(label) for label in ["base", "x", "chosen", "y"]}
+    r, _ = rounds(list(subjects), {"base": [1.0], "x": [0.5], "chosen": [0.1], "y": [0.2]}, budget=spent,
+                  chosen="chosen", subjects=subjects, target=0.01)
+    for label in ("base", "chosen", "y"):  # an earlier run timed these, and cut x
+        r.lines[id(subjects[label])].pooled.append(Round(round="earlier#a#0", seconds=1.0, busy=["load 4"]))
+    r.run()
+    assert r.untimed == ["y"] and r.count == 1  # y had its round in the earlier run: the limit cuts it this time
+    assert {label: len(r.lines[id(s)].new) for label, (s,) in r.subjects.items()} == {
+        "base": 1, "x": 1, "chosen": 1, "y": 0}
+
+
+def test_a_quiet_run_replaces_an_earlier_busy_runs_rounds_before_it_stops(quiet: None) -> None:
+    """Busy rounds stand in only while quiet ones are too few: two runs that agree (one busy, one
+    quiet round) do not end the quiet run, which goes on to SPREAD_ROUNDS rounds of its own."""
+    subjects = {label: subject(label) for label in ["base", "x"]}
+    r, _ = rounds(list(subjects), {"base": [1.0], "x": [0.5]}, subjects=subjects, target=0.5)
+    for label, seconds in (("base", 1.0), ("x", 0.5)):
+        r.lines[id(subjects[label])].pooled.append(Round(round="earlier#a#0", seconds=seconds, busy=["load 4"]))
+    r.run()
+    assert r.count == SPREAD_ROUNDS
