@@ -40,7 +40,7 @@ from harness.record.run_record import UNTIMED, BenchRecord, GroupTiming, Skipped
 from harness.record.verification import Verification
 from harness.spec import PcaAnalysis
 from harness.run.items import WILD_PLAN, WILD_RUN, plausible, placed
-from harness.run.rounds import Pace, Rounds, Timeline, line_of
+from harness.run.rounds import Pace, Rounds, Timeline, busy_of, line_of
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
 from harness.run.timings import group_timing, strategy_timing
@@ -296,7 +296,7 @@ class BenchPhase:
         assert bench is not None
         for t in timings:
             pooled = {r.round for s in subjects[t.label] for r in lines[id(s)].pooled}
-            busy = {r.round for s in subjects[t.label] for r in lines[id(s)].rounds if r.busy}
+            busy = busy_of(subjects[t.label], lines)
             own = line[t.label]
             if t.label == baseline or baseline is None or baseline not in line:
                 t.speedup = 1.0 if t.label == baseline else None

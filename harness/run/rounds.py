@@ -83,6 +83,11 @@ def line_of(subjects: list[Subject], lines: dict[int, Timeline]) -> Line:
                             s.allocation.matrices, s.total) for s in subjects)
 
 
+def busy_of(subjects: list[Subject], lines: dict[int, Timeline]) -> set[str]:
+    """The ids of the rounds of these subjects timed while the machine was busy."""
+    return {r.round for s in subjects for r in lines[id(s)].rounds if r.busy}
+
+
 @dataclass
 class Rounds:
     analysis: str
@@ -134,7 +139,8 @@ class Rounds:
         if self.baseline is None or self.baseline in self.failures or label == self.baseline:
             return len(self.line(label)) < MIN_ROUNDS  # nothing to pair with: its own rounds
         base, own = self.line(self.baseline), self.line(label)
-        found = speedup(base, own, spread=self.spreads.get(label), busy=self._busy(self.baseline) | self._busy(label))
+        busy = busy_of(self.subjects[self.baseline] + self.subjects[label], self.lines)
+        found = speedup(base, own, spread=self.spreads.get(label), busy=busy)
         # busy rounds stand in while quiet ones are too few: not resolved on such a mix, so that a
         # quiet run adds the quiet rounds that replace them
         resolved = found is not None and found.resolved(self.target) and not 0 < found.busy < found.rounds
@@ -142,10 +148,6 @@ class Rounds:
         if paired < MIN_ROUNDS:
             return not (resolved and paired == 0)
         return not resolved and within_half_width(base, own, self.run_id) > WITHIN_SHARE * self.target
-
-    def _busy(self, label: str) -> set[str]:
-        """The ids of the point's rounds timed while the machine was busy."""
-        return {r.round for s in self.subjects[label] for r in self.lines[id(s)].rounds if r.busy}
 
     def _cut_before(self, label: str) -> bool:
         """An earlier run timed this analysis but not this point (a busy machine's limit cut it):
