@@ -64,31 +64,26 @@ class Interval(BaseModel):
         return math.isfinite(self.half_width) and self.half_width <= precision
 
 
-def _t(df: float, level: float = LEVEL) -> float:
-    """Student's t quantile (scipy.special: scipy.stats takes a second to import)."""
-    from scipy.special import stdtrit
+def quantile(df: float, level: float = LEVEL) -> float:
+    """The two-sided `level` quantile of Student's t, the normal's for infinite df (scipy.special:
+    scipy.stats takes a second to import)."""
+    from scipy.special import ndtri, stdtrit
 
-    return float(stdtrit(df, 0.5 + level / 2))
+    return float(stdtrit(df, 0.5 + level / 2) if math.isfinite(df) else ndtri(0.5 + level / 2))
 
 
-def _t_p(statistic: float, df: float) -> float:
-    """The two-sided p value of a t statistic."""
-    from scipy.special import stdtr
+def lower_tail(statistic: float, df: float) -> float:
+    """P(T <= statistic) for Student's t with df degrees of freedom, the normal for infinite df."""
+    from scipy.special import ndtr, stdtr
 
-    return float(2 * stdtr(df, -abs(statistic)))
+    return float(stdtr(df, statistic) if math.isfinite(df) else ndtr(statistic))
 
 
 def _t_half(var: float, df: float, level: float) -> float:
     """The half-width of a t interval (a normal one for infinite df) of variance `var`."""
     if not math.isfinite(var):
         return math.inf
-    return (_t(df, level) if math.isfinite(df) else _z(level)) * math.sqrt(var)
-
-
-def _z(level: float = LEVEL) -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri(0.5 + level / 2))
+    return quantile(df, level) * math.sqrt(var)
 
 
 def _side(runs: Sequence[Sequence[float]], spread: float) -> tuple[float, float, float]:
@@ -148,7 +143,7 @@ def run_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], s
     terms = [v**2 / d for v, d in ((va, da), (vb, db)) if math.isfinite(d) and v > 0]
     df = var**2 / sum(terms) if terms else math.inf
     half = _t_half(var, df, level)
-    p = _t_p(diff / math.sqrt(var), df) if math.isfinite(df) else math.erfc(abs(diff) / math.sqrt(2 * var))
+    p = 2 * lower_tail(-abs(diff) / math.sqrt(var), df)
     return Interval(estimate=math.exp(diff), low=math.exp(diff - half), high=math.exp(diff + half), n=n,
                     runs=runs), p
 

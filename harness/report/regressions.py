@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from harness.bench.statistics import lower_tail, quantile
 from harness.report.compare import ALPHA, FACTOR
 from harness.report.history import Series
 
@@ -106,13 +107,11 @@ def decide(judged: Judged, diff: float, se: float, df: float = math.inf, alpha: 
     with `df` degrees of freedom, the normal for inf): p two-sided, or with `one_sided` the tail in
     the difference's direction. The interval reported, and held against `resolution` for "no
     change", is at the test's own level: 1 - alpha two-sided, 1 - 2 alpha one-sided."""
-    from scipy.special import ndtr, ndtri, stdtr, stdtrit
-
     z = -abs(diff) / se if se > 0 else (0.0 if diff == 0 else -math.inf)
-    tail = float(stdtr(df, z) if math.isfinite(df) else ndtr(z))
+    tail = lower_tail(z, df)
     p = tail if one_sided else 2 * tail
     level = 1 - 2 * alpha if one_sided else 1 - alpha
-    q = float(stdtrit(df, (1 + level) / 2) if math.isfinite(df) else ndtri((1 + level) / 2))
+    q = quantile(df, level)
     found = judged.model_copy(update={"ratio": math.exp(diff), "low": math.exp(diff - q * se),
                                       "high": math.exp(diff + q * se), "p": p, "level": level})
     if p < alpha and not 1 / factor < found.ratio < factor:  # type: ignore[operator]
