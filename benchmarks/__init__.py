@@ -6,6 +6,7 @@ prepares them along the code path `harness run` takes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,6 +21,14 @@ SPECS = [CONFIGS / "bench.toml", CONFIGS / "bench_dense.toml"]
 # benchmark process from one that has done it, instead of paying seconds of start-up per case.
 torch_module()
 probe()
+
+
+def load_average(figures: int = 3) -> str:
+    """The load average's first `figures` (1, 5 and 15 minutes), said beside every figure a script prints."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg()[:figures])
+    except OSError:  # not on this system
+        return "?"
 
 
 def case_params(op: str) -> list[list[str]]:

@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmarks import load_average
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_USER_ERROR
 
 if TYPE_CHECKING:  # imported when judging: asv imports this module with the commit's harness, maybe older
@@ -96,13 +97,6 @@ def measure_commit(sha: str, tree: Path, machine: str, bench: str = BENCH) -> No
         "--show-stderr", env=env)
 
 
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
 def verdict_code(judged: list[Judged]) -> int:
     verdicts = {j.verdict for j in judged}
     if "regression" in verdicts:
@@ -117,7 +111,7 @@ def report(judged: list[Judged], base: str, head: str, machine: str, phases: lis
     print(f"{base[:8]} -> {head[:8]} on {machine}: " + (", ".join(f"{n} {v}" for v, n in counts.most_common())
                                                           or "no tracked speedup at either commit"))
     print("time: " + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in phases)
-          + f", total {sum(s for _n, s in phases):.0f} s; load average {loadavg()}")
+          + f", total {sum(s for _n, s in phases):.0f} s; load average {load_average()}")
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -144,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = arguments().parse_args(argv)
     phases: list[tuple[str, float]] = []
     start = time.monotonic()
-    print(f"load average at the start {loadavg()}", flush=True)
+    print(f"load average at the start {load_average()}", flush=True)
     from harness.report.gate import judge_runs
     from harness.report.history import HistoryError
 
@@ -162,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 for point, found in timed(machine, sha).items():
                     runs.setdefault(point, ([], []))[side == "head"].append(found)
                 phases.append((f"{side} {sha[:8]} run {n // 2 + 1}", time.monotonic() - began))
-                print(f"{phases[-1][0]}: {phases[-1][1]:.0f} s, load average {loadavg()}", flush=True)
+                print(f"{phases[-1][0]}: {phases[-1][1]:.0f} s, load average {load_average()}", flush=True)
         judged = judge_runs(machine, runs, base, head)
     except (CannotRun, HistoryError) as exc:
         print(f"continuous: {exc}", file=sys.stderr)
@@ -171,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     code = verdict_code(judged)
     if args.json:
         args.json.write_text(json.dumps({"base": base, "head": head, "machine": machine, "exit": code,
-                                         "load_average": loadavg(),
+                                         "load_average": load_average(),
                                          "seconds": dict(phases), "points": [j.model_dump() for j in judged]}, indent=1))
     return code
 

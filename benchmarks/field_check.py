@@ -19,15 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks import load_average
+
 ROOT = Path(__file__).resolve().parent.parent
 MAIN_JOB = ROOT / "configs" / "task_geometry.toml"
-
-
-def loadavg() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().split()[0]
-    except OSError:
-        return "?"
 
 
 def run(spec: Path, folder: Path, wisdom: Path, budget: str, fresh: bool) -> dict[str, dict[str, Any]]:
@@ -59,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         wisdom = Path(tmp) / "wisdom"
         for k in range(args.runs):
-            loads.append(loadavg())
+            loads.append(load_average(1))
             fresh.append(run(args.spec, Path(tmp) / f"fresh{k}", wisdom, args.budget, fresh=True))
             pooled.append(run(args.spec, Path(tmp) / f"pooled{k}", wisdom, args.budget, fresh=False))
             print(f"run {k + 1}: load {loads[-1]}", flush=True)
