@@ -2,7 +2,7 @@
 
 One JSON file per machine identity (CPU, cores, memory, GPU, library versions, numpy's BLAS, the
 thread variables set)
-under the cache folder. `harness calibrate` fills it, and every run adds what its benchmark
+in the user's cache folder (`HARNESS_WISDOM` overrides). `harness calibrate` fills it, and every run adds what its benchmark
 measured (unstable measurements excepted); `auto` then plans from seconds measured here rather
 than from constants fitted elsewhere. A file written under another identity or wisdom version is
 never read: another machine's or another numpy's timings say nothing about this one.
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NamedTuple
 
+import platformdirs
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from harness.base.atomic import write_atomic
@@ -31,6 +32,7 @@ from harness.machine.info import MachineInfo
 
 VERSION = 1
 FOLDER = "wisdom"
+APP = "spectral-harness"  # the user cache folder's name for this tool
 ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test suite's setting)
 COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
 RECENT = 5  # measurements of one key whose median is its estimate
@@ -222,12 +224,14 @@ def identity(machine: MachineInfo) -> dict[str, str]:
     }
 
 
-def folder(cache_root: Path) -> Path | None:
-    """Where wisdom lives: $HARNESS_WISDOM, else `wisdom/` in the cache folder; None when off."""
+def folder() -> Path | None:
+    """Where wisdom and the pooled rounds live: $HARNESS_WISDOM, else `wisdom/` in the user's cache
+    folder (platformdirs); None when off. They are the machine's, not a project's: a first run in a
+    new folder on a known machine neither measures the roofs again nor loses the rounds pooled."""
     setting = os.environ.get(ENV)
     if setting == "off":
         return None
-    return Path(setting) if setting else cache_root / FOLDER
+    return Path(setting) if setting else platformdirs.user_cache_path(APP) / FOLDER
 
 
 def path_for(where: Path, machine: MachineInfo, prefix: str = "") -> Path:

@@ -63,7 +63,7 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None, spec: Spe
     cache_dir = locate(spec.execution.cache_dir, spec_path)
     if cache_dir.exists() and not cache_dir.is_dir():  # every get and put would fail, each its own way
         raise PlanError([f"execution.cache_dir: {cache_dir} is a file; expected a folder (made if missing)"])
-    where = wisdom.folder(cache_dir)
+    where = wisdom.folder()
     known = wisdom.load(where, machine)
     plan = compile_plan(spec, workload, machine, known, cluster, lambda worker: wisdom.load(where, worker))
     return RunContext(Path(spec_path), spec, workload, machine, cache_dir, where, known, plan)

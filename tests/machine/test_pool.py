@@ -106,3 +106,26 @@ def test_a_planted_pool_is_outvoted_by_what_the_run_measures(tmp_path: Path, mon
     assert after.speedup is not None and before.speedup is not None
     assert 0.2 < after.speedup / before.speedup < 5  # the run's own figure, not the planted one
     assert "pooled rounds of torch" in capsys.readouterr().err
+
+
+def test_a_new_folder_on_a_known_machine_neither_probes_nor_loses_the_pool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wisdom and pooled rounds are the machine's (the user's cache folder), the result cache the
+    project's: a run from another working folder measures no roof again and finds the rounds pooled."""
+    from harness.run import calibrate
+
+    monkeypatch.delenv("HARNESS_WISDOM")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    spec = ["--set", "analysis=[{op='svdvals', strategy='numpy', compare=['torch']}]", "--set", "data.modules={a=[64, 64]}",
+            "--set", "data.form='dense'", "--budget", "0.5s"]
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / "one")
+    assert main(["run", SMOKE, "-o", "run", *spec]) == 0
+    pools = list((tmp_path / "user-cache" / "spectral-harness" / "wisdom").glob(f"rounds-v{measurements.VERSION}-*.json"))
+    assert len(pools) == 1 and not (tmp_path / "one" / ".harness-cache" / "wisdom").exists()
+    monkeypatch.chdir(tmp_path / "two")
+    monkeypatch.setattr(calibrate, "measure_cpu", lambda *a, **k: pytest.fail("measured the roofs again"))
+    assert main(["run", SMOKE, "-o", "run", *spec]) == 0
+    assert (tmp_path / "two" / ".harness-cache").is_dir()  # the result cache stays the project's
+    assert load_record(tmp_path / "two" / "run").roofs  # from the machine's wisdom

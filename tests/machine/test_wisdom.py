@@ -151,11 +151,12 @@ def test_wisdom_of_another_machine_or_version_is_never_used(tmp_path: Path) -> N
 
 def test_wisdom_can_be_turned_off_and_moved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(wisdom.ENV, "off")
-    assert wisdom.folder(tmp_path) is None
+    assert wisdom.folder() is None
     monkeypatch.setenv(wisdom.ENV, str(tmp_path / "elsewhere"))
-    assert wisdom.folder(tmp_path) == tmp_path / "elsewhere"
+    assert wisdom.folder() == tmp_path / "elsewhere"
     monkeypatch.delenv(wisdom.ENV)
-    assert wisdom.folder(tmp_path) == tmp_path / "wisdom"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the machine's, whatever folder a run is in
+    assert wisdom.folder() == tmp_path / "cache" / "spectral-harness" / "wisdom"
 
 
 # --- the planner ----------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from harness.machine.info import probe
 from harness.plan.model import PlanError
 from harness.report.machine_view import wisdom_tables
 from harness.run.calibrate import calibrate as measure_machine
-from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 
 
 
@@ -21,13 +20,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="fewer shapes and shorter probes (about a minute on 2 busy cores)")
     parser.add_argument("--show", action="store_true", help="print this machine's wisdom; measure nothing")
-    parser.add_argument("--dir", default=str(DEFAULT_CACHE_DIR),
-                        help=f"cache folder whose wisdom/ to use (default {DEFAULT_CACHE_DIR}; "
-                        "$HARNESS_WISDOM overrides)")
+    parser.add_argument("--dir", help="folder to keep the wisdom in (default: wisdom/ in the user's cache folder, "
+                        "or $HARNESS_WISDOM)")
 
 
 def main(args: argparse.Namespace) -> int:
-    where = wisdom.folder(Path(args.dir))
+    where = Path(args.dir) if args.dir else wisdom.folder()
     if where is None:
         raise PlanError([f"calibrate: wisdom is off (${wisdom.ENV}=off)"])
     machine = probe()
