@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from harness.bench.statistics import LEVEL, quantile
 
@@ -127,6 +127,8 @@ class Crossover(BaseModel):
     """The size where curve `a` and curve `b` cost the same, and its interval (0 or inf at an end
     the fits cannot bound: their exponents' difference is not resolved). `a_faster_above`: beyond
     it, `a` is the cheaper one."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     size: float
     low: float
