@@ -28,6 +28,8 @@ class PowerLaw(BaseModel):
     """log t = intercept + exponent (log n - centre): the intercept at the points' weighted mean
     log size, where it is uncorrelated with the exponent."""
 
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # an unbounded interval reads back as one
+
     exponent: float
     low: float  # the exponent's interval (-inf, inf with two points: no degree of freedom left)
     high: float

@@ -15,7 +15,7 @@ from harness.record.exports import csv_text
 from harness.record.sweep_fits import axis_name, growth
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
 
-POINT_COLUMNS = ("point", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
+POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
 FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
                "model_exponent", "finding")
 
@@ -54,7 +54,7 @@ def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
     for p in record.points:
         label = SweepPoint(values=p.values).label
         for t in p.timings:
-            rows.append({"point": label, "analysis": t.analysis, "strategy": t.strategy, "seconds": t.seconds,
+            rows.append({"point": label, "folder": p.folder, "analysis": t.analysis, "strategy": t.strategy, "seconds": t.seconds,
                          "low": t.low, "high": t.high, "model_s": t.model_s, "basis": t.basis, "passed": t.passed,
                          "chosen": p.chosen.get(t.analysis) == t.strategy})
     return rows
