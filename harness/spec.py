@@ -330,6 +330,11 @@ class Spec(_Section):
     analysis: list[Analysis] = Field(min_length=1)
     execution: Execution = Field(default_factory=Execution)
     benchmark: Benchmark = Field(default_factory=Benchmark)
+    sweep: dict[str, Any] = Field(
+        default_factory=dict,
+        description='one or two keys of this spec over lists of values, e.g. data.adapters = [4, 8, 16] or '
+        '"analysis[0].k" = [1, 2, 4]: each combination is a run of its own, and the run fits how cost grows '
+        "(docs/sweeps.md)")
 
     @field_validator("analysis")
     @classmethod
@@ -354,7 +359,11 @@ SPEC_CAP = 1 << 20  # bytes: a spec is a page of TOML; anything larger is not on
 
 
 def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
-    raw = read_raw(path, overrides)
+    return validate_raw(path, read_raw(path, overrides))
+
+
+def validate_raw(path: str | Path, raw: dict[str, Any]) -> Spec:
+    """The spec of a file's TOML (`read_raw`'s); SpecError with every problem, `FILE: key: message`."""
     try:
         return Spec.model_validate(raw)
     except ValidationError as exc:
@@ -399,19 +408,26 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
             value = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
-        parts = _key_parts(key)
-        node: Any = raw
-        try:
-            for part in parts[:-1]:
-                node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-            last = parts[-1]
-            if isinstance(node, list):
-                node[int(last)] = value
-            else:
-                node[last] = value
-        except (ValueError, IndexError, TypeError, AttributeError):
+        if not set_key(raw, key, value):
             problems.append(f"--set {item!r}: {key} does not name a settable key")
     return problems
+
+
+def set_key(raw: dict[str, Any], key: str, value: Any) -> bool:
+    """Set `dotted.key` (or `analysis[2].components`) of a spec's TOML in place; False when a
+    part of the key names no table or list item."""
+    node: Any = raw
+    parts = _key_parts(key)
+    try:
+        for part in parts[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        if isinstance(node, list):
+            node[int(parts[-1])] = value
+        else:
+            node[parts[-1]] = value
+    except (ValueError, IndexError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def _key_parts(key: str) -> list[str]:

@@ -54,6 +54,9 @@ def prepare(spec_path: str | Path, overrides: list[str] | None = None, spec: Spe
     machine's wisdom where it has measured, from the cost model elsewhere. `spec`: one already
     loaded from the file (validate's, with its invalid parts left out)."""
     spec = spec or load_spec(spec_path, overrides)
+    if spec.sweep:  # each of its points is a spec of its own (run.sweep): this one is none of them
+        raise PlanError(["sweep: this spec is a sweep; `harness plan` and `harness run` take each of its points "
+                         "as a run (one point alone: --set sweep={} and the point's values)"])
     if spec.execution.executor == "dask":
         require_distributed()
     address = spec.execution.dask_address if spec.execution.executor == "dask" else None

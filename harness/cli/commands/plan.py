@@ -28,6 +28,10 @@ def prepare_context(args: argparse.Namespace) -> RunContext:
 
 
 def main(args: argparse.Namespace) -> int:
+    from harness.cli.commands import sweep
+
+    if (points := sweep.planned(args)) is not None:
+        return sweep.show_plan(points, args.json)
     the_plan = prepare_context(args).plan
     if args.json:
         print(the_plan.model_dump_json(indent=2))

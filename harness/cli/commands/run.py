@@ -49,6 +49,10 @@ def _run_command(args: argparse.Namespace) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    from harness.cli.commands import sweep
+
+    if (points := sweep.planned(args)) is not None:
+        return sweep.run(args, points)
     options = _options(args)
     session: Session | None = None
     try:

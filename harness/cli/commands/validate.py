@@ -17,6 +17,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from harness.run.sweep import plan_sweep
+
+    if (sweep := plan_sweep(args.spec, args.set)) is not None:
+        out.print(f"{args.spec}: valid sweep of {len(sweep.points)} points, each a run of its own; `harness plan` "
+                  "shows them", markup=False, highlight=False)
+        return 0
     context = validate(args.spec, args.set)
     if context.plan.skipped_inputs:
         err.print(skipped_warning(context.plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)

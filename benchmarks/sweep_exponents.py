@@ -1,0 +1,131 @@
+"""The fitted cost exponents of three sweeps over synthetic inputs of known cost (issue 49's table),
+each a `harness run` of a spec with a `[sweep]`: dense numpy svdvals of n x n matrices (LAPACK's
+O(n^3)), factored svdvals of rank-16 LoRA deltas of m x 256 (O((m + n) r^2): about m^0.9 over
+1024..8192), and dual_gram's Gram over the adapters (O(adapters^2) once the Gram outweighs forming
+the deltas). Run it on an idle machine:
+
+    python -m benchmarks.sweep_exponents [--quick] [--output results/sweep_exponents]
+
+`--quick` sweeps tiny sizes in seconds, to check the script, not the exponents. Not an asv suite:
+it defines no time_ or track_ function, and does nothing when imported."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+HEAD = """[experiment]
+name = "{name}"
+[execution]
+device = "cpu"
+memory_budget = "4GiB"
+[benchmark]
+warmup = 1
+sample = 2
+budget = "{budget}"
+"""
+
+# name: (the spec's [data], [[analysis]] and [sweep], the strategy whose exponent is checked, expected range)
+SWEEPS: dict[str, tuple[str, str, tuple[float, float]]] = {
+    "dense_numpy": ("""[data]
+source = "synthetic"
+form = "dense"
+adapters = 2
+layers = 1
+modules = {{ w = [64, 64] }}
+[[analysis]]
+op = "svdvals"
+strategy = "numpy"
+compare = ["numpy"]
+[sweep]
+data.modules.w = {sizes}
+""", "numpy", (2.5, 3.2)),
+    "factored_rows": ("""[data]
+source = "synthetic"
+form = "lora"
+adapters = 2
+layers = 1
+rank = 16
+modules = {{ w = [64, 64] }}
+[[analysis]]
+op = "svdvals"
+strategy = "factored"
+compare = ["factored"]
+[sweep]
+data.modules.w = {sizes}
+""", "factored", (0.7, 1.3)),
+    "dual_gram_adapters": ("""[data]
+source = "synthetic"
+form = "lora"
+layers = 1
+rank = 2
+modules = {{ w = [256, 256] }}
+[[analysis]]
+op = "pca"
+components = 2
+strategy = "dual_gram"
+baseline = "dual_gram"
+compare = ["dual_gram"]
+[sweep]
+data.adapters = {sizes}
+""", "dual_gram", (1.7, 2.3)),
+}
+
+FULL = {"dense_numpy": [[n, n] for n in (256, 384, 512, 768, 1024)],
+        "factored_rows": [[m, 256] for m in (1024, 2048, 4096, 8192)],
+        "dual_gram_adapters": [16, 32, 64, 128]}
+QUICK = {"dense_numpy": [[n, n] for n in (32, 48, 64)],
+         "factored_rows": [[m, 16] for m in (64, 128, 256)],
+         "dual_gram_adapters": [4, 6, 8]}
+
+
+def spec_text(name: str, sizes: list[object], budget: str) -> str:
+    body, _, _ = SWEEPS[name]
+    return HEAD.format(name=name, budget=budget) + body.format(sizes=sizes)
+
+
+def run_sweep(name: str, sizes: list[object], folder: Path, budget: str) -> str:
+    """One sweep run through the CLI; its fit of the checked strategy as a table row."""
+    from harness.cli import main as cli
+    from harness.record.sweep_record import load_sweep
+
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = folder / f"{name}.toml"
+    spec.write_text(spec_text(name, sizes, budget))
+    out = folder / name
+    if cli.main(["run", str(spec), "-o", str(out)]) != 0:
+        return f"| {name} | - | run failed (see above) | | | |"
+    _, strategy, (low, high) = SWEEPS[name]
+    fit = next((f for f in load_sweep(out).fits if f.strategy == strategy), None)
+    if fit is None:
+        return f"| {name} | {strategy} | not fitted (timed at fewer than two points) | | | |"
+    p = fit.power
+    within = "yes" if low <= p.exponent <= high else "NO"
+    model = f"{fit.model.exponent:.2f}" if fit.model else "-"
+    return (f"| {name} | {strategy} | {p.exponent:.2f} ({p.low:.2f} to {p.high:.2f}) | {low}-{high} {within} | "
+            f"{model} | {fit.complexity} ({fit.rms:.0%}) |")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the script in seconds")
+    parser.add_argument("--output", default="results/sweep_exponents", help="folder of the specs and sweeps")
+    parser.add_argument("--budget", default=None, help='each point\'s benchmark budget (default "4s"; quick "0.3s")')
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    budget = args.budget or ("0.3s" if args.quick else "4s")
+    folder = Path(args.output)
+    if folder.exists() and any(folder.iterdir()):
+        print(f"{folder}: exists and is not empty; choose another with --output", file=sys.stderr)
+        return 2
+    rows = [run_sweep(name, sizes[name], folder, budget) for name in SWEEPS]
+    print("| sweep | strategy | fitted exponent (95%) | expected | cost model | class (RMS) |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""How cost grows with the size of the work: pure functions over (size, seconds) points.
+
+- `power_law`: t = c n^k by weighted least squares in log-log space, each point weighted by the
+  inverse variance of its log time (from its interval's half-width), with a 95% interval on k
+  from Student's t on n - 2 degrees of freedom (the residuals give the scale: the weights are
+  relative, as in any weighted fit whose point variances are known only up to a factor).
+- `complexity_class`: Google Benchmark's `Complexity(benchmark::oAuto)`: for each class f in
+  1, log n, n, n log n, n^2, n^3 the least-squares coefficient of t = c f(n) and the RMS of its
+  residuals over the mean time; the class of the lowest RMS wins (benchmark's complexity.cc).
+- `crossover`: where two fitted power laws meet, with an interval from the fits' parameters drawn
+  from their normal approximation (independent fits: each curve's own points).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from harness.bench.statistics import LEVEL, quantile
+
+CROSSOVER_DRAWS = 4000  # parameter draws behind a crossover's interval: its ends move < 1% between seeds
+
+
+class PowerLaw(BaseModel):
+    """log t = intercept + exponent (log n - centre): the intercept at the points' weighted mean
+    log size, where it is uncorrelated with the exponent."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # an unbounded interval reads back as one
+
+    exponent: float
+    low: float  # the exponent's interval (-inf, inf with two points: no degree of freedom left)
+    high: float
+    intercept: float
+    centre: float
+    intercept_var: float
+    exponent_var: float
+    points: int
+
+    @property
+    def coefficient(self) -> float:
+        """c of t = c n^k."""
+        return math.exp(self.intercept - self.exponent * self.centre)
+
+    def at(self, n: float) -> float:
+        """The fitted seconds at size n."""
+        return math.exp(self.intercept + self.exponent * (math.log(n) - self.centre))
+
+    def covers(self, exponent: float) -> bool:
+        return self.low <= exponent <= self.high
+
+
+def log_variance(estimate: float, low: float, high: float, level: float = LEVEL) -> float:
+    """The variance of log t that an interval [low, high] around `estimate` states: its wider
+    side in log space over the normal quantile, squared. inf for an interval without ends."""
+    if not (0 < low <= estimate <= high) or not math.isfinite(high):
+        return math.inf
+    half = max(math.log(high / estimate), math.log(estimate / low))
+    return (half / quantile(math.inf, level)) ** 2
+
+
+def power_law(sizes: Sequence[float], seconds: Sequence[float], variances: Sequence[float] | None = None,
+              level: float = LEVEL) -> PowerLaw:
+    """The weighted log-log fit of t = c n^k over at least two points of distinct sizes; a point
+    of infinite (unknown) variance weighs nothing unless every point's is unknown or zero, when all
+    weigh alike."""
+    x, y = np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float))
+    if len(x) < 2 or len(set(x.tolist())) < 2:
+        raise ValueError(f"a power law needs two distinct sizes or more; got {list(sizes)}")
+    var = np.full(len(x), 1.0) if variances is None else np.asarray(variances, float)
+    w = np.where(np.isfinite(var) & (var > 0), 1.0 / np.where(var > 0, var, 1.0), 0.0)
+    if np.count_nonzero(w) < 2 or len(set(x[w > 0].tolist())) < 2:
+        w = np.ones(len(x))
+    centre = float(np.sum(w * x) / np.sum(w))
+    dx = x - centre
+    sxx = float(np.sum(w * dx**2))
+    intercept = float(np.sum(w * y) / np.sum(w))
+    exponent = float(np.sum(w * dx * (y - intercept)) / sxx)
+    dof = int(np.count_nonzero(w)) - 2
+    if dof < 1:
+        return PowerLaw(exponent=exponent, low=-math.inf, high=math.inf, intercept=intercept, centre=centre,
+                        intercept_var=math.inf, exponent_var=math.inf, points=len(x))
+    residual = y - intercept - exponent * dx
+    scale = float(np.sum(w * residual**2)) / dof
+    half = quantile(dof, level) * math.sqrt(scale / sxx)
+    return PowerLaw(exponent=exponent, low=exponent - half, high=exponent + half, intercept=intercept,
+                    centre=centre, intercept_var=scale / float(np.sum(w)), exponent_var=scale / sxx, points=len(x))
+
+
+COMPLEXITY_CLASSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "1": lambda n: np.ones_like(n),
+    "log n": np.log2,
+    "n": lambda n: n,
+    "n log n": lambda n: n * np.log2(n),
+    "n^2": lambda n: n**2,
+    "n^3": lambda n: n**3,
+}
+
+
+class ClassFit(BaseModel):
+    """One complexity class fitted as Google Benchmark fits it: t = coefficient f(n), and the RMS
+    of the residuals relative to the mean time (benchmark's `_BigO` and `_RMS` rows)."""
+
+    name: str
+    coefficient: float
+    rms: float
+
+
+def class_fits(sizes: Sequence[float], seconds: Sequence[float]) -> list[ClassFit]:
+    """Every class's least-squares fit (unweighted, as benchmark's MinimalLeastSq), best first."""
+    n, t = np.asarray(sizes, float), np.asarray(seconds, float)
+    fits = []
+    for name, f in COMPLEXITY_CLASSES.items():
+        g = f(n)
+        coefficient = float(np.sum(t * g) / np.sum(g * g))
+        rms = math.sqrt(float(np.mean((t - coefficient * g) ** 2))) / float(np.mean(t))
+        fits.append(ClassFit(name=name, coefficient=coefficient, rms=rms))
+    return sorted(fits, key=lambda fit: fit.rms)
+
+
+def complexity_class(sizes: Sequence[float], seconds: Sequence[float]) -> ClassFit:
+    """The class of lowest RMS (benchmark's oAuto)."""
+    return class_fits(sizes, seconds)[0]
+
+
+class Crossover(BaseModel):
+    """The size where curve `a` and curve `b` cost the same, and its interval (0 or inf at an end
+    the fits cannot bound: their exponents' difference is not resolved). `a_faster_above`: beyond
+    it, `a` is the cheaper one."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+
+    size: float
+    low: float
+    high: float
+    a_faster_above: bool
+
+
+def crossover(a: PowerLaw, b: PowerLaw, level: float = LEVEL, seed: int = 0) -> Crossover | None:
+    """Where a.at(n) == b.at(n); None for parallel fits (equal exponents never meet)."""
+    slope = a.exponent - b.exponent
+    if slope == 0:
+        return None
+    offset = (b.intercept - b.exponent * b.centre) - (a.intercept - a.exponent * a.centre)
+    size = math.exp(offset / slope)
+    if not all(math.isfinite(v) for v in (a.intercept_var, a.exponent_var, b.intercept_var, b.exponent_var)):
+        return Crossover(size=size, low=0.0, high=math.inf, a_faster_above=slope < 0)
+    rng = np.random.default_rng(seed)
+
+    def draws(fit: PowerLaw) -> tuple[np.ndarray, np.ndarray]:
+        k = rng.normal(fit.exponent, math.sqrt(fit.exponent_var), CROSSOVER_DRAWS)
+        c = rng.normal(fit.intercept, math.sqrt(fit.intercept_var), CROSSOVER_DRAWS)
+        return k, c - k * fit.centre
+
+    (ka, ca), (kb, cb) = draws(a), draws(b)
+    dk = ka - kb
+    # a draw whose exponents differ the other way never meets on this side: it counts as meeting
+    # beyond every finite size, on the side its near-parallel neighbours run off to
+    beyond = math.copysign(math.inf, offset / slope)
+    x = np.where(np.sign(dk) == np.sign(slope), (cb - ca) / np.where(dk == 0, 1.0, dk), beyond)
+    tail = (1 - level) / 2
+    low, high = np.quantile(x, [tail, 1 - tail], method="inverted_cdf")
+    return Crossover(size=size, low=float(np.exp(low)), high=float(np.exp(high)), a_faster_above=slope < 0)

@@ -1,0 +1,124 @@
+"""The fits of a sweep over its points' measurements (bench.scaling): for every analysis, strategy
+and axis (the other axis held at each of its values), a power law with an interval on its exponent,
+Google Benchmark's complexity class, the same power law over the planner's estimates, a finding
+where the two disagree beyond the interval; the crossovers of every two strategies' fits inside
+or near the swept range; and whether the planner's pick was the fastest measured at each point."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from itertools import combinations
+from typing import Any
+
+from harness.bench.scaling import complexity_class, crossover, log_variance, power_law
+from harness.record.sweep_record import PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord
+
+NEAR = 2.0  # a crossing this factor beyond the swept range is still reported ("near" it)
+
+
+def axis_name(key: str) -> str:
+    """`data.rank` as `rank`, `analysis[0].k` as `k`: what a sentence calls the size."""
+    return key.rsplit(".", 1)[-1]
+
+
+def size_of(value: Any) -> float:
+    """The size a swept value stands for in a fit: a number itself, a shape its larger side."""
+    return float(max(value)) if isinstance(value, list) else float(value)
+
+
+def slices(record: SweepRecord) -> Iterator[tuple[str, dict[str, Any], list[PointRecord]]]:
+    """Each axis with the other held at one value: the points along it, in sweep order."""
+    for axis in record.axes:
+        others = [key for key in record.axes if key != axis]
+        groups: dict[str, list[PointRecord]] = {}
+        for p in record.points:
+            groups.setdefault(json.dumps([p.values[o] for o in others]), []).append(p)
+        for points in groups.values():
+            if len({size_of(p.values[axis]) for p in points}) >= 2:
+                yield axis, {o: points[0].values[o] for o in others}, points
+
+
+def _series(points: list[PointRecord], axis: str) -> dict[tuple[str, str], list[tuple[float, PointTiming]]]:
+    found: dict[tuple[str, str], list[tuple[float, PointTiming]]] = {}
+    for p in points:
+        for t in p.timings:
+            if t.seconds > 0 and math.isfinite(t.seconds):
+                found.setdefault((t.analysis, t.strategy), []).append((size_of(p.values[axis]), t))
+    return found
+
+
+def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> list[ScalingFit]:
+    fits = []
+    for (analysis, strategy), series in _series(points, axis).items():
+        sizes = [n for n, _ in series]
+        if len(set(sizes)) < 2:
+            continue
+        seconds = [t.seconds for _, t in series]
+        power = power_law(sizes, seconds, [log_variance(t.seconds, t.low, t.high) for _, t in series])
+        best = complexity_class(sizes, seconds)
+        modelled = [t.model_s for _, t in series]
+        model = power_law(sizes, modelled) if all(m is not None and m > 0 for m in modelled) else None  # type: ignore[misc]
+        fit = ScalingFit(analysis=analysis, strategy=strategy, axis=axis, fixed=fixed, sizes=sizes, power=power,
+                         complexity=best.name, rms=best.rms, model=model)
+        if model is not None and not power.covers(model.exponent):
+            fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
+                           f"says {model.exponent:.2g}")
+        fits.append(fit)
+    return fits
+
+
+def growth(fit: ScalingFit) -> str:
+    """`spectrum, factored: cost grows as rank^1.9 (1.7-2.1)` (at data.adapters=4 on a grid)."""
+    p = fit.power
+    where = "".join(f" at {key}={json.dumps(value)}" for key, value in fit.fixed.items())
+    interval = f" ({p.low:.2g}{' to ' if p.low < 0 else '-'}{p.high:.2g})" if math.isfinite(p.high - p.low) else " (no interval: two points)"
+    return f"{fit.analysis}, {fit.strategy}: cost grows as {axis_name(fit.axis)}^{p.exponent:.2g}{interval}{where}"
+
+
+def crossings(fits: list[ScalingFit]) -> list[SweepCrossover]:
+    """Every two strategies of one analysis and slice whose fits meet inside or near the range."""
+    found = []
+    for a, b in combinations(fits, 2):
+        if (a.analysis, a.axis, a.fixed) != (b.analysis, b.axis, b.fixed):
+            continue
+        met = crossover(a.power, b.power)
+        lo, hi = min(a.sizes + b.sizes), max(a.sizes + b.sizes)
+        if met is None or not lo / NEAR <= met.size <= hi * NEAR:
+            continue
+        above, below = (a, b) if met.a_faster_above else (b, a)
+        found.append(SweepCrossover(analysis=a.analysis, axis=a.axis, fixed=a.fixed, a=above.strategy,
+                                    b=below.strategy, crossing=met, inside=lo <= met.size <= hi))
+    return found
+
+
+def planner_lines(record: SweepRecord) -> list[str]:
+    """Per analysis: at how many points the plan's pick measured fastest (or within the fastest's
+    interval), and the first point where it did not."""
+    lines = []
+    for analysis in dict.fromkeys(t.analysis for p in record.points for t in p.timings):
+        agreed, judged, first = 0, 0, ""
+        for p in record.points:
+            timed = {t.strategy: t for t in p.timings if t.analysis == analysis}
+            chosen = timed.get(p.chosen.get(analysis, ""))
+            if chosen is None or not timed:
+                continue
+            fastest = min(timed.values(), key=lambda t: t.seconds)
+            judged += 1
+            if chosen is fastest or chosen.low <= fastest.high:
+                agreed += 1
+            elif not first:
+                label = ", ".join(f"{k}={json.dumps(v)}" for k, v in p.values.items())
+                first = (f"; at {label} it picked {chosen.strategy}, {fastest.strategy} measured "
+                         f"{chosen.seconds / fastest.seconds:.2g}x faster")
+        if judged:
+            lines.append(f"{analysis}: the plan's pick was the fastest measured (within its interval) at "
+                         f"{agreed} of {judged} points{first}")
+    return lines
+
+
+def fit_sweep(record: SweepRecord) -> SweepRecord:
+    """The record with its fits, crossovers and planner lines computed from its points."""
+    fits = [fit for axis, fixed, points in slices(record) for fit in fit_slice(axis, fixed, points)]
+    return record.model_copy(update={"fits": fits, "crossovers": crossings(fits), "planner": planner_lines(record)})

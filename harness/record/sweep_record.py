@@ -1,0 +1,153 @@
+"""The record of a sweep (sweep.json beside its points' run folders): each point's values and its
+timings (seconds per matrix of each timed strategy, with an interval, and what the planner's cost
+model said), then the fits and crossovers over them (record.sweep_fits)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.base.atomic import write_atomic
+from harness.base.bounded import TooLarge, read_capped
+from harness.bench.scaling import Crossover, PowerLaw, log_variance
+from harness.bench.statistics import DEFAULT_SPREAD, LEVEL, quantile, run_interval
+from harness.plan.model import Plan
+from harness.record.run_record import RecordError, RunRecord, StrategyTiming
+
+SWEEP_SCHEMA_VERSION = 1
+SWEEP_RECORD = "sweep.json"
+SWEEP_CAP = 64 << 20  # bytes: 64 points of a few hundred timings each
+
+
+class PointTiming(BaseModel):
+    """One strategy (one point of its analysis: precision, compiled) at one sweep point."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")  # an interval without ends reads back as one
+
+    analysis: str
+    strategy: str  # its label: "factored", "torch@bfloat16"
+    seconds: float  # per matrix (op pca: per position), every group's median scaled to its matrices
+    low: float  # the 95% interval of the next run's seconds per matrix
+    high: float
+    model_s: float | None = None  # the plan's estimate per matrix (the cost model's, or this machine's wisdom)
+    basis: str = ""  # "modelled" or "measured": where model_s came from
+    passed: bool = True  # its answer verified
+
+
+class PointRecord(BaseModel):
+    values: dict[str, Any]
+    folder: str  # the point's run folder, relative to the sweep's
+    complete: bool
+    passed: bool
+    chosen: dict[str, str] = {}  # analysis -> the strategy the plan picked for it
+    timings: list[PointTiming] = []
+
+
+class ScalingFit(BaseModel):
+    """How one strategy's cost grows along one axis (the other axis, if any, held at `fixed`)."""
+
+    analysis: str
+    strategy: str
+    axis: str
+    fixed: dict[str, Any] = {}
+    sizes: list[float]
+    power: PowerLaw
+    complexity: str  # Google Benchmark's class of lowest RMS
+    rms: float  # its RMS over the mean time
+    model: PowerLaw | None = None  # the same fit of the cost model's estimates
+    finding: str | None = None  # the measured exponent's interval leaves out the model's
+
+
+class SweepCrossover(BaseModel):
+    analysis: str
+    axis: str
+    fixed: dict[str, Any] = {}
+    a: str  # the strategy that is cheaper above the crossing
+    b: str
+    crossing: Crossover
+    inside: bool  # within the swept range (else near it: a factor 2 beyond an end at most)
+
+
+class SweepRecord(BaseModel):
+    schema_version: int = SWEEP_SCHEMA_VERSION
+    experiment: str
+    spec_path: str
+    command: str
+    started: str
+    finished: str | None = None
+    complete: bool = False
+    axes: dict[str, list[Any]]
+    points: list[PointRecord] = []
+    fits: list[ScalingFit] = []
+    crossovers: list[SweepCrossover] = []
+    planner: list[str] = []  # per analysis: whether the plan's pick was the fastest measured at each point
+
+    @property
+    def passed(self) -> bool:
+        return all(p.passed for p in self.points)
+
+
+def _interval(t: StrategyTiming, seconds: float) -> tuple[float, float]:
+    """The interval of the next run's seconds per matrix: each group's rounds with the run as the
+    unit (bench.statistics.run_interval), their log variances added by each group's share of time."""
+    total = sum(g.measurement.median_s / g.sampled * g.total for g in t.groups)
+    var = 0.0
+    for g in t.groups:
+        logs = [math.log(s / g.sampled) for s in g.measurement.samples_s]
+        i = run_interval([logs], spread=g.spread or DEFAULT_SPREAD)
+        share = g.measurement.median_s / g.sampled * g.total / total
+        var += (share**2) * log_variance(i.estimate, i.low, i.high)
+    if not math.isfinite(var):
+        return 0.0, math.inf
+    half = quantile(math.inf, LEVEL) * math.sqrt(var)
+    return seconds * math.exp(-half), seconds * math.exp(half)
+
+
+def _model_s(plan: Plan, analysis: str, t: StrategyTiming) -> tuple[float | None, str]:
+    """The plan's estimate per matrix for the timed point, weighted as its measurement is."""
+    step = next((s for s in plan.steps if s.analysis == analysis), None)
+    found = next((c for c in step.candidates if c.label == t.label), None) if step else None
+    if found is None or any(g.group not in found.per_matrix_s for g in t.groups):
+        return None, ""
+    matrices = sum(g.total for g in t.groups)
+    basis = {found.basis.get(g.group, "modelled") for g in t.groups}
+    return sum(found.per_matrix_s[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis))
+
+
+def point_timings(record: RunRecord) -> list[PointTiming]:
+    """Every timed strategy of every analysis of a point's run."""
+    rows = []
+    for a in record.analyses:
+        failed = {v.strategy for v in a.verification if not v.passed}
+        for t in a.timings:
+            seconds = t.estimate_total_s / sum(g.total for g in t.groups)
+            low, high = _interval(t, seconds)
+            model, basis = _model_s(record.plan, a.name, t)
+            rows.append(PointTiming(analysis=a.name, strategy=t.label, seconds=seconds, low=low, high=high,
+                                    model_s=model, basis=basis, passed=t.label not in failed))
+    return rows
+
+
+def point_record(values: dict[str, Any], folder: str, record: RunRecord) -> PointRecord:
+    return PointRecord(values=values, folder=folder, complete=record.complete, passed=record.passed,
+                       chosen={a.name: a.strategy for a in record.analyses}, timings=point_timings(record))
+
+
+def write_sweep(record: SweepRecord, folder: Path) -> Path:
+    path = folder / SWEEP_RECORD
+    write_atomic(path, lambda fh: fh.write(record.model_dump_json(indent=2).encode()))
+    return path
+
+
+def load_sweep(folder: Path) -> SweepRecord:
+    """The sweep in `folder`; RecordError when it holds no readable one (untrusted: validated)."""
+    path = folder / SWEEP_RECORD
+    try:
+        return SweepRecord.model_validate_json(read_capped(path, SWEEP_CAP))
+    except (OSError, TooLarge) as exc:
+        raise RecordError(f"{path}: cannot read a sweep record ({exc})") from None
+    except ValidationError as exc:
+        raise RecordError(f"{path}: not a sweep record ({exc.error_count()} problems)") from None

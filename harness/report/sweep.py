@@ -1,0 +1,94 @@
+"""A sweep for people: its exponents and crossovers in a sentence each (the terminal leads with
+them), and its points and fits as points.csv, fits.csv and sweep.md beside sweep.json."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from harness.base.atomic import write_atomic
+from harness.base.units import format_seconds
+from harness.plan.sweep import SweepPoint
+from harness.record.exports import csv_text
+from harness.record.sweep_fits import axis_name, growth
+from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
+
+POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
+FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
+               "model_exponent", "finding")
+
+
+def fit_sentence(fit: ScalingFit) -> str:
+    """`spectrum, factored: cost grows as rank^1.9 (1.7-2.1), its cost model says 2; class n^2 (RMS 4%)`."""
+    model = f", its cost model says {fit.model.exponent:.2g}" if fit.model is not None else ""
+    return f"{growth(fit)}{model}; class {fit.complexity} (RMS {fit.rms:.0%})"
+
+
+def crossover_sentence(c: SweepCrossover) -> str:
+    """`spectrum: factored overtakes numpy above rank 190 (150-240)`."""
+    x = c.crossing
+    high = "beyond" if math.isinf(x.high) else f"{x.high:.3g}"
+    low = "0" if x.low == 0 else f"{x.low:.3g}"
+    where = "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
+    near = "" if c.inside else ", beyond the swept range"
+    return f"{c.analysis}: {c.a} overtakes {c.b} above {axis_name(c.axis)} {x.size:.3g} ({low}-{high}){where}{near}"
+
+
+def sweep_lines(record: SweepRecord) -> list[str]:
+    """What the terminal leads with: findings first, then every exponent, crossover and planner line."""
+    lines = [f"finding: {fit.finding}" for fit in record.fits if fit.finding]
+    lines += [fit_sentence(fit) for fit in record.fits]
+    lines += [crossover_sentence(c) for c in record.crossovers] or ["no two strategies' fits cross inside or "
+                                                                     "near the swept range"]
+    lines += record.planner
+    failed = [p.folder for p in record.points if not p.passed]
+    if failed:
+        lines.append(f"verification failed at {len(failed)} points: {', '.join(failed)}")
+    return lines
+
+
+def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
+    rows = []
+    for p in record.points:
+        label = SweepPoint(values=p.values).label
+        for t in p.timings:
+            rows.append({"point": label, "folder": p.folder, "analysis": t.analysis, "strategy": t.strategy, "seconds": t.seconds,
+                         "low": t.low, "high": t.high, "model_s": t.model_s, "basis": t.basis, "passed": t.passed,
+                         "chosen": p.chosen.get(t.analysis) == t.strategy})
+    return rows
+
+
+def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
+    return [{"analysis": f.analysis, "strategy": f.strategy, "axis": f.axis, "fixed": json.dumps(f.fixed),
+             "points": f.power.points, "exponent": f.power.exponent, "low": f.power.low, "high": f.power.high,
+             "complexity": f.complexity, "rms": f.rms, "model_exponent": f.model.exponent if f.model else None,
+             "finding": f.finding} for f in record.fits]
+
+
+def sweep_markdown(record: SweepRecord) -> str:
+    lines = [f"# Sweep {record.experiment}", "", f"`{record.command}`", ""]
+    lines += [f"- {line}" for line in sweep_lines(record)]
+    lines += ["", "| point | analysis | strategy | per matrix | 95% interval | model |", "|---|---|---|---|---|---|"]
+    for r in point_rows(record):
+        interval = f"{format_seconds(r['low'])}-{format_seconds(r['high']) if math.isfinite(r['high']) else 'inf'}"
+        model = format_seconds(r["model_s"]) if r["model_s"] is not None else "-"
+        lines.append(f"| {_cell(r['point'])} | {_cell(r['analysis'])} | {_cell(r['strategy'])} | "
+                     f"{format_seconds(r['seconds'])} | {interval} | {model} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def write_sweep_exports(record: SweepRecord, folder: Path) -> list[Path]:
+    """points.csv, fits.csv and sweep.md in `folder`, each written atomically."""
+    written = []
+    for name, text in (("points.csv", csv_text(POINT_COLUMNS, point_rows(record))),
+                       ("fits.csv", csv_text(FIT_COLUMNS, fit_rows(record))), ("sweep.md", sweep_markdown(record))):
+        data = text.encode()
+        write_atomic(folder / name, lambda fh: fh.write(data))
+        written.append(folder / name)
+    return written

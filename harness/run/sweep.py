@@ -1,0 +1,100 @@
+"""A sweep, run: each point an ordinary run of the engine (harness.run.session: cache, pooled
+rounds, worker processes, verification) into a folder of its own under the sweep's folder, then
+one record over them all (record.sweep_record) with its fits (record.sweep_fits). The engine is
+given each point as a spec with overrides; it never learns it is one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.base.progress import Display
+from harness.base.units import now, parse_duration
+from harness.plan.model import PlanError
+from harness.plan.sweep import SweepPoint, shared_problems, sweep_points
+from harness.record.sweep_fits import fit_sweep
+from harness.record.sweep_record import SweepRecord, point_record, write_sweep
+from harness.run.prepare import RunContext, prepare_spec
+from harness.run.session import RunOptions, check_run_folder, command_line, default_folder, prepare_session
+from harness.spec import SpecError, load_spec
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Every point's spec, planned: `overrides` are each point's (the user's, its share of a
+    whole-sweep budget, its values)."""
+
+    spec_path: Path
+    points: list[SweepPoint]
+    overrides: list[list[str]]
+    contexts: list[RunContext]
+
+    @property
+    def estimate_s(self) -> float:
+        return sum(c.plan.estimate_s for c in self.contexts)
+
+
+def budget_share(budget: str | None, points: int) -> list[str]:
+    """`--budget` bounds the whole sweep: each point's benchmark phase gets an equal share (a
+    budget that is no duration is left for the spec's validation to name)."""
+    if budget is None:
+        return []
+    try:
+        return [f"benchmark.budget={parse_duration(budget) / points!r}"]
+    except ValueError:
+        return [f"benchmark.budget={json.dumps(budget)}"]
+
+
+def plan_sweep(spec_path: str | Path, overrides: list[str], budget: str | None = None) -> SweepPlan | None:
+    """Every point prepared as `harness plan` prepares a spec; None when the spec sweeps nothing.
+    SpecError or PlanError with every point's problems at once, each a line."""
+    points = sweep_points(spec_path, overrides)
+    if points is None:
+        return None
+    share = budget_share(budget, len(points))
+    sets = [[*overrides, *share, *p.overrides()] for p in points]
+    contexts, found, planning = [], {}, False
+    for point, point_sets in zip(points, sets):
+        try:
+            contexts.append(prepare_spec(spec_path, point_sets))
+        except (SpecError, PlanError) as exc:
+            planning |= isinstance(exc, PlanError)
+            for line in exc.lines:
+                found.setdefault(line.removeprefix(f"{spec_path}: "), []).append(point)
+    if found:
+        lines = shared_problems(spec_path, found, len(points))
+        raise PlanError(lines) if planning else SpecError(lines)
+    return SweepPlan(Path(spec_path), points, sets, contexts)
+
+
+def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, display: Display,
+              options: RunOptions = RunOptions()) -> tuple[SweepRecord, Path]:
+    """Each point run in turn into `output`/<point> (default: a fresh results/<experiment>/<time>-<hash>),
+    the sweep's record rewritten after each, its fits computed at the end."""
+    spec = load_spec(plan.spec_path, overrides)
+    folder = output or default_folder(spec)
+    check_run_folder(folder)
+    command = " ".join(["harness", "run", str(plan.spec_path), *(f"--set={s}" for s in overrides)])
+    record = SweepRecord(experiment=spec.experiment.name, spec_path=str(plan.spec_path), command=command,
+                         started=now(), axes={k: list(v) for k, v in _axes(plan).items()})
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, (point, sets) in enumerate(zip(plan.points, plan.overrides), 1):
+        display.plain(f"sweep point {i} of {len(plan.points)}: {point.label}")
+        mine = RunOptions(output=folder / point.slug, no_cache=options.no_cache, fresh=options.fresh)
+        session = prepare_session(plan.spec_path, sets, mine, display, command_line(plan.spec_path, sets, mine))
+        run = session.run()
+        record.points.append(point_record(point.values, point.slug, run))
+        write_sweep(record, folder)
+    record = fit_sweep(record).model_copy(update={"finished": now(), "complete": True})
+    write_sweep(record, folder)
+    return record, folder
+
+
+def _axes(plan: SweepPlan) -> dict[str, list[object]]:
+    axes: dict[str, list[object]] = {}
+    for p in plan.points:
+        for key, value in p.values.items():
+            if value not in axes.setdefault(key, []):
+                axes[key].append(value)
+    return axes

@@ -1,0 +1,108 @@
+"""Sweeps (issue 49): a `[sweep]` table validated with every problem at once and a swept value
+that breaks an analysis named in one line; `harness plan` shows the points and the whole sweep's
+estimate, `--budget` split across them; a tiny sweep run end to end, each point an ordinary
+verified run, its record, fits, exports and chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main as cli
+from harness.record.run_record import load_record
+from harness.record.sweep_record import SWEEP_RECORD, load_sweep
+from tests.conftest import CONFIGS
+
+EXAMPLE = str(CONFIGS / "sweep_rank.toml")
+TINY = ["--set", "data.modules.w=[40, 32]", "--set", "sweep.data.rank=[2, 4, 8]", "--set", "benchmark.warmup=0"]
+
+
+def lines_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_bad_sweeps_are_refused_all_at_once_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(Path(EXAMPLE).read_text().split("[sweep]")[0]
+                    + '[sweep]\ndata.rank = [4, 0]\ndata.adapters = 3\n"analysis[0].k" = [1, 2]\n')
+    assert cli.main(["validate", str(spec)]) == 2
+    errors = lines_of(capsys.readouterr().err)
+    assert f"{spec}: sweep.data.rank: 0: a swept size is a positive number" in errors
+    assert f"{spec}: sweep.data.adapters: expected a list of two values or more, e.g. [4, 8, 16]" in errors
+    assert f"{spec}: sweep: 3 keys (data.rank, data.adapters, analysis[0].k); a sweep has one or two" in errors
+
+
+def test_a_swept_value_that_breaks_an_analysis_is_one_line_naming_it(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """components = 3 is fine at 4 adapters, impossible at 2: the plan's refusal names the point."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(Path(EXAMPLE).read_text().split("[sweep]")[0].replace(
+        "[execution]", '[[analysis]]\nname = "geometry"\nop = "pca"\ncomponents = 3\n\n[execution]')
+        + "[sweep]\ndata.adapters = [2, 4]\nbenchmark.sample = [1, 2, 3, 4]\n")
+    assert cli.main(["plan", str(spec)]) == 2
+    errors = lines_of(capsys.readouterr().err)
+    assert errors == [f"{spec}: at data.adapters=2, benchmark.sample=1 (and 3 more points): analysis[1].components: "
+                      "3 exceeds the 2 adapters of the workload"], errors
+
+
+def test_a_point_alone_is_not_run_as_the_sweep(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.api import SpecProblem, run
+
+    with pytest.raises(SpecProblem, match="this spec is a sweep"):
+        run(EXAMPLE, quiet=True)
+
+
+def test_plan_shows_every_point_and_the_budget_bounds_the_whole_sweep(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["plan", EXAMPLE, *TINY, "--budget", "3s", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [p["point"] for p in shown["points"]] == [{"data.rank": 2}, {"data.rank": 4}, {"data.rank": 8}]
+    assert [p["plan"]["bench"]["budget_s"] for p in shown["points"]] == [1.0, 1.0, 1.0]
+    assert shown["estimate_s"] == pytest.approx(sum(p["estimate_s"] for p in shown["points"]))
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("sweep") / "out"
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["run", EXAMPLE, *TINY, "--budget", "1.5s", "-o", str(folder), "--report"])
+    assert code == 0, out.getvalue()
+    return folder, out.getvalue()
+
+
+def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep: tuple[Path, str]) -> None:
+    folder, shown = tiny_sweep
+    record = load_sweep(folder)
+    assert record.complete and record.passed and len(record.points) == 3
+    for point in record.points:  # each point an ordinary run, its own folder and record
+        run = load_record(folder / point.folder)
+        assert run.complete and run.passed and run.spec["data"]["rank"] == point.values["data.rank"]
+        assert run.spec["sweep"] == {}
+        assert "numpy" in {t.strategy for t in point.timings}  # the baseline: timed whatever the load
+        assert all(t.low <= t.seconds <= t.high and t.model_s for t in point.timings)
+    fits = {f.strategy: f for f in record.fits}
+    timed = {t.strategy for p in record.points for t in p.timings}
+    assert set(fits) == {s for s in timed if sum(s in {t.strategy for t in p.timings} for p in record.points) >= 2}
+    assert all(f.axis == "data.rank" and f.sizes for f in fits.values())
+    # the cost model's own exponents: LAPACK is blind to the rank, factored is not
+    assert fits["numpy"].model is not None and fits["numpy"].model.exponent == pytest.approx(0.0, abs=0.05)
+    assert "factored" not in fits or fits["factored"].model.exponent > 0.2
+    assert "spectrum, numpy: cost grows as rank^" in shown  # the terminal leads with the exponents
+    assert shown.index("cost grows as") < shown.index("results: ")
+    for name in (SWEEP_RECORD, "points.csv", "fits.csv", "sweep.md", "report.html"):
+        assert (folder / name).is_file(), name
+    assert len(lines_of((folder / "points.csv").read_text())) == 1 + sum(len(p.timings) for p in record.points)
+
+
+@pytest.mark.browser
+def test_the_sweep_page_fits_1280_px(tiny_sweep: tuple[Path, str], tmp_path: Path) -> None:
+    from tests.report.test_browser import assert_laid_out
+
+    page = tiny_sweep[0] / "report.html"
+    assert page.read_text().count("<svg") == 1  # one chart: one analysis, one axis
+    assert_laid_out(page, tmp_path)
