@@ -94,7 +94,7 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
         budget: str | None = None, force: bool = False, fresh: bool = False, no_cache: bool = False,
         **overrides: Any) -> Run:
     """Run `spec` with `overrides` into `output` (default: a fresh results/<experiment>/<time>-<hash>;
-    `force` replaces an earlier run there). Prints the progress on stderr, then the verdicts, the
+    `force` replaces an earlier run's files there, as `harness run --force`). Prints the progress on stderr, then the verdicts, the
     results table and the warnings, as `harness run` does; `quiet`, nothing."""
     sets = [override(key, value) for key, value in overrides.items()]
     sets += [f"benchmark.budget={json.dumps(budget)}"] if budget is not None else []

@@ -94,9 +94,25 @@ def dense_workload() -> Workload:
     return Workload.from_source(SyntheticSource(config, seed=7))
 
 
+@pytest.fixture
+def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run sees a quiet machine whatever else runs here: the limit never cuts a point's first
+    round, so every compared point is timed (tests.run.worker_patches.QUIET, in this process)."""
+    from harness.run import rounds
+    from tests.run.worker_patches import no_conditions
+
+    monkeypatch.setattr(rounds, "condition_reasons", no_conditions)
+
+
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunRecord]:
-    """A real run of the smoke spec with --report, once per session (report and compare tests)."""
+    """A real run of the smoke spec with --report, once per session (report and compare tests),
+    every compared point timed however busy the machine (tests.run.worker_patches.QUIET)."""
+    from harness.run import rounds
+    from tests.run.worker_patches import no_conditions
+
     folder = tmp_path_factory.mktemp("smoke") / "run"
-    assert cli.main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder), "--report"]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rounds, "condition_reasons", no_conditions)
+        assert cli.main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder), "--report"]) == 0
     return folder, load_record(folder)

@@ -27,6 +27,7 @@ from harness.record.verification import Verification
 SCHEMA_VERSION = 5
 READABLE_VERSIONS = (1, 2, 3, 4, 5)  # older records read with the newer fields at their defaults
 RECORD = "record.json"
+PRODUCER = "spectral-harness"  # a record says who wrote it: --force replaces only a folder this harness's record marks
 SPECTRA = "spectra.npz"
 FEATURES = "features.csv"
 
@@ -271,6 +272,7 @@ class BenchRecord(BaseModel):
 
 
 class RunRecord(BaseModel):
+    producer: str = PRODUCER
     schema_version: int = SCHEMA_VERSION
     harness_version: str
     experiment: str
@@ -304,6 +306,21 @@ class RunRecord(BaseModel):
 
 class RecordError(ValueError):
     """A run folder without a readable record of a schema this harness knows."""
+
+
+def written_by_us(raw: object) -> bool:
+    """Whether `raw` (a record.json as parsed, unchecked) is a record of this harness: marked as
+    its own (records before the marker carry none) and readable as a RunRecord. A file named
+    record.json may be any tool's; only ours makes a folder one whose files --force may replace."""
+    if not isinstance(raw, dict) or raw.get("producer", PRODUCER) != PRODUCER:
+        return False
+    if raw.get("schema_version") not in READABLE_VERSIONS:
+        return False
+    try:
+        RunRecord.model_validate(raw)
+    except ValidationError:
+        return False
+    return True
 
 
 def save_record(record: RunRecord, folder: Path) -> Path:

@@ -1,6 +1,8 @@
 """The run folder a `harness run` writes into: its name checked against what the file system
-holds, the files a run writes, and a run stopped outright there, which the next run of the same
-spec resumes into (a killed run could only be resumed into a new folder)."""
+holds, the files a run writes, an earlier run there that --force replaces (its files alone, and
+never in the current folder, home, a folder above the spec or the cache), and a run stopped
+outright there, which the next run of the same spec resumes into (a killed run could only be
+resumed into a new folder)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ from pathlib import Path
 from harness.base.bounded import read_capped
 from harness.plan.model import PlanError
 from harness.record.exports import TIMINGS, VERIFICATION
-from harness.record.run_record import FEATURES, RECORD, RECORD_CAP, SPECTRA
+from harness.record.run_record import FEATURES, RECORD, RECORD_CAP, SPECTRA, written_by_us
 
 NAME_MAX, PATH_MAX = 255, 4096  # Linux's, where pathconf cannot say
+REPORT_FILE = "report.html"  # what --report writes (report.html's REPORT: that stage sits above this one)
+Place = tuple[str, Path, bool]  # a place --force never empties: in words, where, whether a folder inside it is refused too
 
 
 def _limit(path: Path, name: str, default: int) -> int:
@@ -48,6 +52,13 @@ def run_files() -> tuple[str, ...]:
     return RECORD, SPECTRA, FEATURES, TIMINGS, VERIFICATION, PCA_FILE, AXES_FILE.format(name="*")
 
 
+def written_by_a_run() -> tuple[str, ...]:
+    """Every name (pattern) a run and its report leave in the run folder, their temporary files
+    (base.atomic's ".NAME.XXXXXXXX.tmp") included: what --force and a resumed run delete, no more."""
+    names = (*run_files(), REPORT_FILE)
+    return (*names, *(f".{name}.*.tmp" for name in names))
+
+
 def recorded(folder: Path) -> dict[str, object] | None:
     """The run folder's record as it is on disk, unchecked (None where there is none to read)."""
     try:
@@ -61,12 +72,41 @@ def stopped_run(folder: Path) -> dict[str, object] | None:
     """The record of a run stopped outright (SIGKILL, a power cut) in `folder`, when the folder
     holds nothing else: its own files, leftover temporary files, its report. Such a folder is a
     run to resume, not one to refuse (a killed run could only be resumed into a new folder)."""
-    ours = (*run_files(), ".*.tmp", "report.html")
+    ours = written_by_a_run()
     if not (folder / RECORD).is_file() or not all(
             p.is_file() and any(fnmatch.fnmatchcase(p.name, name) for name in ours) for p in folder.iterdir()):
         return None
     raw = recorded(folder)
-    return raw if raw is not None and raw.get("complete") is False else None
+    return raw if raw is not None and raw.get("complete") is False and written_by_us(raw) else None
+
+
+def earlier_run(folder: Path) -> bool:
+    """Whether `folder` holds a run of this harness: a record.json it can read, marked as its own."""
+    return (folder / RECORD).is_file() and written_by_us(recorded(folder))
+
+
+def check_places(folder: Path, places: list[Place]) -> None:
+    """PlanError when --force would empty `folder` while it is one of `places` or holds one (a
+    folder above the spec holds the spec), or lies inside one that says so (the cache), links
+    resolved first: `-o . --force` deleted the spec, notes and the cache beside an earlier run."""
+    real = Path(os.path.realpath(folder))
+    for what, place, inside in places:
+        where = Path(os.path.realpath(place))
+        how = ("is" if real == where else "holds" if real in where.parents
+               else "lies inside" if inside and where in real.parents else None)
+        if how is not None:
+            raise PlanError([f"{folder}: {how} {what}; --force replaces only the folder of an earlier run; choose "
+                             "another with -o"])
+
+
+def empty_run(folder: Path) -> None:
+    """The files an earlier run wrote in `folder` deleted, for this run: those alone (a file of
+    the user's beside them stays), and not the folder (another process may hold it open, and a
+    lock taken on it stays valid)."""
+    names = written_by_a_run()
+    for entry in folder.iterdir():
+        if any(fnmatch.fnmatchcase(entry.name, name) for name in names) and (entry.is_symlink() or not entry.is_dir()):
+            entry.unlink()
 
 
 def resume(folder: Path, spec_hash: str) -> str:
@@ -79,8 +119,7 @@ def resume(folder: Path, spec_hash: str) -> str:
         raise PlanError([f"{folder}: holds a stopped run of another spec (or other --set values); choose another "
                          "folder with -o"])
     analyses = stopped.get("analyses")
-    for path in folder.iterdir():
-        path.unlink()
+    empty_run(folder)
     done = len(analyses) if isinstance(analyses, list) else 0
     return (f"resuming into {folder}: a run of this spec stopped there after {done} analyses; what it computed "
             "comes back from the cache")

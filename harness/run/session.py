@@ -27,7 +27,7 @@ from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
 from harness.record.run_record import RECORD, RunRecord
 from harness.run.calibrate import run_roofs
-from harness.run.folder import check_name, resume, stopped_run
+from harness.run.folder import Place, check_name, check_places, earlier_run, empty_run, resume, stopped_run
 from harness.run.output import OutputError
 from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 from harness.run.runner import Runner
@@ -72,37 +72,44 @@ def _taken(folder: Path) -> str:
             "one under results/, or --force to replace the run in it")
 
 
-def check_run_folder(folder: Path, force: bool = False) -> None:
+def places(spec_path: str | Path) -> list[Place]:
+    """What --force never empties, known before the spec is read: the current folder, home, and
+    any folder above the spec (each, or a folder holding it)."""
+    return [("the current folder", Path.cwd(), False), ("the home folder", Path(os.path.expanduser("~")), False),
+            (f"the spec {spec_path}", Path(spec_path), False)]
+
+
+def cache_places(context: RunContext) -> list[Place]:
+    """What --force never empties once the spec is read: the result cache and the wisdom, each,
+    a folder inside it, or one holding it."""
+    where = [("the result cache", context.cache_dir, True)]
+    return where + ([("the wisdom folder", context.wisdom_folder, True)] if context.wisdom_folder is not None else [])
+
+
+def check_run_folder(folder: Path, force: bool = False, refused: list[Place] | None = None) -> None:
     """PlanError unless `folder` can become the run folder: a new or empty folder, under folders
     (a file there would end in a traceback halfway); with `force`, a folder holding an earlier
-    run (its record.json), never any other. The default folder stays inside results/ because the
-    spec accepts only a safe folder name as `experiment.name`. A folder holding only a run stopped
-    outright (run.folder.stopped_run) is checked when claimed: the same spec resumes into it."""
+    run of this harness (run.folder.earlier_run), never any other, nor one of `refused`. The
+    default folder stays inside results/ because the spec accepts only a safe folder name as
+    `experiment.name`. A folder holding only a run stopped outright (run.folder.stopped_run) is
+    checked when claimed: the same spec resumes into it."""
     check_name(folder, "a new or empty run folder")
     above = next(p for p in [folder, *folder.parents] if os.path.lexists(p))
     inside = "" if above == folder else f" to hold {folder}"
     reachable(above, f"a new or empty run folder{inside}")  # a link that loops passed for a new folder
     if not above.is_dir():
         raise PlanError([f"{above}: is a file; expected a new or empty run folder{inside}"])
+    if force:
+        check_places(folder, refused or [])
     if folder.is_dir() and any(folder.iterdir()) and stopped_run(folder) is None:
         if not force:
             raise PlanError([_taken(folder)])
-        if not (folder / RECORD).is_file():
-            raise PlanError([f"{folder}: --force replaces an earlier run, and this folder holds no {RECORD}; "
-                             "choose another with -o"])
+        if not earlier_run(folder):
+            raise PlanError([f"{folder}: --force replaces an earlier run of this harness, and this folder holds no "
+                             f"{RECORD} of one; choose another with -o"])
     if not os.access(above, os.W_OK | os.X_OK):  # a read-only mount says so even to root
         raise PlanError([f"{above}: cannot write here (a read-only file system, or permissions); expected a "
                          f"writable folder{inside}; choose another with -o"])
-
-
-def _emptied(folder: Path) -> None:
-    """An earlier run's folder, emptied for this one (--force): its files, not the folder (another
-    process may hold it open, and a lock taken on it stays valid)."""
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
 
 
 @contextmanager
@@ -115,10 +122,10 @@ def _claimed(folder: Path, force: bool, spec_hash: str, display: Display) -> Ite
             if any(folder.iterdir()):
                 if stopped_run(folder) is not None and not force:
                     display.plain(resume(folder, spec_hash))
-                elif not force or not (folder / RECORD).is_file():
+                elif not force or not earlier_run(folder):
                     raise PlanError([_taken(folder)])
                 else:
-                    _emptied(folder)
+                    empty_run(folder)
             yield
     except FolderTaken as exc:
         raise PlanError([f"{exc}; choose another with -o"]) from None
@@ -181,11 +188,13 @@ def prepare_session(spec_path: str | Path, overrides: list[str], options: RunOpt
     the user's to fix), the folder checked, the inputs fingerprinted, the record begun. `notes`
     gathers the lines a caller shows before the work (disk space, inputs left out)."""
     if options.output is not None:  # before anything is loaded: a wrong -o is the whole answer
-        check_run_folder(options.output, options.force)
+        check_run_folder(options.output, options.force, places(spec_path))
     notes = [] if notes is None else notes
     with display.phase("loading the spec, the workload and the machine") as phase:
         phase.item(str(spec_path))
         context = prepare_spec(spec_path, overrides)
+        if options.output is not None and options.force:  # in the phase: its refusal is the whole answer
+            check_places(options.output, cache_places(context))
     if context.plan.skipped_inputs:
         display.plain(skipped_warning(context.plan.skipped_inputs))
     spec = context.spec

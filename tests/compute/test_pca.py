@@ -72,6 +72,7 @@ def test_components_over_adapters_is_a_plan_error() -> None:
         plan_for(SPEC.format(form="lora", components=9, scope="global"))
 
 
+@pytest.mark.usefixtures("quiet_machine")  # every compared point timed, however busy the machine
 @pytest.mark.parametrize("scope", ["global", "per_layer"])
 def test_harness_run_writes_pca_npz(tmp_path: Path, scope: str) -> None:
     out = tmp_path / "run"

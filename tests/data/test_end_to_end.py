@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from harness.cli.main import main
 
@@ -41,6 +42,7 @@ def write_adapters(tmp_path: Path, write_adapter, n: int = 2) -> dict[str, np.nd
     return deltas
 
 
+@pytest.mark.usefixtures("quiet_machine")  # every compared point timed, however busy the machine
 def test_peft_adapters_give_exact_spectra(tmp_path: Path, write_adapter) -> None:
     deltas = write_adapters(tmp_path, write_adapter)
     (tmp_path / "spec.toml").write_text(SPEC)

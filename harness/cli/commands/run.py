@@ -21,8 +21,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     budget_argument(parser)
     parser.add_argument("-o", "--output", help="run folder (default: a fresh results/<experiment>/<time>-<hash>)")
     parser.add_argument("--force", action="store_true",
-                        help="with -o: replace the earlier run in that folder (a folder holding no record.json "
-                        "is never emptied)")
+                        help="with -o: replace the earlier run in that folder, its files only (a folder without "
+                        "this harness's record.json, the current folder, home, a folder above the spec and the cache "
+                        "are refused)")
     parser.add_argument("--report", action="store_true", help="write report.html into the run folder")
     parser.add_argument("--no-cache", action="store_true",
                         help="compute everything; neither read nor write the result cache")
