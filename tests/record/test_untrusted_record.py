@@ -48,11 +48,11 @@ CASES: dict[str, tuple[Callable[[Raw], None], str]] = {
     "zero speedup": (_torch("speedup", 0), f"{TORCH}.speedup: Input should be greater than 0 (0)"),
     "inf speedup": (_torch("speedup", float("inf")), f"{TORCH}.speedup: Input should be a finite number (inf)"),
     "1e400 speedup": (_torch("speedup", HUGE), f"{TORCH}.speedup: Input should be a finite number (inf)"),
-    "a word for the speedup": (_torch("speedup", "fast"), f"{TORCH}.speedup: Input should be a valid number, "
-                               "unable to parse string as a number ('fast')"),
+    "a word for the speedup": (_torch("speedup", "fast"), (f"{TORCH}.speedup: Input should be a valid number, "
+                                                           "unable to parse string as a number ('fast')")),
     "interval low > high": (_torch("speedup_ci", [2.8, 1.86]), f"{TORCH}.speedup_ci: low 2.8 above high 1.86"),
-    "interval missing its speedup": (_torch("speedup_ci", [3.0, 4.0]), f"{TORCH}.speedup_ci: (3, 4) misses the "
-                                     "speedup 2.27874; expected low <= speedup <= high"),
+    "interval missing its speedup": (_torch("speedup_ci", [3.0, 4.0]), (
+        f"{TORCH}.speedup_ci: (3, 4) misses the speedup 2.27874; expected low <= speedup <= high")),
     "negative interval bound": (_torch("speedup_ci", [-1, 2.8]), f"{TORCH}.speedup_ci[0]: Input should be greater than 0"),
     "NaN estimate": (_torch("estimate_total_s", float("nan")), f"{TORCH}.estimate_total_s: Input should be a finite"),
     "negative median": (_measurement("median_s", -1e-3), f"{GROUP}.measurement.median_s: Input should be greater than 0"),
