@@ -1,2 +1,3 @@
-"""Foundations every stage uses: atomic writes, units, the progress display, executors. Imports
+"""Foundations every stage uses: atomic writes, units, the numbers files must hold, the
+progress display, executors. Imports
 nothing of harness."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from harness.base.numbers import Count, NonNegative, Share, Tally
+
 PROC = Path("/proc")
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 MIN_SPAN_JIFFIES = 20  # below this (0.1 s of 2 CPUs) shares are clock-tick quantisation
@@ -22,13 +24,13 @@ MIN_SPAN_JIFFIES = 20  # below this (0.1 s of 2 CPUs) shares are clock-tick quan
 class Conditions(BaseModel):
     """The machine around one measurement: before, after, and over the interval."""
 
-    cores: int
-    load_before: float | None = None  # 1-minute load average
-    load_after: float | None = None
-    running_before: int | None = None  # runnable tasks, this one included (procs_running)
-    running_after: int | None = None
-    others_cpu: float | None = None  # share of all CPUs' time taken by other processes, 0..1
-    steal: float | None = None  # share of CPU time the hypervisor gave to other guests, 0..1
+    cores: Count
+    load_before: NonNegative | None = None  # 1-minute load average
+    load_after: NonNegative | None = None
+    running_before: Tally | None = None  # runnable tasks, this one included (procs_running)
+    running_after: Tally | None = None
+    others_cpu: Share | None = None  # share of all CPUs' time taken by other processes, 0..1
+    steal: Share | None = None  # share of CPU time the hypervisor gave to other guests, 0..1
     governor: str | None = None  # cpufreq scaling governor, where readable
 
 
@@ -111,7 +113,7 @@ def between(before: Snapshot, after: Snapshot, cores: int) -> Conditions:
     if before.cpu_total is not None and after.cpu_total is not None:
         span = after.cpu_total - before.cpu_total
         if span >= MIN_SPAN_JIFFIES:
-            steal = (after.cpu_steal - before.cpu_steal) / span  # type: ignore[operator]
+            steal = min(1.0, max(0.0, (after.cpu_steal - before.cpu_steal) / span))  # type: ignore[operator]
             if before.own is not None and after.own is not None:
                 busy = after.cpu_busy - before.cpu_busy  # type: ignore[operator]
                 others = min(1.0, max(0.0, (busy - (after.own - before.own)) / span))

@@ -17,6 +17,7 @@ from typing import TypeVar, cast
 import numpy as np
 from pydantic import BaseModel
 
+from harness.base.numbers import NonNegative, Positive, Tally
 from harness.bench.conditions import Conditions
 from harness.bench.noise import judge
 from harness.bench.threads import thread_counts
@@ -43,10 +44,10 @@ class Block(BaseModel):
 class Measurement(BaseModel):
     """A strategy's rounds on one group: each round's seconds of one call, earlier runs' first."""
 
-    samples_s: list[float]
-    median_s: float
-    iqr_s: float
-    warmup: int
+    samples_s: list[Positive]
+    median_s: Positive
+    iqr_s: NonNegative
+    warmup: Tally
     threads: dict[str, int]
     conditions: Conditions | None = None
     unstable: bool = False

@@ -36,7 +36,6 @@ MAX_GFLOPS_PER_THREAD = 1e4
 MAX_GBS_PER_THREAD = 1e3
 MIN_RATE = 1e-3  # GFLOP/s, GB/s: slower than any machine that could run a probe
 TRUST = 10.0  # a probe can understate a ceiling (a busy machine: 4x), not by more than this
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Rate = Annotated[float, Field(ge=MIN_RATE, le=MAX_GFLOPS, allow_inf_nan=False)]
 
 

@@ -40,12 +40,14 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _first_problem(exc: ValidationError) -> str:
-    """`roofs.cpu.gemm_gflops.float32: Input should be greater than 0 (0.0)`, and how many more."""
+def first_problem(exc: ValidationError) -> str:
+    """`roofs.cpu.gemm_gflops.float32: Input should be greater than 0 (0.0)`, or
+    `analyses[0].timings[3].speedup: ...`, and how many more: one line, whatever the file holds."""
     first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {first['msg'].removeprefix('Value error, ')} ({str(first.get('input'))[:40]}){more}"
+    got = repr(first.get("input")) if isinstance(first.get("input"), str) else str(first.get("input"))
+    return f"{where or '(top level)'}: {first['msg'].removeprefix('Value error, ')} ({got[:40]}){more}"
 
 
 def read(path: Path, model: type[M], version: int, machine: dict[str, str], cap: int | None = None) -> Found[M]:
@@ -78,7 +80,7 @@ def read(path: Path, model: type[M], version: int, machine: dict[str, str], cap:
     try:
         return Found(model=model.model_validate(raw), identity=identity)
     except ValidationError as exc:
-        return Found(problem=_first_problem(exc), identity=identity)
+        return Found(problem=first_problem(exc), identity=identity)
 
 
 def set_aside(path: Path, found: Found[M]) -> str:

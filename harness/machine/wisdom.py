@@ -26,8 +26,9 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from harness.base.atomic import write_atomic
 from harness.base.locks import held, on_stderr
+from harness.base.numbers import Count, Positive
 from harness.machine import stored as stored_file
-from harness.machine.roofline import MAX_GFLOPS, Positive, ReadRoof, Roof, higher
+from harness.machine.roofline import MAX_GFLOPS, ReadRoof, Roof, higher
 from harness.machine.info import MachineInfo
 
 VERSION = 1
@@ -39,7 +40,6 @@ RECENT = 5  # measurements of one key whose median is its estimate
 MODELLED = "modelled: no measurement"
 MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
 MISSED = 1e6  # an error no tolerance (at most 1, relative to sigma_1) accepts: what NaN or inf answers are kept as
-Count = Annotated[int, Field(ge=1)]
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
 
 

@@ -3,6 +3,8 @@ the benchmark phase times, and why. Whoever reads a plan imports only this modul
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 from harness.bench.budget import Allocation
@@ -30,9 +32,35 @@ class Variant(BaseModel):
     def label(self) -> str:
         return self.strategy + self.variant
 
+    @property
+    def point(self) -> Point:
+        return Point(self.strategy, self.precision, self.compiled, tuple(sorted(self.env.items())))
+
+
+class Point(NamedTuple):
+    """What a timed point is within its analysis, whatever its label says: its rounds are pooled
+    under it (with the machine's and the shape's part, machine.measurements.Item), and two runs'
+    timings pair only on it (report.compare): plain numpy is not numpy in an environment of its own."""
+
+    strategy: str
+    precision: str
+    compiled: bool
+    env: tuple[tuple[str, str], ...]
+
+    @property
+    def label(self) -> str:
+        """The whole point, `numpy@float64+OPENBLAS_THREAD_TIMEOUT=18`, where a variant's label
+        says only what sets it apart from its analysis' other points."""
+        return self.strategy + variant_suffix(self.precision, self.compiled) + env_suffix(dict(self.env))
+
 
 def variant_suffix(precision: str, compiled: bool) -> str:
     return f"@{precision}" + ("+compiled" if compiled else "")
+
+
+def env_suffix(env: dict[str, str]) -> str:
+    """A point's label for its own environment: "+OPENBLAS_THREAD_TIMEOUT=18"."""
+    return "".join(f"+{name}={value}" for name, value in sorted(env.items()))
 
 
 class Candidate(Variant):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness.linalg.device import Backend, cuda_missing_reason
 from harness.linalg.precision import UNIT_ROUNDOFF, low, meets, storage_dtype
-from harness.plan.model import Candidate, Variant, variant_suffix
+from harness.plan.model import Candidate, Variant, env_suffix, variant_suffix
 from harness.spec import Analysis, Spec
 from harness.strategies.base import StrategyBase
 
@@ -31,11 +31,6 @@ def points(strategy: str, analysis: Analysis, spec: Spec) -> list[Variant]:
     pairs = [(p, c) for p in precisions(analysis, spec) for c in ((False, True) if analysis.compile else (False,))]
     return [Variant(strategy=strategy, precision=p, compiled=c, variant=variant_suffix(p, c) if len(pairs) > 1 else "")
             for p, c in pairs]
-
-
-def env_suffix(env: dict[str, str]) -> str:
-    """A point's label for its own environment: "+OPENBLAS_THREAD_TIMEOUT=18"."""
-    return "".join(f"+{name}={value}" for name, value in sorted(env.items()))
 
 
 def env_points(analysis: Analysis, candidates: list[Candidate], strategies: set[str]) -> list[Candidate]:

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, ValidationInfo, field_validator
 
 from harness.base.atomic import write_atomic
 from harness.base.bounded import TooLarge, read_capped
+from harness.base.numbers import Count, NonNegative, Positive, Tally
 from harness.machine.cluster import ClusterInfo, LostWorker
 from harness.machine.info import MachineInfo
-from harness.plan.model import Plan, Step
+from harness.machine.stored import first_problem
+from harness.plan.model import Plan, Step, Variant
 from harness.bench.measure import Measurement
 from harness.bench.series import Speedup
 from harness.machine.roofline import Roof
@@ -37,17 +39,26 @@ class GroupTiming(BaseModel):
     seconds of one call (of `sampled` matrices) in each round, earlier runs' first."""
 
     group: str
-    sampled: int
-    total: int
+    sampled: Count
+    total: Count
     measurement: Measurement
     rounds: list[str] = []  # each sample's round id ("<run>#<analysis>#<n>"), in order
-    pooled: int = 0  # the leading samples that earlier runs measured
+    pooled: Tally = 0  # the leading samples that earlier runs measured
     busy: list[str] = []  # the round ids measured while the machine was busy (kept, and flagged)
-    spread: float | None = None  # between-run log sd of its seconds, as this machine's stored runs showed it
-    calls: int = 0  # timed calls this run made (a fast call repeats within a round)
+    spread: NonNegative | None = None  # between-run log sd of its seconds, as this machine's stored runs showed it
+    calls: Tally = 0  # timed calls this run made (a fast call repeats within a round)
     # per matrix (op pca: per position): operations, and the least bytes moved (cost.Work)
-    flops: float | None = None
-    bytes: float | None = None
+    flops: NonNegative | None = None
+    bytes: NonNegative | None = None
+
+    @field_validator("rounds")
+    @classmethod
+    def _one_per_sample(cls, rounds: list[str], info: ValidationInfo) -> list[str]:
+        """A round id per sample (none before schema 4): comparing runs pairs them by id."""
+        m = info.data.get("measurement")
+        if rounds and m is not None and len(rounds) != len(m.samples_s):
+            raise ValueError(f"{len(rounds)} round ids for {len(m.samples_s)} samples; expected one per sample")
+        return rounds
 
     @property
     def seconds_per_matrix(self) -> float:
@@ -67,39 +78,51 @@ class GroupTiming(BaseModel):
         return None if self.flops is None or not self.bytes else self.flops / self.bytes
 
 
-class StrategyTiming(BaseModel):
-    strategy: str
+class StrategyTiming(Variant):
+    """A point (plan.model.Variant: strategy, precision, compilation, environment) as timed. Its
+    precision is the arithmetic (float64, ..., bfloat16), not [benchmark] precision, the intervals'
+    target; "" in records before it: the plan's dtype."""
+
     role: str
     device: str
     groups: list[GroupTiming]
-    estimate_total_s: float  # per-matrix medians scaled to every matrix of the workload
-    iqr_total_s: float
+    estimate_total_s: Positive  # per-matrix medians scaled to every matrix of the workload
+    iqr_total_s: NonNegative
     extrapolated: bool
-    speedup: float | None = None  # baseline's workload total / this one's (geometric mean over rounds)
-    speedup_ci: tuple[float, float] | None = None  # its 95% interval, from the rounds' paired ratios
+    speedup: Positive | None = None  # baseline's workload total / this one's (geometric mean over rounds)
+    speedup_ci: tuple[Positive, Positive] | None = None  # its 95% interval, from the rounds' paired ratios
     unresolved: bool = False  # the interval is wider than the target asked for (or missing)
     unresolved_reason: str | None = None
-    rounds: int = 0  # rounds behind its speedup (paired with the baseline), or its own for a baseline
-    rounds_pooled: int = 0  # of them, measured by earlier runs of the same code on this machine
-    runs: int = 0  # the runs those rounds came from: the replicates of its interval
-    busy_rounds: int = 0  # of the rounds, measured while the machine was busy (used: quiet ones were too few)
-    spread: float | None = None  # the between-run log sd its single-run interval was widened by
+    rounds: Tally = 0  # rounds behind its speedup (paired with the baseline), or its own for a baseline
+    rounds_pooled: Tally = 0  # of them, measured by earlier runs of the same code on this machine
+    runs: Tally = 0  # the runs those rounds came from: the replicates of its interval
+    busy_rounds: Tally = 0  # of the rounds, measured while the machine was busy (used: quiet ones were too few)
+    spread: NonNegative | None = None  # the between-run log sd its single-run interval was widened by
     pooled_since: str | None = None  # schema 4: the date of the earliest pooled round
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
     cut: str | None = None  # the rounds the plan gave it, in words
-    # its numeric precision (float64, float32, tf32, bfloat16, float16: the arithmetic, not
-    # [benchmark] precision, the intervals' target); "" in records before it: the plan's dtype
-    precision: str = ""
-    compiled: bool = False  # timed under torch.compile
-    env: dict[str, str] = {}  # environment variables its worker process started with, beyond the user's
-    variant: str = ""  # "@bfloat16" or "@float32+compiled" where its analysis times several points per strategy
-    compile_s: float | None = None  # compiling it (with one call each time), never inside a timed call
+    compile_s: NonNegative | None = None  # compiling it (with one call each time), never inside a timed call
     compile_note: str | None = None  # what compiling produced, and whether it was kept
     kept: bool | None = None  # compiled: faster than its eager twin
 
-    @property
-    def label(self) -> str:
-        return self.strategy + self.variant
+    @field_validator("groups")
+    @classmethod
+    def _groups_apart(cls, groups: list[GroupTiming]) -> list[GroupTiming]:
+        labels = [g.group for g in groups]
+        if twice := sorted({x for x in labels if labels.count(x) > 1}):
+            raise ValueError(f"group {twice[0]!r} timed twice; expected one timing per shape group")
+        return groups
+
+    @field_validator("speedup_ci")
+    @classmethod
+    def _around(cls, ci: tuple[float, float] | None, info: ValidationInfo) -> tuple[float, float] | None:
+        """low <= speedup <= high (to round-off): an interval that misses its estimate is not one."""
+        estimate = info.data.get("speedup")
+        if ci is not None and not ci[0] <= ci[1]:
+            raise ValueError(f"low {ci[0]:g} above high {ci[1]:g}; expected low <= speedup <= high")
+        if ci is not None and estimate is not None and not ci[0] * (1 - 1e-9) <= estimate <= ci[1] * (1 + 1e-9):
+            raise ValueError(f"({ci[0]:g}, {ci[1]:g}) misses the speedup {estimate:g}; expected low <= speedup <= high")
+        return ci
 
     def store(self, found: Speedup | None, target: float) -> None:
         """Its speedup as measured (bench.series.speedup), and whether it resolves to `target`."""
@@ -163,11 +186,11 @@ class ChunkPlacement(BaseModel):
 
     group: str
     first: str  # id of its first matrix
-    count: int
+    count: Count
     worker: str
-    started: float  # seconds since the epoch, on the worker
-    seconds: float  # loading and computing, on the worker
-    attempts: int = 1  # more than one: its worker was lost and it was submitted again
+    started: NonNegative  # seconds since the epoch, on the worker
+    seconds: NonNegative  # loading and computing, on the worker
+    attempts: Count = 1  # more than one: its worker was lost and it was submitted again
 
 
 class Skipped(BaseModel):
@@ -198,15 +221,15 @@ class AnalysisRecord(BaseModel):
     strategy: str
     device: str
     reason: str
-    n_matrices: int
+    n_matrices: Tally
     precision: str = ""  # the chosen strategy's numeric precision; "" in records before it: the plan's dtype
-    wall_s: float  # the full analysis with the chosen strategy, loading included
-    bench_s: float = 0.0  # timing and verifying the compared strategies (references included)
+    wall_s: NonNegative  # the full analysis with the chosen strategy, loading included
+    bench_s: NonNegative = 0.0  # timing and verifying the compared strategies (references included)
     # chunks of the full analysis read from the result cache / computed by this run; when all
     # came from the cache, wall_s is the time to read them, not to compute them
     placements: list[ChunkPlacement] = []
-    cached_chunks: int = 0
-    computed_chunks: int = 0
+    cached_chunks: Tally = 0
+    computed_chunks: Tally = 0
     timings: list[StrategyTiming] = []
     verification: list[Verification] = []
     skipped: list[Skipped] = []
@@ -217,6 +240,15 @@ class AnalysisRecord(BaseModel):
     # op pca: explained-variance ratio of the components per PCA ("global" or "layer3/mlp_up")
     explained_variance_ratio: dict[str, list[float]] | None = None
     axes: AxesRecord | None = None
+
+    @field_validator("timings")
+    @classmethod
+    def _points_apart(cls, timings: list[StrategyTiming]) -> list[StrategyTiming]:
+        """One timing per point: two would be compared, charted and listed as one."""
+        points = [t.point for t in timings]
+        if twice := [p for i, p in enumerate(points) if p in points[:i]]:
+            raise ValueError(f"{twice[0].label} timed twice; expected one timing per point")
+        return timings
 
     @property
     def passed(self) -> bool:
@@ -252,23 +284,23 @@ def analysis_record(
 class BenchRecord(BaseModel):
     """The benchmark phase of a run, over every analysis."""
 
-    budget_s: float
-    floor_s: float = 0.0  # the least benchmarking that answers every strategy, when measured cold
-    limit_s: float = 0.0  # what the phase allowed itself: max(budget, floor), its own floor as found
-    precision: float = 0.10  # the speedups' interval half-width aimed at ([benchmark] target)
+    budget_s: NonNegative
+    floor_s: NonNegative = 0.0  # the least benchmarking that answers every strategy, when measured cold
+    limit_s: NonNegative = 0.0  # what the phase allowed itself: max(budget, floor), its own floor as found
+    precision: Positive = 0.10  # the speedups' interval half-width aimed at ([benchmark] target)
     run_id: str = ""  # the id this run's rounds carry
-    rounds: int = 0  # rounds this run timed, over every analysis
-    busy_rounds: int = 0  # of the blocks this run timed, those in rounds the machine was busy around
-    rounds_pooled: int = 0  # rounds earlier runs had timed, taken into this run's intervals
-    resolved: int = 0  # speedups whose interval met the precision
-    unresolved: int = 0
-    spent_s: float = 0.0  # the whole phase: warm-up calls and rounds (the budget's), and the one-off work below
-    one_off_s: float = 0.0  # imports, a pool's start, verifying answers: outside the budget
-    threads: int
-    references_computed: int = 0
-    references_cached: int = 0
-    references_s: float = 0.0
-    unstable: int = 0  # measurements flagged unstable
+    rounds: Tally = 0  # rounds this run timed, over every analysis
+    busy_rounds: Tally = 0  # of the blocks this run timed, those in rounds the machine was busy around
+    rounds_pooled: Tally = 0  # rounds earlier runs had timed, taken into this run's intervals
+    resolved: Tally = 0  # speedups whose interval met the precision
+    unresolved: Tally = 0
+    spent_s: NonNegative = 0.0  # the whole phase: warm-up calls and rounds (the budget's), and the one-off work below
+    one_off_s: NonNegative = 0.0  # imports, a pool's start, verifying answers: outside the budget
+    threads: Count
+    references_computed: Tally = 0
+    references_cached: Tally = 0
+    references_s: NonNegative = 0.0
+    unstable: Tally = 0  # measurements flagged unstable
 
 
 class RunRecord(BaseModel):
@@ -339,8 +371,10 @@ RECORD_CAP = 256 << 20  # bytes: a record of thousands of chunks and samples is 
 
 
 def load_record(folder: Path) -> RunRecord:
-    """The run folder's record, checked whole before anything reads a number from it: a record
-    edited or damaged into NaN or zero seconds made `compare` call every row faster."""
+    """The run folder's record, checked whole before anything reads a number from it (its models'
+    types: finite positive seconds and speedups, ordered intervals): a record edited or damaged
+    into NaN or zero seconds made `compare` call every row faster, and a NaN or negative speedup
+    printed "nanx (-5-100,000,000)". A bad one is a RecordError naming the file and the field."""
     path = folder / RECORD if folder.is_dir() else folder
     if not path.exists():
         raise RecordError(f"{folder}: no {RECORD} here; is this a run folder from `harness run`?")
@@ -363,21 +397,6 @@ def load_record(folder: Path) -> RunRecord:
     try:
         record = RunRecord.model_validate(raw)
     except ValidationError as exc:
-        raise RecordError(f"{path}: malformed record ({exc.error_count()} problems)") from None
-    _check_timings(record, path)
+        raise RecordError(f"{path}: {first_problem(exc)}") from None
     return record
 
-
-def _check_timings(record: RunRecord, path: Path) -> None:
-    """RecordError naming the first timing whose seconds are not positive and finite, or whose
-    group timed no matrix: every ratio, median and rate of a report divides by them."""
-    for a in record.analyses:
-        for t in a.timings:
-            for g in t.groups:
-                m = g.measurement
-                seconds = [*m.samples_s, m.median_s]
-                if g.sampled < 1 or not all(math.isfinite(x) and x > 0 for x in seconds) or not m.iqr_s >= 0:
-                    raise RecordError(
-                        f"{path}: analysis {a.name!r}, strategy {t.strategy!r}, group {g.group!r}: samples_s "
-                        f"{m.samples_s[:3]}{'...' if len(m.samples_s) > 3 else ''}, median_s {m.median_s}, "
-                        f"sampled {g.sampled}; expected positive finite seconds of at least one matrix")

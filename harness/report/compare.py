@@ -1,5 +1,8 @@
-"""Comparing runs of one spec: per analysis, strategy and shape group, B's time per matrix over
-A's with a 95% interval, and whether they differ.
+"""Comparing runs of one spec: per analysis, point and shape group, B's time per matrix over A's
+with a 95% interval, and whether they differ. A point is the whole of what was timed (the
+strategy, its precision, compiled or not, its environment: plan.model.Point): keyed by the
+strategy alone, A's plain numpy was compared with B's numpy in an environment of its own, and
+`gram_eigh@float32` with `gram_eigh@float64`. What does not pair is listed by its whole label.
 
 The replication unit is the run, not the call or the round (bench.statistics): consecutive calls
 of one process are correlated, and treating ~200 of them as independent called identical code
@@ -28,6 +31,7 @@ from pydantic import BaseModel
 from harness.bench.measure import Measurement
 from harness.bench.series import by_run
 from harness.bench.statistics import DEFAULT_SPREAD, run_difference
+from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
 
 ALPHA = 0.01  # two-sided
@@ -48,10 +52,11 @@ class RunSummary(BaseModel):
 
 
 class GroupComparison(BaseModel):
-    """One shape group of one strategy, B against A, per matrix."""
+    """One shape group of one point, B against A, per matrix."""
 
     analysis: str
     strategy: str
+    variant: str = ""  # the point's label beside its analysis' others ("@float32"): as the run's tables show it
     group: str
     median_a_s: float
     median_b_s: float
@@ -70,7 +75,7 @@ class GroupComparison(BaseModel):
 
     @property
     def label(self) -> str:
-        return f"{self.analysis}/{self.strategy} on {self.group}"
+        return f"{self.analysis}/{self.strategy}{self.variant} on {self.group}"
 
     def describe(self) -> str:
         """`analysis/strategy on group: B/A 1.42x (1.30-1.55), p=0.003`."""
@@ -87,7 +92,7 @@ class Comparison(BaseModel):
     alpha: float
     factor: float
     rows: list[GroupComparison]
-    unmatched: list[str]  # "analysis/strategy: only in A" and the like
+    unmatched: list[str]  # "analysis/numpy@float64+OPENBLAS_THREAD_TIMEOUT=18: only in B" and the like
     gate: float | None = None  # --fail-on-regression's ratio (then equal to factor); None: no gate
     regressions: list[str] = []  # GroupComparison.describe() of every row that fails the gate
     passed: bool = True  # no regression (always true without a gate)
@@ -169,33 +174,57 @@ def _reasons(side: str, m: Measurement) -> list[str]:
     return [f"{side}: {r}" for r in m.reasons] or [f"{side}: flagged unstable"]
 
 
-def _groups(
-    analysis: str, ta: StrategyTiming, tb: StrategyTiming, alpha: float, factor: float, gate: bool
-) -> list[GroupComparison]:
-    by_label = {g.group: g for g in tb.groups}
-    rows = []
-    for ga in ta.groups:
-        gb = by_label.get(ga.group)
-        if gb is None:
-            continue
-        ra, rb = _rounds(ga), _rounds(gb)
-        shared = set(ra) & set(rb)
-        a = {r: s for r, s in ra.items() if r not in shared}
-        b = {r: s for r, s in rb.items() if r not in shared}
-        spreads = [x for x in (ga.spread, gb.spread) if x is not None]
-        ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
-        median_a, median_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
-        if math.isnan(ratio):  # a side has no rounds of its own: the medians' ratio, untested
-            ratio = median_b / median_a if median_a > 0 else math.inf
-        unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
-        gated = not unstable and change != "too few rounds"
-        rows.append(GroupComparison(
-            analysis=analysis, strategy=ta.strategy, group=ga.group,
-            median_a_s=median_a, median_b_s=median_b,
-            n_a=len(a), n_b=len(b), runs_a=len(by_run(a)), runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
-            unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
-        ))
-    return rows
+def _point(t: StrategyTiming, dtype: str) -> Point:
+    """Its point; the plan's dtype stands for the precision of a record before precisions."""
+    return t.point._replace(precision=t.precision or dtype)
+
+
+def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, GroupTiming, GroupTiming]], list[str]]:
+    """(analysis, A's timing, A's group, B's group) for every analysis, point and shape group
+    both runs timed, and what only one did, by its whole label: never a point paired with
+    another precision, compilation or environment of its strategy."""
+    names = {"A": [an.name for an in a.analyses], "B": [an.name for an in b.analyses]}
+    unmatched = [f"{n}: only in {side}" for side, other in (("A", "B"), ("B", "A"))
+                 for n in names[side] if n not in names[other]]
+    points = {side: {(an.name, _point(t, r.plan.dtype)): t for an in r.analyses for t in an.timings}
+              for side, r in (("A", a), ("B", b))}
+    pairs = []
+    for side, other in (("A", "B"), ("B", "A")):
+        for (analysis, point), t in points[side].items():
+            if analysis not in names[other]:
+                continue  # said once, for the analysis
+            theirs = points[other].get((analysis, point))
+            if theirs is None:
+                unmatched.append(f"{analysis}/{point.label}: only in {side}")
+                continue
+            groups = {g.group: g for g in theirs.groups}
+            unmatched += [f"{analysis}/{point.label} on {g.group}: only in {side}" for g in t.groups if g.group not in groups]
+            if side == "A":
+                pairs += [(analysis, t, g, groups[g.group]) for g in t.groups if g.group in groups]
+    return pairs, unmatched
+
+
+def _group(
+    analysis: str, ta: StrategyTiming, ga: GroupTiming, gb: GroupTiming, alpha: float, factor: float, gate: bool
+) -> GroupComparison:
+    """One shape group of one point, B against A; rounds both hold are left out of the test."""
+    ra, rb = _rounds(ga), _rounds(gb)
+    shared = set(ra) & set(rb)
+    a = {r: s for r, s in ra.items() if r not in shared}
+    b = {r: s for r, s in rb.items() if r not in shared}
+    spreads = [x for x in (ga.spread, gb.spread) if x is not None]
+    ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
+    median_a, median_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
+    if math.isnan(ratio):  # a side has no rounds of its own: the medians' ratio, untested
+        ratio = median_b / median_a
+    unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
+    gated = not unstable and change != "too few rounds"
+    return GroupComparison(
+        analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
+        median_a_s=median_a, median_b_s=median_b, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
+        runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
+        unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
+    )
 
 
 def compare_records(
@@ -209,24 +238,8 @@ def compare_records(
             f"{folders[1]}: spec hash {b.spec_hash[:12]} differs from {folders[0]}'s "
             f"{a.spec_hash[:12]}; compare only runs of the same spec"
         )
-    rows: list[GroupComparison] = []
-    unmatched: list[str] = []
-    analyses_b = {an.name: an for an in b.analyses}
-    for an in a.analyses:
-        other = analyses_b.get(an.name)
-        if other is None:
-            unmatched.append(f"{an.name}: only in A")
-            continue
-        timings_b = {t.strategy: t for t in other.timings}
-        for ta in an.timings:
-            tb = timings_b.pop(ta.strategy, None)
-            if tb is None:
-                unmatched.append(f"{an.name}/{ta.strategy}: only in A")
-            else:
-                rows.extend(_groups(an.name, ta, tb, alpha, factor, gate))
-        unmatched.extend(f"{an.name}/{s}: only in B" for s in timings_b)
-    names_a = {an.name for an in a.analyses}
-    unmatched.extend(f"{name}: only in B" for name in analyses_b if name not in names_a)
+    pairs, unmatched = _pairs(a, b)
+    rows = [_group(analysis, t, ga, gb, alpha, factor, gate) for analysis, t, ga, gb in pairs]
     regressions = [r.describe() for r in rows if r.regression]
     incomplete = [side for side, record in (("A", a), ("B", b)) if not record.complete]
     return Comparison(

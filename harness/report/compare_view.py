@@ -27,7 +27,7 @@ def summary_line(c: Comparison, several: bool = False) -> str:
     counts = Counter(r.change for r in c.rows)
     parts = [f"{counts[change]} {change}" for change in CHANGES if counts[change]] or ["nothing to compare"]
     where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
-    unmatched = f"; {plural(len(c.unmatched), 'strategy', 'strategies')} in only one run" if c.unmatched else ""
+    unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
     return f"{where}: {', '.join(parts)} ({plural(len(c.rows), 'group')}){unmatched}"
 
 
@@ -39,7 +39,7 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
             f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nB / A: per matrix, the geometric "
             f"means of the rounds, with a 95% interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} "
             f"and B/A beyond {c.factor}x either way. Rounds both runs share (pooled from one earlier run) are left out."
-            + "".join(f"\nnot compared: {u}" for u in c.unmatched))
+            " A point pairs only with the same strategy, precision, compilation and environment.")
     for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", "B / A (95% CI)", "rounds A, B", "p",
                    "change"):
         table.add_column(column)
@@ -49,7 +49,7 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
         last = i + 1 == len(c.rows) or c.rows[i + 1].analysis != r.analysis
         first = i == 0 or c.rows[i - 1].analysis != r.analysis
         table.add_row(
-            escape(r.analysis) if first else "", escape(r.strategy), escape(r.group),
+            escape(r.analysis) if first else "", escape(r.strategy + r.variant), escape(r.group),
             *map(value, (format_seconds(r.median_a_s), format_seconds(r.median_b_s), f"{r.ratio:.3g}{ci}",
                          f"{r.n_a}, {r.n_b}" + (f" ({r.shared} shared)" if r.shared else ""),
                          "-" if r.p_value is None else f"{r.p_value:.1e}",

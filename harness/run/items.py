@@ -40,10 +40,9 @@ def placed(plan: Plan, step: Step, timed: Timed, a: Allocation, groups: dict[str
     else:
         g = groups[a.group]
         shape, rank, per_call, total = g.shape, g.rank, a.matrices, len(g)
-    item = Item(code=source_digest(TIMING_PACKAGES), strategy=timed.strategy, op=step.op, k=step.k, shape=shape,
+    item = Item(code=source_digest(TIMING_PACKAGES), **timed.point._asdict(), op=step.op, k=step.k, shape=shape,
                 rank=rank, dtype=plan.dtype, device=timed.device, threads=bench.threads,
-                width=width(STRATEGIES[timed.strategy].fans_out, plan.workers, per_call),
-                precision=timed.precision, compiled=timed.compiled, env=tuple(sorted(timed.env.items())))
+                width=width(STRATEGIES[timed.strategy].fans_out, plan.workers, per_call))
     return item, total
 
 

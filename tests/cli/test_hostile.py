@@ -173,8 +173,10 @@ def _record_folder(folder: Path) -> str:
 
 RECORD_CASES: dict[str, Callable[[Path, Path], tuple[str, str]]] = {
     "record.json is a folder": lambda s, d: (_record_folder(d), "is a folder; expected the run's record.json"),
-    "NaN samples": lambda s, d: (_record(s, d, _samples([float("nan")] * 3)), "samples_s [nan, nan, nan]"),
-    "zero samples": lambda s, d: (_record(s, d, _samples([0.0, 0.0])), "expected positive finite seconds"),
+    "NaN samples": lambda s, d: (_record(s, d, _samples([float("nan")] * 3)),
+                                 "measurement.samples_s[0]: Input should be a finite number (nan)"),
+    "zero samples": lambda s, d: (_record(s, d, _samples([0.0, 0.0])),
+                                  "measurement.samples_s[0]: Input should be greater than 0 (0.0)"),
     "samples nested deeply": lambda s, d: (
         _record(s, d, lambda raw: json.dumps(raw).replace('"samples_s": [', '"samples_s": ' + "[" * 100_000, 1)
                 .encode()), "nested too deeply"),

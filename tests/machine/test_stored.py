@@ -54,7 +54,7 @@ HOSTILE: list[tuple[str, Callable[[], str], str]] = [
     ("a roof under another device's key", lambda: json.dumps(good() | {"roofs": {"cuda": ROOF}}), "device 'cpu'"),
     ("zero seconds", lambda: json.dumps(observed(seconds=0.0, recent=[0.0])), "seconds"),
     ("faster than any device", lambda: json.dumps(observed(seconds=1e-30, recent=[1e-30])), "faster than any device"),
-    ("observations of the wrong type", lambda: json.dumps(good() | {"observations": ["kept"]}), "observations.0"),
+    ("observations of the wrong type", lambda: json.dumps(good() | {"observations": ["kept"]}), "observations[0]"),
     ("threads of 0", lambda: json.dumps(observed(threads=0)), "threads"),
     ("not JSON", lambda: "{not json", "not JSON"),
     ("not an object", lambda: "[1, 2]", "a JSON list, not an object"),

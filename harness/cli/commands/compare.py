@@ -46,11 +46,12 @@ def _ratio(text: str) -> float:
 
 
 def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, str]]:
-    """(text, style): each regression, the unstable groups by cause (each with `verbose`), and a
+    """(text, style): what did not pair, each regression, the unstable groups by cause (each with `verbose`), and a
     note when rows have too few rounds: without it a gate that cannot fire would look like one
     that passed."""
     where = f" ({c.b.folder})" if several else ""
-    lines = [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
+    lines = [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
+    lines += [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
     lines += [(u + where, "yellow") for u in unstable_lines(c, verbose)]
     if c.gate and (few := c.too_few):
         fewest = min(min(r.n_a, r.n_b) for r in few)
