@@ -31,6 +31,7 @@ from harness.linalg.features import (
     SUBSPACE_FEATURES,
 )
 from harness.linalg.precision import Precision
+from harness.machine.tuning import Environment
 from harness.strategies.registry import check_strategy_name
 from harness.base.bounded import TooLarge, read_capped
 from harness.base.units import DURATION_PATTERN, parse_duration, parse_share
@@ -80,8 +81,6 @@ class Experiment(_Section):
 
 
 MAX_ENVIRONMENTS = 4  # each one times every compared strategy once more, in a process of its own
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
-MAX_ENV_VALUE = 256
 
 
 class _AnalysisBase(_Section):
@@ -99,11 +98,12 @@ class _AnalysisBase(_Section):
         "which is the speedup intervals' target width",
     )
     compile: bool = Field(False, description="also time each torch kernel under torch.compile, beside the eager one")
-    environments: list[dict[str, str]] = Field(
+    environments: list[Environment] = Field(
         default_factory=list, max_length=MAX_ENVIRONMENTS,
         description='process environments the baseline and every compared strategy are also timed in, each point '
-        'in a worker process started with them, e.g. [{OPENBLAS_THREAD_TIMEOUT = "18"}]; the user\'s own '
-        "environment is always timed, and the only one the analysis itself runs in")
+        'in a worker process started with them, e.g. [{OPENBLAS_THREAD_TIMEOUT = "18"}]: thread-runtime and '
+        "numeric-library settings only (docs/environments.md); the user's own environment is always timed, and the "
+        "only one the analysis itself runs in")
     features: list[str] = Field(
         default_factory=list, description="spectral features written to features.csv"
     )
@@ -149,20 +149,9 @@ class _AnalysisBase(_Section):
 
     @field_validator("environments")
     @classmethod
-    def _environment_variables(cls, environments: list[dict[str, str]]) -> list[dict[str, str]]:
-        problems = []
-        for i, env in enumerate(environments):
-            if not env:
-                problems.append(f"environments[{i}] is empty: the user's own environment is always timed")
-            for name, value in env.items():
-                if not re.fullmatch(ENV_NAME, name):
-                    problems.append(f"environments[{i}]: {name[:40]!r} is not an environment variable name")
-                elif len(value) > MAX_ENV_VALUE or "\0" in value:
-                    problems.append(f"environments[{i}].{name}: a value of at most {MAX_ENV_VALUE} characters")
+    def _distinct_environments(cls, environments: list[dict[str, str]]) -> list[dict[str, str]]:
         if len({tuple(sorted(e.items())) for e in environments}) < len(environments):
-            problems.append("each environment at most once")
-        if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError("each environment at most once")
         return environments
 
     @field_validator("precisions")
@@ -467,6 +456,9 @@ def _describe(exc: ValidationError) -> list[str]:
     return lines
 
 
+SHOWN_KEY = r"[\w.-]{1,64}"  # a key an error line prints as it is
+
+
 def _locate(loc: list[Any]) -> tuple[str, type[BaseModel] | None]:
     """pydantic's loc as `analysis[1].k`, without the union tag it inserts, and the model that
     holds the last key (for suggesting a valid key in place of an unknown one)."""
@@ -481,5 +473,9 @@ def _locate(loc: list[Any]) -> tuple[str, type[BaseModel] | None]:
     parent = Spec if len(loc) == 1 else model if len(loc) == depth + 1 else None
     path = ""
     for item in loc:
-        path += f"[{item}]" if isinstance(item, int) else (f".{item}" if path else str(item))
+        if item == "[key]":  # pydantic's mark of a dict key's own error: the key is the item before
+            continue
+        if isinstance(item, str) and not re.fullmatch(SHOWN_KEY, item):  # a hostile key: quoted, its controls escaped
+            item = f"[{item[:40]!r}]"
+        path += f"[{item}]" if isinstance(item, int) else (f".{item}" if path and item[0] != "[" else str(item))
     return path, parent

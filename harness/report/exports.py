@@ -15,8 +15,8 @@ from typing import Any
 from harness.base.units import format_seconds
 from harness.record.run_record import RunRecord
 from harness.record.verdict import significance
-from harness.report.labels import (COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK, device_library, speedup_text,
-                                   verdict_lines)
+from harness.report.labels import (COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK, device_library, printable,
+                                   speedup_text, verdict_lines)
 from harness.report.terminal import untimed_rows
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
@@ -111,4 +111,4 @@ def results_markdown(record: RunRecord) -> str:
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
               "and the singular triplets' worst residual where the op has vectors."]
-    return "\n".join(line for line in lines if line is not None) + "\n"
+    return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.markup import escape
+
 from harness.base.units import format_interval, format_seconds, format_speedup
 from harness.bench.noise import group_reasons
 from harness.machine.roofline import roof_device
@@ -31,6 +33,18 @@ SPEEDUP_NOTE = (f"Speedup: the baseline's workload total over the strategy's, th
 PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM peak, bandwidth x flops/byte), both "
              "measured on this machine; - where there is no roof, or where the timing would sit above its roof "
              "(its flop or byte count is the cost model's, and the model does not hold for it)")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written out (`\\x1b`): a label from a record (an older or
+    edited one; a spec refuses them) must never reach the terminal raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shown(text: str) -> str:
+    """Plain text from a record as rich markup prints it: printable, and its `[/bold]` shown, not
+    applied (a label holding one ended a run in a MarkupError, its results unprinted)."""
+    return escape(printable(text))
 
 
 def device_library(backend: str) -> tuple[str, str]:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import numpy as np
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, plural
@@ -20,7 +19,7 @@ from harness.report.frontier import frontier_lines
 from harness.report.labels import (PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_share, precision_text,
                                    rounds_text, speedup_text, strategy_label, unstable_causes, unstable_measurements,
-                                   verdict_lines, worst_error)
+                                   shown, verdict_lines, worst_error)
 
 
 def executor_label(plan: Plan) -> str:
@@ -35,7 +34,7 @@ def executor_label(plan: Plan) -> str:
 
 def _timed_label(t: Timed) -> str:
     """`numpy (baseline) ~390 ms`, and the rounds the budget affords it."""
-    label = f"{t.label} ({t.role})"
+    label = f"{shown(t.label)} ({t.role})"
     if t.allocations:
         label += f" ~{format_seconds(t.estimate_s)}"
     return label + (f": {t.cut}" if t.cut else "")
@@ -43,7 +42,7 @@ def _timed_label(t: Timed) -> str:
 
 def _threads(n: int, why: str) -> str:
     """`2 threads per timing (the machine's 2 cores)`."""
-    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({escape(why)})" if why else "")  # "[benchmark]" is markup
+    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({shown(why)})" if why else "")  # "[benchmark]" is markup
 
 
 def floor_note(plan: Plan) -> str | None:
@@ -137,13 +136,13 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     v = next((v for v in a.verification if v.strategy == t.label), None)
     status = "passed" if v is None or v.passed else "FAILED"
     per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
-    label = strategy_label(a, t.label, a.computed(t))
-    speedup = escape(speedup_text(t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
+    label = shown(strategy_label(a, t.label, a.computed(t)))
+    speedup = shown(speedup_text(t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
     if not wide:
         error = worst_error(a, t.label)
         return [label, per_matrix, speedup, "-" if error is None else f"{error:.1e}", STATUS[status]]
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
-            escape(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)), speedup,
+            shown(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)), speedup,
             rounds_text(t), format_rate(t.gflops_per_s), format_share(peak_share(record, t)),
             errors_text(a, t.label, "/"), STATUS[status]]
 
@@ -173,10 +172,10 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
     for a in record.analyses:
         rows = [_timed_row(record, a, t, wide) for t in a.timings]
         for label, role, status, _why in untimed_rows(record, a):
-            rows.append([label, *([role] if wide else []), *["-"] * (len(columns) - (4 if wide else 3)),
+            rows.append([shown(label), *([role] if wide else []), *["-"] * (len(columns) - (4 if wide else 3)),
                          STATUS[status]])
         for i, row in enumerate(rows):
-            table.add_row(escape(a.name) if i == 0 else "", *(c if j == 0 else value(c) for j, c in enumerate(row)),
+            table.add_row(shown(a.name) if i == 0 else "", *(c if j == 0 else value(c) for j, c in enumerate(row)),
                           end_section=i == len(rows) - 1)
     return Fitted(table, RUN_OPTIONAL if wide else ())
 
@@ -185,14 +184,14 @@ def run_screen(record: RunRecord, wide: bool = False, explain: bool = False,
                verbose: bool = False) -> list[str | Fitted]:
     """What `harness run` (and `harness.api.run`) print: the verdict first, as hyperfine prints it,
     the machine, the table, then the lines below it. Strings are lines of markup."""
-    return [*verdict_lines(record), title_line(record), run_table(record, wide=wide, explain=explain),
-            *run_lines(record, verbose=verbose), *frontier_lines(record)]
+    return [*map(shown, verdict_lines(record)), title_line(record), run_table(record, wide=wide, explain=explain),
+            *run_lines(record, verbose=verbose), *map(shown, frontier_lines(record))]
 
 
 def title_line(record: RunRecord) -> str:
     """`task_geometry: 224 matrices on Intel(R) Xeon(R) Processor (2 cores)`, above the table."""
     m = record.machine
-    return f"[bold]{escape(record.experiment)}[/]: {record.plan.n_matrices} matrices on {escape(m.cpu)} ({m.cores} cores)"
+    return f"[bold]{shown(record.experiment)}[/]: {record.plan.n_matrices} matrices on {shown(m.cpu)} ({m.cores} cores)"
 
 
 def _grouped(pairs: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -208,14 +207,14 @@ def untimed_lines(record: RunRecord) -> list[str]:
     top3: scipy_svds, top3: torch; ...`, `not run (CuPy is not installed): ...`, `error: ...`."""
     lines = []
     for a in record.analyses:
-        lines += [f"[bold red]error[/]: {escape(a.name)} {escape(v.strategy)} raised: {escape(v.reason)}"
+        lines += [f"[bold red]error[/]: {shown(a.name)} {shown(v.strategy)} raised: {shown(v.reason)}"
                   for v in a.verification if v.reason is not None and v.strategy not in {t.label for t in a.timings}]
     untimed = [f"{a.name}: {s.strategy}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
     if untimed:
-        lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {escape(', '.join(untimed))}; the next run "
+        lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
                      "times each of them once whatever its limit, and --budget gives more")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
-    lines += [f"not run ({escape(reason)}): {escape(', '.join(what))}" for reason, what in _grouped(not_run)]
+    lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in _grouped(not_run)]
     return lines
 
 
@@ -224,7 +223,7 @@ def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = causes[0][1] if len(causes) == 1 else ", ".join(f"{cause} ({n})" for n, cause in causes)
     pooled = " (some from earlier runs' rounds; --fresh measures anew)" if any(u.pooled for u in unstable) else ""
     return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} unstable[/] "
-            f"({UNSTABLE_MARK}): {escape(why)}{pooled}; compare their speedups with care, or re-run on a quiet "
+            f"({UNSTABLE_MARK}): {shown(why)}{pooled}; compare their speedups with care, or re-run on a quiet "
             "machine (`harness system` says what is busy)")
 
 
@@ -244,13 +243,13 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
                      f"{'its interval is' if len(unresolved) == 1 else 'their intervals are'} wider than "
                      f"{target}; a re-run adds a run (intervals narrow with runs, not with one run's rounds), "
                      "--verbose says why each")
-    lines += [f"unresolved {escape(name)} {escape(t.label)}: {escape(t.unresolved_reason or 'no interval')}"
+    lines += [f"unresolved {shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
               for name, t in unresolved if verbose]
     unstable = unstable_measurements(record)
     if unstable and not verbose:
         lines.append(_unstable_line(record, unstable))
-    lines += [f"[bold yellow]unstable[/] {escape(u.analysis)} {escape(u.strategy)} on {escape(u.group)}: "
-              f"{escape('; '.join(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")
+    lines += [f"[bold yellow]unstable[/] {shown(u.analysis)} {shown(u.strategy)} on {shown(u.group)}: "
+              f"{shown('; '.join(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")
               for u in unstable if verbose]
     if b is not None and b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):
         lines.append(f"benchmark: over its limit of {format_seconds(b.limit_s)} + {100 * OVERRUN:.0f}%: its rounds ran "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from harness.base.progress import Display
 from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, SLOW_CALL_S, Budget, calls_for
@@ -205,10 +206,14 @@ class Rounds:
             fresh = [s for s in names if s not in self.workers and s not in self.failures]
             if fresh:
                 self.ready()
+            for label in fresh:  # one that cannot start (its environment too big) is its own error
+                self._guarded(label, partial(self._spawn, label))
             for label in fresh:
-                self.workers[label] = self.spawn(self.works[label], self.threads, self.envs.get(label))
-            for label in fresh:
-                self._guarded(label, self.workers[label].wait_ready)
+                if label not in self.failures:
+                    self._guarded(label, self.workers[label].wait_ready)
+
+    def _spawn(self, label: str) -> None:
+        self.workers[label] = self.spawn(self.works[label], self.threads, self.envs.get(label))
 
     def _planned(self, subject: Subject) -> float:
         a = subject.allocation

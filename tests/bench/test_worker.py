@@ -4,6 +4,7 @@ and its death reported to the parent; the parent waits for the others to go quie
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.bench.quiet import settle
-from harness.bench.worker import Request, TimingWorker, WorkerDied
+from harness.bench.worker import CannotStart, Request, TimingWorker, WorkerDied
 from tests.bench.timing_work import Told
 
 ASK = Request(part=1, r=0, warmups=1, calls=3, min_time_s=0.0, keep=True)
@@ -63,6 +64,20 @@ def test_a_point_with_an_environment_of_its_own_gets_it_and_the_parent_keeps_its
     finally:
         worker.close()
     assert "HARNESS_TEST_ENV" not in os.environ
+
+
+@pytest.mark.parametrize(("env", "said"), [
+    ({"HARNESS_TEST_ENV": "x" * 200_000}, "a variable of its environment is 200,018 bytes, more than the 131,072"),
+    ({f"HARNESS_TEST_{i}": "x" * 100_000 for i in range(os.sysconf("SC_ARG_MAX") // 100_000 + 1)},
+     "this system starts a process with (`ulimit -s` sets it)"),
+])
+def test_a_worker_whose_environment_exec_refuses_says_so_at_once(env: dict[str, str], said: str) -> None:
+    """exec fails with E2BIG, which multiprocessing never sees: it said "exit code 255", and with a
+    large label waited for good to hand the dead child its work."""
+    before = dict(os.environ)
+    with pytest.raises(CannotStart, match=re.escape(said)):
+        TimingWorker(Told(), threads=1, env=env)
+    assert dict(os.environ) == before
 
 
 def test_settle_waits_until_a_spinning_process_stops(tmp_path: Path) -> None:

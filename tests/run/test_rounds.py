@@ -17,7 +17,7 @@ from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, SPREAD
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
 from harness.bench.series import Round
-from harness.bench.worker import Reply, Request
+from harness.bench.worker import CannotStart, Reply, Request
 from harness.run import rounds as rounding
 from harness.run.rounds import Pace, Rounds, Timeline
 from harness.run.subjects import Subject
@@ -227,3 +227,20 @@ def test_a_quiet_run_replaces_an_earlier_busy_runs_rounds_before_it_stops(quiet:
         r.lines[id(subjects[label])].pooled.append(Round(round="earlier#a#0", seconds=seconds, busy=["load 4"]))
     r.run()
     assert r.count == SPREAD_ROUNDS
+
+
+def test_a_point_whose_worker_cannot_start_is_its_own_error_and_the_others_are_timed(quiet: None) -> None:
+    """An environment exec refuses (too big for `ulimit -s`) is that point's one-line error."""
+    r, asked = rounds(["base", "x"], {"base": [1.0], "x": [0.5]})
+    r.works, spawn = {"base": "base", "x": "x"}, r.spawn  # type: ignore[dict-item]
+
+    def refusing(work: object, threads: int, env: dict[str, str] | None) -> object:
+        if work == "x":
+            raise CannotStart("cannot start its worker: its environment (yours with 1 more) is 263,670 bytes")
+        return spawn(work, threads, env)  # type: ignore[arg-type]
+
+    r.spawn = refusing  # type: ignore[assignment]
+    r.run()
+    assert r.failures == {"x": "CannotStart: cannot start its worker: its environment (yours with 1 more) is "
+                                "263,670 bytes"}
+    assert {label for label, _ in asked} == {"base"} and "x" not in r.workers
