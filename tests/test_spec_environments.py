@@ -98,3 +98,12 @@ def test_the_docs_list_exactly_the_allowed_variables() -> None:
     page = (ROOT / "docs" / "environments.md").read_text()
     listed = {name for row in page.splitlines() if row.startswith("| ") for name in re.findall(r"`([A-Z0-9_]+)`", row)}
     assert listed == ALLOWED
+
+
+
+@pytest.mark.parametrize("name", ["a#b", "../x", "[/bold]", "with space", "\x1b[2J", ".hidden", "x" * 65, ""])
+def test_an_analysis_name_is_plain(tmp_path: Path, name: str) -> None:
+    """An analysis' name sits in round ids ("<run>#<analysis>#<n>") and file names and is printed:
+    '#', '/', markup and control characters are one line naming the key."""
+    (line,) = problems(tmp_path, GOOD + f"name = {json.dumps(name)}\n")
+    assert line.startswith("analysis[0].name: ") and line.isprintable()
