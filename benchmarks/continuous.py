@@ -13,11 +13,18 @@ archive` into a temporary folder and put first on the path (PYTHONPATH) of `asv 
 --set-commit-hash`. The suites and specs are this checkout's for both commits, as
 in `asv continuous`; a commit that changes dependencies still needs `asv continuous`.
 
+BASE and HEAD must be two commits; when HEAD is the checked-out commit, `harness/` must have no
+uncommitted changes (they would not be timed). asv runs in a session of its own, and everything in
+it (asv's forkserver and benchmarks, each in a process group of its own, and the `harness run`s
+they start) is ended when asv returns, and on Ctrl-C or SIGTERM, which also remove the temporary
+folder and answer in one line.
+
 Exit codes: 0 no regression, and every point judged no change (or an improvement); 1 a regression
 (a speedup fell by more than x1.1, at a significance that keeps identical code's chance of failing
 under 5% over all points); 4 inconclusive: no regression seen, but a point could not be judged
 (its runs too far apart to rule out a x1.5 change, as on a busy machine, or a run did not time it);
-2 it could not run (a commit that is not one, asv missing or failing).
+2 it could not run (a commit that is not one, BASE and HEAD one commit, uncommitted changes to
+`harness/`, asv missing or failing); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -35,7 +43,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmarks import load_average
-from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_USER_ERROR
+from harness.cli.exit_codes import (
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_USER_ERROR,
+)
 
 if TYPE_CHECKING:  # imported when judging: asv imports this module with the commit's harness, maybe older
     from harness.report.regressions import Judged, Side
@@ -44,6 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results" / "asv"  # asv.conf.json's results_dir
 RUNS = 3  # of each commit, interleaved: the spread of three and three runs, t with 4 degrees of freedom
 BENCH = r"^speedups\.MainJob\."  # the main job; `--bench '^speedups\.'` adds the dense case
+ASV = [sys.executable, "-m", "asv"]
+GRACE = 5.0  # seconds asv's processes have to end after SIGTERM, before SIGKILL
 
 
 class CannotRun(Exception):
@@ -62,6 +77,29 @@ def commit(ref: str) -> str:
     return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
 
 
+def uncommitted(folder: str) -> str | None:
+    """The files under `folder` that differ from the checked-out commit (untracked ones too), named
+    in a few words; None when there are none."""
+    changed = [line[3:] for line in str(git("status", "--porcelain", "--untracked-files=all", "--", folder)).splitlines()]
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return ", ".join(changed[:3]) + more if changed else None
+
+
+def commits(base_ref: str, head_ref: str) -> tuple[str, str]:
+    """BASE's and HEAD's hashes: two commits, HEAD's `harness/` as committed where it is the
+    checked-out one (the gate times commits: `git archive` leaves uncommitted changes out)."""
+    base, head = commit(base_ref), commit(head_ref)
+    if base == head:
+        raise CannotRun(f"BASE {base_ref} and HEAD {head_ref} are one commit ({base[:12]}): nothing to compare")
+    if head == commit("HEAD") and (changed := uncommitted("harness")):
+        raise CannotRun(f"harness/ has uncommitted changes ({changed}), which the gate would not time: it times "
+                        f"commits; commit them (or stash them to time {head[:8]} as it is), then run it again")
+    if changed := uncommitted("benchmarks"):
+        print(f"note: benchmarks/ has uncommitted changes ({changed}): both commits are timed with this "
+              "checkout's suites, these changes included", flush=True)
+    return base, head
+
+
 def unpack(sha: str, into: Path) -> Path:
     """The commit's `harness/` package, alone, in a folder of its own: what PYTHONPATH puts first."""
     folder = into / sha[:12]
@@ -74,10 +112,69 @@ def unpack(sha: str, into: Path) -> Path:
     return folder
 
 
+def session_of(sid: int) -> set[int]:
+    """The live processes of session `sid`: asv's, where asv puts its forkserver and each
+    benchmark in a process group of its own, and they start `harness run`; off Linux (no /proc),
+    asv alone, whose group is then signalled."""
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        pids = [sid]
+    found = set()
+    for pid in pids:
+        try:
+            if os.getsid(pid) == sid:
+                found.add(pid)
+        except OSError:  # gone since listed
+            continue
+    return found
+
+
+def _signal_groups(pids: set[int], signum: int) -> None:
+    """`signum` to the process group of each of `pids`, once each."""
+    groups = set()
+    for pid in pids:
+        try:
+            groups.add(os.getpgid(pid))
+        except OSError:  # gone since listed
+            continue
+    for group in groups:
+        try:
+            os.killpg(group, signum)
+        except OSError:
+            continue
+
+
+def end_session(proc: subprocess.Popen[str]) -> None:
+    """Every process of asv's session ended: SIGTERM to each of its groups, SIGKILL to what is
+    left after GRACE seconds; Ctrl-C and SIGTERM wait until it is done (they are held meanwhile)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        _signal_groups(session_of(proc.pid), signal.SIGTERM)
+        deadline = time.monotonic() + GRACE
+        while True:
+            proc.poll()  # asv reaped once it has ended, so that it leaves the listing
+            left = session_of(proc.pid)
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        _signal_groups(left, signal.SIGKILL)
+        proc.wait()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def asv(*args: str, env: dict[str, str] | None = None) -> None:
-    proc = subprocess.run([sys.executable, "-m", "asv", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    """`asv args` in a session of its own, ended with everything it started (end_session) when it
+    returns, fails or this process is interrupted."""
+    with subprocess.Popen([*ASV, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, start_new_session=True) as proc:
+        try:
+            output = proc.communicate()[0]
+        finally:
+            end_session(proc)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-80:])
+        tail = "\n".join(output.strip().splitlines()[-80:])
         raise CannotRun(f"asv {' '.join(args)} exited {proc.returncode}:\n{tail}")
 
 
@@ -125,35 +222,36 @@ def arguments() -> argparse.ArgumentParser:
     return parser
 
 
-def timed(machine: str, sha: str) -> dict[str, Side]:
-    """Point -> the speedup asv recorded for `sha` on `machine` (its latest run)."""
+def timed(machine: str, sha: str, skipped: list[str]) -> dict[str, Side]:
+    """Point -> the speedup asv recorded for `sha` on `machine` (its latest run); what asv's
+    results hold that is not usable goes to `skipped`."""
     from harness.report.history import load
     from harness.report.regressions import sides
 
-    return {point: by_commit[sha] for (line, point), by_commit in sides(load(RESULTS)).items()
+    return {point: by_commit[sha] for (line, point), by_commit in sides(load(RESULTS, skipped)).items()
             if line.split(" (")[0] == machine and sha in by_commit}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = arguments().parse_args(argv)
+def gate(args: argparse.Namespace) -> int:
     phases: list[tuple[str, float]] = []
     start = time.monotonic()
     print(f"load average at the start {load_average()}", flush=True)
     from harness.report.gate import judge_runs
-    from harness.report.history import HistoryError
+    from harness.report.history import HistoryError, skipped_line
 
     try:
-        base, head = commit(args.base), commit(args.head)
+        base, head = commits(args.base, args.head)
         machine = args.machine or machine_name()
         asv("machine", "--yes", "--machine", machine)
         runs: dict[str, tuple[list[Side], list[Side]]] = {}
+        skipped: list[str] = []
         with tempfile.TemporaryDirectory(prefix="harness-continuous-") as tmp:
             trees = {sha: unpack(sha, Path(tmp)) for sha in {base, head}}
             phases.append(("setup", time.monotonic() - start))
             for n, (side, sha) in enumerate([("base", base), ("head", head)] * RUNS):
                 began = time.monotonic()
                 measure_commit(sha, trees[sha], machine, args.bench)
-                for point, found in timed(machine, sha).items():
+                for point, found in timed(machine, sha, skipped).items():
                     runs.setdefault(point, ([], []))[side == "head"].append(found)
                 phases.append((f"{side} {sha[:8]} run {n // 2 + 1}", time.monotonic() - began))
                 print(f"{phases[-1][0]}: {phases[-1][1]:.0f} s, load average {load_average()}", flush=True)
@@ -161,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     except (CannotRun, HistoryError) as exc:
         print(f"continuous: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    if skipped:  # every run reads every file again
+        print(skipped_line(list(dict.fromkeys(skipped))), file=sys.stderr)
     report(judged, base, head, machine, phases)
     code = verdict_code(judged)
     if args.json:
@@ -168,6 +268,26 @@ def main(argv: list[str] | None = None) -> int:
                                          "load_average": load_average(),
                                          "seconds": dict(phases), "points": [j.model_dump() for j in judged]}, indent=1))
     return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The gate, answering Ctrl-C and SIGTERM in one line once asv's processes have ended and the
+    temporary folder is removed (both unwind it as exceptions)."""
+    from harness.cli.exit_codes import (  # here: see TYPE_CHECKING above
+        exit_code,
+        stopped,
+        terminate,
+    )
+
+    args = arguments().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        return gate(args)
+    except KeyboardInterrupt as exc:
+        print(f"continuous: {stopped(exc)}; asv's processes ended, the temporary folder removed", file=sys.stderr)
+        return exit_code(exc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def test_the_gate_interleaves_three_runs_and_exits_with_its_verdict(
     monkeypatch.setattr(continuous, "unpack", lambda sha, into: into)
     monkeypatch.setattr(continuous, "measure_commit", lambda sha, tree, machine, bench: order.append(sha))
 
-    def timed(machine: str, sha: str) -> dict[str, object]:
+    def timed(machine: str, sha: str, skipped: list[str]) -> dict[str, object]:
         n = order.count(sha) - 1
         runs = head_runs if sha == "b" * 40 else base_runs
         return {SLOW: side(sha, runs[n]), "e:a/steady": side(sha, 10.0 * (1 + 0.01 * n))}

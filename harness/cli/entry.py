@@ -11,13 +11,8 @@ import io
 import os
 import signal
 import sys
-from types import FrameType
 
-from harness.cli.exit_codes import EXIT_BROKEN_PIPE, Terminated, exit_code, stopped
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
+from harness.cli.exit_codes import EXIT_BROKEN_PIPE, exit_code, stopped, terminate
 
 
 def _tolerant_streams() -> None:
@@ -36,7 +31,7 @@ def _reader_gone() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, terminate)
     _tolerant_streams()
     try:
         cli = importlib.import_module("harness.cli.main")

@@ -18,6 +18,11 @@ class Terminated(KeyboardInterrupt):
     is marked incomplete and no partial result file is left."""
 
 
+def terminate(signum: int, frame: object) -> None:
+    """The SIGTERM handler: Terminated, raised where the program is."""
+    raise Terminated
+
+
 def exit_code(exc: KeyboardInterrupt) -> int:
     return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +23,7 @@ from pydantic import BaseModel
 from harness.base.bounded import read_capped
 
 STEP_THRESHOLD = 0.05  # asv's default `regressions_thresholds`: smaller steps are not marked
-RESULTS_CAP = 64 << 20  # bytes of benchmarks.json: asv's lists hundreds of benchmarks in kilobytes
+RESULTS_CAP = 64 << 20  # bytes of benchmarks.json or a result file: asv's are kilobytes
 
 
 class HistoryError(ValueError):
@@ -77,8 +79,36 @@ def machines(results_dir: Path) -> list[str]:
     return sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
 
 
+def _absent(x: object) -> bool:
+    """asv's "not measured": null (failed) or NaN (skipped)."""
+    return x is None or isinstance(x, float) and math.isnan(x)
+
+
 def _value(x: object) -> float | None:
-    return None if x is None or not isinstance(x, (int, float)) or math.isnan(x) else float(x)
+    """`x` where it is a number the history can use, else None: finite, and 0 or a normal float
+    above it, so that it can be drawn on a log axis and inverted (a time ratio is 1 / speedup;
+    1e-320 inverts to inf, and an infinite value grew asv's step fit's memory without bound)."""
+    usable = (isinstance(x, (int, float)) and not isinstance(x, bool)
+              and (x == 0 or sys.float_info.min <= x <= sys.float_info.max))
+    return float(x) if usable else None  # type: ignore[arg-type]
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why `path` must not be opened as asv's JSON: not a regular file (a FIFO blocks its reader
+    forever, a device never ends), or larger than RESULTS_CAP; None when it may."""
+    try:
+        found = path.stat()
+    except OSError as exc:
+        return f"not readable ({exc.strerror})"
+    if not stat.S_ISREG(found.st_mode):
+        return "not a regular file"
+    return f"{found.st_size:,} bytes, over {RESULTS_CAP:,}" if found.st_size > RESULTS_CAP else None
+
+
+def skipped_line(skipped: list[str]) -> str:
+    """The warning for everything `load` left out, as one line: how many, and the first."""
+    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+    return f"warning: {len(skipped)} asv result{'s' if len(skipped) > 1 else ''} skipped: {skipped[0]}{more}"
 
 
 def steps_of(points: list[Point]) -> list[Step]:
@@ -99,6 +129,8 @@ def steps_of(points: list[Point]) -> list[Step]:
 def _meta(results_dir: Path) -> dict[str, dict[str, object]]:
     """asv's benchmarks.json: each benchmark's parameter names, type and unit."""
     path = results_dir / "benchmarks.json"
+    if (why := _unreadable(path)) is not None:
+        raise HistoryError(f"{path}: {why}; expected asv's benchmark metadata")
     try:
         meta = json.loads(read_capped(path, RESULTS_CAP))
     except (OSError, ValueError, RecursionError) as exc:
@@ -118,15 +150,20 @@ def _malformed(path: Path) -> Iterator[None]:
                            "`asv run` wrote") from None
 
 
-def _runs(results: Any, folder: Path) -> list[tuple[Path, Any]]:
-    """Every result file of one machine's folder, read by asv, with its path; asv's own iterator
-    skips a file it cannot read with a log line only, and lets most errors through as tracebacks."""
+def _runs(results: Any, folder: Path, skipped: list[str]) -> list[tuple[Path, Any]]:
+    """Every result file of one machine's folder (named for the machine, as `asv run` writes
+    it), read by asv, with its path; what is no regular file, or too large, is skipped (asv's
+    own iterator opens every file, machine.json first, and a FIFO there blocked it forever)."""
     runs = []
-    for root, filename, machine in results.iter_results_paths(str(folder)):
-        path = Path(root) / filename
+    for path in sorted(folder.glob("*.json")):
+        if path.name in ("machine.json", "benchmarks.json"):
+            continue
+        if (why := _unreadable(path)) is not None:
+            skipped.append(f"{path}: {why}")
+            continue
         with _malformed(path):
             try:
-                run = results.Results.load(str(path), machine_name=machine)
+                run = results.Results.load(str(path), machine_name=folder.name)
             except results.util.UserError as exc:  # asv's own refusal of a file
                 raise ValueError(str(exc)) from None
             if not isinstance(run.date, (int, float, type(None))):
@@ -135,8 +172,11 @@ def _runs(results: Any, folder: Path) -> list[tuple[Path, Any]]:
     return runs
 
 
-def load(results_dir: Path) -> list[Series]:
-    """Every series of every machine under `results_dir` (asv's results_dir), commits in date order."""
+def load(results_dir: Path, skipped: list[str] | None = None) -> list[Series]:
+    """Every series of every machine under `results_dir` (asv's results_dir), commits in date order.
+    asv's results are data: a file that is no regular file or too large, and a value that is no
+    usable number (_value), are left out and named in `skipped` ("file: why")."""
+    skipped = [] if skipped is None else skipped
     results, _step_detect = _asv()
     if not (results_dir / "benchmarks.json").exists() or not machines(results_dir):
         raise HistoryError(f"{results_dir}: no asv results here (benchmarks.json and <machine>/machine.json); "
@@ -144,19 +184,22 @@ def load(results_dir: Path) -> list[Series]:
     meta = _meta(results_dir)
     found: dict[tuple[str, str, str, tuple[str, ...]], Series] = {}
     for machine in machines(results_dir):
-        runs = sorted(_runs(results, results_dir / machine), key=lambda pr: pr[1].date or 0)
+        runs = sorted(_runs(results, results_dir / machine, skipped), key=lambda pr: pr[1].date or 0)
         envs = {r.env_name for _path, r in runs}
         for path, r in runs:
             with _malformed(path):
-                _add_run(found, meta, machine, r, several_envs=len(envs) > 1)
+                left_out = _add_run(found, meta, machine, r, several_envs=len(envs) > 1)
+            skipped += [f"{path}: {what}" for what in left_out]
     for series in found.values():
         series.steps = steps_of(series.points)
     return sorted(found.values(), key=lambda s: (s.gpu, s.benchmark, list(s.params.values()), s.line))
 
 
 def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: dict[str, dict[str, object]],
-             machine: str, r: object, several_envs: bool) -> None:
-    """One result file's points, each added to its series (made at its first point)."""
+             machine: str, r: object, several_envs: bool) -> list[str]:
+    """One result file's points, each added to its series (made at its first point); a value
+    that is no usable number is taken as not measured. What was left out, a line each."""
+    left_out = []
     for name in r.get_all_result_keys():  # type: ignore[attr-defined]
         if name not in meta:
             continue
@@ -164,7 +207,7 @@ def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: d
         combos = list(itertools.product(*params)) if params else [()]
         values = r.get_result_value(name, params)  # type: ignore[attr-defined]
         stats = r.get_result_stats(name, params) or [None] * len(combos)  # type: ignore[attr-defined]
-        for combo, value, stat in zip(combos, values, stats):
+        for combo, value, spread in zip(combos, values, stats):
             key = (machine, r.env_name, name, tuple(combo))  # type: ignore[attr-defined]
             if key not in found:
                 names = meta[name].get("param_names", [])
@@ -173,6 +216,10 @@ def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: d
                     gpu=not machine.endswith("-cpu"), benchmark=name, kind=str(meta[name].get("type", "")),
                     unit=str(meta[name].get("unit", "")),
                     params={n: str(v).strip("'") for n, v in zip(names, combo)}, points=[])  # type: ignore[call-overload]
-            stat = stat or {}
+            if _value(value) is None and not _absent(value):
+                left_out.append(f"{name}({', '.join(map(str, combo))}) = {value!r}, expected 0 or a finite number "
+                                f"from {sys.float_info.min:.3g} up")
+            spread = spread or {}
             found[key].points.append(Point(commit=r.commit_hash, date=r.date or 0, value=_value(value),  # type: ignore[attr-defined]
-                                           q25=_value(stat.get("q_25")), q75=_value(stat.get("q_75"))))
+                                           q25=_value(spread.get("q_25")), q75=_value(spread.get("q_75"))))
+    return left_out

@@ -4,13 +4,17 @@ strategy's share of each machine's measured roof.
 
 Labels are placed by matplotlib's layout only (ticks, titles, a legend outside the axes), never
 annotated onto the data, so no two can overlap however the lines fall; commit ticks are thinned to
-MAX_TICKS, unrotated, so a long history stays legible."""
+MAX_TICKS, unrotated, so a long history stays legible. Every name drawn (strategy, parameter,
+machine, benchmark) comes from asv's results, which are data: mathtext is off (LITERAL), so
+"$\\fakecmd{x}$" is drawn as written instead of failing matplotlib's parser."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.lines import Line2D
 
@@ -20,6 +24,8 @@ STYLES = ["-", "--", ":", "-."]  # one per machine, in the page's machine order
 MARKS = {"regression": ("v", BAD), "improvement": ("^", GOOD)}
 MAX_TICKS = 8  # commit labels across a chart: 8 short hashes fit unrotated
 WIDTH, HEIGHT = 5.6, 3.3  # inches: two side by side in the page's 1100 px
+# read by each Text as it is made (ticks, legend, titles): set over a whole chart, drawing included
+LITERAL: dict[Any, Any] = {"text.parse_math": False}
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ def _ticks(commits: Sequence[str]) -> list[int]:
     return sorted({*range(len(commits) - 1, -1, -step)})
 
 
+@matplotlib.rc_context(LITERAL)
 def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Sequence[str], ylabel: str,
                 title: str = "", reference: float | None = None) -> str:
     """Value against commit (oldest left), log axis; `reference` (a speedup's 1) as a grey line."""
@@ -83,6 +90,7 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
     return to_svg(fig)
 
 
+@matplotlib.rc_context(LITERAL)
 def roof_chart(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[str, str], float]) -> str:
     """Each row's (strategy's) achieved share of each machine's roof at its intensity, log axis:
     a bar per machine, the machines' colours in the page's machine order."""

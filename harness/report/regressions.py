@@ -16,6 +16,7 @@ instead (report.gate).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Literal
 
@@ -95,10 +96,15 @@ def se(side: Side) -> float:
 def unmeasured(named: Sequence[tuple[str, Side]]) -> str | None:
     """Why a side cannot be judged (no speedup, or one without an interval); None when all can."""
     for name, side in named:
-        if side.speedup is None or not side.interval or not math.isfinite(side.interval):
+        if side.speedup is None or not side.interval or not 1 <= side.interval < math.inf:
             return (f"{name} ({side.commit[:8]}) has no speedup with an interval: not timed (skipped on a busy "
                     "machine, failed, or not run)")
     return None
+
+
+def _exp(x: float) -> float:
+    """e^x, inf beyond a float's range: asv's results may hold speedups of 1e-308 and 1e308."""
+    return math.exp(x) if x < math.log(sys.float_info.max) else math.inf
 
 
 def decide(judged: Judged, diff: float, se: float, df: float = math.inf, alpha: float = ALPHA,
@@ -112,8 +118,8 @@ def decide(judged: Judged, diff: float, se: float, df: float = math.inf, alpha: 
     p = tail if one_sided else 2 * tail
     level = 1 - 2 * alpha if one_sided else 1 - alpha
     q = quantile(df, level)
-    found = judged.model_copy(update={"ratio": math.exp(diff), "low": math.exp(diff - q * se),
-                                      "high": math.exp(diff + q * se), "p": p, "level": level})
+    found = judged.model_copy(update={"ratio": _exp(diff), "low": _exp(diff - q * se),
+                                      "high": _exp(diff + q * se), "p": p, "level": level})
     if p < alpha and not 1 / factor < found.ratio < factor:  # type: ignore[operator]
         verdict: Verdict = "improvement" if diff > 0 else "regression"
         return found.model_copy(update={"verdict": verdict, "why": f"p < {alpha:.2g} and beyond x{factor:g}"})
@@ -131,7 +137,8 @@ def judge(machine: str, point: str, before: Side, after: Side) -> Judged:
     judged = Judged(machine=machine, point=point, before=before, after=after, verdict="inconclusive", why="")
     if (why := unmeasured([("before", before), ("after", after)])) is not None:
         return judged.model_copy(update={"why": why})
-    found = decide(judged, math.log(after.speedup / before.speedup), math.hypot(se(before), se(after)))  # type: ignore[operator]
+    diff = math.log(after.speedup) - math.log(before.speedup)  # type: ignore[arg-type]  # a quotient may overflow
+    found = decide(judged, diff, math.hypot(se(before), se(after)))
     busy = [f"{name} {100 * s.busy:.0f}%" for name, s in (("before", before), ("after", after))
             if s.busy is not None and s.busy > BUSY]
     if busy:

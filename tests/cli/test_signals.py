@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import entry, exit_codes
 from harness.cli import main as cli
-from harness.cli import entry
 from harness.run import session
 from tests.conftest import CONFIGS
 
@@ -17,7 +17,7 @@ SMOKE = str(CONFIGS / "smoke.toml")
 
 
 @pytest.mark.parametrize(("raised", "code", "word"), [(KeyboardInterrupt, 130, "interrupted"),
-                                                      (entry.Terminated, 143, "terminated")])
+                                                      (exit_codes.Terminated, 143, "terminated")])
 def test_a_signal_while_importing_is_one_line(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raised: type, code: int, word: str) -> None:
     def importing(name: str) -> None:
@@ -29,7 +29,7 @@ def test_a_signal_while_importing_is_one_line(
 
 
 @pytest.mark.parametrize(("raised", "code", "word"), [(KeyboardInterrupt, 130, "interrupted"),
-                                                      (entry.Terminated, 143, "terminated")])
+                                                      (exit_codes.Terminated, 143, "terminated")])
 def test_a_signal_before_the_run_folder_exists_is_one_line(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         raised: type, code: int, word: str) -> None:
@@ -46,8 +46,8 @@ def test_a_signal_before_the_run_folder_exists_is_one_line(
 def test_sigterm_becomes_terminated() -> None:
     previous = signal.getsignal(signal.SIGTERM)
     try:
-        signal.signal(signal.SIGTERM, entry._terminate)
-        with pytest.raises(entry.Terminated):
+        signal.signal(signal.SIGTERM, exit_codes.terminate)
+        with pytest.raises(exit_codes.Terminated):
             signal.raise_signal(signal.SIGTERM)
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -4,14 +4,19 @@ and GPU apart, asv's steps, and the page in a real browser with every chart draw
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import resource
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main as cli
-from harness.report.history import HistoryError, load
+from harness.report.history import RESULTS_CAP, HistoryError, load
 from harness.report.history_page import write_history
 
 pytest.importorskip("asv")
@@ -20,25 +25,34 @@ NAME = "ops.Svdvals.time_compute"
 PARAMS = [["'numpy'", "'torch'"], ["'256x256'"]]
 
 
-def write_asv_results(root: Path, machine: str, levels: dict[str, list[float]]) -> None:
-    """One asv (format 2) result file per commit: `levels[strategy][i]` seconds at commit i."""
+COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
+           "stats_q_25", "stats_q_75", "stats_number", "stats_repeat"]
+
+
+def write_run(root: Path, machine: str, i: int, results: dict[str, list[object]]) -> None:
+    """Commit i's asv (format 2) result file on `machine`, a day after commit i - 1's."""
+    commit = f"{i:02d}" + "ab" * 19
+    (root / machine / f"{commit[:8]}-existing-py.json").write_text(json.dumps({
+        "commit_hash": commit, "env_name": "existing-py", "date": 1_700_000_000_000 + 86_400_000 * i,
+        "params": {"machine": machine}, "python": "3.11", "requirements": {}, "env_vars": {},
+        "result_columns": COLUMNS, "results": results, "durations": {}, "version": 2}))
+
+
+def write_meta(root: Path, machine: str, benchmarks: dict[str, dict[str, object]]) -> None:
     (root / machine).mkdir(parents=True)
     (root / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
-    (root / "benchmarks.json").write_text(json.dumps({
-        NAME: {"name": NAME, "type": "time", "unit": "seconds", "param_names": ["strategy", "case"],
-               "params": PARAMS, "version": "1"}, "version": 2}))
-    columns = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
-               "stats_q_25", "stats_q_75", "stats_number", "stats_repeat"]
+    (root / "benchmarks.json").write_text(json.dumps({**benchmarks, "version": 2}))
+
+
+def write_asv_results(root: Path, machine: str, levels: dict[str, list[float]]) -> None:
+    """One asv result file per commit: `levels[strategy][i]` seconds at commit i."""
+    write_meta(root, machine, {NAME: {"name": NAME, "type": "time", "unit": "seconds",
+                                      "param_names": ["strategy", "case"], "params": PARAMS, "version": "1"}})
     for i in range(len(next(iter(levels.values())))):
         values = [levels[s.strip("'")][i] for s in PARAMS[0]]
-        commit = f"{i:02d}" + "ab" * 19
-        result = [values, PARAMS, "1", 1_700_000_000_000 + i, 1.0, [v * 0.9 for v in values],
-                  [v * 1.1 for v in values], [v * 0.95 for v in values], [v * 1.05 for v in values],
-                  [1, 1], [5, 5]]
-        (root / machine / f"{commit[:8]}-existing-py.json").write_text(json.dumps({
-            "commit_hash": commit, "env_name": "existing-py", "date": 1_700_000_000_000 + 86_400_000 * i,
-            "params": {"machine": machine}, "python": "3.11", "requirements": {}, "env_vars": {},
-            "result_columns": columns, "results": {NAME: result}, "durations": {}, "version": 2}))
+        write_run(root, machine, i, {NAME: [values, PARAMS, "1", 1_700_000_000_000 + i, 1.0, [v * 0.9 for v in values],
+                                            [v * 1.1 for v in values], [v * 0.95 for v in values],
+                                            [v * 1.05 for v in values], [1, 1], [5, 5]]})
 
 
 @pytest.fixture
@@ -148,3 +162,76 @@ def test_history_in_a_browser_offline(speedup_results: tuple[Path, list[str]], t
     drawn = page.read_text().count("<svg")
     assert drawn > 20 and dom.stdout.count("<svg") == drawn and dom.stdout.count("<path") > 20 * drawn
     assert_laid_out(page, tmp_path)  # within 1280 px, no label over another
+
+
+TRACKS = ("track_time_ratio", "track_interval", "track_busy")
+
+
+def write_tracked(root: Path, ratio: list[float], interval: list[float], point: str = "e:a/fast") -> Path:
+    """The speedups suite's asv results for one point: its time ratio and interval at each commit."""
+    names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
+    write_meta(root, "box-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
+                                        "params": [[repr(point)]], "version": "1"} for name in names.values()})
+    for i, values in enumerate(zip(ratio, interval, [0.0] * len(ratio))):
+        write_run(root, "box-cpu", i, {names[t]: [[v], [[repr(point)]], "1", 0, 1.0] + [None] * 6
+                                       for t, v in zip(TRACKS, values)})
+    return root
+
+
+def _fifo_in_place_of(name: str) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        path = next(root.rglob(name))
+        path.unlink()
+        os.mkfifo(path)
+    return edit
+
+
+def _over_the_cap(root: Path) -> None:
+    with open(root / "box-cpu" / "big-existing-py.json", "wb") as fh:
+        fh.truncate(RESULTS_CAP + 1)  # sparse: no disk spent
+
+
+def _memory_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # an unbounded loop fails in seconds
+
+
+FINE = ([0.5, 0.5, 0.5], [1.1, 1.1, 1.1])
+
+
+@pytest.mark.parametrize("ratio, interval, point, edit, code, said", [
+    ([0.5, math.inf, 0.5], FINE[1], "e:a/fast", None, 0, "track_time_ratio('e:a/fast') = inf"),
+    ([1e308, 1e-320, 0.5], FINE[1], "e:a/fast", None, 0, "track_time_ratio('e:a/fast') = 1e-320"),
+    ([0.5, -0.5, 0.5], FINE[1], "e:a/fast", None, 0, "track_time_ratio('e:a/fast') = -0.5"),
+    (FINE[0], [1.1, -1.2, 1.1], "e:a/fast", None, 0, "track_interval('e:a/fast') = -1.2"),
+    ([0.5, 0.005, 0.005], [1.1, 1e308, 1.1], "e:a/fast", None, 0, None),
+    (*FINE, "e:a/$\\fakecmd{x}$", None, 0, None),
+    (*FINE, "e:a/fast", _fifo_in_place_of("01abab*.json"), 0, "01ababab-existing-py.json: not a regular file"),
+    (*FINE, "e:a/fast", _fifo_in_place_of("machine.json"), 0, None),
+    (*FINE, "e:a/fast", _over_the_cap, 0, f"big-existing-py.json: {RESULTS_CAP + 1:,} bytes, over {RESULTS_CAP:,}"),
+    (*FINE, "e:a/fast", _fifo_in_place_of("benchmarks.json"), 2, "benchmarks.json: not a regular file"),
+], ids=["infinite ratio", "1e308 then 1e-320", "negative ratio", "negative interval", "interval 1e308",
+        "mathtext in a name", "FIFO result file", "FIFO machine.json", "result file over the cap",
+        "FIFO benchmarks.json"])
+def test_asv_results_are_data(ratio: list[float], interval: list[float], point: str,
+                              edit: Callable[[Path], None] | None, code: int, said: str | None, tmp_path: Path) -> None:
+    """What no usable asv result holds is skipped with one warning line naming the file and the
+    benchmark (or, for the metadata every series needs, refused in one line): never a traceback,
+    a parser's crash, a hang, or memory grown without bound (the CLI in a process of its own,
+    under a memory limit and a timeout)."""
+    root = write_tracked(tmp_path / "asv", ratio, interval, point)
+    if edit is not None:
+        edit(root)
+    page = tmp_path / "h.html"
+    done = subprocess.run([sys.executable, "-m", "harness", "history", "--results", str(root), "-o", str(page)],
+                          check=False, capture_output=True, text=True, timeout=300, preexec_fn=_memory_limit)
+    assert (done.returncode, "Traceback" in done.stderr) == (code, False), done.stderr[-3000:]
+    warnings = [line for line in done.stderr.splitlines() if "skipped" in line]
+    if code:
+        assert said in done.stderr.strip().splitlines()[-1] and not page.exists()
+    elif said is None:
+        assert warnings == [] and page.exists()
+    else:
+        [warning] = warnings
+        assert warning.startswith("warning: 1 asv result skipped: ") and said in warning and page.exists()
+    if point != "e:a/fast":  # drawn as written (asv keeps a parameter's repr: its backslash doubled)
+        assert re.search(r"<svg.*>\$\\+fakecmd\{x\}\$</text>", page.read_text(), re.DOTALL)

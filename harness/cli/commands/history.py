@@ -11,7 +11,7 @@ from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
 from harness.plan.model import PlanError
-from harness.report.history import HistoryError, Series, load
+from harness.report.history import HistoryError, Series, load, skipped_line
 from harness.report.history_page import write_history
 
 
@@ -43,12 +43,15 @@ def main(args: argparse.Namespace) -> int:
     if page.resolve().is_relative_to(results_dir.resolve()) and page.exists():
         raise PlanError([f"{page}: a file of asv's results ({results_dir}), which writing here would replace; "
                          "expected a new HTML file"])
+    skipped: list[str] = []
     with Display(err) as display, display.phase("drawing asv's history") as phase:
         phase.item(f"reading {results_dir}")
-        results = load(results_dir)
+        results = load(results_dir, skipped)
         since = since_commit(args.since, results) if args.since else None
         phase.item(f"{len(results)} series")
         with writing(page):
             written = write_history(results, results_dir, page, since)
+    if skipped:
+        err.print(skipped_line(skipped), markup=False, highlight=False, soft_wrap=True)
     out.print(f"history: {written}")
     return 0
