@@ -61,7 +61,8 @@ class Target(Protocol):
 class Work(Protocol):
     """A picklable recipe of a Target: the parent sends it, the worker builds it."""
 
-    label: str
+    @property
+    def label(self) -> str: ...
 
     def build(self) -> Target: ...
 
@@ -197,7 +198,7 @@ class TimingWorker:
     def __init__(self, work: Work, threads: int, env: dict[str, str] | None = None) -> None:
         # forked from the forkserver, never from this process: an OpenMP pool this process has used
         # does not survive a fork (a worker forked from the test suite hung in torch's SVD)
-        ctx = multiprocessing.get_context("spawn" if env else "forkserver")
+        ctx = multiprocessing.get_context("spawn") if env else multiprocessing.get_context("forkserver")
         self.label = work.label
         self.env = dict(env or {})
         self._conn, child = ctx.Pipe()

@@ -456,7 +456,7 @@ def gram_from_array(
     n, d = X.shape
     if d == 0:
         return np.zeros((n, n), dtype=np.float64)
-    if (path := _mapped_file(X)) is not None:
+    if isinstance(X, np.memmap) and (path := _mapped_file(X)) is not None:
         return accumulate_gram(_file_blocks(X, path, memory_budget, backend == "cuda"), backend=backend)
     columns = block_columns(n, d, X.dtype.itemsize, memory_budget)
     return accumulate_gram(iter_column_blocks(X, columns), backend=backend)
