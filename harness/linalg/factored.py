@@ -259,11 +259,17 @@ def factored_svd(
         return S.astype(out), None, None
     U, Vh, weak = to_numpy(U), to_numpy(Vh), to_numpy(weak)
     if weak.any():
-        idx = np.flatnonzero(weak)
-        Bq, Aq, sq = (to_numpy(x)[idx] for x in (B, A, scale))
-        Sq, Uq, Vq = _factored_svd_qr(Bq, Aq, sq, True, k or q, backend)
-        S[idx], U[idx], Vh[idx] = to_numpy(Sq), to_numpy(Uq), to_numpy(Vq)
+        _redo_by_qr(np.flatnonzero(weak), (B, A, scale), (S, U, Vh), k or q, backend)
     return S.astype(out), U, Vh
+
+
+def _redo_by_qr(idx: np.ndarray, factors: tuple[Any, Any, Any], out: tuple[np.ndarray, np.ndarray, np.ndarray],
+                k: int, backend: Backend) -> None:
+    """The deltas `idx` (the Gram route's weak ones) again by the Householder route, written into `out` (S, U, Vh)."""
+    B, A, scale = (to_numpy(x)[idx] for x in factors)
+    Sq, Uq, Vq = _factored_svd_qr(B, A, scale, True, k, backend)
+    S, U, Vh = out
+    S[idx], U[idx], Vh[idx] = to_numpy(Sq), to_numpy(Uq), to_numpy(Vq)
 
 
 def factored_svdvals(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy") -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from functools import cached_property
 from typing import TypeVar, cast
 

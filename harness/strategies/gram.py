@@ -24,12 +24,11 @@ from harness.linalg.factored import frobenius_gram
 from harness.linalg.compiled import load_kernel
 from harness.linalg.gram import (
     STORED_DTYPES,
-    SUM_COLUMNS,
     StoredDeltas,
     accumulate_delta_gram,
     accumulate_gram,
-    block_columns,
 )
+from harness.linalg.gram_blocks import SUM_COLUMNS, block_columns
 from harness.linalg.parallel import kernel_threads
 from harness.linalg.piece_gram import piece_grams
 from harness.linalg.precision import low, narrow_gram
