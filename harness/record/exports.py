@@ -200,7 +200,7 @@ def write_exports(record: RunRecord, folder: Path) -> list[Path]:
     ):
         data = csv_text(columns, rows).encode()
         path = folder / name
-        write_atomic(path, lambda fh: fh.write(data))
+        write_atomic(path, lambda fh: fh.write(data))  # noqa: B023 - called before the loop goes on
         written.append(path)
     return written
 

@@ -76,7 +76,7 @@ def test_one_marker_per_timed_group_and_roofs_at_their_heights(smoke_run: tuple[
     markers = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert sum(len(c.get_offsets()) for c in markers) == len(points)
     lines = {line.get_label(): line for line in ax.get_lines()}
-    for device, roof in roofs.items():
+    for roof in roofs.values():
         line = lines[roofline_chart.roof_label(roof, "float32")]
         for x, y in zip(line.get_xdata(), line.get_ydata()):
             assert y == pytest.approx(min(roof.gemm_gflops["float32"], roof.bandwidth_gbs * x))
