@@ -1,6 +1,6 @@
 """The house rules of ARCHITECTURE.md, checked: stages import only downwards (import-linter's
-contracts in pyproject.toml), every package sits in a stage, the top level stays small, and the
-staged packages keep short files and functions."""
+contracts in pyproject.toml), every package sits in a stage, the top level stays small, and
+every module keeps short files and functions."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ from harness.store import keys
 ROOT = Path(harness.__file__).parent
 PYPROJECT = ROOT.parent / "pyproject.toml"
 LONG_FILE, LONG_FUNCTION = 400, 60
+# files allowed over LONG_FILE for now, each with its reason
+LONG_FILE_EXEMPT = {
+    "spec.py": "split after the wave's merges",
+}
 
 
 def _contracts() -> list[dict]:  # type: ignore[type-arg]
@@ -47,18 +51,18 @@ def test_each_package_says_what_lives_there() -> None:
         assert doc and "import" in doc.lower(), f"{init}: the docstring says what lives here and what it may import"
 
 
-def test_staged_packages_keep_files_and_functions_short() -> None:
+def test_every_module_keeps_files_and_functions_short() -> None:
     long = []
-    for package in ("plan", "run", "store"):
-        for path in (ROOT / package).glob("*.py"):
-            source = path.read_text()
-            if len(source.splitlines()) > LONG_FILE:
-                long.append(f"{path.name}: {len(source.splitlines())} lines")
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    length = (node.end_lineno or node.lineno) - node.lineno + 1
-                    if length > LONG_FUNCTION:
-                        long.append(f"{package}/{path.name}:{node.name}: {length} lines")
+    for path in sorted(ROOT.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        source = path.read_text()
+        if len(source.splitlines()) > LONG_FILE and name not in LONG_FILE_EXEMPT:
+            long.append(f"{name}: {len(source.splitlines())} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > LONG_FUNCTION:
+                    long.append(f"{name}:{node.name}: {length} lines")
     assert long == []
 
 

@@ -60,11 +60,11 @@ memory_budget = "lots"
 """
     lines = problems(tmp_path, text)
     assert "experiment.sede: unknown key; did you mean 'seed'?" in lines
-    assert any(l.startswith("analysis[1].strategy: unknown strategy 'nmupy'; did you mean 'numpy'?") for l in lines)
-    assert any(l.startswith("analysis[1].compare: strategy 'scipy_svds' does not do svdvals") for l in lines)
+    assert any(line.startswith("analysis[1].strategy: unknown strategy 'nmupy'; did you mean 'numpy'?") for line in lines)
+    assert any(line.startswith("analysis[1].compare: strategy 'scipy_svds' does not do svdvals") for line in lines)
     assert "analysis[2].k: required key is missing" in lines
-    assert any(l.startswith("execution.device: ") for l in lines)
-    assert any(l.startswith("execution.memory_budget: ") for l in lines)
+    assert any(line.startswith("execution.device: ") for line in lines)
+    assert any(line.startswith("execution.memory_budget: ") for line in lines)
     assert len(lines) == 6
 
 
@@ -80,8 +80,8 @@ def test_unknown_key_in_tagged_sections_suggests(tmp_path: Path) -> None:
 def test_unknown_op_and_source(tmp_path: Path) -> None:
     text = GOOD.replace('"synthetic"', '"hub"').replace('"svd_topk"', '"eig"')
     lines = problems(tmp_path, text)
-    assert any(l.startswith("data.source: unknown value 'hub'; expected one of") for l in lines)
-    assert any(l.startswith("analysis[0].op: unknown value 'eig'; expected one of 'svdvals'") for l in lines)
+    assert any(line.startswith("data.source: unknown value 'hub'; expected one of") for line in lines)
+    assert any(line.startswith("analysis[0].op: unknown value 'eig'; expected one of 'svdvals'") for line in lines)
 
 
 def test_missing_op(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_duplicate_analysis_names(tmp_path: Path) -> None:
     lines = problems(tmp_path, GOOD + '\n[[analysis]]\nop = "svd_topk"\nk = 1\n')
-    assert any("two analyses are named 'svd_topk'" in l for l in lines)
+    assert any("two analyses are named 'svd_topk'" in line for line in lines)
 
 
 def test_overrides_parse_values_as_toml(tmp_path: Path) -> None:

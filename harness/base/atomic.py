@@ -42,7 +42,7 @@ def _replacing(path: Path) -> Iterator[str]:
         raise
 
 
-def write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write through a temporary file in the same folder, fsync, then rename over `path`."""
     with _replacing(path) as tmp, open(tmp, "wb") as fh:
         write(fh)

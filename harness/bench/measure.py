@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -72,7 +72,6 @@ def measure(
     `allowance_s` from the start, once one timed call is made (`min_samples` of them). `on_call`
     hears which call starts. Returns the last result too."""
     start = time.perf_counter()
-    result: T | None = None
     done = 0
     while done < warmup or (done and time.perf_counter() - start < warm_time_s):
         on_call(f"warm-up {done + 1}" + (f" of {warmup}" if done < warmup else ""))
@@ -93,7 +92,7 @@ def measure(
             break
     block = Block(calls_s=samples, seconds=float(np.mean(samples)), warmups=done, warm_s=warm_s,
                   threads=thread_counts())
-    return block, cast(T, result)  # fn ran once at least
+    return block, result  # fn ran once at least
 
 
 def summarised(samples: list[float], warmup: int, conditions: Conditions | None,

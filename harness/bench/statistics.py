@@ -155,7 +155,7 @@ def run_spread(runs: Sequence[Sequence[float]]) -> float | None:
     return float(np.std(means, ddof=1)) if len(means) >= 3 else None
 
 
-def trend_p(values: Sequence[float]) -> float:
+def trend_p(values: Sequence[float] | np.ndarray) -> float:
     """Two-sided p of Kendall's tau between order and value (normal approximation, no ties)."""
     x = np.asarray(values, dtype=float)
     n = len(x)

@@ -61,7 +61,8 @@ class Target(Protocol):
 class Work(Protocol):
     """A picklable recipe of a Target: the parent sends it, the worker builds it."""
 
-    label: str
+    @property
+    def label(self) -> str: ...
 
     def build(self) -> Target: ...
 

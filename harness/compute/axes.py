@@ -21,7 +21,8 @@ from harness.base.atomic import NpyColumns, atomic_npy
 from harness.data.layout import AdapterLayout
 from harness.data.workload import DataError, Workload
 from harness.linalg.device import Backend
-from harness.linalg.gram import block_columns, gram_from_array, iter_column_blocks
+from harness.linalg.gram import gram_from_array
+from harness.linalg.gram_blocks import block_columns, iter_column_blocks
 from harness.linalg.pca import DualPCA, principal_axes
 from harness.compute.pca import GLOBAL, pca_from_arrays, pca_prefix
 from harness.base.progress import Display

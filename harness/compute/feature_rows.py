@@ -20,7 +20,7 @@ from harness.record.features_csv import Row
 from harness.linalg.factored import frobenius_gram, frobenius_norms
 from harness.linalg.gram import cosine_from_gram
 from harness.plan.model import Step
-from harness.strategies.base import ExecContext, OpRequest
+from harness.strategies.base import ExecContext, OpRequest, Strategy
 from harness.strategies.registry import STRATEGIES
 
 def total_energies(source: Source, refs: Sequence[MatrixRef], dtype: np.dtype) -> np.ndarray:
@@ -84,6 +84,7 @@ def pairwise_rows(
         return []
     layout = AdapterLayout.from_workload(workload)
     strategy = STRATEGIES[step.strategy]
+    assert isinstance(strategy, Strategy)  # subspaces come from a per-matrix svd_topk or svd
     k = step.k or 1
     subspaces = any(f in SUBSPACE_FEATURES for f in wanted)
     first, second = (side.tolist() for side in np.triu_indices(len(layout.adapters), 1))
@@ -95,6 +96,7 @@ def pairwise_rows(
         if subspaces:
             U = (np.stack([bases[ref.id] for ref in refs]) if bases and all(ref.id in bases for ref in refs)
                  else strategy.compute(OpRequest("svd_topk", k), data, ctx).U)
+            assert U is not None  # svd_topk returns the vectors
             if "subspace_similarity" in wanted:
                 values["subspace_similarity"] = pairwise_subspace_similarity(U).tolist()
             if "principal_angles" in wanted:

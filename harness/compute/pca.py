@@ -65,7 +65,7 @@ def save_pca(arrays: dict[str, np.ndarray], folder: Path) -> Path:
         with np.load(path, allow_pickle=False) as old:
             merged = {k: old[k] for k in old.files}
     merged.update(arrays)
-    write_atomic(path, lambda fh: np.savez(fh, **merged))
+    write_atomic(path, lambda fh: np.savez(fh, **merged))  # type: ignore[arg-type]  # numpy's stub matches **arrays against allow_pickle
     return path
 
 

@@ -52,6 +52,7 @@ def checked(
     S_ref = references.values(refs)
     verdicts = []
     for part in parts(source, range(len(refs))):
+        assert isinstance(part, range)  # parts of a range are ranges
         cut = slice(part.start, part.stop)
         own = OpResult(result.S[cut], *(None if a is None else a[cut] for a in (result.U, result.Vh)))
         W = operator(source, refs[cut]) if result.U is not None else None

@@ -123,7 +123,7 @@ def reachable(path: Path, expected: str = "a file or folder") -> Path:
     try:
         path.stat()
     except OSError as e:
-        what = {errno.ELOOP: "a symbolic link loop", errno.ENOENT: "a dangling symbolic link"}.get(e.errno, "unreadable")
+        what = {errno.ELOOP: "a symbolic link loop", errno.ENOENT: "a dangling symbolic link"}.get(e.errno or 0, "unreadable")
         raise DataError(f"{path}: {what} ({e.strerror}); expected {expected}") from None
     return path
 

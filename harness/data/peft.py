@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -223,6 +224,11 @@ def _whole_entries(
     return entries
 
 
+def _configured_scale(config: AdapterConfig, module: str, path: Path, _kind: str, _dim: int | None) -> float:
+    """A module's scaling as its config sets it, whatever its kind and dimension (a `Scale`)."""
+    return lora_scale(config, module, path)[1]
+
+
 def _lycoris_entries(
     folder: Path, weights: Weights, config: AdapterConfig, skipped: list[str]
 ) -> tuple[_Keys, list[Entry]]:
@@ -232,7 +238,7 @@ def _lycoris_entries(
     modules = module_tensors(weights, skipped, PREFIX, unknown=whole)
     entries = [
         module_entry(folder.name, module, roles, weights,
-                     lambda _kind, _dim, module=module: lora_scale(config, module, folder / CONFIG_FILE)[1])
+                     partial(_configured_scale, config, module, folder / CONFIG_FILE))
         for module, roles in modules.items()
     ]
     return _Keys(modules, [], whole), entries

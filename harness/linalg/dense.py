@@ -99,7 +99,7 @@ def compiled_svd(X: Any, k: int | None, vectors: bool, backend: Backend, log: An
     """`svd` (or its values) with the torch call compiled through `log` (a CompileLog)."""
     T = as_backend(X, backend)
     if not vectors:
-        return to_numpy(log.call(torch_svdvals, T)), None, None  # type: ignore[return-value]
+        return to_numpy(log.call(torch_svdvals, T)), None, None
     U, S, Vh = (to_numpy(x) for x in log.call(torch_svd, T))
     if k is not None:
         U, S, Vh = U[..., :k], S[..., :k], Vh[..., :k, :]

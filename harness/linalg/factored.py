@@ -80,12 +80,12 @@ def _factor_grams_numpy(B: np.ndarray, A: np.ndarray, threads: Callable[[], int]
             np.matmul(b.swapaxes(-1, -2), b, out=GB[i:j])
             np.matmul(a, a.swapaxes(-1, -2), out=GA[i:j])
 
-    threads = max(1, min(threads(), k // GRAM_PIECE)) if k >= 2 * GRAM_PIECE else 1
-    cuts = np.linspace(0, k, threads + 1).astype(int)
-    if threads == 1:
+    count = max(1, min(threads(), k // GRAM_PIECE)) if k >= 2 * GRAM_PIECE else 1
+    cuts = np.linspace(0, k, count + 1).astype(int)
+    if count == 1:
         grams(0, k)
     else:
-        with ThreadPoolExecutor(threads) as pool:
+        with ThreadPoolExecutor(count) as pool:
             list(pool.map(grams, cuts[:-1], cuts[1:]))
     return GB, GA
 
@@ -140,8 +140,22 @@ def _gram_core(xp: ModuleType, GB: Any, GA: Any, vectors: bool) -> tuple[Any, An
 def _factored_svd_gram(B: Any, A: Any, scale: Any, compute_uv: bool, k: int, backend: Backend,
                        precision: str = "float64", log: Any = None) -> tuple[Any, ...]:
     """The Gram route of `factored_svd`: S (batch, k) float64, and for vectors U, Vh in B's
-    dtype with a mask of the deltas whose k-th value is too small for them (None without)."""
-    on = "cuda" if backend == "cuda" else "numpy"
+    dtype with a mask of the deltas whose k-th value is too small for them (None without).
+
+    The r x r Grams G_B = B.T B and G_A = A A.T in float64 (`factor_grams`), a square root
+    F = D^(1/2) V.T of G_B from its eigendecomposition (F.T F = G_B, so ||B A x|| = ||F A x|| for
+    every x), and the eigenvalues S^2 and eigenvectors W of the r x r M = F G_A F.T =
+    (F A)(F A).T, all float64. Vectors without inverting a factor: Vh = S^-1 W.T F A and
+    U = dW Vh.T S^-1 = B (G_A F.T W S^-2).
+    Error: the Grams carry eps64 round-off of ||B||^2 ||A||^2, so sigma_i is off by about
+    eps64 sigma_1^2 / sigma_i and never by more than sqrt(eps64) sigma_1 ~ 1.5e-8 sigma_1
+    (a square root of an eigenvalue off by eps64 sigma_1^2): below float32's own round-off of
+    the factors, so this route is as exact as float32 arithmetic allows, for any conditioning.
+    Vectors divide by sigma_k: their error is about eps64 (sigma_1 / sigma_k)^2, so deltas
+    whose k-th value is below VECTOR_FLOOR * sigma_1 take the QR route instead.
+    Cost: 2 (m + n) r^2 flops for the Grams, O(r^3) for the eigensolves, the factors read once.
+    """
+    on: Backend = "cuda" if backend == "cuda" else "numpy"
     xp = _namespace(on)
     B = _on(xp, B, on, None)
     A = _on(xp, A, on, B.dtype)
@@ -164,7 +178,11 @@ def _factored_svd_gram(B: Any, A: Any, scale: Any, compute_uv: bool, k: int, bac
 
 
 def _factored_svd_qr(B: Any, A: Any, scale: Any, compute_uv: bool, k: int | None, backend: Backend) -> tuple[Any, ...]:
-    """The Householder route of `factored_svd`, in B's dtype."""
+    """The Householder route of `factored_svd`, in B's dtype: thin QRs B = Qb Rb and
+    A.T = Qa Ra, and the SVD of the core s Rb Ra.T = Uc S Vc.T, so dW = (Qb Uc) S (Qa Vc).T
+    (Golub & Van Loan 5.4.5; values alone form no Q). Accurate to float64's round-off of
+    sigma_1, which the Gram route's sqrt(eps64) would not be. On CUDA the r x r cores go through
+    batched Jacobi (`core_svd_driver`)."""
     xp = _namespace(backend)
     B = _on(xp, B, backend, None)
     A = _on(xp, A, backend, B.dtype)
@@ -198,24 +216,10 @@ def factored_svd(
     """Thin SVD of a stack of LoRA deltas dW[i] = scale[i] * B[i] @ A[i], from the factors.
 
     Two exact routes, one batched call each over the whole stack (a (shape, rank) group):
-
-    * **Gram** (float32 factors): the r x r Grams G_B = B.T B and G_A = A A.T in float64
-      (`factor_grams`), a square root F = D^(1/2) V.T of G_B from its eigendecomposition
-      (F.T F = G_B, so ||B A x|| = ||F A x|| for every x), and the eigenvalues S^2 and
-      eigenvectors W of the r x r M = F G_A F.T = (F A)(F A).T, all float64. Vectors without
-      inverting a factor: Vh = S^-1 W.T F A and U = dW Vh.T S^-1 = B (G_A F.T W S^-2).
-      Error: the Grams carry eps64 round-off of ||B||^2 ||A||^2, so sigma_i is off by about
-      eps64 sigma_1^2 / sigma_i and never by more than sqrt(eps64) sigma_1 ~ 1.5e-8 sigma_1
-      (a square root of an eigenvalue off by eps64 sigma_1^2): below float32's own round-off of
-      the factors, so this route is as exact as float32 arithmetic allows, for any conditioning.
-      Vectors divide by sigma_k: their error is about eps64 (sigma_1 / sigma_k)^2, so deltas
-      whose k-th value is below VECTOR_FLOOR * sigma_1 take the QR route instead.
-      Cost: 2 (m + n) r^2 flops for the Grams, O(r^3) for the eigensolves, the factors read once.
-    * **Householder** (float64 factors, and the weak deltas above): thin QRs B = Qb Rb and
-      A.T = Qa Ra, and the SVD of the core s Rb Ra.T = Uc S Vc.T, so
-      dW = (Qb Uc) S (Qa Vc).T (Golub & Van Loan 5.4.5; values alone form no Q). Accurate to
-      float64's round-off of sigma_1, which the Gram route's sqrt(eps64) would not be. On CUDA
-      the r x r cores go through batched Jacobi (`core_svd_driver`).
+    **Gram** (`_factored_svd_gram`, float32 factors: float64 Grams of the factors, as exact as
+    float32 arithmetic allows) and **Householder** (`_factored_svd_qr`, float64 factors and the
+    Gram route's weak deltas: QRs of the factors and an SVD of their r x r core, accurate to
+    float64's round-off of sigma_1). Each route's docstring gives its derivation and error.
 
     The scale goes into the core (QR) or onto the vectors (Gram): a negative scale lands in the
     vectors and S stays non-negative. The rank-r delta has min(m, n) - q further singular
@@ -255,10 +259,17 @@ def factored_svd(
         return S.astype(out), None, None
     U, Vh, weak = to_numpy(U), to_numpy(Vh), to_numpy(weak)
     if weak.any():
-        idx = np.flatnonzero(weak)
-        Sq, Uq, Vq = _factored_svd_qr(*(to_numpy(x)[idx] for x in (B, A, scale)), True, k or q, backend)
-        S[idx], U[idx], Vh[idx] = to_numpy(Sq), to_numpy(Uq), to_numpy(Vq)
+        _redo_by_qr(np.flatnonzero(weak), (B, A, scale), (S, U, Vh), k or q, backend)
     return S.astype(out), U, Vh
+
+
+def _redo_by_qr(idx: np.ndarray, factors: tuple[Any, Any, Any], out: tuple[np.ndarray, np.ndarray, np.ndarray],
+                k: int, backend: Backend) -> None:
+    """The deltas `idx` (the Gram route's weak ones) again by the Householder route, written into `out` (S, U, Vh)."""
+    B, A, scale = (to_numpy(x)[idx] for x in factors)
+    Sq, Uq, Vq = _factored_svd_qr(B, A, scale, True, k, backend)
+    S, U, Vh = out
+    S[idx], U[idx], Vh[idx] = to_numpy(Sq), to_numpy(Uq), to_numpy(Vq)
 
 
 def factored_svdvals(B: Any, A: Any, scale: Any, *, backend: Backend = "numpy") -> np.ndarray:

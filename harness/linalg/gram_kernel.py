@@ -151,7 +151,7 @@ def _in_threads(G: np.ndarray, c: int, threads: int, part: Callable[[int, int, n
     threads (each into its own G_t), mirrored to the whole matrix."""
     n = G.shape[0]
     threads = max(1, min(threads, c // MIN_THREAD_COLUMNS))
-    cuts = np.linspace(0, c, threads + 1).astype(np.int64)
+    cuts = np.linspace(0, c, threads + 1).astype(np.int64).tolist()
     parts = np.zeros((threads, n, n))
     if threads == 1:
         part(0, c, parts[0])

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.linalg.device import Backend, as_backend, to_numpy, torch_missing_reason, torch_module
-from harness.linalg.gram import _float64_tensor, center_gram
+from harness.linalg.gram import center_gram
+from harness.linalg.gram_torch import _float64_tensor
 
 __all__ = ["DualPCA", "dual_pca", "principal_axes"]
 
@@ -157,7 +158,7 @@ def principal_axes(
     ----------
     blocks : iterable of ndarray of shape (n, c_b)
         Column blocks of the same n x d data matrix the Gram matrix came from (e.g.
-        :func:`harness.linalg.gram.iter_column_blocks`); read once, in any order.
+        :func:`harness.linalg.gram_blocks.iter_column_blocks`); read once, in any order.
     pca : DualPCA
         From :func:`dual_pca`.
     backend : {"numpy", "cpu", "cuda"}

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from functools import cached_property
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -86,7 +86,7 @@ def prefetched(
     jobs: Iterable[J],
     fill: Callable[[J, np.ndarray], B],
     slots: list[np.ndarray],
-) -> Iterator[B]:
+) -> Generator[B, None, None]:
     """Blocks ``fill(job, slot)`` for each job in order, filled by one reader thread up to
     ``len(slots) - 1`` jobs ahead of the consumer.
 
@@ -130,7 +130,7 @@ def prefetched(
         while (item := ready.get()) is not _DONE:
             if isinstance(item, _Failure):
                 raise item.error
-            block, slot = item  # type: ignore[misc]
+            block, slot = cast(tuple[B, np.ndarray], item)  # what the reader put: (block, slot)
             yield block
             del item, block  # before the slot goes back: a fill that allocates its own block
             free.put(slot)  # then holds two at most, never a third for a moment

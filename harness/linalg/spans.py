@@ -56,7 +56,7 @@ class SpanReader:
     def read_into(self, path: Path, offset: int, out: np.ndarray) -> None:
         """Fill the C-contiguous array `out` with ``out.nbytes`` bytes of `path` from `offset`."""
         fd = self._fd(path)
-        view = memoryview(out.reshape(-1).view(np.uint8))
+        view = memoryview(out.reshape(-1).view(np.uint8).data)
         done = 0
         while done < len(view):
             try:

@@ -106,7 +106,7 @@ def thread_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
 def _numpy_blas() -> str | None:
     """numpy's BLAS as built (`scipy-openblas 0.3.31`), from numpy's own build record."""
     try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]  # type: ignore[index]
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
         return f"{blas['name']} {blas.get('version', '')}".strip()
     except Exception:  # numpy < 1.26 has no mode="dicts"; a build without the record
         return None

@@ -110,7 +110,7 @@ class ReadRoof(BaseModel):
     measured: str
 
 
-def roof_device(backend: Backend) -> str:
+def roof_device(backend: str) -> str:
     """numpy and torch on the CPU share the CPU's roof."""
     return "cuda" if backend == "cuda" else "cpu"
 

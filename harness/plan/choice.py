@@ -56,8 +56,8 @@ def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str
         elif STRATEGIES[c.strategy].approximate:
             notes.append(f"{c.label} left out: randomized, so its accuracy depends on the "
                          "spectrum's decay (name it to use it)")
-        elif (why := _unproven(c)) is not None:
-            notes.append(f"{c.label} not chosen: {why}")
+        elif (unproven := _unproven(c)) is not None:
+            notes.append(f"{c.label} not chosen: {unproven}")
         else:
             notes.append(f"{c.label} est. {format_seconds(c.estimate_s)}{_measured(c)}")
     what = "strategy" if not best.variant else "(strategy, precision)"

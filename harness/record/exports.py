@@ -74,11 +74,34 @@ def _per_s(amount: float | None, seconds: float) -> float | None:
 def _group_rows(
     record: RunRecord, analysis: AnalysisRecord, timing: StrategyTiming, group: GroupTiming
 ) -> Iterator[dict[str, Any]]:
+    """One row per timed sample of a shape group: the group's columns, then the sample's."""
+    common = _group_columns(record, analysis, timing, group)
+    busy = set(group.busy)
+    for i, seconds in enumerate(group.measurement.samples_s):
+        per_matrix = seconds / group.sampled if group.sampled else None
+        yield {
+            **common,
+            "sample": i,
+            "round": group.rounds[i] if i < len(group.rounds) else None,
+            "run": run_of(group.rounds[i]) if i < len(group.rounds) else None,
+            "busy": i < len(group.rounds) and group.rounds[i] in busy,
+            "pooled": i < group.pooled,
+            "seconds": seconds,
+            "seconds_per_matrix": per_matrix,
+            "gflops_per_s": _per_s(group.flops, per_matrix or 0.0),
+            "gbytes_per_s": _per_s(group.bytes, per_matrix or 0.0),
+        }
+
+
+def _group_columns(
+    record: RunRecord, analysis: AnalysisRecord, timing: StrategyTiming, group: GroupTiming
+) -> dict[str, Any]:
+    """What every sample row of a shape group repeats: its analysis, strategy, measurement, conditions."""
     m = group.measurement
     # quartiles as harness.bench.measure computes them, so a group's q1/median/q3 read alike
     q1, q3 = (float(q) for q in np.percentile(m.samples_s, [25, 75])) if m.samples_s else (None, None)
     conditions = m.conditions.model_dump() if m.conditions is not None else {}
-    common = {
+    return {
         **_analysis_columns(record, analysis),
         "strategy": timing.strategy,
         "role": timing.role,
@@ -121,21 +144,6 @@ def _group_rows(
         "unstable_reasons": "; ".join(m.reasons),
         **{f"cond_{name}": conditions.get(name) for name in CONDITION_FIELDS},
     }
-    busy = set(group.busy)
-    for i, seconds in enumerate(m.samples_s):
-        per_matrix = seconds / group.sampled if group.sampled else None
-        yield {
-            **common,
-            "sample": i,
-            "round": group.rounds[i] if i < len(group.rounds) else None,
-            "run": run_of(group.rounds[i]) if i < len(group.rounds) else None,
-            "busy": i < len(group.rounds) and group.rounds[i] in busy,
-            "pooled": i < group.pooled,
-            "seconds": seconds,
-            "seconds_per_matrix": per_matrix,
-            "gflops_per_s": _per_s(group.flops, per_matrix or 0.0),
-            "gbytes_per_s": _per_s(group.bytes, per_matrix or 0.0),
-        }
 
 
 def timing_rows(record: RunRecord) -> Iterator[dict[str, Any]]:
@@ -192,7 +200,7 @@ def write_exports(record: RunRecord, folder: Path) -> list[Path]:
     ):
         data = csv_text(columns, rows).encode()
         path = folder / name
-        write_atomic(path, lambda fh: fh.write(data))
+        write_atomic(path, lambda fh: fh.write(data))  # noqa: B023 - called before the loop goes on
         written.append(path)
     return written
 

@@ -363,7 +363,7 @@ def save_record(record: RunRecord, folder: Path) -> Path:
 
 def save_spectra(spectra: dict[str, np.ndarray], folder: Path) -> Path:
     path = folder / SPECTRA
-    write_atomic(path, lambda fh: np.savez(fh, **spectra))
+    write_atomic(path, lambda fh: np.savez(fh, **spectra))  # type: ignore[arg-type]  # numpy's stub matches **arrays against allow_pickle
     return path
 
 

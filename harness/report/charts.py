@@ -7,7 +7,7 @@ import io
 import math
 from pathlib import Path
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
@@ -19,15 +19,18 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
-from harness.machine.roofline import Roof, roof_device
 from harness.report.compare import Comparison
 from harness.report.frontier import has_points, points as frontier_points, tolerance
 from harness.report.labels import COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import significance
-from harness.base.units import format_rate, format_seconds, format_speedup
+from harness.base.units import format_seconds, format_speedup
 
-SVG_RC = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif"}
+if TYPE_CHECKING:  # the rc keys matplotlib knows, for rc_context
+    from matplotlib.typing import RcKeyType
+
+FONT_POINTS = 9
+SVG_RC: dict[RcKeyType, object] = {"svg.fonttype": "none", "font.size": FONT_POINTS, "font.family": "sans-serif"}
 
 
 def to_svg(fig: Figure) -> str:
@@ -81,7 +84,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     as error bars, green when faster and red when slower. Strategies are labelled as the tables label them."""
     names = [f"{strategy_label(analysis, t.label, analysis.computed(t))} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
-    fig = _fixed(9.0, 0.5 * len(names) + 1.1, left=_inches(max(names, key=len), SVG_RC["font.size"]) + 0.15,
+    fig = _fixed(9.0, 0.5 * len(names) + 1.1, left=_inches(max(names, key=len), FONT_POINTS) + 0.15,
                  right=0.15)
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
     jitter = np.random.default_rng(0)  # the same page for the same record
@@ -184,53 +187,6 @@ def _without_collisions(fig: Figure, texts: Sequence[Text]) -> None:
             kept.append(box)
 
 
-@dataclass(frozen=True)
-class RooflinePoint:
-    """One shape group of one timed strategy, placed on the roofline."""
-
-    analysis: str
-    strategy: str
-    device: str  # the roof it is held against: "cpu" or "cuda"
-    group: str
-    intensity: float  # flops per byte
-    gflops: float  # achieved GFLOP/s
-    computed: bool = False  # its strategy computed the analysis's recorded results
-
-
-def roofline_points(record: RunRecord) -> list[RooflinePoint]:
-    """Every (analysis, strategy, shape group) timing with positive flops, bytes and time: the
-    others (records before schema 3) have no place on log axes."""
-    points = []
-    for a in record.analyses:
-        for t in a.timings:
-            for g in t.groups:
-                if g.measurement.median_s <= 0 or not g.flops or not g.bytes:
-                    continue
-                points.append(RooflinePoint(a.name, t.label, roof_device(t.device),  # type: ignore[arg-type]
-                                            g.group, g.flops / g.bytes, g.gflops_per_s or 0.0,
-                                            a.computed(t)))
-    return points
-
-
-def roof_polyline(roof: Roof, dtype: str, lo: float, hi: float) -> tuple[list[float], list[float]] | None:
-    """The roof min(peak, bandwidth x intensity) over [lo, hi] flops per byte: its ends and, when
-    inside, the ridge point where the bandwidth slope meets the compute peak. None without a
-    peak for `dtype`."""
-    peak = roof.peak(dtype)
-    if peak is None:
-        return None
-    ridge = peak / roof.bandwidth_gbs
-    xs = [lo, ridge, hi] if lo < ridge < hi else [lo, hi]
-    return xs, [min(peak, roof.bandwidth_gbs * x) for x in xs]
-
-
-def roof_label(roof: Roof, dtype: str) -> str:
-    """`cpu: 55 GFLOP/s float32 peak, 14.5 GB/s`."""
-    peak = roof.peak(dtype)
-    compute = "" if peak is None else f"{format_rate(peak)} GFLOP/s {dtype} peak, "
-    return f"{roof.device}: {compute}{format_rate(roof.bandwidth_gbs)} GB/s"
-
-
 def tick_seconds(x: float) -> str:
     """A tick's time in its unit, as few digits as it needs: `40 µs`, `1.5 ms`, `2 s`."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
@@ -274,54 +230,7 @@ def _log_axis(axis: Axis, seconds: bool = False, ticks: int = 8) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-ROOF_STYLE = {"cpu": "-", "cuda": "--"}
-MARKERS = "os^DvPX*<>"
-
-
-def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
-    """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
-    each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
-    labels = [f"{p.analysis}: {p.strategy} * on {p.device}" for p in points] + [roof_label(r, dtype) for r in roofs.values()]
-    fig = _fixed(9.0, 4.5, left=0.75, right=_inches(max(labels, key=len), 7) + 0.55, top=0.35)
-    ax = fig.subplots()
-    ridges = [p / r.bandwidth_gbs for r in roofs.values() if (p := r.peak(dtype)) is not None]
-    xs = [p.intensity for p in points] + ridges
-    lo, hi = min(xs) / 2, max(xs) * 2
-    for device, roof in sorted(roofs.items()):
-        if (line := roof_polyline(roof, dtype, lo, hi)) is not None:
-            ax.plot(*line, color="#333", lw=1.4, ls=ROOF_STYLE.get(device, "-."), label=roof_label(roof, dtype))
-    colors = {s: f"C{i % 10}" for i, s in enumerate(dict.fromkeys(p.strategy for p in points))}
-    markers = {a: MARKERS[i % len(MARKERS)] for i, a in enumerate(dict.fromkeys(p.analysis for p in points))}
-    series: dict[tuple[str, str, str], list[RooflinePoint]] = {}
-    for p in points:
-        series.setdefault((p.analysis, p.strategy, p.device), []).append(p)
-    for (analysis, strategy, device), group in series.items():
-        x = [p.intensity for p in group]
-        y = [p.gflops for p in group]
-        mark = f" {COMPUTED_MARK}" if group[0].computed else ""  # as the tables mark it
-        label = f"{analysis}: {strategy}{mark}" + (f" on {device}" if device != "cpu" else "")
-        ax.scatter(x, y, s=28, color=colors[strategy], marker=markers[analysis], label=label, zorder=3)
-        if (roof := roofs.get(device)) is not None and roof.peak(dtype) is not None:
-            ceilings = [roof.ceiling(xi, dtype) for xi in x]
-            ax.vlines(x, y, ceilings, colors=colors[strategy], linestyles=":", lw=0.8, alpha=0.7)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    _log_axis(ax.xaxis)
-    _log_axis(ax.yaxis)
-    ax.set_xlabel("arithmetic intensity, flops per byte moved")
-    ax.set_ylabel("achieved throughput, GFLOP/s")
-    ax.set_title(f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"),
-                 fontsize=9)
-    ax.grid(True, which="major", lw=0.4, color="#ddd")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    return fig
-
-
-def roofline_chart(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> str:
-    return to_svg(roofline_figure(points, roofs, dtype))
-
-
+MARKERS = "os^DvPX*<>"  # one per analysis (roofline) or precision (frontier)
 # (largest log10 extent, ticks): round ratios a reader knows (0.5 is 2x faster), finer near 1
 RATIO_TICKS = ((0.12, [0.8, 0.9, 1, 1.1, 1.25]), (0.35, [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2]),
                (0.75, [0.2, 0.33, 0.5, 1, 2, 3, 5]), (1.1, [0.1, 0.2, 0.5, 1, 2, 5, 10]),

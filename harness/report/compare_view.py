@@ -15,10 +15,10 @@ from harness.bench.noise import _cause, group_reasons  # noise's own notion of o
 from harness.report.fitting import Fitted, value
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
-    from harness.report.compare import Comparison
+    from harness.report.compare import Change, Comparison
 
 CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
-CHANGES = ("slower", "faster", "not significant", "too few rounds")
+CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few rounds")
 COMPARE_OPTIONAL = ("p", "A per matrix", "B per matrix", "group")
 
 

@@ -91,7 +91,7 @@ def results_markdown(record: RunRecord) -> str:
     timing says why below the table) and the notes its marks need."""
     header = ["analysis", "strategy", "role", "device (library)", "per matrix", "workload (compute only)",
               "speedup (95% CI)", "error (values / vectors)", "status"]
-    lines = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
+    lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

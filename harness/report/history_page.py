@@ -82,8 +82,8 @@ def headline(found: dict[tuple[str, str], dict[str, Side]], axis: Axis, since: s
 def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> tuple[Trend, list[Judged]]:
     measured = {c: s for c, s in by_commit.items() if s.speedup is not None}
     marked = [j for j in steps(machine, point, by_commit, axis) if j.verdict in ("regression", "improvement")]
-    return Trend(label=split_point(point)[2], machine=machine, values={c: s.speedup for c, s in measured.items()},  # type: ignore[misc]
-                 bands={c: (s.low, s.high) for c, s in measured.items() if s.low and s.high},  # type: ignore[misc]
+    return Trend(label=split_point(point)[2], machine=machine, values={c: s.speedup for c, s in by_commit.items() if s.speedup is not None},
+                 bands={c: (s.low, s.high) for c, s in measured.items() if s.low and s.high},
                  marks={j.after.commit: j.verdict for j in marked}), marked
 
 
@@ -104,9 +104,9 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
              axis: Axis, baseline: dict[tuple[str, str], str]) -> list[dict[str, object]]:
     """Per analysis: a speedup chart per kind of machine, its judged steps, and the machines side by side."""
     keyed = sorted(found, key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
-    out = []
-    for (experiment, analysis), keys in itertools.groupby(keyed, key=lambda k: split_point(k[1])[:2]):
-        keys = list(keys)
+    out: list[dict[str, object]] = []
+    for (experiment, analysis), group in itertools.groupby(keyed, key=lambda k: split_point(k[1])[:2]):
+        keys = list(group)
         panels, marked = [], []
         for gpu in (False, True):
             trends = []
@@ -137,9 +137,9 @@ def latest_values(all_series: Sequence[Series], name: str) -> dict[tuple[str, st
 def roofs(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
     """Per tracked experiment: every strategy's share of each machine's roof at the newest commit."""
     gaps = latest_values(all_series, ROOF_GAP)
-    out = []
-    for experiment, keys in itertools.groupby(sorted(gaps, key=lambda k: k[1]), key=lambda k: split_point(k[1])[0]):
-        keys = list(keys)
+    out: list[dict[str, object]] = []
+    for experiment, group in itertools.groupby(sorted(gaps, key=lambda k: k[1]), key=lambda k: split_point(k[1])[0]):
+        keys = list(group)
         rows = list(dict.fromkeys(k[1].partition(":")[2] for k in keys))
         machines = [m for m in axis.machines if any(k[0] == m for k in keys)]
         shares = {(k[1].partition(":")[2], k[0]): 1 / gaps[k] for k in keys}

@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from harness.report.compare import Comparison
-from harness.report import charts
+from harness.report import charts, roofline_chart
 from harness.report.compare_view import summary_line, unstable_lines
 from harness.report.heatmap import heatmap_table
 from harness.report.frontier import points as frontier_points
@@ -144,12 +144,12 @@ def _headline(record: RunRecord) -> dict[str, Any]:
 def _roofline(record: RunRecord) -> dict[str, Any]:
     """The roofline chart of every timing with flop and byte counts, and what its roofs are;
     without a chart, why."""
-    points = charts.roofline_points(record)
+    points = roofline_chart.roofline_points(record)
     dtype = record.plan.dtype
     devices = sorted({p.device for p in points})
     return {
-        "chart": Markup(charts.roofline_chart(points, record.roofs, dtype)) if points else None,
-        "roofs": [f"{charts.roof_label(r, dtype)} ({r.by}, {r.measured[:10]}"
+        "chart": Markup(roofline_chart.roofline_chart(points, record.roofs, dtype)) if points else None,
+        "roofs": [f"{roofline_chart.roof_label(r, dtype)} ({r.by}, {r.measured[:10]}"
                   + (f", {r.threads} threads" if r.threads else "") + ")"
                   for _, r in sorted(record.roofs.items())],
         "missing": [d for d in devices if d not in record.roofs or record.roofs[d].peak(dtype) is None],

@@ -50,14 +50,14 @@ def shown(text: str) -> str:
 def device_library(backend: str) -> tuple[str, str]:
     """(device, library) of a backend: `numpy` is numpy's arrays on the CPU, `cpu` and `cuda` are
     torch's, so "numpy on numpy" and "torch on cpu" read as the two columns they are."""
-    return roof_device(backend), "numpy" if backend == "numpy" else "torch"  # type: ignore[arg-type]
+    return roof_device(backend), "numpy" if backend == "numpy" else "torch"
 
 
 def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
     """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured
     roofs; None without a roof, and None above the roof: no kernel beats it, so a share over 100%
     is a flop or byte count that does not hold for that kernel, never a figure to show."""
-    roof = record.roofs.get(roof_device(t.device))  # type: ignore[arg-type]
+    roof = record.roofs.get(roof_device(t.device))
     share = None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
     return None if share is None or share > 1.0 else share
 

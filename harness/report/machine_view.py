@@ -70,7 +70,7 @@ def wisdom_tables(w: Wisdom, path: object) -> list[object]:
         table.add_column(column, overflow="fold")
     for o in sorted(w.observations, key=lambda o: (o.op, o.strategy, o.device, o.flops)):
         gflops = o.flops / o.seconds / 1e9
-        roof = w.roofs.get(roof_device(o.device))  # type: ignore[arg-type]
+        roof = w.roofs.get(roof_device(o.device))
         peak = roof.peak(o.dtype) if roof is not None else None
         table.add_row(o.op + (f" k={o.k}" if o.k else ""), o.strategy, f"{o.shape[0]}x{o.shape[1]}",
                       str(o.rank or "-"), o.device, o.dtype, str(o.threads), format_seconds(o.seconds),

@@ -19,7 +19,7 @@ from harness.run.subjects import compute_batches, load_batches, sample_refs
 from harness.compute.references import References, checked
 from harness.run.context import exec_context, local_executor
 from harness.spec import SpecError, load_spec
-from harness.strategies.base import OpRequest, OpResult
+from harness.strategies.base import OpRequest, OpResult, Strategy
 from harness.strategies.registry import STRATEGIES
 
 
@@ -83,7 +83,10 @@ class Case:
         if not candidate.available:
             raise NotImplementedError(f"{strategy} cannot run here: {candidate.reason}")
         self.name = strategy
-        self.strategy = STRATEGIES[strategy]
+        chosen = STRATEGIES[strategy]
+        if not isinstance(chosen, Strategy):
+            raise NotImplementedError(f"{strategy} is not a per-matrix strategy: no sample to time")
+        self.strategy = chosen
         self.op = OpRequest(step.op, step.k)
         self.tolerance = step.tolerance
         self.source = workload.source

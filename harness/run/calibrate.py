@@ -154,7 +154,6 @@ def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool =
         read = reads(where, quick)
         if isinstance(read, str):
             notes.append(read)
-            read = None
         else:
             phase.summary = f"{read.cached_gbs:.1f} GB/s from the page cache" + (
                 f", {read.cold_gbs:.1f} GB/s cold" if read.cold_gbs is not None else "")
@@ -162,7 +161,7 @@ def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool =
     observations = [o for kept, _ in measured for o in kept]
     if (note := kept_note(len(observations), [reason for _, dropped in measured for reason in dropped])):
         notes.append(note)
-    stored = wisdom.learn(where, machine, observations, found, read)
+    stored = wisdom.learn(where, machine, observations, found, None if isinstance(read, str) else read)
     assert stored is not None
     return stored, notes
 
@@ -174,7 +173,7 @@ def run_roofs(where: Path | None, learnt: wisdom.Wisdom, machine: MachineInfo, b
     if where is None:
         return {}
     known = learnt.roofs
-    devices = {roof_device(b) for b in backends}  # type: ignore[arg-type]
+    devices = {roof_device(b) for b in backends}
     missing = devices - set(known)
     if not missing:
         return {d: known[d] for d in devices}

@@ -97,8 +97,8 @@ def on_cluster(tasks: Sequence[Any], run_task: Callable[..., ChunkOutcome], phas
                     raise _lost(i, attempts, exc) from exc
                 pending[session.submit(run_task, tasks[i], device, (analysis, i), homes[i])] = i
                 continue
-            if homes[i] is not None:
-                session.ran(homes[i], outcome.worker)
+            if (home := homes[i]) is not None:
+                session.ran(home, outcome.worker)
             yield i, outcome, session.attempts((analysis, i))
     session.check()
 

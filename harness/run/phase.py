@@ -87,7 +87,7 @@ class BenchPhase:
     budget: Budget = field(init=False)
     _forkserver: Callable[[], None] | None = field(init=False, default=None)  # waits until it has imported
     references: References = field(init=False)
-    new_rounds: dict[Item, list] = field(default_factory=dict)  # what this run adds to the pool
+    new_rounds: dict[Item, list[Round]] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
     errors: list[MeasuredError] = field(default_factory=list)  # each verified point's error, load or not
     notes: list[str] = field(default_factory=list)  # pooled rounds discarded, and why
@@ -179,7 +179,8 @@ class BenchPhase:
         those whose floor they cover (every speedup has an interval: no floor reserved)."""
         bench = self.plan.bench
         assert bench is not None
-        settled, floored = set(), set()
+        settled: set[str] = set()
+        floored: set[str] = set()
         if self.pool is None or self.fresh:
             return settled, floored
         for step in self.plan.steps:
@@ -326,7 +327,7 @@ class BenchPhase:
             self.observations.append(self._observation(step, s, quiet, line.calls))
         return group
 
-    def _observation(self, step: Step, s: Subject, quiet: Sequence, calls: int) -> Observation:
+    def _observation(self, step: Step, s: Subject, quiet: Sequence[Round], calls: int) -> Observation:
         """This run's quiet rounds of a subject as one observation for the planner's wisdom."""
         bench = self.plan.bench
         assert bench is not None

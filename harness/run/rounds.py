@@ -248,7 +248,7 @@ class Rounds:
                             self.untimed.append(label)
                         break
                     phase.item(f"{label} on {subject.group}")
-                    self._guarded(label, lambda: timed.append(self._block(subject, rid, r)))
+                    self._guarded(label, lambda: timed.append(self._block(subject, rid, r)))  # noqa: B023 - run now
                     phase.advance()
         busy = condition_reasons(between(before, snapshot(), self.cores))
         for round_ in timed:

@@ -158,7 +158,7 @@ class PcaTarget(_Target):
 
 def position(layout: AdapterLayout, visited: int, r: int) -> AdapterLayout:
     """The one position round r visits."""
-    return layout.at(int(rotating(list(range(visited)), 1, r)[0]))  # type: ignore[call-overload]
+    return layout.at(int(rotating(list(range(visited)), 1, r)[0]))
 
 
 @dataclass

@@ -168,7 +168,7 @@ class ResultCache:
 
     def put_arrays(self, key: str, arrays: dict[str, np.ndarray], label: str, kind: Kind = "chunk") -> None:
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub matches **arrays against allow_pickle
         self.put(key, buffer.getvalue(), kind, label)
 
     def get_model(self, key: str, model: type[M]) -> M | None:

@@ -9,7 +9,7 @@ deltas once is what dual_gram is about, and re-reading them per pair is what gra
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import groupby
 from operator import itemgetter
 
@@ -17,19 +17,18 @@ import numpy as np
 
 from harness.data.delta_stream import row_bytes, warm_deltas
 from harness.data.layout import AdapterLayout, Position
-from harness.data.workload import Source
+from harness.data.workload import MatrixRef, Source
 from harness.linalg.device import Backend, resolve_device, torch_missing_reason
 from harness.linalg.device_feed import DeviceFeed
 from harness.linalg.factored import frobenius_gram
 from harness.linalg.compiled import load_kernel
 from harness.linalg.gram import (
     STORED_DTYPES,
-    SUM_COLUMNS,
     StoredDeltas,
     accumulate_delta_gram,
     accumulate_gram,
-    block_columns,
 )
+from harness.linalg.gram_blocks import SUM_COLUMNS, block_columns
 from harness.linalg.parallel import kernel_threads
 from harness.linalg.piece_gram import piece_grams
 from harness.linalg.precision import low, narrow_gram
@@ -196,7 +195,8 @@ class DualGramStrategy(GramStrategy):
         return out
 
     @staticmethod
-    def _narrow(source: Source, refs: list, ctx: ExecContext, ring: Ring, out: np.ndarray) -> np.ndarray:
+    def _narrow(source: Source, refs: Sequence[Sequence[MatrixRef]], ctx: ExecContext, ring: Ring,
+                out: np.ndarray) -> np.ndarray:
         """Each position's blocks as dense float32, their Grams' products at ctx's narrow precision."""
         for i, blocks in groupby(source.dense_blocks(refs, ctx.dtype, ring), key=itemgetter(0)):
             for _, block in blocks:

@@ -27,8 +27,8 @@ def stack_results(parts: list[OpResult]) -> OpResult:
     first = parts[0]
     return OpResult(
         S=np.concatenate([p.S for p in parts]),
-        U=None if first.U is None else np.concatenate([p.U for p in parts]),  # type: ignore[misc]
-        Vh=None if first.Vh is None else np.concatenate([p.Vh for p in parts]),  # type: ignore[misc]
+        U=None if first.U is None else np.concatenate([p.U for p in parts]),
+        Vh=None if first.Vh is None else np.concatenate([p.Vh for p in parts]),
     )
 
 

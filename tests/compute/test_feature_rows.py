@@ -2,11 +2,13 @@
 
 import csv
 from pathlib import Path
+from typing import get_type_hints
 
 import numpy as np
 import pytest
 
 from harness.cli.main import main
+from harness.record.features_csv import CSV_COLUMNS, FeatureRow, Row
 from harness.spec import SpecError, load_spec
 from tests.conftest import CONFIGS
 
@@ -74,3 +76,9 @@ def test_feature_spec_errors(op: str, features: list[str], message: str) -> None
     with pytest.raises(SpecError) as info:
         load_spec(SMOKE, [f"analysis.{index}.features={features!r}"])
     assert message in info.value.lines[0] and f"analysis[{index}].features" in info.value.lines[0]
+
+
+def test_the_plain_row_has_feature_rows_fields() -> None:
+    """Row is spelt out for the type checker; it must stay FeatureRow's fields, in column order."""
+    assert Row._fields == CSV_COLUMNS
+    assert get_type_hints(Row) == {name: f.annotation for name, f in FeatureRow.model_fields.items()}

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from harness.linalg import gram as gram_module
+from harness.linalg import gram_torch
 from harness.linalg.device import torch_module
 from harness.linalg.device_feed import DeviceFeed
 from harness.linalg.prefetch import SLOTS
@@ -97,10 +98,10 @@ def assert_same_gram(G: np.ndarray, X: np.ndarray) -> None:
 def test_each_block_is_copied_async_on_the_side_stream_and_released_after_its_copy(
     fake_cuda: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gram_module, "is_pinned", lambda block: True)  # a source's pinned ring
+    monkeypatch.setattr(gram_torch, "is_pinned", lambda block: True)  # a source's pinned ring
     X = np.random.default_rng(0).standard_normal((5, 3000)).astype(np.float32)
     blocks = [np.ascontiguousarray(b) for b in blocks_of(X, 700)]
-    G = gram_module._accumulate_cuda(iter(blocks), feed=DeviceFeed("cpu"))
+    G = gram_torch._accumulate_cuda(iter(blocks), feed=DeviceFeed("cpu"))
     assert_same_gram(G, X)
     copies = [entry for entry in fake_cuda if entry[0] == "copy"]
     assert [c[1:3] for c in copies] == [("side", True)] * len(blocks)
@@ -118,10 +119,10 @@ def test_each_block_is_copied_async_on_the_side_stream_and_released_after_its_co
 def test_pageable_strided_blocks_are_staged_through_a_pinned_ring(
     fake_cuda: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gram_module, "CHUNK_COLUMNS", 256)
+    monkeypatch.setattr(gram_torch, "CHUNK_COLUMNS", 256)
     X = np.random.default_rng(1).standard_normal((4, 2000))  # float64: a float64 product
     blocks = blocks_of(X, 900)  # strided views, wider than a chunk
-    G = gram_module._accumulate_cuda(blocks, feed=DeviceFeed("cpu"))
+    G = gram_torch._accumulate_cuda(blocks, feed=DeviceFeed("cpu"))
     assert_same_gram(G, X)
     assert [e for e in fake_cuda if e[0] == "pin"] == [("pin",)] * SLOTS  # the ring, pinned once
     sources = {e[3] for e in fake_cuda if e[0] == "copy"}
@@ -130,8 +131,8 @@ def test_pageable_strided_blocks_are_staged_through_a_pinned_ring(
 
 
 def test_accumulate_gram_on_cuda_takes_the_feed(fake_cuda: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
-    cuda = gram_module._accumulate_cuda
-    monkeypatch.setattr(gram_module, "_accumulate_cuda", lambda blocks, ring, feed: cuda(blocks, ring, DeviceFeed("cpu")))
+    cuda = gram_torch._accumulate_cuda
+    monkeypatch.setattr(gram_torch, "_accumulate_cuda", lambda blocks, ring, feed: cuda(blocks, ring, DeviceFeed("cpu")))
     X = np.random.default_rng(2).standard_normal((3, 500)).astype(np.float32)
     assert_same_gram(gram_module.accumulate_gram(blocks_of(X, 128), backend="cuda"), X)
     assert any(e[0] == "copy" and e[2] for e in fake_cuda)

@@ -9,15 +9,13 @@ import pytest
 from harness.linalg import gram as gram_module
 from harness.linalg.device import cuda_available, torch_module
 from harness.linalg.gram import (
-    SUM_COLUMNS,
     accumulate_gram,
-    block_columns,
     center_gram,
     cosine_from_gram,
     gram_from_array,
     gram_pairwise,
-    iter_column_blocks,
 )
+from harness.linalg.gram_blocks import SUM_COLUMNS, block_columns, iter_column_blocks
 from tests.conftest import kernel_route
 
 TORCH_BACKENDS = [

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from harness.linalg.device import cuda_available, torch_module
-from harness.linalg.gram import gram_from_array, iter_column_blocks
+from harness.linalg.gram import gram_from_array
+from harness.linalg.gram_blocks import iter_column_blocks
 from harness.linalg.pca import DualPCA, dual_pca, principal_axes
 
 BACKENDS = [

@@ -117,7 +117,7 @@ def test_page_reads_headline_first_then_a_chart_per_analysis_cpu_and_gpu_side_by
         section = page[page.index(f">{a.replace(':', ': ')}</h3>"):]
         panels = section[:section.index("</div>\n<div")]
         assert panels.index("CPU machines") < panels.index("GPU machines") and panels.count("<svg") == 2
-    steps = page[page.index(f">task_geometry: spectrum</h3>"):page.index(">task_geometry: top3</h3>")]
+    steps = page[page.index(">task_geometry: spectrum</h3>"):page.index(">task_geometry: top3</h3>")]
     assert re.search(rf'class="slower">regression</td><td>torch</td>\s*<td>box-cpu</td><td><code>{commits[-1][:8]}', steps)
     roofs = page[page.index('id="roofs"'):page.index('id="raw"')]
     assert roofs.count("<svg") == 2  # one per tracked spec

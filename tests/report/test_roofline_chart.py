@@ -11,7 +11,7 @@ from matplotlib.axis import Axis
 from matplotlib.collections import LineCollection, PathCollection
 
 from harness.machine.roofline import Roof
-from harness.report import charts
+from harness.report import roofline_chart
 from harness.report.html import REPORT, write_report
 from harness.report.labels import peak_share
 from harness.record.run_record import RunRecord, save_record
@@ -56,28 +56,28 @@ def visible_labels(axis: Axis) -> list[str]:
 
 def test_roof_polyline_meets_at_the_ridge() -> None:
     roof = cpu_roof()
-    assert charts.roof_polyline(roof, "float32", 1.0, 100.0) == ([1.0, 5.0, 100.0], [10.0, 50.0, 50.0])
-    assert charts.roof_polyline(roof, "float64", 1.0, 100.0) == ([1.0, 2.5, 100.0], [10.0, 25.0, 25.0])
-    assert charts.roof_polyline(roof, "float32", 10.0, 100.0) == ([10.0, 100.0], [50.0, 50.0])  # all compute
-    assert charts.roof_polyline(roof, "float16", 1.0, 100.0) is None
-    assert charts.roof_label(roof, "float32") == "cpu: 50 GFLOP/s float32 peak, 10 GB/s"
+    assert roofline_chart.roof_polyline(roof, "float32", 1.0, 100.0) == ([1.0, 5.0, 100.0], [10.0, 50.0, 50.0])
+    assert roofline_chart.roof_polyline(roof, "float64", 1.0, 100.0) == ([1.0, 2.5, 100.0], [10.0, 25.0, 25.0])
+    assert roofline_chart.roof_polyline(roof, "float32", 10.0, 100.0) == ([10.0, 100.0], [50.0, 50.0])  # all compute
+    assert roofline_chart.roof_polyline(roof, "float16", 1.0, 100.0) is None
+    assert roofline_chart.roof_label(roof, "float32") == "cpu: 50 GFLOP/s float32 peak, 10 GB/s"
 
 
 def test_one_marker_per_timed_group_and_roofs_at_their_heights(smoke_run: tuple[Path, RunRecord]) -> None:
     record = smoke_run[1].model_copy(deep=True)
     record.analyses[0].timings[-1].device = "cuda"  # held against the cuda roof, the rest against the cpu's
     roofs = {"cpu": cpu_roof(), "cuda": cuda_roof()}
-    points = charts.roofline_points(record)
+    points = roofline_chart.roofline_points(record)
     groups = [g for a in record.analyses for t in a.timings for g in t.groups if g.flops]
     assert len(points) == len(groups) > 0
     assert {p.device for p in points} == {"cpu", "cuda"}
-    fig = charts.roofline_figure(points, roofs, "float32")
+    fig = roofline_chart.roofline_figure(points, roofs, "float32")
     ax = fig.axes[0]
     markers = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert sum(len(c.get_offsets()) for c in markers) == len(points)
     lines = {line.get_label(): line for line in ax.get_lines()}
-    for device, roof in roofs.items():
-        line = lines[charts.roof_label(roof, "float32")]
+    for roof in roofs.values():
+        line = lines[roofline_chart.roof_label(roof, "float32")]
         for x, y in zip(line.get_xdata(), line.get_ydata()):
             assert y == pytest.approx(min(roof.gemm_gflops["float32"], roof.bandwidth_gbs * x))
     # every point's dotted headroom line ends on its own device's roof
@@ -86,13 +86,13 @@ def test_one_marker_per_timed_group_and_roofs_at_their_heights(smoke_run: tuple[
     assert len(segments) == len(points)
     for (x, y), (_, top) in segments:
         assert top == pytest.approx(ceilings[(x, y)])
-    assert "cuda: 5000 GFLOP/s float32 peak, 1000 GB/s" in charts.roofline_chart(points, roofs, "float32")
+    assert "cuda: 5000 GFLOP/s float32 peak, 1000 GB/s" in roofline_chart.roofline_chart(points, roofs, "float32")
 
 
 def test_log_axes_are_labelled_even_over_less_than_a_decade(smoke_run: tuple[Path, RunRecord]) -> None:
-    point = charts.roofline_points(smoke_run[1])[0]
+    point = roofline_chart.roofline_points(smoke_run[1])[0]
     for roofs in ({}, {"cpu": cpu_roof()}):
-        fig = charts.roofline_figure([point], roofs, "float32")
+        fig = roofline_chart.roofline_figure([point], roofs, "float32")
         fig.draw_without_rendering()
         ax = fig.axes[0]
         assert visible_labels(ax.xaxis) and visible_labels(ax.yaxis)
@@ -133,7 +133,7 @@ def test_report_without_flops_leaves_the_chart_out(smoke_run: tuple[Path, RunRec
     for g in (g for a in record.analyses for t in a.timings for g in t.groups):
         g.flops = g.bytes = None
     page = report_of(record, run, tmp_path)
-    assert charts.roofline_points(record) == []
+    assert roofline_chart.roofline_points(record) == []
     assert "Roofline, float32" not in page
     assert page.count("No roofline chart: no timing in this record has flop and byte counts") == 1
     assert (tmp_path / "run" / REPORT).exists()

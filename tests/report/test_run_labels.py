@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from harness.report import charts
+from harness.report import charts, roofline_chart
 from harness.report.artifacts import decay_bands
 from harness.report.html import REPORT, render_report
 from harness.bench.series import speedup, workload_totals
@@ -143,8 +143,8 @@ def test_one_label_per_role_in_the_terminal_the_html_and_the_charts(smoke_run: t
     assert f"{label} (compare)" in names
     assert all(n == f"{strategy_label(a, s.strategy)} ({s.role})" for n, s in zip(names, a.timings))
     assert COMPUTED_NOTE in flat(page[page.index(f'id="analysis-{a.name}"'):])  # below the chart
-    points = charts.roofline_points(record)
-    legend = [text.get_text() for text in charts.roofline_figure(points, {}, "float32").axes[0].get_legend().get_texts()]
+    points = roofline_chart.roofline_points(record)
+    legend = [text.get_text() for text in roofline_chart.roofline_figure(points, {}, "float32").axes[0].get_legend().get_texts()]
 
     def entry(strategy: str, shown: str) -> str:
         """The legend's label: a point off the host's CPU (torch on CUDA) names its device."""

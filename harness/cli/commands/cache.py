@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     for entry in entries:
         try:
             header = read_header(entry)
-            kind, owner, label = header.kind, header.experiment or "-", header.label
+            kind, owner, label = str(header.kind), header.experiment or "-", header.label
         except CorruptEntry as exc:
             corrupt += 1
             kind, owner, label = "[bold red]corrupt[/]", "-", str(exc)

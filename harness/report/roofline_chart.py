@@ -1,0 +1,110 @@
+"""The roofline chart: every timed shape group's achieved GFLOP/s against its arithmetic
+intensity, under the roofs `harness calibrate` measured (pure figure builders, like charts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matplotlib.figure import Figure
+
+from harness.base.units import format_rate
+from harness.machine.roofline import Roof, roof_device
+from harness.record.run_record import RunRecord
+from harness.report.charts import MARKERS, _fixed, _inches, _log_axis, to_svg
+from harness.report.labels import COMPUTED_MARK
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One shape group of one timed strategy, placed on the roofline."""
+
+    analysis: str
+    strategy: str
+    device: str  # the roof it is held against: "cpu" or "cuda"
+    group: str
+    intensity: float  # flops per byte
+    gflops: float  # achieved GFLOP/s
+    computed: bool = False  # its strategy computed the analysis's recorded results
+
+
+def roofline_points(record: RunRecord) -> list[RooflinePoint]:
+    """Every (analysis, strategy, shape group) timing with positive flops, bytes and time: the
+    others (records before schema 3) have no place on log axes."""
+    points = []
+    for a in record.analyses:
+        for t in a.timings:
+            for g in t.groups:
+                if g.measurement.median_s <= 0 or not g.flops or not g.bytes:
+                    continue
+                points.append(RooflinePoint(a.name, t.label, roof_device(t.device),
+                                            g.group, g.flops / g.bytes, g.gflops_per_s or 0.0,
+                                            a.computed(t)))
+    return points
+
+
+def roof_polyline(roof: Roof, dtype: str, lo: float, hi: float) -> tuple[list[float], list[float]] | None:
+    """The roof min(peak, bandwidth x intensity) over [lo, hi] flops per byte: its ends and, when
+    inside, the ridge point where the bandwidth slope meets the compute peak. None without a
+    peak for `dtype`."""
+    peak = roof.peak(dtype)
+    if peak is None:
+        return None
+    ridge = peak / roof.bandwidth_gbs
+    xs = [lo, ridge, hi] if lo < ridge < hi else [lo, hi]
+    return xs, [min(peak, roof.bandwidth_gbs * x) for x in xs]
+
+
+def roof_label(roof: Roof, dtype: str) -> str:
+    """`cpu: 55 GFLOP/s float32 peak, 14.5 GB/s`."""
+    peak = roof.peak(dtype)
+    compute = "" if peak is None else f"{format_rate(peak)} GFLOP/s {dtype} peak, "
+    return f"{roof.device}: {compute}{format_rate(roof.bandwidth_gbs)} GB/s"
+
+
+ROOF_STYLE = {"cpu": "-", "cuda": "--"}
+
+
+def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
+    """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
+    each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
+    labels = ([f"{p.analysis}: {p.strategy} * on {p.device}" for p in points]
+              + [roof_label(r, dtype) for r in roofs.values()])
+    fig = _fixed(9.0, 4.5, left=0.75, right=_inches(max(labels, key=len), 7) + 0.55, top=0.35)
+    ax = fig.subplots()
+    ridges = [peak / r.bandwidth_gbs for r in roofs.values() if (peak := r.peak(dtype)) is not None]
+    xs = [p.intensity for p in points] + ridges
+    lo, hi = min(xs) / 2, max(xs) * 2
+    for device, roof in sorted(roofs.items()):
+        if (line := roof_polyline(roof, dtype, lo, hi)) is not None:
+            ax.plot(*line, color="#333", lw=1.4, ls=ROOF_STYLE.get(device, "-."), label=roof_label(roof, dtype))
+    colors = {s: f"C{i % 10}" for i, s in enumerate(dict.fromkeys(p.strategy for p in points))}
+    markers = {a: MARKERS[i % len(MARKERS)] for i, a in enumerate(dict.fromkeys(p.analysis for p in points))}
+    series: dict[tuple[str, str, str], list[RooflinePoint]] = {}
+    for p in points:
+        series.setdefault((p.analysis, p.strategy, p.device), []).append(p)
+    for (analysis, strategy, device), group in series.items():
+        x = [p.intensity for p in group]
+        y = [p.gflops for p in group]
+        mark = f" {COMPUTED_MARK}" if group[0].computed else ""  # as the tables mark it
+        label = f"{analysis}: {strategy}{mark}" + (f" on {device}" if device != "cpu" else "")
+        ax.scatter(x, y, s=28, color=colors[strategy], marker=markers[analysis], label=label, zorder=3)
+        if (held := roofs.get(device)) is not None and held.peak(dtype) is not None:
+            ceilings = [c for xi in x if (c := held.ceiling(xi, dtype)) is not None]  # each: it has a peak
+            ax.vlines(x, y, ceilings, colors=colors[strategy], linestyles=":", lw=0.8, alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    _log_axis(ax.xaxis)
+    _log_axis(ax.yaxis)
+    ax.set_xlabel("arithmetic intensity, flops per byte moved")
+    ax.set_ylabel("achieved throughput, GFLOP/s")
+    ax.set_title(f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"),
+                 fontsize=9)
+    ax.grid(True, which="major", lw=0.4, color="#ddd")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return fig
+
+
+def roofline_chart(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> str:
+    return to_svg(roofline_figure(points, roofs, dtype))
