@@ -224,7 +224,7 @@ class TimingWorker:
         # does not survive a fork (a worker forked from the test suite hung in torch's SVD)
         if env:
             _check_fits(env)
-        ctx = multiprocessing.get_context("spawn" if env else "forkserver")
+        ctx = multiprocessing.get_context("spawn") if env else multiprocessing.get_context("forkserver")
         self.label = work.label
         self.env = dict(env or {})
         self._conn, child = ctx.Pipe()

@@ -58,8 +58,8 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
         seconds = [t.seconds for _, t in series]
         power = power_law(sizes, seconds, [log_variance(t.seconds, t.low, t.high) for _, t in series])
         best = complexity_class(sizes, seconds)
-        modelled = [t.model_s for _, t in series]
-        model = power_law(sizes, modelled) if all(m is not None and m > 0 for m in modelled) else None  # type: ignore[misc]
+        modelled = [t.model_s for _, t in series if t.model_s is not None and t.model_s > 0]
+        model = power_law(sizes, modelled) if len(modelled) == len(series) else None
         fit = ScalingFit(analysis=analysis, strategy=strategy, axis=axis, fixed=fixed, sizes=sizes, power=power,
                          complexity=best.name, rms=best.rms, model=model)
         if model is not None and not power.covers(model.exponent):

@@ -88,7 +88,6 @@ def write_sweep_exports(record: SweepRecord, folder: Path) -> list[Path]:
     written = []
     for name, text in (("points.csv", csv_text(POINT_COLUMNS, point_rows(record))),
                        ("fits.csv", csv_text(FIT_COLUMNS, fit_rows(record))), ("sweep.md", sweep_markdown(record))):
-        data = text.encode()
-        write_atomic(folder / name, lambda fh: fh.write(data))
+        write_atomic(folder / name, lambda fh, data=text.encode(): fh.write(data))
         written.append(folder / name)
     return written

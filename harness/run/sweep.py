@@ -54,7 +54,9 @@ def plan_sweep(spec_path: str | Path, overrides: list[str], budget: str | None =
         return None
     share = budget_share(budget, len(points))
     sets = [[*overrides, *share, *p.overrides()] for p in points]
-    contexts, found, planning = [], {}, False
+    contexts: list[RunContext] = []
+    found: dict[str, list[SweepPoint]] = {}
+    planning = False
     for point, point_sets in zip(points, sets):
         try:
             contexts.append(prepare_spec(spec_path, point_sets))
@@ -69,7 +71,7 @@ def plan_sweep(spec_path: str | Path, overrides: list[str], budget: str | None =
 
 
 def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, display: Display,
-              options: RunOptions = RunOptions()) -> tuple[SweepRecord, Path]:
+              options: RunOptions) -> tuple[SweepRecord, Path]:
     """Each point run in turn into `output`/<point> (default: a fresh results/<experiment>/<time>-<hash>),
     the sweep's record rewritten after each, its fits computed at the end."""
     spec = load_spec(plan.spec_path, overrides)
