@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
 
 from harness.base.atomic import write_atomic
 from harness.base.units import format_seconds
@@ -18,6 +19,10 @@ from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
 POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
 FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
                "model_exponent", "finding")
+
+
+def _writes(data: bytes) -> Callable[[IO[bytes]], object]:
+    return lambda fh: fh.write(data)
 
 
 def fit_sentence(fit: ScalingFit) -> str:
@@ -88,6 +93,6 @@ def write_sweep_exports(record: SweepRecord, folder: Path) -> list[Path]:
     written = []
     for name, text in (("points.csv", csv_text(POINT_COLUMNS, point_rows(record))),
                        ("fits.csv", csv_text(FIT_COLUMNS, fit_rows(record))), ("sweep.md", sweep_markdown(record))):
-        write_atomic(folder / name, lambda fh, data=text.encode(): fh.write(data))
+        write_atomic(folder / name, _writes(text.encode()))
         written.append(folder / name)
     return written
