@@ -30,7 +30,13 @@ if TYPE_CHECKING:  # the rc keys matplotlib knows, for rc_context
     from matplotlib.typing import RcKeyType
 
 FONT_POINTS = 9
-SVG_RC: dict[RcKeyType, object] = {"svg.fonttype": "none", "font.size": FONT_POINTS, "font.family": "sans-serif"}
+# names come from files (adapters, modules, strategies of a record): never parsed as mathtext, where
+# "$\\fakecmd{x}$" crashed the label parser. Each Text reads this as it is made, tick labels as
+# they are drawn: so over a chart's building (`literal`) and its drawing (to_svg) alike
+LITERAL: dict[RcKeyType, object] = {"text.parse_math": False}
+SVG_RC: dict[RcKeyType, object] = {"svg.fonttype": "none", "font.size": FONT_POINTS, "font.family": "sans-serif",
+                                   **LITERAL}
+literal = matplotlib.rc_context(LITERAL)
 
 
 def to_svg(fig: Figure) -> str:
@@ -77,6 +83,7 @@ def speedup_color(t: StrategyTiming) -> str:
     return {"faster": GOOD, "slower": BAD}.get(said, NEUTRAL)
 
 
+@literal
 def timing_figure(analysis: AnalysisRecord) -> Figure:
     """Left, every timed sample of each strategy per matrix (a strip, jittered, so two modes or a
     wide spread are seen, as criterion draws them) with its median; right, the speedup against
@@ -126,6 +133,7 @@ def timing_chart(analysis: AnalysisRecord) -> str:
     return to_svg(timing_figure(analysis))
 
 
+@literal
 def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> Figure:
     """Singular values by index per module: median line and 10-90% band, log scale, labelled
     even when the values span less than a decade (svd_topk's few values).
@@ -157,6 +165,7 @@ def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], tit
     return to_svg(decay_figure(bands, title))
 
 
+@literal
 def pca_scatter(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | None, title: str) -> str:
     """Adapters on the first two principal components (the second is 0 if there is one)."""
     x = scores[:, 0]
@@ -240,6 +249,7 @@ CHANGE_LABEL = {"slower": "slower", "faster": "faster", "not significant": "no s
                 "too few rounds": "too few rounds for the test"}
 
 
+@literal
 def ratio_figure(c: Comparison) -> Figure:
     """B/A per (analysis, strategy, shape group) on a log axis centred on 1: the ratio as a point,
     its 95% interval as its bar (none with too few rounds), the band inside which no change is
@@ -298,6 +308,7 @@ def ratio_figure(c: Comparison) -> Figure:
 ERROR_FLOOR = 1e-17  # an error of exactly 0 (a reference's own route) drawn at float64's floor
 
 
+@literal
 def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
     """Error against workload time, log-log: every point its own marker, named in the legend
     (labels beside points ran into one another where two points sit close: "procnumpyl"), the
@@ -318,6 +329,7 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
     ax.set_xscale("log")
     ax.set_yscale("log")
     _log_axis(ax.xaxis, seconds=True)
+    _log_axis(ax.yaxis)
     ax.set_xlabel("workload total, compute only")
     ax.set_ylabel("max error / sigma_1")
     ax.set_title(f"{analysis.name}: accuracy/time frontier", fontsize=9)

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-import matplotlib
 import numpy as np
 from matplotlib.lines import Line2D
 
-from harness.report.charts import BAD, GOOD, _figure, _log_axis, to_svg
+from harness.report.charts import BAD, GOOD, _figure, _log_axis, literal, to_svg
 
 STYLES = ["-", "--", ":", "-."]  # one per machine, in the page's machine order
 MARKS = {"regression": ("v", BAD), "improvement": ("^", GOOD)}
 MAX_TICKS = 8  # commit labels across a chart: 8 short hashes fit unrotated
 WIDTH, HEIGHT = 5.6, 3.3  # inches: two side by side in the page's 1100 px
-# read by each Text as it is made (ticks, legend, titles): set over a whole chart, drawing included
-LITERAL: dict[Any, Any] = {"text.parse_math": False}
 
 
 @dataclass(frozen=True)
@@ -47,7 +43,7 @@ def _ticks(commits: Sequence[str]) -> list[int]:
     return sorted({*range(len(commits) - 1, -1, -step)})
 
 
-@matplotlib.rc_context(LITERAL)
+@literal
 def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Sequence[str], ylabel: str,
                 title: str = "", reference: float | None = None) -> str:
     """Value against commit (oldest left), log axis; `reference` (a speedup's 1) as a grey line."""
@@ -90,7 +86,7 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
     return to_svg(fig)
 
 
-@matplotlib.rc_context(LITERAL)
+@literal
 def roof_chart(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[str, str], float]) -> str:
     """Each row's (strategy's) achieved share of each machine's roof at its intensity, log axis:
     a bar per machine, the machines' colours in the page's machine order."""

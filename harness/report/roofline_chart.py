@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from harness.base.units import format_rate
 from harness.machine.roofline import Roof, roof_device
 from harness.record.run_record import RunRecord
-from harness.report.charts import MARKERS, _fixed, _inches, _log_axis, to_svg
+from harness.report.charts import MARKERS, _fixed, _inches, _log_axis, literal, to_svg
 from harness.report.labels import COMPUTED_MARK
 
 
@@ -65,6 +65,7 @@ def roof_label(roof: Roof, dtype: str) -> str:
 ROOF_STYLE = {"cpu": "-", "cuda": "--"}
 
 
+@literal
 def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
     """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
     each point joined by a dotted line to its device's roof at its intensity (its headroom)."""

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from harness.base.atomic import write_atomic
 from harness.record.sweep_fits import axis_name, size_of
 from harness.record.sweep_record import ScalingFit, SweepRecord, load_sweep
-from harness.report.charts import MARKERS, _figure, _log_axis, to_svg
+from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
 from harness.report.sweep import point_rows, sweep_lines
 
@@ -29,6 +29,7 @@ def _chart_groups(record: SweepRecord) -> dict[tuple[str, str, str], list[Scalin
     return groups
 
 
+@literal
 def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
     """Seconds per matrix against the swept size, log-log, one colour and marker per strategy."""
     fig = _figure(*CHART_INCHES)

@@ -91,7 +91,6 @@ def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep
     assert all(f.axis == "data.rank" and f.sizes for f in fits.values())
     # the cost model's own exponents: LAPACK is blind to the rank, factored is not
     assert fits["numpy"].model is not None and fits["numpy"].model.exponent == pytest.approx(0.0, abs=0.05)
-    assert "factored" not in fits or fits["factored"].model.exponent > 0.2
     assert "spectrum, numpy: cost grows as rank^" in shown  # the terminal leads with the exponents
     assert shown.index("cost grows as") < shown.index("results: ")
     for name in (SWEEP_RECORD, "points.csv", "fits.csv", "sweep.md", "report.html"):
