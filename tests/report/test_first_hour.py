@@ -95,3 +95,13 @@ def test_the_live_display_shows_whole_labels_and_no_unknown_eta() -> None:
     line = shown.export_text()
     assert "spectrum: svdvals by factored" in line and "spectrum: timed 1.2/4.7 s" in line
     assert "-:--:--" not in line and "…" not in line
+
+
+def test_a_warning_line_during_a_run_wraps_between_words_on_a_terminal() -> None:
+    """Six warning lines ran past 100 columns on a busy machine, cut mid-word by the terminal."""
+    console = Console(file=io.StringIO(), width=100, force_terminal=True, record=True, color_system=None)
+    line = "warning: " + " ".join(f"tensor_{i}.lora_A.weight" for i in range(12)) + " are left out [see --verbose]"
+    with Display(console, live=True) as display:
+        display.plain(line)
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 100 and text.split() == line.split()
