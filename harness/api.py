@@ -45,11 +45,28 @@ class SpecProblem(ValueError):
         super().__init__(f"{spec}: {first}{more}")
 
 
+class Rows(list[dict[str, Any]]):
+    """Tidy rows without pandas: a list of dicts, shown in a REPL as a DataFrame's head is (the
+    count, the columns, the first rows), not as the ~100 KB of dicts a plain list printed."""
+
+    HEAD, WIDTH = 3, 100
+
+    def __repr__(self) -> str:
+        columns = list(self[0]) if self else []
+        lines = [f"{len(self)} rows x {len(columns)} columns: {', '.join(columns)}"]
+        for row in self[:self.HEAD]:
+            text = "  " + ", ".join(f"{k}={v!r}" for k, v in row.items())
+            lines.append(text if len(text) <= self.WIDTH else text[:self.WIDTH - 3] + "...")
+        if len(self) > self.HEAD:
+            lines.append(f"  ... {len(self) - self.HEAD} more (a list of dicts; with pandas installed, a DataFrame)")
+        return "\n".join(lines)
+
+
 def _table(rows: list[dict[str, Any]]) -> Any:
     try:
         import pandas
     except ImportError:
-        return rows
+        return Rows(rows)
     return pandas.DataFrame(rows)
 
 

@@ -1,7 +1,8 @@
-"""The README's commands work as written: every fenced bash block marked `<!-- tested -->` runs,
-command by command, in a scratch folder (configs/ linked in), as a new user would type it. Runs of
-the main job get small overrides (one layer, a 1 s budget) so the whole test stays under a minute
-on 2 busy cores; what is tested is that the command line is right, not how long the job takes."""
+"""The README's and the docs' commands work as written: every fenced bash block marked
+`<!-- tested -->`, in README.md or a page of docs/, runs, command by command, in a scratch folder
+(configs/ linked in), as a new user would type it. Runs of the main job get small overrides (one
+layer, a 1 s budget) so the whole test stays under a minute on 2 busy cores; what is tested is that
+the command line is right, not how long the job takes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from harness.cli.main import main
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]  # every page a user reads
 SMALLER = ["--set", "data.layers=1", "--budget", "1s"]  # for runs of the main job
+TEST_COMMAND = "python -m pytest -q"
 
 
 def marked_commands(text: str) -> list[list[str]]:
@@ -28,6 +31,11 @@ def marked_python(text: str) -> list[str]:
     return re.findall(r"<!-- tested -->\s*```python\n(.*?)```", text, flags=re.S)
 
 
+def every_marked_command() -> list[list[str]]:
+    """README's blocks first (its tutorial makes the folders the pages' commands may read)."""
+    return [command for page in PAGES for command in marked_commands(page.read_text())]
+
+
 def test_the_notebook_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     """The README's Python, as a notebook runs it: the engine, not the CLI; twice, as a notebook
@@ -35,7 +43,7 @@ def test_the_notebook_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "configs").symlink_to(ROOT / "configs")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_WISDOM", "off")
-    [example] = marked_python(README.read_text())
+    [example] = [block for page in PAGES for block in marked_python(page.read_text())]
     for _ in range(2):
         exec(compile(example, "README.md", "exec"), {})
     assert capsys.readouterr() == ("", "")  # quiet=True: nothing printed
@@ -48,12 +56,31 @@ def test_the_readme_marks_its_tutorial_for_testing() -> None:
     assert any("analysis[2].components=3" in c for c in commands)
 
 
+def test_the_docs_pages_blocks_are_collected() -> None:
+    """A tested block moved from README to a page of docs/ is still run (precision.md's was)."""
+    moved = marked_commands((ROOT / "docs" / "precision.md").read_text())
+    assert moved and all(command in every_marked_command() for command in moved)
+
+
 def test_the_readme_quick_start_is_the_one_that_works() -> None:
-    """The two fresh-machine commands, word for word."""
+    """The two fresh-machine commands, word for word; CI runs the README's test command."""
     text = README.read_text()
     for command in ("bash scripts/setup.sh && . .venv/bin/activate && harness run configs/task_geometry.toml",
-                    "bash scripts/setup.sh && . .venv/bin/activate && python -m pytest -q"):
+                    f"bash scripts/setup.sh && . .venv/bin/activate && {TEST_COMMAND}"):
         assert f"```bash\n{command}\n```" in text
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == TEST_COMMAND and "bash scripts/setup.sh" in ci
+
+
+def test_the_readme_shows_a_whole_spec_that_is_the_shipped_one() -> None:
+    """"A whole spec" is configs/smoke.toml as the file holds it, so the two cannot drift."""
+    spec = (ROOT / "configs" / "smoke.toml").read_text()
+    assert f"```toml\n{spec}```" in README.read_text()
+
+
+def test_the_readme_fits_a_few_screens() -> None:
+    """Issue 48: 1,021 lines with the first spec at line 218; the rest lives under docs/."""
+    assert len(README.read_text().splitlines()) <= 400
 
 
 @pytest.mark.slow
@@ -62,7 +89,7 @@ def test_the_readme_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     (tmp_path / "configs").symlink_to(ROOT / "configs")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_WISDOM", "off")
-    for command in marked_commands(README.read_text()):
+    for command in every_marked_command():
         argv = command[1:]
         if argv[0] in ("run", "plan") and argv[1].endswith("task_geometry.toml"):
             argv += SMALLER
@@ -71,12 +98,13 @@ def test_the_readme_tutorial_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert code == 0, f"{shlex.join(command)} exited {code}: {said.err[-2000:]}"
     assert (tmp_path / "runs" / "first" / "report.html").is_file()
     assert (tmp_path / "runs" / "small" / "record.json").is_file()
+    assert (tmp_path / "runs" / "precision" / "record.json").is_file()
 
 
-def test_the_readme_states_the_record_schema_this_harness_writes() -> None:
+def test_the_docs_state_the_record_schema_this_harness_writes() -> None:
     """README said schema 3 (versions 1 and 2 read) while records were written at 4 and 1-4 read."""
     from harness.record.run_record import READABLE_VERSIONS, SCHEMA_VERSION
 
     older = [v for v in READABLE_VERSIONS if v != SCHEMA_VERSION]
     claim = f"(schema {SCHEMA_VERSION}; versions {older[0]} to {older[-1]} still read)"
-    assert claim in README.read_text(), claim
+    assert claim in (ROOT / "docs" / "outputs.md").read_text(), claim

@@ -57,15 +57,18 @@ class Phase:
 
 
 class _Remaining(TimeRemainingColumn):
-    """Rich's remaining time once the phase has a pace; before that, the plan's estimate less the
-    time spent (`estimate_s` of the phase), instead of "-:--:--" until the first step ends."""
+    """`ETA 0:00:03`: rich's remaining time once the phase has a pace; before that, the plan's
+    estimate less the time spent (`estimate_s` of the phase); with neither, nothing (rich wrote
+    "ETA -:--:--", which reads as a fault)."""
 
     def render(self, task: Task) -> Text:
         estimate = task.fields.get("estimate_s")
         if estimate and not task.completed and task.elapsed is not None:
             left = timedelta(seconds=round(max(estimate - task.elapsed, 0.0)))
-            return Text(f"~{left}", style="progress.remaining")  # as rich writes it, marked as an estimate
-        return super().render(task)
+            return Text(f"ETA ~{left}", style="progress.remaining")  # as rich writes it, marked as an estimate
+        if task.time_remaining is None:
+            return Text("")
+        return Text("ETA ") + super().render(task)
 
 
 class _Progress(Progress):
@@ -90,17 +93,17 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
-            # fixed widths: the bar stays put as labels change; the item takes what is left and
-            # ends in an ellipsis rather than pushing the times off a 100-column terminal
+            # the phase and its item share what the counts and times leave (at 100 columns 31 and
+            # 25: "spectrum: svdvals by factored", "spectrum: timed 1.2/4.7 s" whole) and end in an
+            # ellipsis beyond it rather than pushing the times off the terminal
             self.progress = _Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}", table_column=Column(width=30, no_wrap=True, overflow="ellipsis")),
-                BarColumn(bar_width=12),
+                TextColumn("{task.description}", table_column=Column(ratio=5, no_wrap=True, overflow="ellipsis")),
+                BarColumn(bar_width=10),
                 MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
-                TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+                TextColumn("{task.fields[item]}", table_column=Column(ratio=4, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
-                TextColumn("ETA"),
-                _Remaining(table_column=Column(width=9, no_wrap=True)),
+                _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,
                 expand=True,
                 transient=True,
@@ -142,5 +145,6 @@ class Display:
         self.console.print(text)
 
     def plain(self, text: str) -> None:
-        """A line that stays, as it is: no markup read into its brackets, never folded."""
-        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        """A line that stays, as it is: no markup read into its brackets; on a terminal wrapped
+        between words at its width (the terminal itself would cut a word), elsewhere kept whole."""
+        self.console.print(text, markup=False, highlight=False, soft_wrap=not self.console.is_terminal)

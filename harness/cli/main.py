@@ -1,9 +1,9 @@
-"""`harness validate | plan | run | report | compare | history | cache | system | calibrate |
+"""`harness validate | plan | run | report | compare | history | gate | cache | system | calibrate |
 schema`: one module each under harness/cli/commands/, imported only when that command runs.
 
 Exit codes: 0 fine, 1 a regression (compare --fail-on-regression), 2 a user mistake (spec, data,
-plan), 3 a verification failed, 4 the regression gate could not judge, 130 interrupted (Ctrl-C),
-141 stdout closed early, 143 terminated (SIGTERM, see harness.cli.entry).
+plan), 3 a verification failed, 4 a regression gate (compare's, `harness gate`) could not judge,
+130 interrupted (Ctrl-C), 141 stdout closed early, 143 terminated (SIGTERM, see harness.cli.entry).
 
 Nothing here imports more than the standard library and rich's console: the user's mistakes are recognised by the
 classes of the modules the command already imported, so `harness compare --help` and `harness
@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "measure this machine (GEMM peak, bandwidth, reads, every strategy) so that auto plans from "
                  "measurements",
     "history": "asv results across commits and machines as a self-contained HTML page",
+    "gate": "the regression gate: this repository's BASE against HEAD, three asv runs each (exit 1 on a regression)",
     "schema": "print the spec's JSON Schema",
 }
 # (module, class): a user's mistake, one line per problem and exit 2, never a traceback

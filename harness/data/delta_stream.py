@@ -39,7 +39,7 @@ __all__ = ["StoredBlock", "StoredTensor", "as_stored", "read_delta", "row_bytes"
 
 # Files whose spans are read at once: a cold disk serves several requests in flight faster than
 # one (queue depth), and the widening and subtraction run beside each other (numpy releases the
-# GIL). Measured at full size, cold (benchmarks/pca_full.py): see the README.
+# GIL). Measured at full size, cold (benchmarks/pca_full.py): see docs/INTERNALS.md.
 READERS = 4
 # Values read, widened, subtracted and checked at a time: 1 MiB of float32 stays in L2, where a
 # page-cache copy ran 1.5-2x faster than into a 64 MiB buffer (benchmarks/gram_memmap.py, pca_full).
@@ -270,7 +270,7 @@ def stream_stored(
     file span straight into the ring, no widening, subtraction or check here. The consumer does
     those a piece at a time in cache, in the Gram's kernel (linalg.gram.accumulate_delta_gram):
     widened into the ring and read back, a bf16 block crossed memory three times at twice its
-    size (see README: a cold bf16 PCA's user time 10.4-13.0 -> 7.4 core-seconds)."""
+    size (see docs/INTERNALS.md: a cold bf16 PCA's user time 10.4-13.0 -> 7.4 core-seconds)."""
 
     def queue(job: Span, slot: np.ndarray, files: ThreadPoolExecutor,
               reader: SpanReader) -> tuple[StoredBlock, list[Future[None]]]:

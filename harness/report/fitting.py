@@ -20,11 +20,12 @@ UNBOUNDED = 1 << 20
 class Fitted:
     """A table drawn at the width it gets: while its narrowest layout (every value whole, every
     other column as wide as its longest word) is wider than the terminal, the optional columns
-    go, in the order given, and the caption says which. Rich alone would fold "strategy" into
+    go, in the order given, and the caption says which (unless `note` is off). Rich alone would fold "strategy" into
     "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns."""
 
     table: Table
     optional: tuple[str, ...] = ()
+    note: bool = True  # the caption names what the width left out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
         yield self.fit(console, options.max_width)
@@ -40,7 +41,7 @@ class Fitted:
             left_out.append(name)
         table = copy.copy(table)
         table.columns = _laid_out(console, table, width)
-        if left_out:
+        if left_out and self.note:
             note = f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)"
             table.caption = f"{table.caption}\n{note}" if table.caption else note
         return table

@@ -74,14 +74,20 @@ def precision_text(record: RunRecord, t: StrategyTiming) -> str:
     return SHORT.get(t.precision or record.plan.dtype, t.precision or record.plan.dtype) + ("+c" if t.compiled else "")
 
 
+UNREADABLE_SPAN = 1e3  # an interval whose ends are this far apart says nothing of the speedup
+
+
 def speedup_text(t: StrategyTiming) -> str:
     """`1,130x (1,050-1,210)`, `0.94x (0.73-1.22) ?` when unresolved, `1x (baseline)`, and
-    `4.36x (1 round) ?` where one round gave no interval."""
+    `4.36x (1 round) ?` where one round gave no interval, `1.17x (interval too wide to say) ?`
+    where its ends are over UNREADABLE_SPAN apart."""
     if t.role == "baseline":
         return "1x (baseline)"
     if t.speedup is None:
         return f"- {UNRESOLVED_MARK}"
     interval = f" ({format_interval(*t.speedup_ci)})" if t.speedup_ci else " (no interval)"
+    if t.speedup_ci and t.speedup_ci[0] > 0 and t.speedup_ci[1] / t.speedup_ci[0] > UNREADABLE_SPAN:
+        interval = " (interval too wide to say)"  # "1.17x (4.5e-05-30,147)" reads as numbers; it is none
     return format_speedup(t.speedup) + interval + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
 
 

@@ -3,21 +3,24 @@ what would make timings unreliable right now, its roofs and every measurement it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share
 from harness.bench.conditions import Conditions
 from harness.bench.noise import condition_reasons
 from harness.machine.info import MachineInfo
+from harness.machine.processes import Busy
 from harness.machine.roofline import Roof, roof_device
 from harness.machine.wisdom import Wisdom
 from harness.report.fitting import Fitted
 
 
-def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:
+def system_lines(machine: MachineInfo, c: Conditions, busy: Sequence[Busy] = ()) -> list[str]:
     """`harness system`: the machine, its thread settings, and what would make timings
-    unreliable right now, with a verdict."""
+    unreliable right now (naming the `busy` processes), with a verdict."""
     pools = "; ".join(f"{p.api} {p.version or ''} {p.threads} threads" for p in machine.blas) or "none found"
     env = ", ".join(f"{k}={v}" for k, v in machine.thread_env.items()) or "none set (each library's defaults)"
 
@@ -36,6 +39,8 @@ def system_lines(machine: MachineInfo, c: Conditions) -> list[str]:
     reasons = condition_reasons(c)
     if c.governor is not None and c.governor != "performance":
         reasons.append(f"frequency governor {c.governor!r}: clocks change under load ('performance' holds them)")
+    if busy:
+        lines.append("busiest processes: " + escape("; ".join(b.describe() for b in busy)))
     if reasons:
         lines += [f"[bold yellow]warning:[/] {r}" for r in reasons]
         lines.append("[bold yellow]timings taken now would be unreliable[/]")

@@ -33,11 +33,8 @@ def executor_label(plan: Plan) -> str:
 
 
 def _timed_label(t: Timed) -> str:
-    """`numpy (baseline) ~390 ms`, and the rounds the budget affords it."""
-    label = f"{shown(t.label)} ({t.role})"
-    if t.allocations:
-        label += f" ~{format_seconds(t.estimate_s)}"
-    return label + (f": {t.cut}" if t.cut else "")
+    """`numpy (baseline) ~390 ms` (the rounds the budget affords it are the JSON plan's `cut`)."""
+    return f"{shown(t.label)} ({t.role})" + (f" ~{format_seconds(t.estimate_s)}" if t.allocations else "")
 
 
 def _threads(n: int, why: str) -> str:
@@ -45,14 +42,16 @@ def _threads(n: int, why: str) -> str:
     return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({shown(why)})" if why else "")  # "[benchmark]" is markup
 
 
-def floor_note(plan: Plan) -> str | None:
-    """The line a plan and a run print when the floor is more than the budget."""
+def floor_note(plan: Plan, asked: bool) -> str | None:
+    """The line a run prints when the budget the user asked for (`asked`: in the spec or with
+    --budget) is less than the floor; the default budget quietly grows to the floor (issue 48: the
+    shipped main job opened with a warning about its own default)."""
     b = plan.bench
-    if b is None or b.floor_s <= b.budget_s:
+    if not asked or b is None or b.floor_s <= b.budget_s:
         return None
-    return (f"the benchmark's floor (every strategy's first call and {plural(MIN_ROUNDS, 'round')}) is "
-            f"~{format_seconds(b.floor_s)}, more than its budget of {format_seconds(b.budget_s)}: it spends the "
-            "floor (less where earlier runs' rounds are pooled); --budget sets more")
+    return (f"the budget of {format_seconds(b.budget_s)} is less than the least that times every strategy "
+            f"({plural(MIN_ROUNDS, 'round')} each, ~{format_seconds(b.floor_s)}): this run takes that "
+            "(less where earlier runs' rounds are pooled)")
 
 
 def bench_plan_line(plan: Plan) -> str:
@@ -60,7 +59,7 @@ def bench_plan_line(plan: Plan) -> str:
     if b is None:
         return ""
     return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
-            f"{' (over the budget: the floor is spent)' if b.floor_s > b.budget_s else ''}, to a target of "
+            f"{' (one round of every strategy: more than the budget, so the run takes it)' if b.floor_s > b.budget_s else ''}, to a target of "
             f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
@@ -69,34 +68,37 @@ def bench_plan_line(plan: Plan) -> str:
 
 
 def plan_table(plan: Plan) -> Fitted:
-    groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
-    table = Table(
-        title=f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, "
-        f"budget {format_bytes(plan.memory_budget)}, {executor_label(plan)}",
-        title_justify="left",
-        caption=bench_plan_line(plan),
-        caption_justify="left",
-        show_lines=True,
-    )
-    for column in ("analysis", "strategy", "device", "batch", "est. time", "timed vs baseline (est.)", "reason",
-                   "estimates from"):
-        table.add_column(column, overflow="fold")
+    """One row per analysis: what runs it, where, in what batches, how long (the why and what is
+    timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines)."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    for column in ("analysis", "op", "strategy", "device", "est. time", "batch"):
+        table.add_column(column)
     for step in plan.steps:
-        timed = "\n".join(_timed_label(t) for t in step.timed)
-        skipped = "".join(f"\nskipped {c.label}: {c.reason}" for c in step.skipped)
-        op = step.op + (f" k={step.k}" if step.k else "")
-        table.add_row(
-            f"{step.analysis}\n{op}",
-            step.strategy,
-            step.device,
-            ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items())
-            + ("\nnext chunk read ahead" if step.reads_ahead else ""),
-            format_seconds(step.estimate_s),
-            timed + skipped,
-            step.reason,
-            "\n".join(f"{c.strategy}: {_basis(c)}" for c in step.candidates if c.available),
-        )
-    return Fitted(table, ("estimates from", "batch"))
+        batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
+        table.add_row(shown(step.analysis), value(shown(step.op + (f" k={step.k}" if step.k else ""))),
+                      value(shown(step.strategy)), value("{} ({})".format(*device_library(step.device))),
+                      value(format_seconds(step.estimate_s)),
+                      shown(batch) + (" (next chunk read ahead)" if step.reads_ahead else ""))
+    return Fitted(table, ("batch",))
+
+
+def plan_title(plan: Plan) -> str:
+    groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
+    return (f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, memory budget "
+            f"{format_bytes(plan.memory_budget)}, {executor_label(plan)}")
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """Below the plan's table, per analysis: why its strategy, what the benchmark phase times, and
+    where each estimate comes from; then the benchmark line."""
+    lines = []
+    for step in plan.steps:
+        lines.append(f"{step.analysis}: {step.reason}")
+        lines.append(f"  timed: {', '.join(_timed_label(t) for t in step.timed)}"
+                     + "".join(f"; skipped {c.label}: {c.reason}" for c in step.skipped))
+        bases = _grouped([(c.strategy, _basis(c)) for c in step.candidates if c.available])
+        lines.append("  estimates: " + "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases))
+    return [shown(line) for line in lines] + [shown(bench_plan_line(plan))]
 
 
 def _basis(c: Candidate) -> str:
@@ -107,13 +109,14 @@ def _basis(c: Candidate) -> str:
     return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
 
 
-# the full table (--wide); what a narrow terminal leaves out first: the verdict lines above the
-# table keep the speedups
+# every column; a terminal too narrow for them all leaves these out, first to last (--wide says
+# which); the default table leaves them silently, so it widens with the terminal
 RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", "compute total", "speedup (95% CI)",
                "rounds", "GFLOP/s", "% of peak", "max error", "status")
-RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "per matrix", "role", "rounds", "dtype", "max error")
-# the default: one row per strategy, what a reader acts on, within 100 columns
-COMPACT_COLUMNS = ("analysis", "strategy", "per matrix", "speedup (95% CI)", "max error", "status")
+RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", "compute total", "rounds", "dtype")
+ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it never costs the default a column
+# what every width shows: one row per strategy, what a reader acts on, within 100 columns
+COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
 
@@ -128,7 +131,7 @@ def _caption(record: RunRecord, wide: bool) -> str:
                 "" if record.roofs else " (none measured: `harness calibrate`)") + ". " if wide else "")
             + ("Device (library): where and with what it ran; dtype: its arithmetic (f32, bf16, +c compiled). "
                if wide else "") + "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
-            "residual where the op has vectors" + (" (values / vectors)" if wide else " (the worse of the two)")
+            "residual where the op has vectors (the worse of the two" + ("; the last column gives each" if wide else "") + ")"
             + ". Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table.")
 
 
@@ -138,13 +141,11 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
     label = shown(strategy_label(a, t.label, a.computed(t)))
     speedup = shown(speedup_text(t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
-    if not wide:
-        error = worst_error(a, t.label)
-        return [label, per_matrix, speedup, "-" if error is None else f"{error:.1e}", STATUS[status]]
+    worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
             shown(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)), speedup,
             rounds_text(t), format_rate(t.gflops_per_s), format_share(peak_share(record, t)),
-            errors_text(a, t.label, "/"), STATUS[status]]
+            "-" if worst is None else f"{worst:.1e}", STATUS[status], *([errors_text(a, t.label, "/")] if wide else [])]
 
 
 def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, str, str, str]]:
@@ -162,9 +163,10 @@ def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, st
 
 
 def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> Fitted:
-    """The results: by default one compact row per strategy (the verdict lines above it keep the
-    speedups, the lines below it say why a row has no timing); `wide`, every column."""
-    columns = RUN_COLUMNS if wide else COMPACT_COLUMNS
+    """The results, one row per strategy (the verdict lines above it keep the speedups, the lines
+    below it say why a row has no timing): every column the width holds, at least COMPACT_COLUMNS;
+    `wide` says what the width left out, and gives the values' and the vectors' errors apart."""
+    columns = RUN_COLUMNS + ((ERRORS_APART,) if wide else ())
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), caption=_caption(record, wide) if explain else None,
                   caption_justify="left")
     for column in columns:
@@ -172,12 +174,10 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
     for a in record.analyses:
         rows = [_timed_row(record, a, t, wide) for t in a.timings]
         for label, role, status, _why in untimed_rows(record, a):
-            rows.append([shown(label), *([role] if wide else []), *["-"] * (len(columns) - (4 if wide else 3)),
-                         STATUS[status]])
-        for i, row in enumerate(rows):
-            table.add_row(shown(a.name) if i == 0 else "", *(c if j == 0 else value(c) for j, c in enumerate(row)),
-                          end_section=i == len(rows) - 1)
-    return Fitted(table, RUN_OPTIONAL if wide else ())
+            rows.append([shown(label), role, *["-"] * (len(RUN_COLUMNS) - 4), STATUS[status], *(["-"] if wide else [])])
+        for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
+            table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
+    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide)
 
 
 def run_screen(record: RunRecord, wide: bool = False, explain: bool = False,
@@ -212,7 +212,7 @@ def untimed_lines(record: RunRecord) -> list[str]:
     untimed = [f"{a.name}: {s.strategy}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
     if untimed:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
-                     "times each of them once whatever its limit, and --budget gives more")
+                     "times each of them once whatever its limit, and --budget 30s gives more")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in _grouped(not_run)]
     return lines
@@ -224,7 +224,7 @@ def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     pooled = " (some from earlier runs' rounds; --fresh measures anew)" if any(u.pooled for u in unstable) else ""
     return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} unstable[/] "
             f"({UNSTABLE_MARK}): {shown(why)}{pooled}; compare their speedups with care, or re-run on a quiet "
-            "machine (`harness system` says what is busy)")
+            "machine (`harness system` names what is busy) or with more time for rounds (--budget 30s)")
 
 
 def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
@@ -251,10 +251,10 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
     lines += [f"[bold yellow]unstable[/] {shown(u.analysis)} {shown(u.strategy)} on {shown(u.group)}: "
               f"{shown('; '.join(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")
               for u in unstable if verbose]
-    if b is not None and b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):
-        lines.append(f"benchmark: over its limit of {format_seconds(b.limit_s)} + {100 * OVERRUN:.0f}%: its rounds ran "
-                     "slower than planned (on a quiet machine the floor's rounds are never cut, so that every speedup "
-                     "has an interval)")
+    if verbose and b is not None and b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):  # nothing to act on
+        lines.append(f"benchmark: its rounds took {format_seconds(b.spent_s - b.one_off_s)}, more than the "
+                     f"{format_seconds(b.limit_s)} planned: they ran slower than the plan expected (the first round of "
+                     "every strategy is never cut, so that every speedup has an interval)")
     return lines
 
 

@@ -133,18 +133,19 @@ def kept_note(kept: int, dropped: list[str]) -> str | None:
     """What a calibration kept and what it dropped, by cause: on a busy machine a quick
     calibration can measure for a minute and keep nothing, which must not pass in silence."""
     if not dropped:
-        return None
+        return None if kept else ("calibrate: kept no measurement: no strategy could be timed here; `auto` plans "
+                                  "from the cost model (`harness plan` says why each strategy cannot run)")
     causes = "; ".join(f"{n}x {reason}" if n > 1 else reason for n, reason in group_reasons(dropped))
     verdict = "kept none" if not kept else f"kept {kept}"
     return (f"calibrate: {verdict} of {kept + len(dropped)} measurements; dropped {len(dropped)} as unreliable "
             f"({causes}); `auto` plans from the cost model where nothing was kept: run it again on a quiet "
-            "machine (`harness system` says what is busy)")
+            "machine (`harness system` names the busiest processes)")
 
 
 def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool = False,
-              chosen: list[Spec] | None = None) -> tuple[wisdom.Wisdom, list[str]]:
+              chosen: list[Spec] | None = None) -> tuple[wisdom.Wisdom, list[str], int]:
     """Measure the roofs, the reads and the strategies; store them as this machine's wisdom.
-    Returns the wisdom and notes on what could not be measured."""
+    Returns the wisdom, notes on what could not be measured, and how many measurements it kept."""
     notes: list[str] = []
     with display.phase("measuring the GEMM peak and memory bandwidth") as phase:
         found = roofs(machine, quick)
@@ -157,13 +158,19 @@ def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool =
         else:
             phase.summary = f"{read.cached_gbs:.1f} GB/s from the page cache" + (
                 f", {read.cold_gbs:.1f} GB/s cold" if read.cold_gbs is not None else "")
-    measured = [time_strategies(spec, machine, display) for spec in (chosen or specs(quick))]
+    todo = chosen or specs(quick)
+    measured = []
+    with display.phase("timing every strategy", len(todo)) as phase:  # a minute and more: never in silence
+        for spec in todo:
+            phase.item(spec.experiment.name.removeprefix("calibrate-"))
+            measured.append(time_strategies(spec, machine, display))
+            phase.advance()
     observations = [o for kept, _ in measured for o in kept]
     if (note := kept_note(len(observations), [reason for _, dropped in measured for reason in dropped])):
         notes.append(note)
     stored = wisdom.learn(where, machine, observations, found, None if isinstance(read, str) else read)
     assert stored is not None
-    return stored, notes
+    return stored, notes, len(observations)
 
 
 def run_roofs(where: Path | None, learnt: wisdom.Wisdom, machine: MachineInfo, backends: set[str]) -> dict[str, Roof]:

@@ -61,7 +61,7 @@ class BenchClockLabel:
     limit_s: float
 
     def __str__(self) -> str:
-        return f"{self.analysis}; benchmark {self.budget.live_s:.1f} of {self.limit_s:.1f} s"
+        return f"{self.analysis}: timed {self.budget.live_s:.1f}/{self.limit_s:.1f} s"
 
 
 def new_run_id() -> str:

@@ -19,6 +19,7 @@ from harness.run.fanout import Outcomes, in_order, on_cluster, on_pool, spread_l
 from harness.run.phase import BenchClockLabel, BenchPhase
 from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
+from harness.machine.roofline import roof_device
 from harness.store.keys import Keys
 from harness.store.cache import ResultCache
 from harness.store.entries import StepEntry
@@ -103,8 +104,7 @@ class Runner:
                 with pinned(self.plan.bench.threads), self.display.phase(
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
-                        run.item(BenchClockLabel(f"analysis {i + 1} of {len(self.plan.steps)}: {step.analysis}",
-                                                 self.bench.budget, self.plan.bench.limit_s))
+                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s))  # 1/3: the count
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))
@@ -262,7 +262,7 @@ class Runner:
         start = time.perf_counter()
         cached = 0
         placements: list[ChunkPlacement] = []
-        with self.display.phase(f"{step.analysis}: {step.op} by {step.strategy} on {step.device}",
+        with self.display.phase(f"{step.analysis}: {step.op} by {step.strategy}{on_device(step.device)}",
                                 len(self.workload)) as phase:
             todo: list[Item] = []
             for group in self.workload.groups():
@@ -353,7 +353,7 @@ class Runner:
         ]
         results: dict[int, np.ndarray] = {}
         placements = []
-        with self.display.phase(f"{step.analysis}: Grams by {step.strategy} on {step.device}",
+        with self.display.phase(f"{step.analysis}: Grams by {step.strategy}{on_device(step.device)}",
                                 len(layout.positions)) as phase:
             for i, outcome, attempts in self._chosen(step, self._outcomes(step, tasks, run_gram_task, phase)):
                 results[i] = outcome.result
@@ -365,3 +365,10 @@ class Runner:
                 ))
                 phase.advance(len(tasks[i].layout.positions))
         return np.concatenate([results[i] for i in range(len(tasks))]), placements
+
+
+def on_device(backend: str) -> str:
+    """` on cuda` where a step runs on a GPU; nothing on the CPU, the default (numpy's arrays were
+    shown as "on numpy", a library where a device belongs)."""
+    device = roof_device(backend)  # type: ignore[arg-type]
+    return "" if device == "cpu" else f" on {device}"

@@ -7,7 +7,7 @@ JSON of everything that determines the payload (store.keys), so a hit is never s
 checksum is verified on every read, so a torn or flipped entry is recomputed, never used. The
 checksum guards against corruption, not tampering: whoever can write the folder can write an entry
 with a matching checksum, and it is served as a result. A cache is trusted as the code is: share
-one only between users who trust each other (README, Result cache). Payloads are JSON or .npz
+one only between users who trust each other (docs/cache.md). Payloads are JSON or .npz
 read without pickle, so an entry can lie about numbers but never run code.
 Writes are atomic (temporary file, fsync, rename), so concurrent runs sharing a store at worst
 both write the same key, and one complete entry wins.

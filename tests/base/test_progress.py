@@ -57,6 +57,6 @@ def test_a_phase_with_an_estimate_has_an_eta_before_it_has_a_pace() -> None:
         assert display.progress is not None
         task = display.progress.tasks[0]
         eta = display.progress.columns[-1].render(task)  # type: ignore[union-attr]
-        assert eta.plain in ("~0:10:00", "~0:09:59")
+        assert eta.plain in ("ETA ~0:10:00", "ETA ~0:09:59")
         counter["n"] = 7
         assert str(task.fields["item"]) == "counted 7"

@@ -133,8 +133,9 @@ def test_the_budget_buys_rounds_and_the_floor_is_said() -> None:
     assert roomy.estimate_s > roomy.bench.estimate_s  # the whole run: analyses and loading too
     from harness.report.terminal import bench_plan_line, floor_note
 
-    assert "over the budget" in bench_plan_line(tight) and floor_note(tight) is not None
-    assert floor_note(roomy) is None
+    assert "more than the budget" in bench_plan_line(tight) and floor_note(tight, asked=True) is not None
+    assert floor_note(roomy, asked=True) is None
+    assert floor_note(tight, asked=False) is None  # the default budget grows to the floor without a word
 
 
 def test_a_fan_out_strategy_is_timed_on_a_matrix_per_worker() -> None:

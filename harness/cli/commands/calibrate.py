@@ -1,13 +1,17 @@
 """`harness calibrate`: measure this machine into its wisdom (or show the wisdom), for `auto` to
-plan from; it says what it kept and what it dropped."""
+plan from; it says what it kept and what it dropped, and exits 4 when it kept nothing (a busy
+machine), so that a script does not take the machine as calibrated."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from rich.markup import escape
+
 from harness.base.progress import Display
-from harness.cli.console import err, out
+from harness.cli.console import err, out, say
+from harness.cli.exit_codes import EXIT_INCONCLUSIVE
 from harness.machine import wisdom
 from harness.machine.info import probe
 from harness.plan.model import PlanError
@@ -36,9 +40,11 @@ def main(args: argparse.Namespace) -> int:
             raise PlanError([f"calibrate: cannot keep the wisdom in {where} ({exc.strerror or exc}); expected a "
                              f"writable folder (--dir, or ${wisdom.ENV})"]) from None
         with Display(err) as display:
-            _stored, notes = measure_machine(where, machine, display, quick=args.quick)
+            _stored, notes, kept = measure_machine(where, machine, display, quick=args.quick)
         for note in notes:
-            err.print(note, markup=False, soft_wrap=True)
+            say(escape(note), err)  # wrapped between words on a terminal ("took 68% of t / he 2 CPUs")
+        if not kept:  # the note above says why and what to do; a script must not read it as calibrated
+            return EXIT_INCONCLUSIVE
     stored = wisdom.load(where, machine)
     for renderable in wisdom_tables(stored, wisdom.path_for(where, machine)):
         out.print(renderable)

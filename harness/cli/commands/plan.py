@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.commands.spec_args import budget_argument, overrides, spec_arguments
-from harness.cli.console import err, out
-from harness.report.terminal import plan_table
+from rich.markup import escape
+
+from harness.cli.console import err, out, say
+from harness.report.terminal import plan_lines, plan_table, plan_title
 from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 
 
@@ -23,7 +25,7 @@ def prepare_context(args: argparse.Namespace) -> RunContext:
     the run leaves out."""
     context = prepare_spec(args.spec, overrides(args))
     if context.plan.skipped_inputs:
-        err.print(skipped_warning(context.plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)
+        say(escape(skipped_warning(context.plan.skipped_inputs)), err)
     return context
 
 
@@ -36,5 +38,8 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(the_plan.model_dump_json(indent=2))
     else:
+        say(escape(plan_title(the_plan)))
         out.print(plan_table(the_plan))
+        for line in plan_lines(the_plan):
+            say(line)
     return 0

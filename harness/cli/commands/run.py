@@ -59,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         with Display(err) as display:
             session = prepare_session(args.spec, overrides(args), options, display, _run_command(args))
-            if (note := floor_note(session.context.plan)) is not None:
+            asked = "budget" in session.context.spec.benchmark.model_fields_set  # the spec's or --budget
+            if (note := floor_note(session.context.plan, asked)) is not None:
                 display.plain(note)
             record = session.run()
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.cli.entry)

@@ -1,15 +1,17 @@
 """`harness system`: what would make timings unreliable on this machine right now, as `pyperf
-system show` says it."""
+system show` says it, and which processes are busy."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import time
 
 from harness.bench.conditions import sample_conditions
-from harness.cli.console import out
+from harness.cli.console import say
 from harness.linalg.device import torch_module
 from harness.machine.info import probe
+from harness.machine.processes import busiest, cpu_ticks
 from harness.report.machine_view import system_lines
 
 
@@ -32,6 +34,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     torch_module()  # its thread pool is part of what timings run with
     machine = probe()
-    for line in system_lines(machine, sample_conditions(args.seconds, machine.cores)):
-        out.print(line)
+    before, start = cpu_ticks(), time.monotonic()
+    conditions = sample_conditions(args.seconds, machine.cores)
+    busy = busiest(before, cpu_ticks(), time.monotonic() - start)
+    for line in system_lines(machine, conditions, busy):
+        say(line)
     return 0

@@ -1,0 +1,77 @@
+"""Issue 48's commands: `calibrate --quick` that keeps nothing exits 4 with a line saying why and
+what to do, its lines wrap between words; `harness system` names the busiest processes; the API's
+rows show as a DataFrame's head would, not as ~100 KB of dicts."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.api import Rows
+from harness.cli.console import say
+from harness.cli.main import main
+from harness.machine import wisdom
+from harness.machine.info import probe
+from harness.machine.processes import TICKS_PER_S, busiest, cpu_ticks
+from harness.report.machine_view import system_lines
+from harness.run.calibrate import kept_note
+from harness.bench.conditions import Conditions
+
+
+def test_a_calibration_that_kept_nothing_exits_4_with_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    note = kept_note(0, ["other processes took 68% of the 2 CPUs"] * 15)
+    assert note is not None
+
+    def kept_none(where: Path, machine: object, display: object, quick: bool) -> tuple[object, list[str], int]:
+        return wisdom.learn(where, probe()), [note], 0
+
+    monkeypatch.setenv(wisdom.ENV, str(tmp_path))
+    monkeypatch.setattr("harness.cli.commands.calibrate.measure_machine", kept_none)
+    assert main(["calibrate", "--quick"]) == 4
+    said = capsys.readouterr()
+    assert said.out == "" and "kept none of 15 measurements" in said.err and "quiet machine" in said.err
+
+
+def test_a_note_wraps_between_words_on_a_terminal() -> None:
+    note = kept_note(0, ["other processes took 68% of the 2 CPUs"] * 15)
+    assert note is not None
+    console = Console(file=io.StringIO(), width=100, force_terminal=True, record=True, color_system=None)
+    say(note, console)
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 100 and set(note.split()) <= set(text.split())
+
+
+def test_a_calibration_that_could_time_nothing_says_so() -> None:
+    assert kept_note(3, []) is None and "kept no measurement" in (kept_note(0, []) or "")
+
+
+def fake_proc(root: Path, ticks: dict[int, int]) -> Path:
+    for pid, t in ticks.items():
+        (root / str(pid)).mkdir(parents=True, exist_ok=True)
+        fields = ["S"] + ["0"] * 10 + [str(t), "0"] + ["0"] * 30  # utime is the 14th field, stime the 15th
+        (root / str(pid) / "stat").write_text(f"{pid} (busy (one)) " + " ".join(fields))
+        (root / str(pid) / "cmdline").write_bytes(f"python\0-m\0job{pid}\0".encode())
+    return root
+
+
+def test_the_busiest_processes_are_named_by_their_command(tmp_path: Path) -> None:
+    before = cpu_ticks(fake_proc(tmp_path / "a", {10: 0, 11: 0, 12: 0, 99: 0}))
+    after = cpu_ticks(fake_proc(tmp_path / "b", {10: 100, 11: 40, 12: 1, 99: 300}))
+    busy = busiest(before, after, seconds=1.0, own=99)
+
+    assert [b.pid for b in busy] == [10, 11] and busy[0].command == "python -m job10"
+    assert busy[0].share == pytest.approx(100 / TICKS_PER_S)
+    lines = system_lines(probe(), Conditions(cores=2, load_before=3.2, load_after=3.4, running_after=5, others_cpu=0.93, steal=0.0), busy)
+    named = next(line for line in lines if line.startswith("busiest processes"))
+    assert "python -m job10 (pid 10," in named and "job99" not in named
+
+
+def test_rows_without_pandas_show_their_head_not_every_dict() -> None:
+    rows = Rows({f"column_{c}": c * r for c in range(30)} for r in range(500))
+    shown = repr(rows)
+    assert shown.startswith("500 rows x 30 columns: column_0, column_1")
+    assert len(shown.splitlines()) == 5 and len(shown) < 2_000 and rows[499]["column_2"] == 998

@@ -1,0 +1,107 @@
+"""A newcomer's first hour (issue 48), on the main job's real record and a busy run's, drawn at 100
+and 160 columns as `harness run` draws them: the shipped default does not warn about its own budget,
+the useful hint is in the terminal, `--wide` keeps the default's columns, a mark never wraps to a
+line of its own, the table widens with the terminal, an interval too wide to read is said in words,
+and the live display shows whole labels and no "-:--:--"."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.base.progress import Display
+from harness.report.fitting import Fitted
+from harness.report.labels import speedup_text
+from harness.report.terminal import COMPACT_COLUMNS, floor_note, run_screen
+from harness.run.phase import BenchClockLabel
+from tests.report.test_run_screen import draw, real
+
+RECORDS = ("main_job", "busy_run")
+
+
+def columns(record: object, width: int, wide: bool) -> list[str]:
+    table = next(item for item in run_screen(record, wide=wide) if isinstance(item, Fitted))  # type: ignore[arg-type]
+    return [str(c.header) for c in table.fit(Console(width=width, file=io.StringIO()), width).columns]
+
+
+@pytest.mark.parametrize("width", [100, 160])
+@pytest.mark.parametrize("name", RECORDS)
+def test_wide_keeps_every_column_of_the_default_table(name: str, width: int, tmp_path: Path) -> None:
+    record = real(name, tmp_path)
+    default, wide = columns(record, width, False), columns(record, width, True)
+    assert set(COMPACT_COLUMNS) <= set(default) <= set(wide)
+
+
+@pytest.mark.parametrize("name", RECORDS)
+def test_the_table_widens_with_the_terminal(name: str, tmp_path: Path) -> None:
+    record = real(name, tmp_path)
+    assert len(columns(record, 160, False)) > len(columns(record, 100, False)) >= len(COMPACT_COLUMNS)
+
+
+@pytest.mark.parametrize("width", [100, 160])
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("name", RECORDS)
+def test_the_chosen_mark_stays_beside_its_strategy(name: str, wide: bool, width: int, tmp_path: Path) -> None:
+    text, _, _ = draw(run_screen(real(name, tmp_path), wide=wide), width)
+    assert all(line.strip() != "*" for line in text.splitlines())
+    assert "factored_gram *" in text
+
+
+@pytest.mark.parametrize("width", [100, 160])
+@pytest.mark.parametrize("name", RECORDS)
+def test_the_default_run_screen_says_what_to_do_not_that_it_is_over_its_limit(
+        name: str, width: int, tmp_path: Path) -> None:
+    record = real(name, tmp_path)
+    assert record.bench is not None
+    record.bench.spent_s = record.bench.one_off_s + 2 * record.bench.limit_s  # rounds ran slower than planned
+    text = " ".join(draw(run_screen(record), width)[0].split())
+    assert "over its limit" not in text and "more than the" not in text
+    assert "--budget 30s" in text  # the hint the HTML report gave alone
+    verbose = " ".join(draw(run_screen(record, verbose=True), width)[0].split())
+    assert "ran slower than the plan expected" in verbose
+
+
+def test_the_default_budget_grows_to_the_floor_without_a_word(tmp_path: Path) -> None:
+    """The main job's plan has a floor over the default 4 s budget: no line unless a user asked."""
+    plan = real("main_job", tmp_path).plan
+    assert plan.bench is not None
+    plan.bench.floor_s = plan.bench.budget_s + 1.0
+    assert floor_note(plan, asked=False) is None
+    note = floor_note(plan, asked=True)
+    assert note is not None and "floor" not in note and "is less than the least that times every strategy" in note
+
+
+def test_an_interval_too_wide_to_read_is_said_in_words(tmp_path: Path) -> None:
+    record = real("main_job", tmp_path)
+    timing = next(t for a in record.analyses for t in a.timings if t.speedup_ci)
+    timing.speedup, timing.speedup_ci, timing.unresolved = 1.17, (4.5e-05, 30147.0), True
+    assert speedup_text(timing) == "1.17x (interval too wide to say) ?"
+    timing.speedup_ci = (0.5, 2.5)
+    assert speedup_text(timing) == "1.17x (0.50-2.50) ?"
+
+
+def test_the_live_display_shows_whole_labels_and_no_unknown_eta() -> None:
+    """At 100 columns: "analysis 1 of 3: spectr..." and "ETA -:--:--" before."""
+    budget = type("Clock", (), {"live_s": 1.2})()
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    shown = Console(file=io.StringIO(), width=100, record=True, color_system=None)
+    with Display(console, live=True) as display, display.phase("spectrum: svdvals by factored", 3) as phase:
+        phase.item(BenchClockLabel("spectrum", budget, 4.7))  # type: ignore[arg-type]
+        assert display.progress is not None
+        shown.print(display.progress.make_tasks_table(display.progress.tasks))
+    line = shown.export_text()
+    assert "spectrum: svdvals by factored" in line and "spectrum: timed 1.2/4.7 s" in line
+    assert "-:--:--" not in line and "…" not in line
+
+
+def test_a_warning_line_during_a_run_wraps_between_words_on_a_terminal() -> None:
+    """Six warning lines ran past 100 columns on a busy machine, cut mid-word by the terminal."""
+    console = Console(file=io.StringIO(), width=100, force_terminal=True, record=True, color_system=None)
+    line = "warning: " + " ".join(f"tensor_{i}.lora_A.weight" for i in range(12)) + " are left out [see --verbose]"
+    with Display(console, live=True) as display:
+        display.plain(line)
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 100 and text.split() == line.split()
