@@ -344,9 +344,8 @@ def written_by_us(raw: object) -> bool:
     """Whether `raw` (a record.json as parsed, unchecked) is a record of this harness: marked as
     its own (records before the marker carry none) and readable as a RunRecord. A file named
     record.json may be any tool's; only ours makes a folder one whose files --force may replace."""
-    if not isinstance(raw, dict) or raw.get("producer", PRODUCER) != PRODUCER:
-        return False
-    if raw.get("schema_version") not in READABLE_VERSIONS:
+    if not isinstance(raw, dict) or raw.get("producer", PRODUCER) != PRODUCER or (
+            raw.get("schema_version") not in READABLE_VERSIONS):
         return False
     try:
         RunRecord.model_validate(raw)
