@@ -394,8 +394,7 @@ def load_record(folder: Path) -> RunRecord:
             f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     try:
-        record = RunRecord.model_validate(raw)
+        return RunRecord.model_validate(raw)
     except ValidationError as exc:
         raise RecordError(f"{path}: {first_problem(exc)}") from None
-    return record
 
