@@ -94,7 +94,7 @@ class Runner:
     def run(self) -> RunRecord:
         """Run every step, this process's work on the plan's threads (its workers have their
         own); on any exit the record on disk says how far it got."""
-        with self._executor, self._local:
+        with self._executor, self._local, self.bench.workers:  # every timing worker ended on any exit
             try:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None

@@ -33,7 +33,7 @@ class FakeWorker:
     def wait_ready(self) -> None:
         pass
 
-    def block(self, request: Request) -> Reply:
+    def block(self, request: Request, deadline_s: float = 0.0) -> Reply:
         self.asked.append((self.label, request))
         if self.label in self.fail:
             raise RuntimeError("ARPACK did not converge")
