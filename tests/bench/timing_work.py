@@ -13,6 +13,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Told:
     label: str = "told"
+    call_s: float = 0.001  # how long a call sleeps
     fail: str = ""  # "build", "block": raise there; "exit": the worker dies in its block; "stop": it stops (SIGSTOP)
 
     def build(self) -> ToldTarget:
@@ -38,7 +39,7 @@ class ToldTarget:
             os._exit(3)
         if self.work.fail == "stop":
             os.kill(os.getpid(), signal.SIGSTOP)
-        return lambda: (os.getpid(), part, r, os.environ.get("HARNESS_TEST_ENV"), self.warmed, time.sleep(0.001))
+        return lambda: (os.getpid(), part, r, os.environ.get("HARNESS_TEST_ENV"), self.warmed, time.sleep(self.work.call_s))
 
     def notes(self) -> dict[str, Any]:
         return {"pid": os.getpid()}
