@@ -48,6 +48,7 @@ TERM_S = 1.0  # a terminated worker (or forkserver) gets this long before it is 
 # inputs, importing, compiling) gets ONE_OFF_S.
 ANSWER_FLOOR_S = 120.0
 ANSWER_FACTOR = 50.0
+ANSWER_MOST_S = 86400.0  # a wild estimate (an infinite one) waits a day, not an overflow
 ONE_OFF_S = 900.0
 
 
@@ -157,7 +158,8 @@ def stop_forkserver() -> None:
 
 def answer_deadline(expected_s: float, limit_s: float = 0.0) -> float:
     """Seconds a block expected to take `expected_s` is waited for, in a phase limited to `limit_s`."""
-    return ANSWER_FLOOR_S + ANSWER_FACTOR * expected_s + limit_s
+    wait = ANSWER_FLOOR_S + ANSWER_FACTOR * expected_s + limit_s
+    return wait if wait < ANSWER_MOST_S else ANSWER_MOST_S  # NaN too
 
 
 def _serve(conn: Connection, work: Work, threads: int, run: int) -> None:
