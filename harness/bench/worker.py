@@ -102,8 +102,8 @@ class WorkerDied(RuntimeError):
 
 def _forkserver_pid() -> int | None:
     """The forkserver's pid, where multiprocessing keeps it (it has no public accessor)."""
-    pid: int | None = multiprocessing.forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
-    return pid
+    server: Any = multiprocessing.forkserver._forkserver  # type: ignore[attr-defined]
+    return server._forkserver_pid  # type: ignore[no-any-return]
 
 
 def start_forkserver(preload: list[str]) -> Callable[[], None]:
@@ -138,7 +138,7 @@ def start_forkserver(preload: list[str]) -> Callable[[], None]:
 def stop_forkserver() -> None:
     """End the forkserver (its workers ended first): asked by closing its pipe, then SIGTERM,
     SIGKILL; each wait bounded, so that a stopped forkserver never holds the run's exit."""
-    server = multiprocessing.forkserver._forkserver  # type: ignore[attr-defined]
+    server: Any = multiprocessing.forkserver._forkserver  # type: ignore[attr-defined]  # no public stop
     with server._lock:
         pid = server._forkserver_pid
         if pid is None:
@@ -159,7 +159,7 @@ def stop_forkserver() -> None:
 def answer_deadline(expected_s: float, limit_s: float = 0.0) -> float:
     """Seconds a block expected to take `expected_s` is waited for, in a phase limited to `limit_s`."""
     wait = ANSWER_FLOOR_S + ANSWER_FACTOR * expected_s + limit_s
-    return wait if wait < ANSWER_MOST_S else ANSWER_MOST_S  # NaN too
+    return min(ANSWER_MOST_S, wait) if wait == wait else ANSWER_MOST_S  # NaN: the most
 
 
 def _serve(conn: Connection, work: Work, threads: int, run: int) -> None:
@@ -323,7 +323,7 @@ class TimingWorker:
         whose forkserver died reads as exited while it still runs."""
         _LIVE.discard(self)
         pid = self.process.pid
-        if pid is not None:
+        if pid is not None and not self._conn.closed:  # once: a pid signalled later may be another's
             polite = not (self.lost or self._asked)
             if polite:
                 try:
