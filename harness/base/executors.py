@@ -9,29 +9,17 @@ import multiprocessing
 import os
 import signal
 import sys
-import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 from typing import Any
 
+from harness.base.processes import die_with, importable_main
 from harness.base.progress import Display
 
 
 START_TIMEOUT_S = 300.0  # every worker has started by then, or the pool is broken
-ORPHAN_CHECK_S = 1.0  # how often a worker looks whether its run is still alive
-
-
-def _die_with(parent: int) -> None:
-    """Exit the worker once `parent` is gone, however it went: a run killed with SIGKILL left its
-    workers alive (two still held memory 34 minutes later). A thread watching the parent pid
-    rather than prctl's PR_SET_PDEATHSIG, which fires when the *thread* that started the worker
-    ends, not the process."""
-    while os.getppid() == parent:
-        time.sleep(ORPHAN_CHECK_S)
-    os._exit(1)
 
 
 def _init_worker(parent: int, parent_path: list[str], threads: int, preload: tuple[str, ...], started: Any) -> None:
@@ -48,7 +36,7 @@ def _init_worker(parent: int, parent_path: list[str], threads: int, preload: tup
     pool down, so workers ignore SIGINT rather than each printing a KeyboardInterrupt traceback.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_die_with, args=(parent,), name="die-with-the-run", daemon=True).start()
+    die_with(parent)  # a run killed with SIGKILL must not leave its workers behind
     for entry in reversed(parent_path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -81,7 +69,9 @@ def process_pool(workers: int, threads: int = 1, preload: tuple[str, ...] = ()) 
         initargs=(os.getpid(), list(sys.path), threads, tuple(preload), context.Barrier(workers)),
     )
     # with spawn, each submit that finds no idle worker starts one: `workers` submits start all
-    for future in [pool.submit(_ready) for _ in range(workers)]:
+    with importable_main():
+        futures = [pool.submit(_ready) for _ in range(workers)]
+    for future in futures:
         future.result()
     return pool
 

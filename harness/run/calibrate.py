@@ -113,19 +113,20 @@ def time_strategies(spec: Spec, machine: MachineInfo, display: Display) -> tuple
     workload = Workload.from_source(build_source(spec.data, spec.experiment.seed, Path(".")))
     plan = compile_plan(spec, workload, machine)
     bench = BenchPhase(plan, workload, 0, display, machine.cores, source="calibrate")
-    bench.ready()
     assert plan.bench is not None
     dropped: list[str] = []
-    with pinned(plan.bench.threads):
-        for step, analysis in zip(plan.steps, spec.analysis, strict=True):
-            if step.op == "pca":
-                timings, checks = bench.time_pca(step, analysis)  # type: ignore[arg-type]
-            else:
-                timings, checks = bench.time_step(step)
-            failed = {v.strategy for v in checks if not v.passed}
-            for t in timings:  # one cause per measurement dropped: its first
-                dropped += [f"{t.strategy} failed verification" if t.strategy in failed else g.measurement.reasons[0]
-                            for g in t.groups if t.strategy in failed or g.measurement.reasons]
+    with bench.workers:
+        bench.workers.ready()  # the forkserver starts before this process pins its threads
+        with pinned(plan.bench.threads):
+            for step, analysis in zip(plan.steps, spec.analysis, strict=True):
+                if step.op == "pca":
+                    timings, checks = bench.time_pca(step, analysis)  # type: ignore[arg-type]
+                else:
+                    timings, checks = bench.time_step(step)
+                failed = {v.strategy for v in checks if not v.passed}
+                for t in timings:  # one cause per measurement dropped: its first
+                    dropped += [f"{t.strategy} failed verification" if t.strategy in failed else g.measurement.reasons[0]
+                                for g in t.groups if t.strategy in failed or g.measurement.reasons]
     return bench.observations, dropped
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,7 +25,7 @@ from harness.base.units import now
 from harness.bench.budget import Allocation, Budget, floors
 from harness.bench.conditions import Snapshot, snapshot
 from harness.bench.series import Line, Round, pair_spread, speedup, workload_totals
-from harness.bench.worker import Work, start_forkserver
+from harness.bench.worker import Work, WorkerPool
 from harness.compute.references import References
 from harness.compute.verify import combine
 from harness.data.layout import AdapterLayout
@@ -85,7 +85,7 @@ class BenchPhase:
     fresh: bool = False  # measure everything anew: pooled rounds only tell the between-run spread
     run_id: str = field(default_factory=new_run_id)
     budget: Budget = field(init=False)
-    _forkserver: Callable[[], None] | None = field(init=False, default=None)  # waits until it has imported
+    workers: WorkerPool = field(init=False)  # the timing workers and their forkserver: closed with the run
     references: References = field(init=False)
     new_rounds: dict[Item, list[Round]] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
@@ -109,20 +109,14 @@ class BenchPhase:
                              {a: r for a, (_f, r) in per_analysis.items() if a not in settled})
         self.references = References(self.workload.source, self.cache, self.keys,
                                      memory_budget=self.plan.memory_budget)
-        if set(self.budget.floors) or not self.plan.steps:  # some analysis will time: start it now, beside the run's imports
-            self._forkserver = start_forkserver(self._preload())
+        self.workers = WorkerPool(self._preload)  # starts nothing yet
 
     def imported(self) -> None:
-        """Until the forkserver started with the phase (if any) has imported, before any analysis runs."""
-        if self._forkserver is not None:
-            self._forkserver()
-
-    def ready(self) -> None:
-        """Until the timing workers' forkserver has imported what they need, started now if it was
-        not (a re-run whose pooled rounds settle every analysis starts none: 1 s of imports saved)."""
-        if self._forkserver is None:
-            self._forkserver = start_forkserver(self._preload())
-        self._forkserver()
+        """Until the timing workers' forkserver has imported what they need, before any analysis
+        runs, when some analysis will time (a re-run whose pooled rounds settle every analysis
+        starts none: 1 s of imports saved; a later need starts it then)."""
+        if set(self.budget.floors) or not self.plan.steps:
+            self.workers.ready()
 
     def _preload(self) -> list[str]:
         """What every timing worker imports: the subjects' modules, and torch when a point uses it."""
@@ -250,7 +244,8 @@ class BenchPhase:
         self.budget.open(step.analysis)
         rounds = Rounds(step.analysis, self.run_id, subjects, works, {t.label: dict(t.env) for t in step.timed},
                         baseline, chosen, lines, bench.target, spreads, self.budget, self.pace, self.display,
-                        self.cores, bench.threads, self._lookup, self._keep, self.since, ready=self.ready)
+                        self.cores, bench.threads, self._lookup, self._keep, self.since, spawn=self.workers.spawn,
+                        deadline_s=bench.limit_s)
         try:
             rounds.run()
         finally:
@@ -263,13 +258,17 @@ class BenchPhase:
                 checks.append(Verification.failed(t.label, step.tolerance, rounds.failures[t.label]))
                 continue
             mine = subjects[t.label]
-            checks.append(combine(t.label, [v for s in mine for v in s.checks.values()]))
-            if not all(lines[id(s)].rounds for s in mine):  # cut before a round of every group, on a busy machine
-                self.untimed.setdefault(step.analysis, []).append(Skipped(strategy=t.label, reason=UNTIMED))
+            if verdicts := [v for s in mine for v in s.checks.values()]:  # a lost worker may have answered none
+                checks.append(combine(t.label, verdicts))
+            lost = rounds.lost.get(t.label)
+            if not all(lines[id(s)].rounds for s in mine):  # cut before a round of every group: a busy machine, a lost worker
+                self.untimed.setdefault(step.analysis, []).append(Skipped(strategy=t.label, reason=lost or UNTIMED))
                 for s in mine:  # what it did time is kept for later runs
                     if lines[id(s)].new:
                         self.new_rounds.setdefault(s.item, []).extend(lines[id(s)].new)
                 continue
+            if lost is not None:
+                self.notes.append(f"{step.analysis}: {t.label}: {lost}; the rounds it timed are kept")
             groups = [self._group(step, s, lines[id(s)], rounds) for s in mine]
             timings.append(strategy_timing(t, groups, rounds.notes.get(t.label, {}), self.plan.dtype,
                                            cached=not any(lines[id(s)].new for s in mine)))

@@ -8,7 +8,8 @@ every analysis. Further blocks and rounds start only as the budget allows (bench
 a round's conditions are kept with it (busy or quiet), never a reason to throw it away. A fast
 point's first calls are untimed warm-ups; every answer on a matrix a round visits for the first
 time is verified against the float64 references. A point that raises is recorded as failed and
-leaves the rounds; the others go on.
+leaves the rounds; a point whose worker dies or stops answering (bench.worker's deadline) is lost:
+it leaves the rounds keeping those it timed, and is no verification failure. The others go on.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
 from harness.bench.threads import pinned
 from harness.bench.series import Line, Round, round_id, run_of, speedup, within_half_width, workload_totals
-from harness.bench.worker import Request, TimingWorker, Work
+from harness.bench.worker import ONE_OFF_S, Request, TimingWorker, Work, WorkerDied, answer_deadline
 from harness.data.workload import DataError
 from harness.record.verification import Verification
 from harness.run.subjects import Subject
@@ -109,7 +110,8 @@ class Rounds:
     lookup: Check
     keep: Keep
     since: Snapshot  # when the phase began: whether the machine is quiet is judged since
-    failures: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)  # point label -> what it raised
+    lost: dict[str, str] = field(default_factory=dict)  # point label -> how its worker was lost (died, stopped answering)
     untimed: list[str] = field(default_factory=list)  # points a busy machine's limit left without a round
     notes: dict[str, dict[str, object]] = field(default_factory=dict)  # point label -> its worker's notes
     count: int = 0  # rounds this run timed
@@ -117,15 +119,19 @@ class Rounds:
     workers: dict[str, TimingWorker] = field(default_factory=dict)
     called: set[str] = field(default_factory=set)  # points whose worker has made a call
     spawn: Callable[[Work, int, dict[str, str] | None], TimingWorker] = TimingWorker  # how a point's worker starts
-    ready: Callable[[], None] = lambda: None  # before the first worker starts: what they fork from is ready
+    deadline_s: float = 0.0  # the phase's limit: added to every block's deadline (bench.worker.answer_deadline)
 
     def line(self, label: str) -> Line:
         return line_of(self.subjects[label], self.lines)
 
+    def _out(self, label: str) -> bool:
+        """The point left the rounds: it raised, or its worker was lost."""
+        return label in self.failures or label in self.lost
+
     def _paired(self, label: str) -> int:
         """Rounds of this run that timed the point (and the baseline, when there is one)."""
         own = [r for r in self.line(label) if r.startswith(self.run_id + "#")]
-        if self.baseline is None or self.baseline in self.failures or label == self.baseline:
+        if self.baseline is None or self._out(self.baseline) or label == self.baseline:
             return len(own)
         base = self.line(self.baseline)
         return sum(r in base for r in own)
@@ -135,9 +141,9 @@ class Rounds:
         speedup; else its floor (MIN_ROUNDS of this run), then rounds until the speedup is resolved
         or this run's own rounds spread within WITHIN_SHARE of the target (more of them cannot
         narrow the between-run part of its interval): the budget says how many it gets."""
-        if label in self.failures or label in self.untimed:
+        if self._out(label) or label in self.untimed:
             return False
-        if self.baseline is None or self.baseline in self.failures or label == self.baseline:
+        if self.baseline is None or self._out(self.baseline) or label == self.baseline:
             return len(self.line(label)) < MIN_ROUNDS  # nothing to pair with: its own rounds
         base, own = self.line(self.baseline), self.line(label)
         busy = busy_of(self.subjects[self.baseline] + self.subjects[label], self.lines)
@@ -163,14 +169,14 @@ class Rounds:
         """The points of the next round: the baseline, the chosen one, then the rest that want it,
         those with the fewest runs behind them first: a busy machine's limit cuts the last ones, and
         a point it cut in one run is timed first in the next, and once whatever the limit."""
-        others = [s for s in self.subjects if s != self.baseline and s not in self.failures]
+        others = [s for s in self.subjects if s != self.baseline and not self._out(s)]
         todo = [s for s in others if self._wants(s)]
         if not others and self.baseline is not None and self._wants(self.baseline):
             todo = [self.baseline]  # an analysis that times its baseline alone: its floor
         if not todo:
             return []
         head = [s for s in (self.baseline, self.chosen) if s is not None and s in self.subjects
-                and s not in self.failures and (s == self.baseline or s in todo)]
+                and not self._out(s) and (s == self.baseline or s in todo)]
         rest = sorted((s for s in todo if s not in head), key=lambda s: len({run_of(r) for r in self.line(s)}))
         return head + rest
 
@@ -185,7 +191,7 @@ class Rounds:
                 self._round(names if self.count % 2 == 0 else names[::-1])
             self.conditions = between(before, snapshot(), self.cores)
             for label in self.subjects:
-                if label not in self.failures:
+                if not self._out(label):
                     for subject in self.subjects[label]:
                         self._verified(subject)
         finally:
@@ -203,13 +209,11 @@ class Rounds:
     def _start(self, names: list[str]) -> None:
         """The workers of `names` not yet started, all at once, then each ready: one-off work."""
         with self.budget.outside():
-            fresh = [s for s in names if s not in self.workers and s not in self.failures]
-            if fresh:
-                self.ready()
-            for label in fresh:  # one that cannot start (its environment too big) is its own error
+            fresh = [s for s in names if s not in self.workers and not self._out(s)]
+            for label in fresh:
                 self._guarded(label, partial(self._spawn, label))
             for label in fresh:
-                if label not in self.failures:
+                if label in self.workers and not self._out(label):
                     self._guarded(label, self.workers[label].wait_ready)
 
     def _spawn(self, label: str) -> None:
@@ -241,7 +245,7 @@ class Rounds:
             for label in names:
                 mandatory = self.count == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label))
                 for subject in self.subjects[label]:
-                    if label in self.failures:
+                    if self._out(label):
                         break
                     if not mandatory and not self.budget.fits(self._block_s(subject), floor, quiet):
                         if not self.lines[id(subject)].new:
@@ -260,6 +264,10 @@ class Rounds:
             work()
         except (MemoryError, DataError):
             raise  # the machine or the input files are in trouble, not one strategy
+        except WorkerDied as exc:  # not the strategy's answer: what it timed is kept
+            self.lost[label] = str(exc)
+            if (worker := self.workers.get(label)) is not None:
+                worker.close()
         except Exception as exc:  # one strategy failing must not cost the others
             self.failures[label] = failure_reason(exc)
             if (worker := self.workers.get(label)) is not None:
@@ -278,7 +286,7 @@ class Rounds:
         if not line.warmed and subject.timed.compiled:  # compiling is one-off work, never in a timed call
             with self.budget.outside():
                 self.notes[label] = worker.block(Request(part=subject.part, r=r, warmups=1, calls=1, min_time_s=0.0,
-                                                         keep=False)).notes
+                                                         keep=False), ONE_OFF_S + self.deadline_s).notes
         planned, began = self._planned(subject), self.budget.clock()
         self._settle(worker)
         a = subject.allocation
@@ -287,7 +295,8 @@ class Rounds:
         warmups = 0 if line.warmed else max(a.warmups, 0 if label in self.called else 1)
         self.called.add(label)
         reply = worker.block(Request(part=subject.part, r=r, warmups=warmups, calls=a.calls, min_time_s=BLOCK_S,
-                                     keep=ids not in subject.checks, warm_time_s=self._rewarm_s(subject)))
+                                     keep=ids not in subject.checks, warm_time_s=self._rewarm_s(subject)),
+                             answer_deadline(self._block_s(subject), self.deadline_s))
         self.pace.planned_s += planned
         self.pace.took_s += self.budget.clock() - began
         line.warmed = True
@@ -340,10 +349,10 @@ class Rounds:
 
         def verify() -> None:
             self._start([label])
-            if label in self.failures:
+            if self._out(label):
                 return
             reply = self.workers[label].block(Request(part=subject.part, r=0, warmups=0, calls=1, min_time_s=0.0,
-                                                      keep=True))
+                                                      keep=True), answer_deadline(self._block_s(subject), self.deadline_s))
             self.notes[label] = reply.notes
             self._judge(subject, reply.result, 0)
 

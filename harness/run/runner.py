@@ -95,7 +95,7 @@ class Runner:
     def run(self) -> RunRecord:
         """Run every step, this process's work on the plan's threads (its workers have their
         own); on any exit the record on disk says how far it got."""
-        with self._executor, self._local:
+        with self._executor, self._local, self.bench.workers:  # every timing worker ended on any exit
             try:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
@@ -370,5 +370,5 @@ class Runner:
 def on_device(backend: str) -> str:
     """` on cuda` where a step runs on a GPU; nothing on the CPU, the default (numpy's arrays were
     shown as "on numpy", a library where a device belongs)."""
-    device = roof_device(backend)  # type: ignore[arg-type]
+    device = roof_device(backend)
     return "" if device == "cpu" else f" on {device}"

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harness.base.processes import ORPHAN_CHECK_S, alive, gone
 from harness.bench.quiet import settle
-from harness.bench.worker import CannotStart, Request, TimingWorker, WorkerDied
+from harness.bench.worker import CannotStart, Request, TimingWorker, WorkerDied, _forkserver_pid
 from tests.bench.timing_work import Told
 
 ASK = Request(part=1, r=0, warmups=1, calls=3, min_time_s=0.0, keep=True)
@@ -46,13 +49,6 @@ def test_a_worker_that_cannot_build_says_why_when_waited_for() -> None:
     worker = TimingWorker(Told(fail="build"), threads=1)
     with pytest.raises(ValueError, match="cannot build its inputs"):
         worker.wait_ready()
-    worker.close()
-
-
-def test_a_worker_that_dies_is_said_to_have_died() -> None:
-    worker = TimingWorker(Told(fail="exit"), threads=1)
-    with pytest.raises(WorkerDied, match="exit code 3"):
-        worker.block(ASK)
     worker.close()
 
 
@@ -101,3 +97,53 @@ def test_settle_gives_up_on_a_process_that_never_stops() -> None:
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def _killed_while_idle(worker: TimingWorker) -> None:
+    worker.block(ASK)
+    os.kill(worker.process.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    assert gone(worker.process.pid, 60)  # type: ignore[arg-type]
+
+
+def _stopped(worker: TimingWorker) -> None:
+    pass  # its next block stops it (SIGSTOP) before answering
+
+
+@pytest.mark.parametrize(("fail", "before", "said"), [
+    ("", _killed_while_idle, "worker died"),  # not BrokenPipeError: its pipe was written to after it died
+    ("exit", _stopped, "worker died (exit code 3)"),
+    ("stop", _stopped, "worker stopped answering: no reply within 2 s"),
+])
+def test_a_lost_worker_is_said_to_have_died_or_stopped_and_ends_with_close(
+        fail: str, before: Callable[[TimingWorker], None], said: str) -> None:
+    worker = TimingWorker(Told(fail=fail), threads=1)
+    try:
+        before(worker)
+        with pytest.raises(WorkerDied, match=re.escape(said)):
+            worker.block(ASK, deadline_s=2.0)
+        assert worker.lost
+    finally:
+        worker.close()
+    assert not alive(worker.process.pid)  # type: ignore[arg-type]  (a stopped one too: killed)
+
+
+def test_workers_outlive_a_killed_forkserver_and_the_next_starts_a_new_one() -> None:
+    """Workers watch the run, not the forkserver they were forked from; a block longer than the
+    watch's period finishes after the forkserver died."""
+    worker = TimingWorker(Told(call_s=3 * ORPHAN_CHECK_S), threads=1)
+    try:
+        worker.wait_ready()
+        server = _forkserver_pid()
+        assert server is not None
+        os.kill(server, signal.SIGKILL)
+        assert gone(server, 60)
+        reply = worker.block(Request(part=0, r=0, warmups=0, calls=1, min_time_s=0.0, keep=False))
+        assert reply.block.seconds > 0
+        other = TimingWorker(Told(), threads=1)
+        try:
+            assert other.block(ASK).block.calls_s and _forkserver_pid() != server
+        finally:
+            other.close()
+    finally:
+        worker.close()
+    assert not alive(worker.process.pid)  # type: ignore[arg-type]

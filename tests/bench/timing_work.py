@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +13,8 @@ from typing import Any
 @dataclass(frozen=True)
 class Told:
     label: str = "told"
-    fail: str = ""  # "build", "block": raise there; "exit": the worker dies in its block
+    call_s: float = 0.001  # how long a call sleeps
+    fail: str = ""  # "build", "block": raise there; "exit": the worker dies in its block; "stop": it stops (SIGSTOP)
 
     def build(self) -> ToldTarget:
         if self.fail == "build":
@@ -35,7 +37,9 @@ class ToldTarget:
             raise ZeroDivisionError(f"round {r} of part {part}")
         if self.work.fail == "exit":
             os._exit(3)
-        return lambda: (os.getpid(), part, r, os.environ.get("HARNESS_TEST_ENV"), self.warmed, time.sleep(0.001))
+        if self.work.fail == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return lambda: (os.getpid(), part, r, os.environ.get("HARNESS_TEST_ENV"), self.warmed, time.sleep(self.work.call_s))
 
     def notes(self) -> dict[str, Any]:
         return {"pid": os.getpid()}

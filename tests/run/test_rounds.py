@@ -17,7 +17,7 @@ from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, SPREAD
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
 from harness.bench.series import Round
-from harness.bench.worker import CannotStart, Reply, Request
+from harness.bench.worker import CannotStart, Reply, Request, WorkerDied
 from harness.run import rounds as rounding
 from harness.run.rounds import Pace, Rounds, Timeline
 from harness.run.subjects import Subject
@@ -33,7 +33,7 @@ class FakeWorker:
     def wait_ready(self) -> None:
         pass
 
-    def block(self, request: Request) -> Reply:
+    def block(self, request: Request, deadline_s: float = 0.0) -> Reply:
         self.asked.append((self.label, request))
         if self.label in self.fail:
             raise RuntimeError("ARPACK did not converge")
@@ -244,3 +244,23 @@ def test_a_point_whose_worker_cannot_start_is_its_own_error_and_the_others_are_t
     assert r.failures == {"x": "CannotStart: cannot start its worker: its environment (yours with 1 more) is "
                                 "263,670 bytes"}
     assert {label for label, _ in asked} == {"base"} and "x" not in r.workers
+
+
+@pytest.mark.parametrize("said", ["worker died (exit code -9)", "worker stopped answering: no reply within 130 s"])
+def test_a_lost_worker_keeps_the_rounds_it_timed_and_is_no_failure(
+        quiet: None, monkeypatch: pytest.MonkeyPatch, said: str) -> None:
+    noisy = [0.5, 0.8, 0.4, 0.9, 0.45, 0.85, 0.5, 0.7]
+    r, asked = rounds(["base", "x"], {"base": [1.0], "x": noisy}, spread=0.10, target=0.10)
+    block = FakeWorker.block
+
+    def losing(self: FakeWorker, request: Request, deadline_s: float = 0.0) -> Reply:
+        if self.label == "base" and sum(label == "base" for label, _ in self.asked) == 2:
+            raise WorkerDied(said)  # its third block
+        return block(self, request, deadline_s)
+
+    monkeypatch.setattr(FakeWorker, "block", losing)
+    r.run()
+    assert r.lost == {"base": said} and not r.failures
+    (base,), (x,) = r.subjects["base"], r.subjects["x"]
+    assert len(r.lines[id(base)].new) == 2 and len(r.lines[id(x)].new) >= 2
+    assert [label for label, _ in asked].count("base") == 2  # never asked again

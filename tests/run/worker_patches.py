@@ -7,7 +7,9 @@ does not survive a fork (a worker hung in GOMP_parallel inside torch's SVD)."""
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ COMPILE_LOG = "HARNESS_TEST_COMPILE_LOG"  # a file: torch.compile faked, each ca
 # first round (bench.budget.Budget.fits: a floor on a quiet machine always fits) and every compared
 # point is timed at least once; a test of what a point's timing records must not depend on the load
 QUIET = "HARNESS_TEST_QUIET"
+STOP = "HARNESS_TEST_STOP"  # "strategy=folder": in a timing worker, its compute writes the worker's pid into
+# folder and stops the worker (SIGSTOP), as a worker stuck in a kernel would
 MESSAGE = "ARPACK did not converge\nsecond line the table never shows"
 
 
@@ -49,6 +53,18 @@ if os.environ.get(QUIET):
     from harness.run import rounds
 
     rounds.condition_reasons = no_conditions  # type: ignore[assignment]
+
+
+def stopping(compute: Callable[..., Any], folder: Path) -> Callable[..., Any]:
+    """`compute`, but a timing worker (not the run's own process) stops itself first."""
+    def stopped(*args: Any, **kwargs: Any) -> Any:
+        if multiprocessing.parent_process() is not None:
+            (folder / str(os.getpid())).write_text("stopping")
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return compute(*args, **kwargs)
+    return stopped
+
+
 if name := os.environ.get(RAISE):
     from harness.strategies.registry import STRATEGIES
 
@@ -57,3 +73,9 @@ if log := os.environ.get(COMPILE_LOG):
     import torch
 
     torch.compile = fake_compile(Path(log))  # type: ignore[assignment]
+if stop := os.environ.get(STOP):
+    from harness.strategies.registry import STRATEGIES
+
+    name, _, folder = stop.partition("=")
+    kind = type(STRATEGIES[name])
+    kind.compute = stopping(kind.compute, Path(folder))  # type: ignore[method-assign]
