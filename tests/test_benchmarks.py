@@ -192,9 +192,9 @@ def test_the_crossover_check_runs_once_at_the_crossing_and_judges_its_intervals(
     a machine taken as quiet: a busy one may leave a strategy untimed): its verdict is the overlap
     of the two strategies' intervals in that run's own record."""
     from benchmarks.sweep_crossover import QUICK, main
-    from harness.run import rounds as rounding
     from harness.record.run_record import load_record
     from harness.record.sweep_record import point_timings, write_sweep
+    from harness.run import rounds as rounding
     from tests.run.test_sweep import known_sweep
 
     sweep = tmp_path / "sweep"
