@@ -48,18 +48,23 @@ EXIT_OK, EXIT_VERIFICATION_FAILED = 0, 3  # harness.cli.exit_codes: a failed che
 Point = dict[str, float]  # speedup, interval, busy, seconds, roof_gap, error (NaN: not measured)
 
 
-def points(experiment: str) -> list[str]:
-    """asv parameters: `experiment:analysis/strategy` of every timed point, the baseline first in
-    each analysis, from the spec as the planner reads it."""
+def timed_points(path: Path, sets: list[str]) -> list[str]:
+    """`analysis/strategy` of every point a run of the spec times, the baseline first in each
+    analysis, from the spec as the planner reads it."""
     from harness.plan.variants import points as variants
     from harness.spec import load_spec
     from harness.strategies.registry import BASELINES
 
-    path, sets, _budget = TRACKED[experiment]
     spec = load_spec(path, sets)
-    return [f"{experiment}:{analysis.label}/{v.strategy}{v.variant}" for analysis in spec.analysis
+    return [f"{analysis.label}/{v.strategy}{v.variant}" for analysis in spec.analysis
             for strategy in dict.fromkeys([analysis.baseline or BASELINES[analysis.op], *analysis.compare])
             for v in variants(strategy, analysis, spec)]
+
+
+def points(experiment: str) -> list[str]:
+    """asv parameters: `experiment:analysis/strategy` of every timed point of a tracked spec."""
+    path, sets, _budget = TRACKED[experiment]
+    return [f"{experiment}:{point}" for point in timed_points(path, sets)]
 
 
 def run_spec(path: Path, sets: list[str], budget: str, folder: Path) -> Path:

@@ -177,3 +177,51 @@ def test_the_report_suite_renders_the_main_jobs_run() -> None:
     bench.time_harness_report(folder)
     page = (Path(folder).parent / "report.html").read_text()
     assert "task_geometry" in page and page.count("<svg") >= 5
+
+
+def test_a_swept_value_at_a_crossing_keeps_the_swept_values_form() -> None:
+    from benchmarks.sweep_crossover import at_size
+
+    assert at_size([8, 16, 32], 31.4) == 31 and at_size([0.5, 1.0], 0.731) == 0.731
+    assert at_size([[1024, 256], [2048, 256]], 3000.2) == [3000, 256] and at_size([[64, 64], [96, 96]], 80) == [80, 80]
+
+
+def test_the_crossover_check_runs_once_at_the_crossing_and_judges_its_intervals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A known sweep (numpy and factored cross at rank ~31) checked by one tiny run at rank 31 (on
+    a machine taken as quiet: a busy one may leave a strategy untimed): its verdict is the overlap
+    of the two strategies' intervals in that run's own record."""
+    from benchmarks.sweep_crossover import QUICK, main
+    from harness.record.run_record import load_record
+    from harness.record.sweep_record import point_timings, write_sweep
+    from harness.run import rounds as rounding
+    from tests.run.test_sweep import known_sweep
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    write_sweep(known_sweep(), sweep)
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
+    code = main(["--quick", "--sweep", str(sweep), "--output", str(tmp_path / "out"), "--budget", "1s"])
+    [line] = [line for line in capsys.readouterr().out.splitlines() if " overtakes " in line]
+    record = load_record(tmp_path / "out" / "check-1")
+    assert record.spec["data"]["rank"] == 31 and record.spec["sweep"] == {} and record.passed
+    assert record.spec["data"]["modules"]["w"] == [40, 32] and "data.modules.w=[40, 32]" in QUICK
+    a, b = (next(t for t in point_timings(record) if t.strategy == s) for s in ("numpy", "factored"))
+    holds = a.low <= b.high and b.low <= a.high
+    assert code == (0 if holds else 1)
+    assert line.startswith("spectrum: numpy overtakes factored above rank 31.4 (") and ". At rank=31: numpy " in line
+    assert line.endswith("the crossover holds") if holds else "apart beyond their intervals" in line
+
+
+def test_a_sweep_without_a_crossover_has_nothing_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.sweep_crossover import main
+    from harness.record.sweep_record import write_sweep
+    from tests.run.test_sweep import known_sweep
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    write_sweep(known_sweep().model_copy(update={"crossovers": []}), sweep)
+    assert main(["--sweep", str(sweep), "--output", str(tmp_path / "out")]) == 2
+    assert "predicts no crossover" in capsys.readouterr().out
+    assert main(["--sweep", str(tmp_path / "none"), "--output", str(tmp_path / "out2")]) == 2
+    assert "cannot read a sweep record" in capsys.readouterr().err

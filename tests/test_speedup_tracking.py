@@ -104,3 +104,26 @@ def test_the_gate_interleaves_three_runs_and_exits_with_its_verdict(
     assert re.search(rf"^{re.escape(SLOW)} on {MACHINES[0]}: .*: {verdict}", out, re.M)
     assert re.search(r"^e:a/steady on .*: no change", out, re.M)
     assert "time: setup" in out and "load average" in out
+
+
+def test_the_scaling_suite_tracks_each_timed_strategys_exponent_of_a_valid_small_sweep(tmp_path: Path) -> None:
+    """Its points are the sweep's timed strategies, its sweep plans as `harness run` would run it,
+    and a sweep record's fits become the series (an unfitted strategy a NaN)."""
+    from benchmarks.scaling import BUDGET, SETS, SPEC, Exponents, exponents
+    from harness.bench.scaling import power_law
+    from harness.record.sweep_record import ScalingFit, SweepRecord, write_sweep
+    from harness.run.sweep import plan_sweep
+
+    assert Exponents.params == ["spectrum/numpy", "spectrum/factored"]
+    sweep = plan_sweep(SPEC, SETS, BUDGET)
+    assert sweep is not None and [p.values["data.rank"] for p in sweep.points] == [8, 32, 128]
+    sizes = [8.0, 32.0, 128.0]
+    fit = ScalingFit(analysis="spectrum", strategy="factored", axis="data.rank", sizes=sizes,
+                     power=power_law(sizes, [n**1.5 for n in sizes]), complexity="n log n", rms=0.1)
+    write_sweep(SweepRecord(experiment="sweep_rank", spec_path=str(SPEC), command="harness run", started="now",
+                            axes={"data.rank": [8, 32, 128]}, fits=[fit]), tmp_path)
+    cache = exponents(tmp_path)
+    bench = Exponents()
+    assert bench.track_exponent(cache, "spectrum/factored") == pytest.approx(1.5)
+    assert math.isnan(bench.track_exponent(cache, "spectrum/numpy"))
+    assert Exponents.track_exponent.unit == "exponent"  # type: ignore[attr-defined]

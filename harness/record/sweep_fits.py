@@ -10,9 +10,10 @@ import json
 import math
 from collections.abc import Iterator
 from itertools import combinations
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.bench.scaling import complexity_class, crossover, log_variance, power_law
+from harness.plan.sweep import SweepPoint
 from harness.record.sweep_record import PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord
 
 NEAR = 2.0  # a crossing this factor beyond the swept range is still reported ("near" it)
@@ -93,28 +94,45 @@ def crossings(fits: list[ScalingFit]) -> list[SweepCrossover]:
     return found
 
 
+class PlannerPick(NamedTuple):
+    """At one point, for one analysis: the plan's pick beside the fastest strategy measured."""
+
+    values: dict[str, Any]
+    analysis: str
+    chosen: str
+    fastest: str
+    ratio: float  # the pick's seconds over the fastest's
+    agrees: bool  # the pick is the fastest, or within its interval (their intervals overlap)
+
+
+def planner_picks(record: SweepRecord) -> list[PlannerPick]:
+    """Every point's pick for every analysis whose pick was timed there, in sweep order."""
+    picks = []
+    for p in record.points:
+        for analysis in dict.fromkeys(t.analysis for t in p.timings):
+            timed = {t.strategy: t for t in p.timings if t.analysis == analysis}
+            chosen = timed.get(p.chosen.get(analysis, ""))
+            if chosen is None:
+                continue
+            fastest = min(timed.values(), key=lambda t: t.seconds)
+            picks.append(PlannerPick(p.values, analysis, chosen.strategy, fastest.strategy,
+                                     chosen.seconds / fastest.seconds, chosen is fastest or chosen.low <= fastest.high))
+    return picks
+
+
 def planner_lines(record: SweepRecord) -> list[str]:
     """Per analysis: at how many points the plan's pick measured fastest (or within the fastest's
     interval), and the first point where it did not."""
     lines = []
-    for analysis in dict.fromkeys(t.analysis for p in record.points for t in p.timings):
-        agreed, judged, first = 0, 0, ""
-        for p in record.points:
-            timed = {t.strategy: t for t in p.timings if t.analysis == analysis}
-            chosen = timed.get(p.chosen.get(analysis, ""))
-            if chosen is None or not timed:
-                continue
-            fastest = min(timed.values(), key=lambda t: t.seconds)
-            judged += 1
-            if chosen is fastest or chosen.low <= fastest.high:
-                agreed += 1
-            elif not first:
-                label = ", ".join(f"{k}={json.dumps(v)}" for k, v in p.values.items())
-                first = (f"; at {label} it picked {chosen.strategy}, {fastest.strategy} measured "
-                         f"{chosen.seconds / fastest.seconds:.2g}x faster")
-        if judged:
-            lines.append(f"{analysis}: the plan's pick was the fastest measured (within its interval) at "
-                         f"{agreed} of {judged} points{first}")
+    picks = planner_picks(record)
+    for analysis in dict.fromkeys(pick.analysis for pick in picks):
+        mine = [pick for pick in picks if pick.analysis == analysis]
+        first = next((pick for pick in mine if not pick.agrees), None)
+        wrong = "" if first is None else (
+            f"; at {SweepPoint(values=first.values).label} it picked {first.chosen}, {first.fastest} measured "
+            f"{first.ratio:.2g}x faster")
+        lines.append(f"{analysis}: the plan's pick was the fastest measured (within its interval) at "
+                     f"{sum(pick.agrees for pick in mine)} of {len(mine)} points{wrong}")
     return lines
 
 

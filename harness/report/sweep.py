@@ -13,7 +13,7 @@ from harness.base.atomic import write_atomic
 from harness.base.units import format_seconds
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import axis_name, growth
+from harness.record.sweep_fits import axis_name, growth, planner_picks
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
 
 POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
@@ -65,6 +65,21 @@ def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
     return rows
 
 
+PICK_COLUMNS = ("point", "analysis", "planner's pick", "fastest measured", "agrees")
+
+
+def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
+    """At each point, for each analysis: the plan's pick, the fastest measured, and whether they
+    agree (the same, or the pick within the fastest's interval)."""
+    rows = []
+    for pick in planner_picks(record):
+        agrees = ("yes" if pick.chosen == pick.fastest else "yes, within its interval" if pick.agrees
+                  else f"no: {pick.ratio:.2g}x slower")
+        rows.append(dict(zip(PICK_COLUMNS, (SweepPoint(values=pick.values).label, pick.analysis, pick.chosen,
+                                            pick.fastest, agrees))))
+    return rows
+
+
 def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
     return [{"analysis": f.analysis, "strategy": f.strategy, "axis": f.axis, "fixed": json.dumps(f.fixed),
              "points": f.power.points, "exponent": f.power.exponent, "low": f.power.low, "high": f.power.high,
@@ -75,6 +90,9 @@ def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
 def sweep_markdown(record: SweepRecord) -> str:
     lines = [f"# Sweep {record.experiment}", "", f"`{record.command}`", ""]
     lines += [f"- {line}" for line in sweep_lines(record)]
+    if picks := pick_rows(record):
+        lines += ["", f"| {' | '.join(PICK_COLUMNS)} |", "|---|---|---|---|---|"]
+        lines += [f"| {' | '.join(_cell(row[c]) for c in PICK_COLUMNS)} |" for row in picks]
     lines += ["", "| point | analysis | strategy | per matrix | 95% interval | model |", "|---|---|---|---|---|---|"]
     for r in point_rows(record):
         interval = f"{format_seconds(r['low'])}-{format_seconds(r['high']) if math.isfinite(r['high']) else 'inf'}"

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from markupsafe import Markup
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.base.atomic import write_atomic
@@ -16,7 +17,7 @@ from harness.record.sweep_fits import axis_name, size_of
 from harness.record.sweep_record import ScalingFit, SweepRecord, load_sweep
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
-from harness.report.sweep import point_rows, sweep_lines
+from harness.report.sweep import pick_rows, point_rows, sweep_lines
 
 REPORT = "report.html"
 CHART_INCHES = (9.0, 4.2)  # 864 x 403 px at 96 dpi: inside the page's 1280 px
@@ -48,19 +49,30 @@ def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
         lo, hi = min(fit.sizes), max(fit.sizes)
         line = [lo * (hi / lo) ** (j / 20) for j in range(21)]
         ax.plot(line, [fit.power.at(n) for n in line], "-", color=bars[0].get_color(), linewidth=1)
-    for c in record.crossovers:
-        if (c.analysis, c.axis, c.fixed) == (first.analysis, first.axis, first.fixed):
-            ax.axvline(c.crossing.size, color="#555", linestyle="--", linewidth=1)
-            ax.axvspan(max(c.crossing.low, ax.get_xlim()[0]), min(c.crossing.high, ax.get_xlim()[1]),
-                       color="#999", alpha=0.12)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _mark_crossovers(ax, record, first)
     _log_axis(ax.yaxis, seconds=True)
     _log_axis(ax.xaxis)
     ax.set_xlabel(first.axis)
     ax.set_ylabel("seconds per matrix")
     ax.legend(fontsize=8, loc="best")
     return fig
+
+
+def _mark_crossovers(ax: Axes, record: SweepRecord, first: ScalingFit) -> None:
+    """Each crossover of the chart's fits: a dashed line at the crossing and a band over its
+    interval, clipped to the chart (whose range takes in a crossing near the swept one)."""
+    mine = [c for c in record.crossovers if (c.analysis, c.axis, c.fixed) == (first.analysis, first.axis, first.fixed)]
+    if not mine:
+        return
+    low, high = ax.get_xlim()
+    low, high = min(low, *(c.crossing.size / 1.2 for c in mine)), max(high, *(c.crossing.size * 1.2 for c in mine))
+    for c in mine:
+        ax.axvspan(max(c.crossing.low, low), min(c.crossing.high, high), color="#bbb", alpha=0.45, linewidth=0,
+                   label=f"{c.a} overtakes {c.b} (95%)")
+        ax.axvline(c.crossing.size, color="#555", linestyle="--", linewidth=1)
+    ax.set_xlim(low, high)
 
 
 def render_sweep(record: SweepRecord) -> str:
@@ -71,7 +83,8 @@ def render_sweep(record: SweepRecord) -> str:
                        "svg": Markup(to_svg(scaling_figure(record, fits)))})
     rows = point_rows(record)
     return environment().get_template("sweep.html.j2").render(record=record, lines=sweep_lines(record),
-                                                               charts=charts, rows=rows)
+                                                               charts=charts, rows=rows,
+                                                               picks=pick_rows(record))
 
 
 def write_sweep_report(folder: Path) -> Path:

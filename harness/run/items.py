@@ -36,7 +36,7 @@ def placed(plan: Plan, step: Step, timed: Timed, a: Allocation, groups: dict[str
     assert bench is not None
     if step.op == "pca":
         positions = layout()
-        shape, rank, per_call, total = position_shape(positions), None, 1, len(positions.positions)
+        shape, rank, per_call, total = position_shape(positions), layout_rank(positions), 1, len(positions.positions)
     else:
         g = groups[a.group]
         shape, rank, per_call, total = g.shape, g.rank, a.matrices, len(g)
@@ -44,6 +44,14 @@ def placed(plan: Plan, step: Step, timed: Timed, a: Allocation, groups: dict[str
                 rank=rank, dtype=plan.dtype, device=timed.device, threads=bench.threads,
                 width=width(STRATEGIES[timed.strategy].fans_out, plan.workers, per_call))
     return item, total
+
+
+def layout_rank(layout: AdapterLayout) -> int | None:
+    """A PCA's rank as its pooled rounds are keyed: its positions' mean LoRA rank, rounded (None
+    for dense deltas). A position's shape says nothing of it, yet factored_gram's cost grows as
+    rank^2 and dual_gram's forming of each delta as rank: rounds timed at one rank are not another's."""
+    ranks = [p.rank for p in layout.positions if p.rank is not None]
+    return round(sum(ranks) / len(ranks)) if ranks else None
 
 
 def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str) -> str | None:

@@ -4,8 +4,10 @@
     const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
     return w > 1 && h > 1;
   }
-  const out = {innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, wide: [], overlaps: []};
+  const out = {innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, wide: [], overlaps: [],
+               measured: []};
   document.querySelectorAll("table, pre, .chart, dl").forEach((el, i) => {
+    if (el.id) out.measured.push(el.id);
     if (el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > window.innerWidth)
       out.wide.push(el.tagName + "#" + i + " " + el.scrollWidth + ">" + el.clientWidth + " right " + el.getBoundingClientRect().right);
   });

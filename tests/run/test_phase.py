@@ -85,6 +85,22 @@ def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, quiet:
         assert max(high / pooled.speedup - 1, 1 - low / pooled.speedup) <= 0.01
 
 
+@pytest.mark.parametrize("strategy", ["factored_gram", "dual_gram"])
+def test_a_pcas_rounds_at_one_rank_are_not_pooled_at_another(strategy: str, tmp_path: Path, quiet: None) -> None:
+    """A position's shape is the same at every rank, its cost is not (factored_gram's grows as
+    rank^2, dual_gram's forming of the deltas as rank): a rank sweep must not reuse one rank's
+    rounds at another. The same rank pools them."""
+    pca = (f"analysis=[{{op='pca', components=2, strategy='{strategy}', baseline='{strategy}', "
+           f"compare=['{strategy}']}}]")
+    spec = ["--no-cache", "--set", pca, "--set", "benchmark.target='100%'"]  # any interval at all resolves
+    for name, rank in (("a", 4), ("b", 8), ("c", 8)):
+        assert main(["run", SMOKE, "-o", str(tmp_path / name), *spec, "--set", f"data.rank={rank}"]) == 0
+    timed = {name: load_record(tmp_path / name).analyses[0].timings[0] for name in "abc"}
+    assert [t.strategy for t in timed.values()] == [strategy] * 3
+    assert timed["b"].rounds_pooled == 0 and not timed["b"].cached
+    assert timed["c"].rounds_pooled > 0
+
+
 def test_an_old_spec_key_reads_as_the_target(tmp_path: Path, quiet: None) -> None:
     assert main(["run", SMOKE, "-o", str(tmp_path / "a"), "--no-cache", *ONE,
                  "--set", "benchmark.precision='100%'"]) == 0

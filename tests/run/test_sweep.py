@@ -12,7 +12,8 @@ import pytest
 
 from harness.cli import main as cli
 from harness.record.run_record import load_record
-from harness.record.sweep_record import SWEEP_RECORD, load_sweep
+from harness.record.sweep_fits import fit_sweep
+from harness.record.sweep_record import SWEEP_RECORD, PointRecord, PointTiming, SweepRecord, load_sweep
 from tests.conftest import CONFIGS
 
 EXAMPLE = str(CONFIGS / "sweep_rank.toml")
@@ -89,8 +90,11 @@ def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep
     timed = {t.strategy for p in record.points for t in p.timings}
     assert set(fits) == {s for s in timed if sum(s in {t.strategy for t in p.timings} for p in record.points) >= 2}
     assert all(f.axis == "data.rank" and f.sizes for f in fits.values())
-    # the cost model's own exponents: LAPACK is blind to the rank, factored is not
+    # the cost model's own: LAPACK is blind to the rank, factored is not (at these tiny shapes its
+    # fixed overhead outweighs its flops, so its exponent is near 0 too, yet its estimate rises)
     assert fits["numpy"].model is not None and fits["numpy"].model.exponent == pytest.approx(0.0, abs=0.05)
+    modelled = [t.model_s for p in record.points for t in p.timings if t.strategy == "factored"]
+    assert "factored" not in fits or modelled == sorted(set(modelled))  # type: ignore[type-var]
     assert "spectrum, numpy: cost grows as rank^" in shown  # the terminal leads with the exponents
     assert shown.index("cost grows as") < shown.index("results: ")
     for name in (SWEEP_RECORD, "points.csv", "fits.csv", "sweep.md", "report.html"):
@@ -98,10 +102,54 @@ def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep
     assert len(lines_of((folder / "points.csv").read_text())) == 1 + sum(len(p.timings) for p in record.points)
 
 
+def known_sweep() -> SweepRecord:
+    """numpy at 1 ms whatever the rank, factored at 1 us * rank^2 (each within 3%): they cross at
+    rank ~32; the plan picked factored everywhere, so it is wrong at ranks 64 and 128."""
+    points = []
+    for i, rank in enumerate([8, 16, 32, 64, 128]):
+        wobble = 1 + 0.03 * (-1) ** i
+        timings = [PointTiming(analysis="spectrum", strategy=name, seconds=s, low=s / 1.1, high=s * 1.1)
+                   for name, s in (("numpy", 1e-3 / wobble), ("factored", 1e-6 * rank**2 * wobble))]
+        points.append(PointRecord(values={"data.rank": rank}, folder=f"rank-{rank}", complete=True, passed=True,
+                                  chosen={"spectrum": "factored"}, timings=timings))
+    record = SweepRecord(experiment="known", spec_path="known.toml", command="harness run known.toml",
+                         started="now", axes={"data.rank": [8, 16, 32, 64, 128]}, points=points)
+    return fit_sweep(record)
+
+
+def test_the_planners_picks_and_the_crossover_are_shown_in_every_output(tmp_path: Path) -> None:
+    from harness.report.sweep import pick_rows, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()
+    [crossing] = record.crossovers
+    assert (crossing.a, crossing.b, crossing.inside) == ("numpy", "factored", True)
+    assert crossing.crossing.low < 32 < crossing.crossing.high
+    rows = pick_rows(record)
+    assert [(r["point"], r["planner's pick"], r["fastest measured"], r["agrees"][:3]) for r in rows] == [
+        ("data.rank=8", "factored", "factored", "yes"), ("data.rank=16", "factored", "factored", "yes"),
+        ("data.rank=32", "factored", "numpy", "yes"), ("data.rank=64", "factored", "numpy", "no:"),
+        ("data.rank=128", "factored", "numpy", "no:")]
+    assert rows[2]["agrees"] == "yes, within its interval" and rows[4]["agrees"] == "no: 17x slower"
+    assert record.planner == ["spectrum: the plan's pick was the fastest measured (within its interval) at 3 of 5 "
+                              "points; at data.rank=64 it picked factored, numpy measured 3.9x faster"]
+    assert "| data.rank=64 | spectrum | factored | numpy | no: 3.9x slower |" in sweep_markdown(record)
+    page = render_sweep(record)
+    assert 'id="planner"' in page and page.count("<tr>") == 1 + 5 + 1 + 2 + 1 + 10  # picks, fits, points
+    assert "numpy overtakes factored (95%)" in page  # the crossover's band, in the chart's legend
+
+
 @pytest.mark.browser
 def test_the_sweep_page_fits_1280_px(tiny_sweep: tuple[Path, str], tmp_path: Path) -> None:
-    from tests.report.test_browser import assert_laid_out
+    """The tiny sweep's page and a known sweep's (a crossover band, a planner who is wrong):
+    every table, the planner's included, and every chart inside 1280 px, no label over another."""
+    from harness.report.sweep_page import render_sweep
+    from tests.report.test_browser import assert_laid_out, laid_out
 
     page = tiny_sweep[0] / "report.html"
     assert page.read_text().count("<svg") == 1  # one chart: one analysis, one axis
     assert_laid_out(page, tmp_path)
+    known = tmp_path / "known.html"
+    known.write_text(render_sweep(known_sweep()))
+    assert_laid_out(known, tmp_path)
+    assert "planner" in laid_out(known, tmp_path)["measured"]

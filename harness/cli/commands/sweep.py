@@ -14,7 +14,7 @@ from harness.base.progress import Display
 from harness.base.units import format_seconds
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED
-from harness.report.sweep import sweep_lines, write_sweep_exports
+from harness.report.sweep import PICK_COLUMNS, pick_rows, sweep_lines, write_sweep_exports
 from harness.run.session import RunOptions
 from harness.run.sweep import SweepPlan, plan_sweep, run_sweep
 
@@ -53,6 +53,11 @@ def run(args: argparse.Namespace, sweep: SweepPlan) -> int:
     write_sweep_exports(record, folder)
     for line in sweep_lines(record):
         say(escape(line))
+    if picks := pick_rows(record):
+        table = Table(*PICK_COLUMNS, title="the planner's pick at each point")
+        for row in picks:
+            table.add_row(*(escape(row[c]) for c in PICK_COLUMNS))
+        out.print(table)
     out.print(f"results: {folder}", markup=False, highlight=False, soft_wrap=True)
     if args.report:
         from harness.report.sweep_page import write_sweep_report  # matplotlib: only when a report is asked for
