@@ -26,8 +26,7 @@ import multiprocessing.forkserver
 import os
 import signal
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
@@ -35,6 +34,7 @@ from typing import Any, Protocol
 from threadpoolctl import threadpool_limits
 
 from harness.base.processes import die_with, end, gone, importable_main
+from harness.bench.environment import check_fits, environment
 from harness.bench.measure import Block, measure
 from harness.bench.quiet import descendants, settle
 from harness.bench.threads import pinned
@@ -218,48 +218,6 @@ def _send_error(conn: Connection, exc: Exception) -> None:
             pass
 
 
-ARG_STRLEN = 32 * 4096  # Linux's MAX_ARG_STRLEN: the longest one string (NAME=value) exec takes
-SPAWN_SLACK = 4096  # bytes for the interpreter's command line and its pointers
-
-
-class CannotStart(RuntimeError):
-    """A point's worker cannot start: its environment is more than exec takes."""
-
-
-def _check_fits(env: dict[str, str]) -> None:
-    """Raises CannotStart when os.environ with `env` on top is more than exec takes (E2BIG).
-    multiprocessing never sees exec fail: it hands the dead child its pickled work down a pipe
-    nobody reads, and a run with 600 KB of variables (`ulimit -s 1024`) waited there for good."""
-    strings = [f"{name}={value}".encode(errors="surrogateescape") for name, value in {**os.environ, **env}.items()]
-    total = sum(len(s) + 1 + 8 for s in strings) + SPAWN_SLACK  # each string, its NUL and its pointer
-    longest = max((len(s) + 1 for s in strings), default=0)
-    limit = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else total
-    if longest > ARG_STRLEN:
-        raise CannotStart(f"cannot start its worker: a variable of its environment is {longest:,} bytes, more than "
-                          f"the {ARG_STRLEN:,} a process starts with")
-    if total > limit:
-        raise CannotStart(f"cannot start its worker: its environment (yours with {len(env)} more) is {total:,} "
-                          f"bytes, more than the {limit:,} this system starts a process with (`ulimit -s` sets it)")
-
-
-@contextmanager
-def _environment(env: dict[str, str] | None) -> Iterator[None]:
-    """os.environ with `env` on top while a spawned child starts (it copies it at exec)."""
-    if not env:
-        yield
-        return
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 _LIVE: weakref.WeakSet[TimingWorker] = weakref.WeakSet()
 
 
@@ -280,7 +238,7 @@ class TimingWorker:
         # forked from the forkserver, never from this process: an OpenMP pool this process has used
         # does not survive a fork (a worker forked from the test suite hung in torch's SVD)
         if env:
-            _check_fits(env)
+            check_fits(env)
         ctx = multiprocessing.get_context("spawn") if env else multiprocessing.get_context("forkserver")
         self.label = work.label
         self.env = dict(env or {})
@@ -292,7 +250,7 @@ class TimingWorker:
         self.lost = False  # it died or stopped answering: ended, never asked again
         self._asked = False  # a request is out, unanswered
         try:
-            with _environment(env), importable_main():
+            with environment(env), importable_main():
                 self.process.start()
         except (EOFError, OSError) as exc:  # its forkserver died under it
             self.lost = True

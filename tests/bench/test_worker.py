@@ -15,7 +15,8 @@ import pytest
 
 from harness.base.processes import ORPHAN_CHECK_S, alive, gone
 from harness.bench.quiet import settle
-from harness.bench.worker import CannotStart, Request, TimingWorker, WorkerDied, _forkserver_pid
+from harness.bench.environment import CannotStart
+from harness.bench.worker import Request, TimingWorker, WorkerDied, _forkserver_pid
 from tests.bench.timing_work import Told
 
 ASK = Request(part=1, r=0, warmups=1, calls=3, min_time_s=0.0, keep=True)

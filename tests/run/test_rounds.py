@@ -17,7 +17,8 @@ from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, SPREAD
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
 from harness.bench.series import Round
-from harness.bench.worker import CannotStart, Reply, Request, WorkerDied
+from harness.bench.environment import CannotStart
+from harness.bench.worker import Reply, Request, WorkerDied
 from harness.run import rounds as rounding
 from harness.run.rounds import Pace, Rounds, Timeline
 from harness.run.subjects import Subject
