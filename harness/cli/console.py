@@ -8,8 +8,19 @@ import sys
 from rich.console import Console
 
 WIDE = 160  # tables are unreadable at the 80 columns rich assumes without a terminal
-out = Console(width=None if sys.stdout.isatty() else WIDE)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else WIDE)
+
+
+class _Console(Console):
+    """rich answers a closed pipe with SystemExit(1), which reads as `compare`'s regression code:
+    the BrokenPipeError goes on to the launcher instead, which exits 141 as `yes | head` does."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(width=None if sys.stdout.isatty() else WIDE)
+err = _Console(stderr=True, width=None if sys.stderr.isatty() else WIDE)
 
 
 def say(line: str, console: Console = out) -> None:

@@ -1,5 +1,6 @@
 """Comparing runs of one spec: per analysis, point and shape group, B's time per matrix over A's
-with a 95% interval, and whether they differ. A point is the whole of what was timed (the
+with an interval at the test's own level (99% for p < 0.01: the interval excludes 1 exactly when
+the test calls the change significant), and whether they differ. A point is the whole of what was timed (the
 strategy, its precision, compiled or not, its environment: plan.model.Point): keyed by the
 strategy alone, A's plain numpy was compared with B's numpy in an environment of its own, and
 `gram_eigh@float32` with `gram_eigh@float64`. What does not pair is listed by its whole label.
@@ -10,8 +11,9 @@ of one process are correlated, and treating ~200 of them as independent called i
 two runs of identical code different more often than the 1% asked. Each side's rounds are grouped
 by the run that timed them: its mean log seconds over runs, or for one run its rounds' mean widened
 by the between-run spread the machine showed for that item (recorded with the timing, else
-bench.statistics.DEFAULT_SPREAD), Welch-Satterthwaite between the sides. Rounds both runs share
-(pooled from the same earlier run) are left out, so a run is never tested against itself.
+bench.statistics.DEFAULT_SPREAD), Welch-Satterthwaite between the sides. Rounds B pooled from a
+run A also holds count for A only, so a run is never tested against itself, and a B that pooled
+A's rounds and timed its own is tested on its own against A (not "0 rounds on A's side").
 A change is reported when p < ALPHA and the ratio is beyond FACTOR (asv's rule, `asv compare
 --factor`); otherwise the difference is "not significant", which is not "the same".
 
@@ -29,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from harness.bench.measure import Measurement
-from harness.bench.series import by_run
+from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, run_difference
 from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
@@ -60,13 +62,13 @@ class GroupComparison(BaseModel):
     group: str
     median_a_s: float
     median_b_s: float
-    n_a: int  # rounds of A in the test (those B shares are left out)
-    n_b: int
+    n_a: int  # rounds of A in the test
+    n_b: int  # rounds of B in the test: those of runs A also holds are left out
     runs_a: int = 1  # the runs those rounds came from: the test's replicates
     runs_b: int = 1
-    shared: int = 0  # rounds both runs hold (pooled from the same earlier run): not tested
+    shared: int = 0  # rounds of B from runs A holds (pooled): tested on A's side only
     ratio: float  # B over A per matrix (geometric means of the rounds): above 1 is slower
-    ratio_ci: tuple[float, float] | None  # its 95% interval (Welch's t on log seconds)
+    ratio_ci: tuple[float, float] | None  # its interval at 1 - alpha (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
     change: Change
     unstable: list[str]  # "A: reason", "B: reason": why either measurement is unreliable
@@ -123,6 +125,20 @@ class Comparison(BaseModel):
         """Rows the test cannot judge, whatever their rounds say."""
         return [r for r in self.rows if r.change == "too few rounds"]
 
+    @property
+    def not_judged(self) -> str | None:
+        """Why groups were not judged and what to do next, in one line; None when every group was."""
+        few = self.too_few
+        if not few:
+            return None
+        head = f"{'not gated' if self.gate else 'not judged'}: {len(few)} of {len(self.rows)} groups"
+        if all(r.shared and r.n_b == 0 for r in few):
+            return (f"{head}: B timed none of them itself, every round it holds was pooled from A; time B anew: "
+                    "harness run SPEC -o FOLDER --force --fresh")
+        return (f"{head} have fewer than {MIN_ROUNDS} rounds on a side (a round times each strategy once), too "
+                "few for a test; for a verdict give each run more time: harness run SPEC -o FOLDER --force --fresh "
+                "--budget 30s")
+
 
 class CompareOutput(BaseModel):
     """What `harness compare --json` prints: every comparison and the gate's overall verdict."""
@@ -154,11 +170,13 @@ def compare_rounds(
     spread: float = DEFAULT_SPREAD,
 ) -> tuple[float, tuple[float, float] | None, float | None, Change]:
     """B over A from seconds by round id, its interval and the p value with the run as the unit
-    (bench.statistics.run_difference), and the verdict."""
+    (bench.statistics.run_difference), and the verdict. The interval is at level 1 - alpha, the
+    test's own: it excludes 1 exactly when p < alpha (a 95% interval beside p < 0.01 showed
+    "0.583 (0.394-0.861), not significant")."""
     if not a or not b:
         return math.nan, None, None, "too few rounds"
     interval, p = run_difference(by_run({r: math.log(s) for r, s in a.items()}),
-                                 by_run({r: math.log(s) for r, s in b.items()}), spread)
+                                 by_run({r: math.log(s) for r, s in b.items()}), spread, level=1 - alpha)
     if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS or p is None:
         return interval.estimate, None, None, "too few rounds"
     if p >= alpha or 1 / factor < interval.estimate < factor:
@@ -207,11 +225,11 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
 def _group(
     analysis: str, ta: StrategyTiming, ga: GroupTiming, gb: GroupTiming, alpha: float, factor: float, gate: bool
 ) -> GroupComparison:
-    """One shape group of one point, B against A; rounds both hold are left out of the test."""
-    ra, rb = _rounds(ga), _rounds(gb)
-    shared = set(ra) & set(rb)
-    a = {r: s for r, s in ra.items() if r not in shared}
-    b = {r: s for r, s in rb.items() if r not in shared}
+    """One shape group of one point, B against A; B's rounds from a run A holds count for A only."""
+    a, rb = _rounds(ga), _rounds(gb)
+    runs_of_a = {run_of(r) for r in a}
+    b = {r: s for r, s in rb.items() if run_of(r) not in runs_of_a}
+    shared = set(rb) - set(b)
     spreads = [x for x in (ga.spread, gb.spread) if x is not None]
     ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
     median_a, median_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled

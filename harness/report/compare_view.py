@@ -23,12 +23,23 @@ COMPARE_OPTIONAL = ("p", "A per matrix", "B per matrix", "group")
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:
-    """`B against A: 2 slower, 1 faster, 13 not significant (16 groups)`, asv compare's count."""
+    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significantly different`, asv compare's
+    count; the groups the test could not judge are named as such, never a count of "too few"."""
     counts = Counter(r.change for r in c.rows)
-    parts = [f"{counts[change]} {change}" for change in CHANGES if counts[change]] or ["nothing to compare"]
+    judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
+    if counts["not significant"]:
+        judged.append(f"{counts['not significant']} not significantly different")
+    if counts["too few rounds"]:
+        judged.append(f"{counts['too few rounds']} not judged (too few rounds, below)" if judged
+                      else "none judged (too few rounds, below)")
     where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
     unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
-    return f"{where}: {', '.join(parts)} ({plural(len(c.rows), 'group')}){unmatched}"
+    return f"{where}, {plural(len(c.rows), 'group')}: {', '.join(judged) or 'nothing to compare'}{unmatched}"
+
+
+def level(c: Comparison) -> str:
+    """The intervals' level, the test's own (1 - alpha): `99%`."""
+    return f"{100 * (1 - c.alpha):g}%"
 
 
 def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
@@ -37,10 +48,11 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
     if explain:
         table.caption = (
             f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nB / A: per matrix, the geometric "
-            f"means of the rounds, with a 95% interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} "
-            f"and B/A beyond {c.factor}x either way. Rounds both runs share (pooled from one earlier run) are left out."
-            " A point pairs only with the same strategy, precision, compilation and environment.")
-    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", "B / A (95% CI)", "rounds A, B", "p",
+            f"means of the rounds, with a {level(c)} interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} "
+            f"(so the interval excludes 1) and B/A beyond {c.factor}x either way. rounds A, B: each run's rounds in "
+            "the test (a round times each strategy once); rounds B pooled from a run A holds count for A only "
+            "(\"pooled\"). A point pairs only with the same strategy, precision, compilation and environment.")
+    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", f"B / A ({level(c)} CI)", "rounds A, B", "p",
                    "change"):
         table.add_column(column)
     for i, r in enumerate(c.rows):
@@ -51,7 +63,7 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
         table.add_row(
             escape(r.analysis) if first else "", escape(r.strategy + r.variant), escape(r.group),
             *map(value, (format_seconds(r.median_a_s), format_seconds(r.median_b_s), f"{r.ratio:.3g}{ci}",
-                         f"{r.n_a}, {r.n_b}" + (f" ({r.shared} shared)" if r.shared else ""),
+                         f"{r.n_a}, {r.n_b}" + (f" (+{r.shared} pooled)" if r.shared else ""),
                          "-" if r.p_value is None else f"{r.p_value:.1e}",
                          f"[{style}]{r.change}[/]" if style else r.change)),
             end_section=last,

@@ -142,6 +142,6 @@ def test_the_compare_screen_fits_whole(width: int, tmp_path: Path) -> None:
     c = compare_records(a, b, ("runs/a", "runs/b"))
     lines = unstable_lines(c)
     text = assert_fits([summary_line(c), compare_table(c), *lines], width)
-    assert text.startswith("B against A: ") and f"({len(c.rows)} groups)" in text.splitlines()[0]
+    assert text.startswith(f"B against A, {len(c.rows)} groups: ")
     unstable = [r for r in c.rows if r.unstable]
     assert unstable and len(lines) < len(unstable)  # one line per cause, not per group

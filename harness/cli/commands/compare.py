@@ -13,7 +13,6 @@ from harness.cli.outputs import check_output, writing
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from harness.record.run_record import load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
-from harness.report.compare import MIN_ROUNDS as MIN_COMPARE_ROUNDS
 from harness.report.compare_view import compare_table, summary_line, unstable_lines
 
 
@@ -46,18 +45,15 @@ def _ratio(text: str) -> float:
 
 
 def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, str]]:
-    """(text, style): what did not pair, each regression, the unstable groups by cause (each with `verbose`), and a
-    note when rows have too few rounds: without it a gate that cannot fire would look like one
-    that passed."""
+    """(text, style): what did not pair, each regression, the unstable groups by cause (each with `verbose`), and
+    which groups were not judged and what to do next: without it a gate that cannot fire would look
+    like one that passed, and a comparison would end on a count with no way on."""
     where = f" ({c.b.folder})" if several else ""
     lines = [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
     lines += [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
     lines += [(u + where, "yellow") for u in unstable_lines(c, verbose)]
-    if c.gate and (few := c.too_few):
-        fewest = min(min(r.n_a, r.n_b) for r in few)
-        lines.append((f"not gated: {len(few)} of {len(c.rows)} groups have too few rounds to test (fewest {fewest} "
-                      f"a side not shared with the other run, it needs {MIN_COMPARE_ROUNDS}: run each side with "
-                      f"more --budget, or --fresh so that they share none){where}", "yellow"))
+    if c.not_judged:
+        lines.append((c.not_judged + where, "yellow"))
     lines += [(f"inconclusive: {why}{where}", "bold yellow") for why in c.inconclusive]
     return lines
 
