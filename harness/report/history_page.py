@@ -75,8 +75,9 @@ def headline(found: dict[tuple[str, str], dict[str, Side]], axis: Axis, since: s
             judged.append(judge(machine, point, by_commit.get(since, Side(commit=since, speedup=None)), latest))
     counts = {v: sum(j.verdict == v for j in judged) for v in ("regression", "improvement", "no change", "inconclusive")}
     listed = [(j, anchor(*split_point(j.point)[:2])) for j in judged if j.verdict in ("regression", "improvement")]
-    return {"since": since, "counts": counts, "changes": listed,
-            "machines": sorted({j.machine for j in judged}, key=axis.machines.index)}
+    measured = {machine for (machine, _), by in found.items() if axis.latest(by) is not None}
+    return {"since": since, "counts": counts, "changes": listed, "judged": len(judged),
+            "machines": sorted(measured, key=axis.machines.index)}
 
 
 def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> tuple[Trend, list[Judged]]:
@@ -103,7 +104,8 @@ def baselines(all_series: Sequence[Series]) -> dict[tuple[str, str], str]:
 def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[str, str], float],
              axis: Axis, baseline: dict[tuple[str, str], str]) -> list[dict[str, object]]:
     """Per analysis: a speedup chart per kind of machine, its judged steps, and the machines side by side."""
-    keyed = sorted(found, key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
+    keyed = sorted((k for k, by in found.items() if axis.latest(by) is not None),  # an all-NaN point: no line, no row
+                   key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
     out: list[dict[str, object]] = []
     for (experiment, analysis), group in itertools.groupby(keyed, key=lambda k: split_point(k[1])[:2]):
         keys = list(group)
@@ -126,6 +128,13 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
         out.append({"anchor": anchor(experiment, analysis), "title": f"{experiment}: {analysis}", "panels": panels,
                     "steps": marked, "machines": machines, "table": table})
     return out
+
+
+def unmeasured(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> list[str]:
+    """`bench_dense: svd_topk` for each analysis no commit measured a speedup of on any machine:
+    a line saying so in place of an empty chart and a table of "-"."""
+    drawn = {split_point(p)[:2] for (_, p), by in found.items() if axis.latest(by) is not None}
+    return [f"{e}: {a}" for e, a in sorted({split_point(p)[:2] for _, p in found} - drawn)]
 
 
 def latest_values(all_series: Sequence[Series], name: str) -> dict[tuple[str, str], float]:
@@ -180,7 +189,7 @@ def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, s
     start = since or next((c for c in axis.commits if any(c in by for by in found.values())), "")
     html = environment().get_template("history.html.j2").render(
         headline=headline(found, axis, start) if found else None,
-        analyses=analyses(found, shares, axis, baselines(all_series)),
+        analyses=analyses(found, shares, axis, baselines(all_series)), unmeasured=unmeasured(found, axis),
         roofs=roofs(all_series, axis), raw=raw(all_series, axis), results_dir=str(results_dir),
         commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu)
     write_atomic(path, lambda fh: fh.write(html.encode()))

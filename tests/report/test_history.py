@@ -235,3 +235,21 @@ def test_asv_results_are_data(ratio: list[float], interval: list[float], point: 
         assert warning.startswith("warning: 1 asv result skipped: ") and said in warning and page.exists()
     if point != "e:a/fast":  # drawn as written (asv keeps a parameter's repr: its backslash doubled)
         assert re.search(r"<svg.*>\$\\+fakecmd\{x\}\$</text>", page.read_text(), re.DOTALL)
+
+
+def test_one_commit_names_its_machines_and_an_unmeasured_analysis_gets_a_line(tmp_path: Path) -> None:
+    """"Since 71972c3c: 0 regressions, 0 improvements, on no machine." with vm-cpu there, and an empty
+    chart over a table of "-" for a point no run measured (issue 48)."""
+    root = tmp_path / "one"
+    points = ["e:spectrum/fast", "e:svd_topk/gone"]
+    names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
+    write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
+                                       "params": [[repr(p) for p in points]], "version": "1"} for name in names.values()})
+    write_run(root, "vm-cpu", 0, {names[t]: [[v, None], [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
+                                  for t, v in zip(TRACKS, (0.5, 1.3, 0.0))})
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    headline = page[page.index('id="headline"'):page.index("<nav>")]
+    assert re.search(r"Only <code>00ababab</code> has results, on\s+vm-cpu: nothing to compare it with yet", headline)
+    assert "no machine" not in page
+    assert ">e: spectrum</h3>" in page and ">e: svd_topk</h3>" not in page and page.count("<svg") == 1
+    assert "No speedup measured at any commit, on any machine, so no chart: e: svd_topk" in page
