@@ -14,6 +14,7 @@ from markupsafe import Markup, escape
 VIRIDIS = ("#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70", "#7ad151",
            "#bddf26", "#fde725")
 ANNOTATED = 100  # cells: more than this, the numbers are in the tooltips only
+NAMED_COLUMNS = 12  # more columns with long names: numbered, the name in the header's tooltip
 
 
 def _rgb(hex_colour: str) -> np.ndarray:
@@ -38,12 +39,20 @@ def _ink(share: float) -> str:
 def heatmap_table(values: np.ndarray, rows: Sequence[str], cols: Sequence[str], title: str, xlabel: str = "",
                   ylabel: str = "") -> Markup:
     """`values` (rows x cols, NaN: no value) as a table under `title`, `ylabel` over the row
-    names, `xlabel` over the column names."""
+    names, `xlabel` over the column names; many long column names are numbered (as the rows, when
+    they are the same names); a constant is one sentence, not a map of one colour."""
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if finite.size == values.size > 1 and low == high:  # one flat colour says less than the number
+        return Markup(f'<p class="heatmap"><b>{escape(title)}</b>: {low:.4g} for every {escape(ylabel or "row")} '
+                      f'and {escape(xlabel or "column")} ({len(rows)} x {len(cols)}): nothing to map</p>')
     span = high - low or 1.0
     annotate = values.size <= ANNOTATED
-    head = "".join(f"<th>{escape(c)}</th>" for c in cols)
+    numbered = len(cols) > NAMED_COLUMNS and max(map(len, cols)) > 3  # 38 adapter names: a header past 1280 px
+    head = "".join(f'<th title="{escape(c)}">{i}</th>' if numbered else f"<th>{escape(c)}</th>"
+                   for i, c in enumerate(cols))
+    if numbered and list(rows) == list(cols):
+        rows = [f"{i} {name}" for i, name in enumerate(rows)]
     body = []
     for name, line in zip(rows, values):
         cells = []
