@@ -296,7 +296,7 @@ def wall_lines(record: RunRecord) -> list[str]:
     """What the run did: each analysis's wall time (loading and all, unlike the table's
     compute-only workload total) and its PCA figures."""
     lines = [
-        f"{a.name}: {a.n_matrices} matrices through {a.strategy} on {'{} ({})'.format(*device_library(a.device))} in "
+        f"{shown(a.name)}: {a.n_matrices} matrices through {a.strategy} on {'{} ({})'.format(*device_library(a.device))} in "
         f"{format_seconds(a.wall_s)} wall, loading included" + _cache_note(a)
         for a in record.analyses
     ]
@@ -324,9 +324,9 @@ def _variance_lines(analysis: AnalysisRecord) -> list[str]:
     if not ratios:
         return []
     if list(ratios) == ["global"]:
-        return [f"{analysis.name}: explained variance ratio " + ", ".join(f"{r:.3f}" for r in ratios["global"])]
+        return [f"{shown(analysis.name)}: explained variance ratio " + ", ".join(f"{r:.3f}" for r in ratios["global"])]
     first = [r[0] for r in ratios.values()]
-    return [f"{analysis.name}: PC1 explains {min(first):.3f} to {max(first):.3f} of the variance "
+    return [f"{shown(analysis.name)}: PC1 explains {min(first):.3f} to {max(first):.3f} of the variance "
             f"across {len(ratios)} (layer, module) PCAs"]
 
 
@@ -344,4 +344,4 @@ def axes_summary(analysis: AnalysisRecord) -> str | None:
 
 def _axes_lines(analysis: AnalysisRecord) -> list[str]:
     summary = axes_summary(analysis)
-    return [] if summary is None else [f"{analysis.name}: {summary}"]
+    return [] if summary is None else [f"{shown(analysis.name)}: {summary}"]

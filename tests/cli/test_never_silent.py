@@ -67,7 +67,7 @@ def test_report_and_history_draw_inside_phases(smoke_run: tuple[Path, RunRecord]
 
     calls: dict[str, list[str]] = {}
     monkeypatch.setattr(html, "write_report", watched(calls, "write_report", phases, lambda folder, out: out))
-    monkeypatch.setattr(history, "load", watched(calls, "load", phases, lambda where: []))
+    monkeypatch.setattr(history, "load", watched(calls, "load", phases, lambda where, skipped: []))
     monkeypatch.setattr(history, "write_history", watched(calls, "write_history", phases, lambda r, d, out, since: out))
     assert cli.main(["report", str(smoke_run[0]), "-o", str(tmp_path / "r.html")]) == 0
     assert cli.main(["history", "--results", str(tmp_path), "-o", str(tmp_path / "h.html")]) == 0

@@ -18,7 +18,9 @@ from harness.cli.main import main
 from harness.record.run_record import RECORD, RunRecord, load_record
 from tests.cli.test_bad_inputs import one_line
 from tests.cli.test_cache_cli import write_spec
+from tests.conftest import CONFIGS
 
+SMOKE = str(CONFIGS / "smoke.toml")  # a spec that loads: the output folder is what is wrong
 LONG_NAME = "a" * 300
 DEEP = "/".join(["b" * 200] * 25) + "/x.html"
 
@@ -61,9 +63,9 @@ REFUSED: list[tuple[str, Target, str]] = [
      "more than the 255"),
     ("history's page, a long name", lambda t: ["history", "--results", f"{t}/asv", "-o", f"{t}/{LONG_NAME}"],
      "more than the 255"),
-    ("a run folder, a long name", lambda t: ["run", "configs/smoke.toml", "-o", f"{t}/{LONG_NAME}/run"],
+    ("a run folder, a long name", lambda t: ["run", SMOKE, "-o", f"{t}/{LONG_NAME}/run"],
      "more than the 255"),
-    ("a run folder past PATH_MAX", lambda t: ["run", "configs/smoke.toml", "-o", f"{t}/{DEEP}"],
+    ("a run folder past PATH_MAX", lambda t: ["run", SMOKE, "-o", f"{t}/{DEEP}"],
      "past the longest path"),
 ]
 

@@ -60,3 +60,14 @@ def test_a_hostile_label_in_the_markdown(tmp_path: Path, value: str) -> None:
     markdown = results_markdown(record)
     assert printable(label) in markdown and "\x1b" not in markdown
     assert "\u202e" not in markdown
+
+
+@pytest.mark.parametrize("name", ["[/bold]", "[red]x", "a|b [link=x]y"])
+def test_an_analysis_name_with_markup_prints_as_text(tmp_path: Path, name: str) -> None:
+    """A spec's analysis name is free printable text, so `[/bold]` is a name: every line that names
+    the analysis (verdicts, the table, --verbose's wall-time and variance lines) prints it as typed."""
+    record = real("main_job", tmp_path)
+    for a in record.analyses:
+        a.name = f"{name}{a.name}"
+    text = _printed(run_screen(record, verbose=True, explain=True))
+    assert all(f"{name}{a}" in text for a in ("spectrum", "top3", "geometry"))
