@@ -7,17 +7,20 @@ import math
 
 import pytest
 
-from harness.bench.series import by_run, round_id, run_of, speedup, within_half_width, workload_totals
+from harness.bench.series import (by_run, round_id, run_of, run_of_unit, settlement, speedup, unit_id, unit_of,
+                                  within_half_width, workload_totals)
 
 
 def line(run: str, values: list[float], start: int = 0) -> dict[str, float]:
     return {round_id(run, "a", start + i): v for i, v in enumerate(values)}
 
 
-def test_a_round_id_names_its_run_and_rounds_group_by_it() -> None:
-    rid = round_id("3f2a9c", "spectrum", 4)
-    assert rid == "3f2a9c#spectrum#4" and run_of(rid) == "3f2a9c"
-    assert by_run({**line("x", [1.0, 2.0]), **line("y", [3.0])}) == [[1.0, 2.0], [3.0]]
+def test_a_round_id_names_its_process_and_run_and_rounds_group_by_them() -> None:
+    rid = round_id(unit_id("3f2a9c", 2), "spectrum", 4)
+    assert rid == "3f2a9c.2#spectrum#4" and unit_of(rid) == "3f2a9c.2" and run_of(rid) == "3f2a9c"
+    assert run_of_unit("3f2a9c") == "3f2a9c"  # rounds before processes: the run is the unit
+    assert by_run({**line("x", [1.0, 2.0]), **line("y", [3.0])}) == [[[1.0, 2.0]], [[3.0]]]
+    assert by_run({**line("x.0", [1.0]), **line("x.1", [2.0]), **line("y.0", [3.0])}) == [[[1.0], [2.0]], [[3.0]]]
 
 
 def test_rounds_pair_by_id_and_only_rounds_both_timed_count() -> None:
@@ -47,9 +50,10 @@ def test_busy_rounds_are_used_only_when_quiet_ones_are_too_few() -> None:
 def test_an_unresolved_speedup_says_why_in_words() -> None:
     found = speedup(line("r", [4.0, 4.0, 4.0]), line("r", [1.0, 1.01, 0.99]), spread=0.10)
     assert found is not None and not found.resolved(0.10) and found.resolved(0.40)
-    why = found.unresolved_reason(0.10)
+    why = settlement(found, 0.10).why
     assert why is not None and "3 rounds of 1 run" in why and "±10% between runs" in why
-    assert found.unresolved_reason(0.40) is None
+    assert settlement(found, 0.40) == settlement(found, 0.40).model_copy(update={"settled": True, "resolved": True})
+    assert settlement(found, 0.40).why is None
 
 
 def test_a_runs_own_spread_is_told_apart_from_the_machines() -> None:
