@@ -31,6 +31,7 @@ BUSY_SPREAD = 0.35
 # A speedup whose interval is within this factor of what infinitely many more processes and runs
 # would leave (Interval.floor) is settled: more measurement cannot narrow it by more.
 SETTLE_RATIO = 1.25
+MAX_RUN_SHARE = 0.5  # ...when at most this share of what is left lies between runs, not processes
 
 
 def unit_id(run: str, slot: int) -> str:
@@ -124,6 +125,7 @@ class Speedup(BaseModel):
     busy: int = 0  # rounds measured while the machine was busy (used only when quiet ones were too few)
     spread: float = DEFAULT_SPREAD  # the between-run log sd applied when all rounds are one process's
     floor: float = math.inf  # the relative half-width left with infinitely many more processes and runs
+    run_share: float = 1.0  # of the variance left then, the share between runs (bench.statistics.Interval)
     varies: tuple[float, float] = (1.0, 1.0)  # the baseline's and the strategy's process_spread
 
     @property
@@ -152,9 +154,10 @@ def _plural(n: int, word: str) -> str:
 def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("the baseline", "the strategy")) -> Settlement:
     """The one rule (module docstring): a speedup settles when its interval meets `target`, or,
     from two runs on and none of its rounds busy, when infinitely many more processes would leave
-    it within SETTLE_RATIO of its half-width now, or still wider than the target. A mix of busy
-    and quiet rounds never settles (a quiet run replaces the busy ones). `names` are the
-    baseline's and the strategy's, for the words."""
+    it within SETTLE_RATIO of its half-width now, or still wider than the target, and what is left
+    is mostly between processes: runs that disagree beyond their processes' spread (the load
+    changed, a pool was planted) are measured again. A mix of busy and quiet rounds never settles
+    (a quiet run replaces the busy ones). `names` are the baseline's and the strategy's, for the words."""
     if found is None:
         return Settlement(settled=False, why="no round timed it beside the baseline")
     mixed = 0 < found.busy < found.rounds
@@ -168,7 +171,7 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
     said = f"interval ±{100 * found.half_width:.0f}% over {where}"
     asked = f"wider than the ±{100 * target:.0f}% asked for"
     left = found.half_width <= SETTLE_RATIO * found.floor or found.floor > target
-    if found.runs >= 2 and not found.busy and left:
+    if found.runs >= 2 and not found.busy and left and found.run_share <= MAX_RUN_SHARE:
         name, times = max(zip(names, found.varies), key=lambda x: x[1])
         return Settlement(settled=True, why=f"{said}, {asked}: what is left is the machine's own spread "
                                             f"({name} varies {times:.1f}x between processes on this machine)")
@@ -188,12 +191,13 @@ def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[s
     used = quiet if len(quiet) >= SPREAD_ROUNDS else paired
     logs = log_ratios(base, own, used)
     applied = max(spread, MIN_SPREAD) if spread is not None else DEFAULT_SPREAD
-    if used and all(r in busy for r in used):  # one busy run says little of the next: load varies
+    loaded = bool(used) and all(r in busy for r in used)
+    if loaded:  # a busy run says little of the next: load varies
         applied = max(applied, BUSY_SPREAD)
-    found = interval(by_run(logs), applied)
+    found = interval(by_run(logs), applied, run_sd=BUSY_SPREAD if loaded else 0.0)
     return Speedup(estimate=found.estimate, low=found.low, high=found.high, rounds=found.n, runs=found.runs,
                    processes=found.processes, pooled=sum(r in pooled for r in used),
-                   busy=sum(r in busy for r in used), spread=applied, floor=found.floor,
+                   busy=sum(r in busy for r in used), spread=applied, floor=found.floor, run_share=found.run_share,
                    varies=(process_spread(base, used), process_spread(own, used)))
 
 

@@ -66,6 +66,7 @@ class Interval(BaseModel):
     runs: int = 1  # the runs they came from
     processes: int = 1  # the worker processes they came from: the replicates within runs
     floor: float = math.inf  # the relative half-width left with infinitely many more processes and runs
+    run_share: float = 1.0  # of the variance left then, the share between runs (1: processes not told apart)
 
     @property
     def half_width(self) -> float:
@@ -114,15 +115,17 @@ def _between(means: list[list[float]]) -> tuple[float, float]:
     return max(squares / dof, MIN_SPREAD**2), float(dof)
 
 
-def _interval(mean: float, half: float, floor_log: float, n: int, runs: int, processes: int) -> Interval:
+def _interval(mean: float, half: float, floor_log: float, n: int, runs: int, processes: int,
+              run_share: float = 1.0) -> Interval:
     return Interval(estimate=float(np.exp(mean)), low=float(np.exp(mean - half)), high=float(np.exp(mean + half)),
-                    n=n, runs=runs, processes=processes, floor=float(np.expm1(floor_log)))
+                    n=n, runs=runs, processes=processes, floor=float(np.expm1(floor_log)), run_share=run_share)
 
 
-def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL) -> Interval:
+def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL, run_sd: float = 0.0) -> Interval:
     """exp of the prediction interval of the next run's estimate (the mean over its processes) of
     a log value, processes and runs the two levels (module docstring); `spread` is the between-run
-    log sd this machine has shown, applied when there is one process only."""
+    log sd this machine has shown, applied when there is one process only; `run_sd` a run effect
+    assumed at least (known, not estimated: rounds measured under load say little of the next run)."""
     means = process_means(runs)
     n = sum(len(p) for run in runs for p in run)
     if not means:
@@ -134,10 +137,13 @@ def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL) -
     run_means = [float(np.mean(m)) for m in means]
     c = float(np.mean([1 / len(m) for m in means]))
     sr2 = max(0.0, float(np.var(run_means, ddof=1)) - sp2 * c) if r >= 2 else 0.0
+    known = run_sd**2 > sr2
+    sr2 = max(sr2, run_sd**2)
     a, b = sr2 * (1 + 1 / r), sp2 * (1 / p + c / r)
-    df = (a + b) ** 2 / ((a**2 / (r - 1) if a else 0.0) + b**2 / dof)
+    df = (a + b) ** 2 / ((a**2 / (r - 1) if a and not known else 0.0) + b**2 / dof)
     q = quantile(df, level)
-    return _interval(float(np.mean(run_means)), q * math.sqrt(a + b), q * math.sqrt(sr2 + sp2 / p), n, r, j)
+    return _interval(float(np.mean(run_means)), q * math.sqrt(a + b), q * math.sqrt(sr2 + sp2 / p), n, r, j,
+                     sr2 / (sr2 + sp2 / p))
 
 
 def _per_run(runs: Sequence[Sequence[float]], spread: float, level: float) -> Interval:
