@@ -71,6 +71,8 @@ def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, quiet:
     assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *spec]) == 0
     second = load_record(tmp_path / "b")
     assert all(t.cached and t.rounds_pooled == t.rounds >= 1 for t in second.analyses[0].timings)
+    assert all(t.reused_from is not None and t.reused_from <= second.started for t in second.analyses[0].timings)
+    assert not any(t.reused_from for t in first)
     assert second.bench is not None and second.bench.rounds == 0 and second.bench.rounds_pooled > 0
     assert main(["run", SMOKE, "-o", str(tmp_path / "c"), *spec, "--fresh"]) == 0
     fresh = load_record(tmp_path / "c")
