@@ -1,12 +1,14 @@
 """Sharing the benchmark budget in rounds.
 
 A round of one analysis times the baseline and each of its compared strategies on every shape
-group, back to back, one block each: a block is one call, or for a call shorter than BLOCK_S as
-many calls as fill it (their mean is the block's seconds: what such calls cost a user). Rounds are
-a run's replicates, runs the speedups' (bench.statistics), so the budget buys rounds, not calls.
+group in each of PROCESSES worker processes (slots), one block each: a block is one call, or for a
+call shorter than BLOCK_S as many calls as fill it (their mean is the block's seconds: what such
+calls cost a user). Processes are a run's replicates, runs the speedups' (bench.statistics), so the
+budget buys processes and rounds, not calls.
 
-The floor is the least benchmarking that answers every compared strategy with an interval: its
-untimed warm-up calls (fast calls, baselines, a PCA's positions) and MIN_ROUNDS rounds. A run spends
+The floor is the least benchmarking that answers every compared strategy with an interval: in each
+of its PROCESSES slots, its untimed warm-up calls (fast calls, baselines, a PCA's positions) and
+MIN_ROUNDS rounds. A run spends
 max(budget, floor); what the budget leaves above the floor goes to extra rounds, each analysis a
 share in proportion to what its rounds cost, so every analysis gets about as many rounds.
 """
@@ -27,6 +29,10 @@ from harness.base.units import format_seconds
 # round of the same run says little a second run would not say better; one round already has an
 # interval (bench.statistics), and the budget buys more where the run's own spread is wide.
 MIN_ROUNDS = 1
+# Worker processes (slots) each point is timed in, every run: numpy's SVD of one 3072x768 delta had
+# medians of 278-441 ms across six fresh processes and agreed within +-5% inside each, so a
+# process's mean over one block is a sample of what varies and a second block in it adds little.
+PROCESSES = 3
 SPREAD_ROUNDS = 2  # the fewest rounds of one run that show its own spread
 MAX_ROUNDS = 30  # planned at most: beyond, the interval narrows by less than a tenth per round
 BLOCK_S = 0.02  # a round's block of a fast call: calls until this much is sampled
@@ -98,7 +104,8 @@ class Allocation(BaseModel):
 
     @property
     def estimate_s(self) -> float:
-        return self.first_s + self.rounds * self.block_s
+        """Its planned rounds in each of PROCESSES processes, with each one's warm-ups."""
+        return PROCESSES * (self.first_s + self.rounds * self.block_s)
 
 
 def calls_for(call_s: float, repeats: int) -> int:
@@ -110,11 +117,12 @@ def calls_for(call_s: float, repeats: int) -> int:
 
 
 def floors(items: dict[ItemKey, Allocation]) -> dict[str, tuple[float, float]]:
-    """Per analysis: its floor (its items' warm-ups and MIN_ROUNDS rounds) and one round's seconds."""
+    """Per analysis: its floor (its items' warm-ups and MIN_ROUNDS rounds in each of PROCESSES
+    processes) and one round's seconds (a block of each item in each process)."""
     out: dict[str, tuple[float, float]] = {}
     for (analysis, _strategy, _group), a in items.items():
         floor, round_s = out.get(analysis, (0.0, 0.0))
-        out[analysis] = (floor + a.first_s + MIN_ROUNDS * a.block_s, round_s + a.block_s)
+        out[analysis] = (floor + PROCESSES * (a.first_s + MIN_ROUNDS * a.block_s), round_s + PROCESSES * a.block_s)
     return out
 
 
@@ -137,14 +145,15 @@ def allocate(items: dict[ItemKey, Allocation], budget_s: float) -> dict[ItemKey,
 
 
 def rounds_note(allocations: list[Allocation]) -> str:
-    """What the plan gives an item in words: "3 rounds, 1 matrix per round: ~0.3 s a round"."""
+    """What the plan gives an item in words: "3 rounds in 3 processes, 1 matrix a call: ~0.3 s a
+    round" (a round: a block in each process)."""
     if not allocations:
         return ""
     a = max(allocations, key=lambda x: x.block_s)
     unit = ("position", "positions") if a.group == POSITIONS else ("matrix", "matrices")
     per = f"{a.matrices} {unit[0] if a.matrices == 1 else unit[1]} a call"
-    return (f"{a.rounds} round{'s' if a.rounds != 1 else ''}, {per}: "
-            f"~{format_seconds(sum(x.block_s for x in allocations))} a round")
+    return (f"{a.rounds} round{'s' if a.rounds != 1 else ''} in {PROCESSES} processes, {per}: "
+            f"~{format_seconds(PROCESSES * sum(x.block_s for x in allocations))} a round")
 
 
 @dataclass

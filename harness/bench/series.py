@@ -1,10 +1,14 @@
 """Rounds and the speedups they make, as value objects that own their statistics.
 
-A Round is one strategy's seconds of one call in one round; its id names the run that timed it
-(a unique id per run, never a timestamp: two runs started in the same second had shared ids, and
-one's strategy was paired with the other's baseline), the analysis and the round. A Line is one
-strategy's workload total per round id. A Speedup pairs a strategy's line with its baseline's by
-round id and carries its interval, the run as the unit of replication (bench.statistics).
+A Round is one strategy's seconds of one call in one round; its id names the unit that timed it:
+the run (a unique id per run, never a timestamp: two runs started in the same second had shared
+ids, and one's strategy was paired with the other's baseline) and the worker process slot within
+it, "<run>.<k>", then the analysis and the round. A baseline's slot k and a strategy's share round
+ids, which pairs them into ratios. A Line is one strategy's workload total per round id. A Speedup
+pairs a strategy's line with its baseline's by round id and carries its interval, processes and
+runs the two levels of replication (bench.statistics); `settlement` is the one rule that says
+whether more measurement of it is worth having, asked by the phase's planning, the rounds and the
+record alike.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from pydantic import BaseModel
 
 from harness.bench.budget import SPREAD_ROUNDS
-from harness.bench.statistics import DEFAULT_SPREAD, MIN_SPREAD, run_interval, run_spread
+from harness.bench.statistics import DEFAULT_SPREAD, MIN_SPREAD, interval, quantile, run_spread
 
 
 Line = dict[str, float]  # round id -> a strategy's workload total in that round
@@ -23,23 +28,43 @@ Line = dict[str, float]  # round id -> a strategy's workload total in that round
 # put one speedup at 1,358x-1,800x on two spinning processes, and at 1,460x-35,700x where numpy's
 # two BLAS threads lost their cores (one 3072 x 768 svdvals took 9.9 s against 0.3 s).
 BUSY_SPREAD = 0.35
+# A speedup whose interval is within this factor of what infinitely many more processes and runs
+# would leave (Interval.floor) is settled: more measurement cannot narrow it by more.
+SETTLE_RATIO = 1.25
+MAX_RUN_SHARE = 0.5  # ...when at most this share of what is left lies between runs, not processes
 
 
-def round_id(run: str, analysis: str, n: int) -> str:
-    return f"{run}#{analysis}#{n}"
+def unit_id(run: str, slot: int) -> str:
+    """A worker process's unit id: its run and its slot in that run."""
+    return f"{run}.{slot}"
+
+
+def round_id(unit: str, analysis: str, n: int) -> str:
+    return f"{unit}#{analysis}#{n}"
+
+
+def unit_of(round_id: str) -> str:
+    """The unit (worker process) that timed a round: the id's first part."""
+    return round_id.split("#", 1)[0]
+
+
+def run_of_unit(unit: str) -> str:
+    """The run of a unit; a unit without a slot (rounds before processes were sampled) is its run."""
+    return unit.split(".", 1)[0]
 
 
 def run_of(round_id: str) -> str:
-    """The run that timed a round (the id's first part)."""
-    return round_id.split("#", 1)[0]
+    """The run that timed a round."""
+    return run_of_unit(unit_of(round_id))
 
 
 class Round(BaseModel):
     """One round's seconds of one call (of an allocation's matrices, or one PCA position)."""
 
-    round: str  # "<run>#<analysis>#<n>": the same id on every item timed in that round
+    round: str  # "<run>.<slot>#<analysis>#<n>": the same id on every item timed in that round and slot
     seconds: float
     busy: list[str] = []  # why the machine was not quiet around it (bench.noise.condition_reasons)
+    when: str | None = None  # when it was timed (ISO 8601, UTC): what a figure reused from it says
 
     @property
     def run(self) -> str:
@@ -56,12 +81,14 @@ def workload_totals(groups: Iterable[tuple[Sequence[str], Sequence[float], int, 
     return {r: sum(p[r] for p in per_group) for r in order if r in common}
 
 
-def by_run(logs: dict[str, float]) -> list[list[float]]:
-    """Values keyed by round id, grouped by the run that timed them, in first-seen order."""
-    runs: dict[str, list[float]] = {}
+def by_run(logs: dict[str, float]) -> list[list[list[float]]]:
+    """Values keyed by round id, grouped by run and within it by unit (worker process), in
+    first-seen order: what bench.statistics takes."""
+    runs: dict[str, dict[str, list[float]]] = {}
     for rid, value in logs.items():
-        runs.setdefault(run_of(rid), []).append(value)
-    return list(runs.values())
+        unit = unit_of(rid)
+        runs.setdefault(run_of_unit(unit), {}).setdefault(unit, []).append(value)
+    return [list(units.values()) for units in runs.values()]
 
 
 def log_ratios(base: Line, own: Line, rounds: Iterable[str] | None = None) -> dict[str, float]:
@@ -71,22 +98,35 @@ def log_ratios(base: Line, own: Line, rounds: Iterable[str] | None = None) -> di
 
 
 def pair_spread(base: Line, own: Line) -> float | None:
-    """The between-run log sd a pair of lines has shown (three runs on), for the single-run floor."""
+    """The between-run log sd a pair of lines has shown (three runs on), for the single-process floor."""
     return run_spread(by_run(log_ratios(base, own)))
+
+
+def process_spread(line: Line, rounds: Iterable[str]) -> float:
+    """How far apart a line's worker processes fall: the largest over the smallest of their
+    geometric mean seconds over `rounds` (1 with one process)."""
+    means = [float(np.mean(np.log(p))) for run in by_run({r: line[r] for r in rounds if r in line}) for p in run]
+    return math.exp(max(means) - min(means)) if means else 1.0
 
 
 class Speedup(BaseModel):
     """A strategy's speedup over its baseline: the geometric mean of the paired ratios and its
-    95% interval, the rounds and runs behind it, and how many of them were pooled or busy."""
+    95% interval, the rounds, processes and runs behind it, and how many of them were pooled or
+    busy; what the interval would be with infinitely many more processes, and how far apart the
+    baseline's and the strategy's processes fell."""
 
     estimate: float
     low: float
     high: float
     rounds: int
     runs: int
+    processes: int = 1
     pooled: int = 0  # rounds earlier runs measured
     busy: int = 0  # rounds measured while the machine was busy (used only when quiet ones were too few)
-    spread: float = DEFAULT_SPREAD  # the between-run log sd applied when all rounds are one run's
+    spread: float = DEFAULT_SPREAD  # the between-run log sd applied when all rounds are one process's
+    floor: float = math.inf  # the relative half-width left with infinitely many more processes and runs
+    run_share: float = 1.0  # of the variance left then, the share between runs (bench.statistics.Interval)
+    varies: tuple[float, float] = (1.0, 1.0)  # the baseline's and the strategy's process_spread
 
     @property
     def half_width(self) -> float:
@@ -96,15 +136,47 @@ class Speedup(BaseModel):
     def resolved(self, target: float) -> bool:
         return math.isfinite(self.half_width) and self.half_width <= target
 
-    def unresolved_reason(self, target: float) -> str | None:
-        """Why the speedup is not resolved to `target`, in words; None when it is."""
-        if self.resolved(target):
-            return None
-        where = f"{self.rounds} round{'s' if self.rounds != 1 else ''} of {self.runs} run{'s' if self.runs != 1 else ''}"
-        if not math.isfinite(self.half_width):
-            return f"{where}: no interval"
-        floor = f" (one run: at least the machine's ±{100 * self.spread:.0f}% between runs)" if self.runs == 1 else ""
-        return f"interval ±{100 * self.half_width:.0f}% over {where}{floor}, wider than the ±{100 * target:.0f}% asked for"
+
+class Settlement(BaseModel):
+    """Whether a speedup is resolved (its interval meets the target) and settled (more measurement
+    is not worth having: resolved, or only the machine's own spread is left), and why not in words
+    (None when resolved)."""
+
+    settled: bool
+    resolved: bool = False
+    why: str | None = None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('s') else 's'}"
+
+
+def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("the baseline", "the strategy")) -> Settlement:
+    """The one rule (module docstring): a speedup settles when its interval meets `target`, or,
+    from two runs on and none of its rounds busy, when infinitely many more processes would leave
+    it within SETTLE_RATIO of its half-width now, or still wider than the target, and what is left
+    is mostly between processes: runs that disagree beyond their processes' spread (the load
+    changed, a pool was planted) are measured again. A mix of busy and quiet rounds never settles
+    (a quiet run replaces the busy ones). `names` are the baseline's and the strategy's, for the words."""
+    if found is None:
+        return Settlement(settled=False, why="no round timed it beside the baseline")
+    mixed = 0 < found.busy < found.rounds
+    if found.resolved(target):
+        return Settlement(settled=not mixed, resolved=True)
+    where = f"{_plural(found.rounds, 'round')} of {_plural(found.runs, 'run')}"
+    if found.processes > found.runs:
+        where = f"{_plural(found.rounds, 'round')} of {_plural(found.processes, 'process')} in {_plural(found.runs, 'run')}"
+    if not math.isfinite(found.half_width):
+        return Settlement(settled=False, why=f"{where}: no interval")
+    said = f"interval ±{100 * found.half_width:.0f}% over {where}"
+    asked = f"wider than the ±{100 * target:.0f}% asked for"
+    left = found.half_width <= SETTLE_RATIO * found.floor or found.floor > target
+    if found.runs >= 2 and not found.busy and left and found.run_share <= MAX_RUN_SHARE:
+        name, times = max(zip(names, found.varies), key=lambda x: x[1])
+        return Settlement(settled=True, why=f"{said}, {asked}: what is left is the machine's own spread "
+                                            f"({name} varies {times:.1f}x between processes on this machine)")
+    floor = f" (one run: at least the machine's ±{100 * found.spread:.0f}% between runs)" if found.processes == 1 else ""
+    return Settlement(settled=False, why=f"{said}{floor}, {asked}")
 
 
 def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[str] = frozenset(),  # type: ignore[assignment]
@@ -119,20 +191,24 @@ def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[s
     used = quiet if len(quiet) >= SPREAD_ROUNDS else paired
     logs = log_ratios(base, own, used)
     applied = max(spread, MIN_SPREAD) if spread is not None else DEFAULT_SPREAD
-    if used and all(r in busy for r in used):  # one busy run says little of the next: load varies
+    loaded = bool(used) and all(r in busy for r in used)
+    if loaded:  # a busy run says little of the next: load varies
         applied = max(applied, BUSY_SPREAD)
-    interval = run_interval(by_run(logs), applied)
-    return Speedup(estimate=interval.estimate, low=interval.low, high=interval.high, rounds=interval.n,
-                   runs=interval.runs, pooled=sum(r in pooled for r in used), busy=sum(r in busy for r in used),
-                   spread=applied)
+    found = interval(by_run(logs), applied, run_sd=BUSY_SPREAD if loaded else 0.0)
+    return Speedup(estimate=found.estimate, low=found.low, high=found.high, rounds=found.n, runs=found.runs,
+                   processes=found.processes, pooled=sum(r in pooled for r in used),
+                   busy=sum(r in busy for r in used), spread=applied, floor=found.floor, run_share=found.run_share,
+                   varies=(process_spread(base, used), process_spread(own, used)))
 
 
 def within_half_width(base: Line, own: Line, run: str) -> float:
-    """The half-width of one run's own rounds' interval (no between-run term): more rounds of that
-    run narrow only this part of a speedup's interval."""
-    logs = [v for r, v in log_ratios(base, own).items() if run_of(r) == run]
-    if len(logs) < SPREAD_ROUNDS:
+    """The relative half-width of one run's estimate from the spread of rounds inside its
+    processes alone: more rounds of that run's processes narrow only this part of an interval
+    (inf until some process has SPREAD_ROUNDS rounds)."""
+    units = [p for r in by_run({k: v for k, v in log_ratios(base, own).items() if run_of(k) == run}) for p in r]
+    dof = sum(len(p) - 1 for p in units)
+    if not units or max(len(p) for p in units) < SPREAD_ROUNDS or dof < 1:
         return math.inf
-    interval = run_interval([logs], 0.0)
-    return max(interval.high / interval.estimate - 1.0, 1.0 - interval.low / interval.estimate)
-
+    squares = sum(float(((np.asarray(p) - np.mean(p)) ** 2).sum()) for p in units)
+    n = sum(len(p) for p in units)
+    return math.expm1(quantile(dof) * math.sqrt(squares / dof / n))

@@ -1,32 +1,41 @@
-"""Intervals for timings whose unit of replication is the run, not the call or the round.
+"""Intervals for timings with two levels of replication: the worker process, and the run.
 
-Consecutive calls in one process are correlated (caches, frequency, what else runs), so the
-spread of ~200 calls says little about how a second run would come out. A round times the
-baseline and every strategy of one analysis back to back (the order alternates from round to
-round), so drift and load hit both sides of a ratio alike: the paired log ratios of a round are
-its replicate within the run. But rounds of one run share that run's state (its processes, what
-the machine did that minute): within a run they spread by 0.004-0.06 (log sd), between runs the
-same speedups spread by 0.05-0.25. So the unit of replication across runs is the run:
+Where the variation lives: numpy's SVD of one 3072x768 delta, timed in six fresh processes, had
+medians of 278-441 ms, while the calls inside each process agreed within +-5%; the same matrix
+copied into new buffers in one process took 282-454 ms. A process's memory layout, its address
+randomisation and what its allocator did are drawn once per process, so calls, blocks and rounds
+inside one process are one sample of them: never independent replicates. A run therefore times
+each point in several worker processes (its slots), and the unit of replication is the process.
 
-A speedup's interval says what a run of this code on this machine gets: a 95% prediction interval
-for the next run's speedup, built on run-level means (each run counts once), rather than a
-random-effects fit (with 2-10 runs the between-run variance cannot be estimated apart from the
-within-run one; the DerSimonian-Laird estimate is often 0 and undercovers):
+The model, on log seconds (timings are positive and their noise multiplicative), for a speedup's
+paired log ratios: process j of run i has the mean m_ij = mu + r_i + p_ij, with a run effect r_i
+(sd sigma_r: what the machine did that minute) and a process effect p_ij (sd s_p). A run's
+estimate is the mean over its P_i processes. From R runs and J processes in all:
 
-- rounds from two runs or more: the mean of the runs' mean log ratios, +- t(runs - 1) s
-  sqrt(1 + 1/runs), s their sd: exact for normal run effects whatever the rounds per run. An
-  interval for the mean alone (t s / sqrt(runs)) narrows without bound as runs are added, and in
-  the field check the pooled interval after run k covered run k+1's own figure in 74% of cases.
-- rounds from one run: +- z sqrt(spread^2 + max(spread^2, s^2/n)), `spread` the between-run log sd
-  this machine has shown for the item (the sd of its stored runs' means, from three runs on;
-  DEFAULT_SPREAD until then): this run's own deviation and the next one's. Two lucky rounds never
-  read +-1%; one round still gets an honest, wide interval.
+- s_p^2: the spread of the process means around their run's mean, pooled over runs (J - R
+  degrees of freedom), never below MIN_SPREAD;
+- sigma_r^2 = max(0, var(run means) - s_p^2 mean(1 / P_i)), from two runs on (0 for one run:
+  one run cannot see it);
+- the centre: the mean of the run means (each run counts once);
+- a 95% prediction interval for the NEXT run's estimate, the mean over its P processes (P: the
+  most a run here had): +- t(df) sqrt(sigma_r^2 (1 + 1/R) + s_p^2 (1/P + mean(1/P_i) / R)), which
+  is s_p^2 (1/P + 1/J) when every run had P; df by Welch-Satterthwaite over the two components
+  (J - R when sigma_r^2 is 0, towards R - 1 as the run effect dominates).
 
-Comparing two sets of runs (run_difference) asks whether their means differ: each side's mean
-with its own uncertainty (over runs, or for one run s^2/n + spread^2), Welch-Satterthwaite.
+An interval for the mean alone (without the 1/P term) narrows without bound as processes are
+added, and undercovers the next run (in the field check the pooled interval after run k covered
+run k+1's own figure in 74% of cases). `floor` is what would be left with infinitely many more
+processes and runs, t(df) sqrt(sigma_r^2 + s_p^2 / P): the machine's own spread, which more
+measurement cannot narrow (bench.series.settlement).
 
-Timings are positive and their noise multiplicative, so everything is on log seconds and comes
-back as [low, high] around the geometric mean.
+Runs of one process each (records from before processes were sampled) fall back to the run as the
+unit: from two runs, t(R - 1) s sqrt(1 + 1/R) over the run means; one run of one process gets
++- z sqrt(spread^2 + max(spread^2, s^2/n)), `spread` the between-run log sd the machine has shown
+(DEFAULT_SPREAD until it has), so two lucky rounds never read +-1%.
+
+Comparing two sets of runs (run_difference) asks whether their means differ: each side's mean with
+its own uncertainty (over runs; for one run its processes' spread plus the machine's between-run
+spread), Welch-Satterthwaite between them.
 """
 
 from __future__ import annotations
@@ -41,9 +50,10 @@ LEVEL = 0.95
 # The between-run log sd of a speedup assumed until a machine has shown its own (three runs of an
 # item): the main job's spread by 0.02-0.13 between runs; one run's interval is then +-32% or more.
 DEFAULT_SPREAD = 0.10
-MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs a machine kept
+MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs or processes a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last
+Runs = Sequence[Sequence[Sequence[float]]]  # runs -> their processes -> the log values of its rounds
 
 
 class Interval(BaseModel):
@@ -53,7 +63,10 @@ class Interval(BaseModel):
     low: float
     high: float
     n: int  # rounds (paired replicates) behind it
-    runs: int = 1  # the runs they came from: the replicates of a pooled interval
+    runs: int = 1  # the runs they came from
+    processes: int = 1  # the worker processes they came from: the replicates within runs
+    floor: float = math.inf  # the relative half-width left with infinitely many more processes and runs
+    run_share: float = 1.0  # of the variance left then, the share between runs (1: processes not told apart)
 
     @property
     def half_width(self) -> float:
@@ -86,56 +99,106 @@ def _t_half(var: float, df: float, level: float) -> float:
     return quantile(df, level) * math.sqrt(var)
 
 
-def _side(runs: Sequence[Sequence[float]], spread: float) -> tuple[float, float, float]:
-    """The mean of a side's log values over its runs, the variance of that mean and its degrees
-    of freedom (inf: known); the variance is inf when it cannot be told."""
-    means = [float(np.mean(r)) for r in runs if len(r)]
+def process_means(runs: Runs) -> list[list[float]]:
+    """Each run's process means (runs and processes without a value left out)."""
+    out = [[float(np.mean(p)) for p in run if len(p)] for run in runs]
+    return [m for m in out if m]
+
+
+def _between(means: list[list[float]]) -> tuple[float, float]:
+    """s_p^2, the spread of process means around their run's mean pooled over runs (floored at
+    MIN_SPREAD^2), and its degrees of freedom J - R (0: no run had two processes)."""
+    dof = sum(len(m) - 1 for m in means)
+    if not dof:
+        return math.nan, 0.0
+    squares = sum(float(((np.asarray(m) - np.mean(m)) ** 2).sum()) for m in means)
+    return max(squares / dof, MIN_SPREAD**2), float(dof)
+
+
+def _interval(mean: float, half: float, floor_log: float, n: int, runs: int, processes: int,
+              run_share: float = 1.0) -> Interval:
+    return Interval(estimate=float(np.exp(mean)), low=float(np.exp(mean - half)), high=float(np.exp(mean + half)),
+                    n=n, runs=runs, processes=processes, floor=float(np.expm1(floor_log)), run_share=run_share)
+
+
+def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL, run_sd: float = 0.0) -> Interval:
+    """exp of the prediction interval of the next run's estimate (the mean over its processes) of
+    a log value, processes and runs the two levels (module docstring); `spread` is the between-run
+    log sd this machine has shown, applied when there is one process only; `run_sd` a run effect
+    assumed at least (known, not estimated: rounds measured under load say little of the next run)."""
+    means = process_means(runs)
+    n = sum(len(p) for run in runs for p in run)
     if not means:
-        return math.nan, math.inf, 1.0
-    if len(means) >= 2:
-        return float(np.mean(means)), float(np.var(means, ddof=1)) / len(means), len(means) - 1.0
-    x = np.asarray(next(r for r in runs if len(r)), dtype=float)
-    if len(x) < 2:  # one round: its own noise counted as much as another run's
-        return float(x[0]), 2 * spread**2, math.inf
-    within = float(x.var(ddof=1)) / len(x)
-    var = within + spread**2
-    df = var**2 / (within**2 / (len(x) - 1)) if within > 0 else math.inf
-    return float(x.mean()), var, df
+        return Interval(estimate=math.nan, low=0.0, high=math.inf, n=0, runs=0, processes=0)
+    sp2, dof = _between(means)
+    if not dof:  # one process a run: the run is the unit
+        return _per_run([[v for p in run for v in p] for run in runs if any(len(p) for p in run)], spread, level)
+    r, j, p = len(means), sum(len(m) for m in means), max(len(m) for m in means)
+    run_means = [float(np.mean(m)) for m in means]
+    c = float(np.mean([1 / len(m) for m in means]))
+    sr2 = max(0.0, float(np.var(run_means, ddof=1)) - sp2 * c) if r >= 2 else 0.0
+    known = run_sd**2 > sr2
+    sr2 = max(sr2, run_sd**2)
+    a, b = sr2 * (1 + 1 / r), sp2 * (1 / p + c / r)
+    df = (a + b) ** 2 / ((a**2 / (r - 1) if a and not known else 0.0) + b**2 / dof)
+    q = quantile(df, level)
+    return _interval(float(np.mean(run_means)), q * math.sqrt(a + b), q * math.sqrt(sr2 + sp2 / p), n, r, j,
+                     sr2 / (sr2 + sp2 / p))
 
 
-def run_interval(runs: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD, level: float = LEVEL) -> Interval:
-    """exp of the prediction interval of the next run's mean log value, the run as the unit: each
-    element of `runs` is one run's log values (its rounds' paired log ratios); `spread` is the
-    between-run log sd this machine has shown, applied when there is one run only."""
-    runs = [r for r in runs if len(r)]
-    if not runs:
-        return Interval(estimate=math.nan, low=0.0, high=math.inf, n=0, runs=0)
+def _per_run(runs: Sequence[Sequence[float]], spread: float, level: float) -> Interval:
+    """Runs of one process each: the run is the unit (module docstring)."""
     n = sum(len(r) for r in runs)
     if len(runs) >= 2:
         means = [float(np.mean(r)) for r in runs]
-        mean = float(np.mean(means))
-        half = _t_half(float(np.var(means, ddof=1)) * (1 + 1 / len(runs)), len(runs) - 1.0, level)
-    else:
-        x = np.asarray(runs[0], dtype=float)
-        mean = float(x.mean())
-        within = float(x.var(ddof=1)) / len(x) if len(x) >= 2 else 0.0
-        half = _t_half(spread**2 + max(spread**2, within), math.inf if within <= spread**2 else len(x) - 1.0, level)
-    return Interval(estimate=float(np.exp(mean)), low=float(np.exp(mean - half)), high=float(np.exp(mean + half)),
-                    n=n, runs=len(runs))
+        s, q = float(np.std(means, ddof=1)), quantile(len(runs) - 1.0, level)
+        return _interval(float(np.mean(means)), q * s * math.sqrt(1 + 1 / len(runs)), q * s, n, len(runs), len(runs))
+    x = np.asarray(runs[0], dtype=float)
+    within = float(x.var(ddof=1)) / len(x) if len(x) >= 2 else 0.0
+    half = _t_half(spread**2 + max(spread**2, within), math.inf if within <= spread**2 else len(x) - 1.0, level)
+    return _interval(float(x.mean()), half, quantile(math.inf, level) * spread, n, 1, 1)
 
 
-def run_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD,
+def run_interval(runs: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD, level: float = LEVEL) -> Interval:
+    """`interval` of runs of one process each (each element one run's log values)."""
+    return interval([[r] for r in runs], spread, level)
+
+
+def _side(runs: Runs, spread: float) -> tuple[float, float, float]:
+    """The mean of a side's log values over its runs, the variance of that mean and its degrees
+    of freedom (inf: known); the variance is inf when it cannot be told."""
+    means = process_means(runs)
+    if not means:
+        return math.nan, math.inf, 1.0
+    if len(means) >= 2:
+        run_means = [float(np.mean(m)) for m in means]
+        return float(np.mean(run_means)), float(np.var(run_means, ddof=1)) / len(means), len(means) - 1.0
+    sp2, dof = _between(means)
+    if dof:  # one run of several processes: theirs and the machine's between-run spread
+        within = sp2 / len(means[0])
+    else:  # one process: its rounds' noise, at least as much as another run's
+        x = np.asarray([v for run in runs for p in run for v in p], dtype=float)
+        if len(x) < 2:
+            return float(x[0]), 2 * spread**2, math.inf
+        within, dof = float(x.var(ddof=1)) / len(x), len(x) - 1.0
+    var = within + spread**2
+    df = var**2 / (within**2 / dof) if within > 0 else math.inf
+    return float(np.mean(means[0])), var, df
+
+
+def run_difference(a: Runs, b: Runs, spread: float = DEFAULT_SPREAD,
                    level: float = LEVEL) -> tuple[Interval, float | None]:
-    """B over A from two sets of runs of log values (independent: no run on both sides): whether
-    their means differ, each side's mean with its own uncertainty (over runs; for one run its
-    rounds' and the machine's spread), Welch-Satterthwaite between them. Returns the interval and
-    the two-sided p value of "no change" (None when a side has no round)."""
+    """B over A from two sets of runs of log values (independent: no run on both sides; runs ->
+    processes -> values): whether their means differ, each side's mean with its own uncertainty
+    (over runs; for one run its processes' spread, or its rounds', and the machine's between-run
+    spread), Welch-Satterthwaite between them. Returns the interval and the two-sided p value of
+    "no change" (None when a side has no round)."""
     ma, va, da = _side(a, spread)
     mb, vb, db = _side(b, spread)
     if math.isnan(ma) or math.isnan(mb):
         return Interval(estimate=math.nan, low=0.0, high=math.inf, n=0, runs=0), None
-    runs = min(sum(1 for r in a if len(r)), sum(1 for r in b if len(r)))
-    n = min(sum(len(r) for r in a), sum(len(r) for r in b))
+    runs = min(len(process_means(a)), len(process_means(b)))
+    n = min(sum(len(p) for r in a for p in r), sum(len(p) for r in b for p in r))
     diff, var = mb - ma, va + vb
     if var == 0.0:
         return Interval(estimate=math.exp(diff), low=math.exp(diff), high=math.exp(diff), n=n, runs=runs), (
@@ -148,10 +211,10 @@ def run_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], s
                     runs=runs), p
 
 
-def run_spread(runs: Sequence[Sequence[float]]) -> float | None:
-    """The between-run log sd that runs of an item showed: the sd of their means, from three runs
-    on (two give one degree of freedom); None before."""
-    means = [float(np.mean(r)) for r in runs if len(r)]
+def run_spread(runs: Runs) -> float | None:
+    """The between-run log sd that runs of an item showed: the sd of their estimates (each the
+    mean over its processes), from three runs on (two give one degree of freedom); None before."""
+    means = [float(np.mean(m)) for m in process_means(runs)]
     return float(np.std(means, ddof=1)) if len(means) >= 3 else None
 
 

@@ -84,12 +84,13 @@ class Measurements(BaseModel):
     items: dict[str, list[StoredRound]] = {}
 
     def rounds(self, item: Item) -> list[Round]:
-        return [Round(round=r.round, seconds=r.seconds, busy=r.busy) for r in self.items.get(item.key(), [])]
+        return [Round(round=r.round, seconds=r.seconds, busy=r.busy, when=r.when) for r in self.items.get(item.key(), [])]
 
     def add(self, item: Item, rounds: Iterable[Round]) -> None:
         known = self.items.setdefault(item.key(), [])
         seen = {r.round for r in known}
-        known.extend(StoredRound(round=r.round, seconds=r.seconds, busy=r.busy) for r in rounds if r.round not in seen)
+        known.extend(StoredRound(round=r.round, seconds=r.seconds, busy=r.busy, when=r.when) for r in rounds
+                     if r.round not in seen)
         del known[:-KEEP]
 
 

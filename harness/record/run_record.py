@@ -18,7 +18,7 @@ from harness.machine.info import MachineInfo
 from harness.machine.stored import first_problem
 from harness.plan.model import Plan, Step, Variant
 from harness.bench.measure import Measurement
-from harness.bench.series import Speedup
+from harness.bench.series import Speedup, settlement
 from harness.machine.roofline import Roof
 from harness.record.verification import Verification
 
@@ -42,7 +42,7 @@ class GroupTiming(BaseModel):
     sampled: Count
     total: Count
     measurement: Measurement
-    rounds: list[str] = []  # each sample's round id ("<run>#<analysis>#<n>"), in order
+    rounds: list[str] = []  # each sample's round id ("<run>.<process>#<analysis>#<n>"), in order
     pooled: Tally = 0  # the leading samples that earlier runs measured
     busy: list[str] = []  # the round ids measured while the machine was busy (kept, and flagged)
     spread: NonNegative | None = None  # between-run log sd of its seconds, as this machine's stored runs showed it
@@ -95,11 +95,14 @@ class StrategyTiming(Variant):
     unresolved_reason: str | None = None
     rounds: Tally = 0  # rounds behind its speedup (paired with the baseline), or its own for a baseline
     rounds_pooled: Tally = 0  # of them, measured by earlier runs of the same code on this machine
-    runs: Tally = 0  # the runs those rounds came from: the replicates of its interval
+    runs: Tally = 0  # the runs those rounds came from
+    processes: Tally = 0  # the worker processes they came from: the replicates of its interval
+    settled: bool = False  # bench.series.settlement: resolved, or only the machine's own spread left (said why)
     busy_rounds: Tally = 0  # of the rounds, measured while the machine was busy (used: quiet ones were too few)
-    spread: NonNegative | None = None  # the between-run log sd its single-run interval was widened by
+    spread: NonNegative | None = None  # the between-run log sd its single-process interval was widened by
     pooled_since: str | None = None  # schema 4: the date of the earliest pooled round
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
+    reused_from: str | None = None  # cached: when the newest of those rounds was timed (ISO 8601)
     cut: str | None = None  # the rounds the plan gave it, in words
     compile_s: NonNegative | None = None  # compiling it (with one call each time), never inside a timed call
     compile_note: str | None = None  # what compiling produced, and whether it was kept
@@ -124,18 +127,15 @@ class StrategyTiming(Variant):
             raise ValueError(f"({ci[0]:g}, {ci[1]:g}) misses the speedup {estimate:g}; expected low <= speedup <= high")
         return ci
 
-    def store(self, found: Speedup | None, target: float) -> None:
-        """Its speedup as measured (bench.series.speedup), and whether it resolves to `target`."""
-        if found is None:
-            self.speedup, self.speedup_ci, self.unresolved = None, None, True
-            self.unresolved_reason = "no round timed it beside the baseline"
-            return
-        self.speedup = found.estimate
-        self.speedup_ci = (found.low, found.high) if math.isfinite(found.high) else None
-        self.rounds, self.rounds_pooled, self.runs, self.busy_rounds = found.rounds, found.pooled, found.runs, found.busy
-        self.spread = found.spread if found.runs == 1 else None
-        self.unresolved_reason = found.unresolved_reason(target)
-        self.unresolved = self.unresolved_reason is not None
+    def store(self, found: Speedup | None, target: float, baseline: str = "the baseline") -> None:
+        """Its speedup as measured (bench.series.speedup), and what bench.series.settlement says of it."""
+        said = settlement(found, target, (baseline, self.label))
+        self.unresolved, self.unresolved_reason, self.settled = not said.resolved, said.why, said.settled
+        self.speedup, self.speedup_ci = (None, None) if found is None else (found.estimate, (
+            (found.low, found.high) if math.isfinite(found.high) else None))
+        if found is not None:
+            self.rounds, self.rounds_pooled, self.runs, self.busy_rounds = found.rounds, found.pooled, found.runs, found.busy
+            self.processes, self.spread = found.processes, found.spread if found.processes == 1 else None
 
     def _per_sampled(self, field: str) -> float | None:
         values = [getattr(g, field) for g in self.groups]

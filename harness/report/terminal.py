@@ -314,7 +314,8 @@ def _cache_note(analysis: AnalysisRecord) -> str:
     if retried := sum(p.attempts > 1 for p in analysis.placements):
         notes.append(f"{plural(retried, 'chunk')} resubmitted after losing their worker")
     if any(t.cached for t in analysis.timings):
-        notes.append("timings reused from earlier runs on this machine")
+        when = max((t.reused_from for t in analysis.timings if t.cached and t.reused_from), default=None)
+        notes.append("timings reused from earlier runs on this machine" + (f", timed {when[:10]}" if when else ""))
     return f" ({'; '.join(notes)})" if notes else ""
 
 

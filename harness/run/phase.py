@@ -4,7 +4,8 @@ intervals -> record, pool and wisdom.
 
 One Budget (bench.budget) is the phase's clock. Rounds earlier runs of the same code measured on
 this machine are pooled (machine.measurements) unless the run is `fresh`; a speedup already
-resolved by them costs no new round. The pool also tells each pair's between-run spread, which a
+settled by them (bench.series.settlement, the one rule the rounds and the record ask too) costs
+no new round. The pool also tells each pair's between-run spread, which a
 single run's interval cannot be narrower than (bench.statistics), fresh or not. Verdicts are
 cached (store.keys.verification) so a re-run that measures nothing computes nothing either.
 """
@@ -24,7 +25,7 @@ from harness.base.progress import Display
 from harness.base.units import now
 from harness.bench.budget import Allocation, Budget, floors
 from harness.bench.conditions import Snapshot, snapshot
-from harness.bench.series import Line, Round, pair_spread, speedup, workload_totals
+from harness.bench.series import Line, Round, pair_spread, run_of, settlement, speedup, workload_totals
 from harness.bench.worker import Work, WorkerPool
 from harness.compute.references import References
 from harness.compute.verify import combine
@@ -149,9 +150,10 @@ class BenchPhase:
             self.notes.append(note)
         return []
 
-    def _lines(self, step: Step, pooled: bool) -> dict[str, Line]:
+    def _lines(self, step: Step, pooled: bool, busy: set[str] | None = None) -> dict[str, Line]:
         """Each point's workload total by round, from the stored rounds: with `pooled`, those this
-        run pools (_pooled); else all of them (they tell the spread)."""
+        run pools (_pooled); else all of them (they tell the spread). The ids of busy ones are
+        added to `busy`."""
         out = {}
         for t in step.timed:
             parts = []
@@ -159,6 +161,8 @@ class BenchPhase:
                 item, total = placed(self.plan, step, t, a, self._groups, lambda: self._layout)
                 rounds = self._pooled(step, t, a, item) if pooled else self._stored(item)
                 parts.append(([r.round for r in rounds], [r.seconds for r in rounds], a.matrices, total))
+                if busy is not None:
+                    busy |= {r.round for r in rounds if r.busy}
             out[t.label] = workload_totals(parts)
         return out
 
@@ -169,7 +173,7 @@ class BenchPhase:
         return {label: pair_spread(lines[base], line) if base is not None else None for label, line in lines.items()}
 
     def _settled(self) -> tuple[set[str], set[str]]:
-        """The analyses whose every speedup the pooled rounds already resolve (no budget), and
+        """The analyses whose every speedup the pooled rounds already settle (no budget), and
         those whose floor they cover (every speedup has an interval: no floor reserved)."""
         bench = self.plan.bench
         assert bench is not None
@@ -178,13 +182,14 @@ class BenchPhase:
         if self.pool is None or self.fresh:
             return settled, floored
         for step in self.plan.steps:
-            lines, spreads = self._lines(step, pooled=True), self._spreads(step)
+            busy: set[str] = set()
+            lines, spreads = self._lines(step, pooled=True, busy=busy), self._spreads(step)
             base = next((t.label for t in step.timed if t.role == "baseline"), None)
             if base is None or not step.timed:
                 continue
-            found = [speedup(lines[base], lines[t.label], spread=spreads[t.label]) for t in step.timed
+            found = [speedup(lines[base], lines[t.label], spread=spreads[t.label], busy=busy) for t in step.timed
                      if t.label != base]
-            if all(s is not None and s.resolved(bench.target) for s in found):
+            if all(settlement(s, bench.target).settled for s in found):
                 settled.add(step.analysis)
             if all(s is not None and math.isfinite(s.high) for s in found):
                 floored.add(step.analysis)
@@ -271,7 +276,7 @@ class BenchPhase:
                 self.notes.append(f"{step.analysis}: {t.label}: {lost}; the rounds it timed are kept")
             groups = [self._group(step, s, lines[id(s)], rounds) for s in mine]
             timings.append(strategy_timing(t, groups, rounds.notes.get(t.label, {}), self.plan.dtype,
-                                           cached=not any(lines[id(s)].new for s in mine)))
+                                           [lines[id(s)] for s in mine]))
         self._speedups(timings, {t.label: line_of(subjects[t.label], lines) for t in step.timed
                                  if t.label not in rounds.failures}, baseline, spreads, subjects, lines)
         keep_compiled(timings)
@@ -301,10 +306,10 @@ class BenchPhase:
             if t.label == baseline or baseline is None or baseline not in line:
                 t.speedup = 1.0 if t.label == baseline else None
                 t.rounds, t.rounds_pooled = len(own), sum(r in pooled for r in own)
-                t.runs = len({r.split("#", 1)[0] for r in own})
+                t.runs = len({run_of(r) for r in own})
                 continue
             found = speedup(line[baseline], own, spread=spreads.get(t.label), pooled=pooled, busy=busy)
-            t.store(found, bench.target)
+            t.store(found, bench.target, baseline)
             self.counts["unresolved" if t.unresolved else "resolved"] += 1
 
     def _group(self, step: Step, s: Subject, line: Timeline, rounds: Rounds) -> GroupTiming:

@@ -1,10 +1,14 @@
 """The rounds of one analysis: the baseline and every point whose speedup still wants rounds,
-each timed in its own worker process (bench.worker) on every shape group, the others quiescent
-(bench.quiet), the order reversed each round so that drift and load hit both sides of each ratio
-alike. Rounds earlier runs measured count from the start.
+each timed in PROCESSES worker processes of its own (slots: bench.worker), each building its
+inputs afresh, on every shape group, the others quiescent (bench.quiet). The process is the unit
+of replication (bench.statistics): slot k's rounds have the unit id "<run>.<k>", and a point's slot
+k pairs with the baseline's slot k. A round's blocks go slot by slot (a ratio's two sides close in
+time), the slots and the points within each in an order shuffled from the run id and round
+number (Google Benchmark's random interleaving), so that drift and load favour no point. Rounds
+earlier runs measured count from the start; whether a point wants more is bench.series.settlement.
 
-The first round always times the baseline and the chosen strategy: even a busy machine answers
-every analysis. Further blocks and rounds start only as the budget allows (bench.budget.Budget);
+The first round always times the baseline and the chosen strategy in slot 0: even a busy machine
+answers every analysis; their other slots are the floor (on a quiet machine, whatever the budget). Further blocks and rounds start only as the budget allows (bench.budget.Budget);
 a round's conditions are kept with it (busy or quiet), never a reason to throw it away. A fast
 point's first calls are untimed warm-ups; every answer on a matrix a round visits for the first
 time is verified against the float64 references. A point that raises is recorded as failed and
@@ -15,17 +19,20 @@ it leaves the rounds keeping those it timed, and is no verification failure. The
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 from harness.base.progress import Display
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, SLOW_CALL_S, Budget, calls_for
+from harness.base.units import now
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, PROCESSES, SLOW_CALL_S, Budget, calls_for
 from harness.bench.conditions import Conditions, Snapshot, between, snapshot
 from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
 from harness.bench.threads import pinned
-from harness.bench.series import Line, Round, round_id, run_of, speedup, within_half_width, workload_totals
+from harness.bench.series import (Line, Round, round_id, run_of, settlement, speedup, unit_id, unit_of,
+                                  within_half_width, workload_totals)
 from harness.bench.worker import ONE_OFF_S, Request, TimingWorker, Work, WorkerDied, answer_deadline
 from harness.data.workload import DataError
 from harness.record.verification import Verification
@@ -40,6 +47,7 @@ REWARM_FAN_OUT_S = 0.15  # ...of a fast call that fans out over a process pool
 REWARM_BASELINE_BELOW_S = 0.2
 Check = Callable[[Subject, tuple[str, ...]], Verification | None]
 Keep = Callable[[Subject, tuple[str, ...], Verification], None]
+Slot = tuple[str, int]  # a point's worker process: (its label, its slot)
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -56,7 +64,7 @@ class Timeline:
     pooled: list[Round]
     new: list[Round] = field(default_factory=list)
     calls: int = 0
-    warmed: bool = False
+    warmed: set[int] = field(default_factory=set)  # the slots whose worker has run its warm-ups
     threads: dict[str, int] = field(default_factory=dict)  # the thread pools its worker timed with
 
     @property
@@ -116,10 +124,11 @@ class Rounds:
     notes: dict[str, dict[str, object]] = field(default_factory=dict)  # point label -> its worker's notes
     count: int = 0  # rounds this run timed
     conditions: Conditions | None = None
-    workers: dict[str, TimingWorker] = field(default_factory=dict)
-    called: set[str] = field(default_factory=set)  # points whose worker has made a call
+    workers: dict[Slot, TimingWorker] = field(default_factory=dict)
+    called: set[Slot] = field(default_factory=set)  # workers that have made a call
     spawn: Callable[[Work, int, dict[str, str] | None], TimingWorker] = TimingWorker  # how a point's worker starts
     deadline_s: float = 0.0  # the phase's limit: added to every block's deadline (bench.worker.answer_deadline)
+    processes: int = PROCESSES  # worker processes (slots) of each point
 
     def line(self, label: str) -> Line:
         return line_of(self.subjects[label], self.lines)
@@ -128,33 +137,35 @@ class Rounds:
         """The point left the rounds: it raised, or its worker was lost."""
         return label in self.failures or label in self.lost
 
-    def _paired(self, label: str) -> int:
-        """Rounds of this run that timed the point (and the baseline, when there is one)."""
-        own = [r for r in self.line(label) if r.startswith(self.run_id + "#")]
-        if self.baseline is None or self._out(self.baseline) or label == self.baseline:
+    def _pairs(self, label: str) -> bool:
+        return not (self.baseline is None or self._out(self.baseline) or label == self.baseline)
+
+    def _paired(self, label: str, slot: int) -> int:
+        """Rounds of this run's slot that timed the point (and the baseline, when there is one)."""
+        unit = unit_id(self.run_id, slot)
+        own = [r for r in self.line(label) if unit_of(r) == unit]
+        if not self._pairs(label):
             return len(own)
-        base = self.line(self.baseline)
+        base = self.line(self.baseline)  # type: ignore[index]
         return sum(r in base for r in own)
 
-    def _wants(self, label: str) -> bool:
-        """Whether the point wants another round this run: none when pooled rounds resolve its
-        speedup; else its floor (MIN_ROUNDS of this run), then rounds until the speedup is resolved
-        or this run's own rounds spread within WITHIN_SHARE of the target (more of them cannot
-        narrow the between-run part of its interval): the budget says how many it gets."""
+    def _wants(self, label: str, slot: int) -> bool:
+        """Whether the point wants a round in this slot: none when it is settled before this run
+        timed it (bench.series.settlement, pooled rounds); else its floor (MIN_ROUNDS in each
+        slot), then rounds until it settles or the rounds inside this run's processes spread
+        within WITHIN_SHARE of the target (more of them cannot narrow the rest of its interval):
+        the budget says how many it gets."""
         if self._out(label) or label in self.untimed:
             return False
-        if self.baseline is None or self._out(self.baseline) or label == self.baseline:
-            return len(self.line(label)) < MIN_ROUNDS  # nothing to pair with: its own rounds
-        base, own = self.line(self.baseline), self.line(label)
-        busy = busy_of(self.subjects[self.baseline] + self.subjects[label], self.lines)
-        found = speedup(base, own, spread=self.spreads.get(label), busy=busy)
-        # busy rounds stand in while quiet ones are too few: not resolved on such a mix, so that a
-        # quiet run adds the quiet rounds that replace them
-        resolved = found is not None and found.resolved(self.target) and not 0 < found.busy < found.rounds
-        paired = self._paired(label)
-        if paired < MIN_ROUNDS:
-            return not (resolved and paired == 0)
-        return not resolved and within_half_width(base, own, self.run_id) > WITHIN_SHARE * self.target
+        mine = sum(run_of(r) == self.run_id for r in self.line(label))
+        if not self._pairs(label):  # nothing to pair with: its own rounds, none when earlier runs timed it
+            return self._paired(label, slot) < MIN_ROUNDS and mine == len(self.line(label))
+        base, own = self.line(self.baseline), self.line(label)  # type: ignore[index]
+        busy = busy_of(self.subjects[self.baseline] + self.subjects[label], self.lines)  # type: ignore[index]
+        settled = settlement(speedup(base, own, spread=self.spreads.get(label), busy=busy), self.target).settled
+        if self._paired(label, slot) < MIN_ROUNDS:
+            return not (settled and mine == 0)
+        return not settled and within_half_width(base, own, self.run_id) > WITHIN_SHARE * self.target
 
     def _cut_before(self, label: str) -> bool:
         """An earlier run timed this analysis but not this point (a busy machine's limit cut it):
@@ -165,30 +176,48 @@ class Rounds:
             return False
         return any(run_of(r) != self.run_id for r in self.line(self.baseline))
 
-    def _names(self) -> list[str]:
-        """The points of the next round: the baseline, the chosen one, then the rest that want it,
-        those with the fewest runs behind them first: a busy machine's limit cuts the last ones, and
-        a point it cut in one run is timed first in the next, and once whatever the limit."""
+    def _mandatory(self, label: str, slot: int) -> bool:
+        """Timed in the first round whatever the budget: slot 0 of the baseline, the chosen point
+        and a point an earlier run cut."""
+        return self.count == 0 and slot == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label))
+
+    def _blocks(self) -> list[Slot]:
+        """The blocks of the next round, slot by slot in a shuffled order of slots (slot 0 first in
+        the first round); in each slot the baseline's block, then the others shuffled. In the first
+        round the chosen point and those an earlier run cut come first, then those with the fewest
+        runs behind them: a busy machine's limit cuts the last ones, higher slots first."""
         others = [s for s in self.subjects if s != self.baseline and not self._out(s)]
-        todo = [s for s in others if self._wants(s)]
-        if not others and self.baseline is not None and self._wants(self.baseline):
-            todo = [self.baseline]  # an analysis that times its baseline alone: its floor
-        if not todo:
-            return []
-        head = [s for s in (self.baseline, self.chosen) if s is not None and s in self.subjects
-                and not self._out(s) and (s == self.baseline or s in todo)]
-        rest = sorted((s for s in todo if s not in head), key=lambda s: len({run_of(r) for r in self.line(s)}))
-        return head + rest
+        todo = [(s, k) for s in others for k in range(self.processes) if self._wants(s, k)]
+        if self.baseline is not None and self.baseline in self.subjects and not self._out(self.baseline):
+            slots = {k for _s, k in todo} if others else {k for k in range(self.processes)
+                                                          if self._wants(self.baseline, k)}
+            todo += [(self.baseline, k) for k in sorted(slots)]
+        rng = random.Random(f"{self.run_id}#{self.analysis}#{self.count}")
+        order = list(range(self.processes))
+        rng.shuffle(order)
+        if self.count == 0:
+            order.remove(0)
+            order.insert(0, 0)
+        shuffled = {b: rng.random() for b in sorted(todo)}
+        runs = {s: len({run_of(r) for r in self.line(s)}) for s in self.subjects}
+
+        def rank(block: Slot) -> tuple[float, ...]:
+            label, k = block
+            first = label == self.baseline or (self.count == 0 and (label == self.chosen or self._mandatory(label, k)))
+            behind = runs[label] if self.count == 0 else 0
+            return (order.index(k), label != self.baseline, not first, behind, shuffled[block])
+
+        return sorted(todo, key=rank)
 
     def run(self) -> None:
         """Rounds until every speedup is resolved or the budget is spent; then a verdict for every subject."""
         before = snapshot()
         try:
-            while names := self._names():
-                if self.count and not self.budget.fits(self._estimate(names), self._floor(names), self._quiet()):
+            while blocks := self._blocks():
+                if self.count and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self._quiet()):
                     break
-                self._start(names)
-                self._round(names if self.count % 2 == 0 else names[::-1])
+                self._start(blocks)
+                self._round(blocks)
             self.conditions = between(before, snapshot(), self.cores)
             for label in self.subjects:
                 if not self._out(label):
@@ -198,62 +227,61 @@ class Rounds:
             for worker in self.workers.values():
                 worker.close()
 
-    def _floor(self, names: list[str]) -> bool:
-        return any(self._paired(s) < MIN_ROUNDS for s in names)
+    def _floor(self, blocks: list[Slot]) -> bool:
+        return any(self._paired(s, k) < MIN_ROUNDS for s, k in blocks)
 
     def _quiet(self) -> bool:
         """Nothing else took the machine since the phase began (bench.noise.condition_reasons):
         a floor round that runs past the limit is then the plan's misestimate, not a busy machine's."""
         return not condition_reasons(between(self.since, snapshot(), self.cores))
 
-    def _start(self, names: list[str]) -> None:
-        """The workers of `names` not yet started, all at once, then each ready: one-off work."""
+    def _start(self, blocks: list[Slot]) -> None:
+        """The workers of `blocks` not yet started, all at once, then each ready: one-off work."""
         with self.budget.outside():
-            fresh = [s for s in names if s not in self.workers and not self._out(s)]
-            for label in fresh:
-                self._guarded(label, partial(self._spawn, label))
-            for label in fresh:
-                if label in self.workers and not self._out(label):
-                    self._guarded(label, self.workers[label].wait_ready)
+            fresh = [b for b in dict.fromkeys(blocks) if b not in self.workers and not self._out(b[0])]
+            for block in fresh:
+                self._guarded(block[0], partial(self._spawn, block))
+            for block in fresh:
+                if block in self.workers and not self._out(block[0]):
+                    self._guarded(block[0], self.workers[block].wait_ready)
 
-    def _spawn(self, label: str) -> None:
-        self.workers[label] = self.spawn(self.works[label], self.threads, self.envs.get(label))
+    def _spawn(self, block: Slot) -> None:
+        self.workers[block] = self.spawn(self.works[block[0]], self.threads, self.envs.get(block[0]))
 
-    def _planned(self, subject: Subject) -> float:
+    def _planned(self, subject: Subject, slot: int) -> float:
         a = subject.allocation
-        return a.block_s + (0.0 if self.lines[id(subject)].warmed else a.first_s)
+        return a.block_s + (0.0 if slot in self.lines[id(subject)].warmed else a.first_s)
 
-    def _block_s(self, subject: Subject) -> float:
+    def _block_s(self, subject: Subject, slot: int = 0) -> float:
         """Seconds its next block should take: as its last one this run did, else as planned (its
         warm-ups included) at the phase's pace."""
         line = self.lines[id(subject)]
         if line.new:
             return line.new[-1].seconds * subject.allocation.calls
-        return self._planned(subject) * self.pace.factor
+        return self._planned(subject, slot) * self.pace.factor
 
-    def _estimate(self, names: list[str]) -> float:
-        return sum(self._block_s(subject) for s in names for subject in self.subjects[s])
+    def _estimate(self, blocks: list[Slot]) -> float:
+        return sum(self._block_s(subject, k) for s, k in blocks for subject in self.subjects[s])
 
-    def _round(self, names: list[str]) -> None:
-        """One round: each point's block on every group, in order; on the first round, the points
-        beyond the baseline, the chosen one and those an earlier run cut only while the budget allows."""
-        rid, floor, quiet = round_id(self.run_id, self.analysis, self.count), self._floor(names), self._quiet()
-        r = max(len(self.lines[id(x)].rounds) for s in names for x in self.subjects[s])  # the same matrices for all
+    def _round(self, blocks: list[Slot]) -> None:
+        """One round: each block on every group of its point, in order; in the first round, the
+        blocks beyond the mandatory ones (slot 0 of the baseline, the chosen point and those an
+        earlier run cut) only while the budget allows. Every slot visits the same matrices."""
+        floor, quiet = self._floor(blocks), self._quiet()
+        r = max(len(self.lines[id(x)].rounds) for s, _k in blocks for x in self.subjects[s])
         before, timed = snapshot(), []
-        total = sum(len(self.subjects[s]) for s in names)
-        with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
-            for label in names:
-                mandatory = self.count == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label))
+        with self.display.phase(f"{self.analysis}: round {self.count + 1}",
+                                sum(len(self.subjects[s]) for s, _k in blocks)) as phase:
+            for label, k in blocks:
+                rid, mandatory = round_id(unit_id(self.run_id, k), self.analysis, self.count), self._mandatory(label, k)
                 for subject in self.subjects[label]:
-                    if self._out(label):
+                    if self._out(label) or not (mandatory or self.budget.fits(self._block_s(subject, k), floor, quiet)):
                         break
-                    if not mandatory and not self.budget.fits(self._block_s(subject), floor, quiet):
-                        if not self.lines[id(subject)].new:
-                            self.untimed.append(label)
-                        break
-                    phase.item(f"{label} on {subject.group}")
-                    self._guarded(label, lambda: timed.append(self._block(subject, rid, r)))  # noqa: B023 - run now
+                    phase.item(f"{label} on {subject.group}" + (f" in process {k + 1}" if self.processes > 1 else ""))
+                    self._guarded(label, lambda: timed.append(self._block(subject, k, rid, r)))  # noqa: B023 - run now
                     phase.advance()
+        self.untimed += [s for s in dict.fromkeys(s for s, _k in blocks) if not self._out(s)
+                         and s not in self.untimed and not any(self.lines[id(x)].new for x in self.subjects[s])]
         busy = condition_reasons(between(before, snapshot(), self.cores))
         for round_ in timed:
             round_.busy = busy
@@ -266,11 +294,15 @@ class Rounds:
             raise  # the machine or the input files are in trouble, not one strategy
         except WorkerDied as exc:  # not the strategy's answer: what it timed is kept
             self.lost[label] = str(exc)
-            if (worker := self.workers.get(label)) is not None:
-                worker.close()
+            self._close(label)
         except Exception as exc:  # one strategy failing must not cost the others
             self.failures[label] = failure_reason(exc)
-            if (worker := self.workers.get(label)) is not None:
+            self._close(label)
+
+    def _close(self, label: str) -> None:
+        """A point that left the rounds: its workers, every slot's, are ended."""
+        for (name, _k), worker in self.workers.items():
+            if name == label:
                 worker.close()
 
     def _settle(self, worker: TimingWorker) -> None:
@@ -279,33 +311,33 @@ class Rounds:
         mine = set(worker.pids())
         settle([os.getpid(), *(p for p in descendants(os.getpid()) if p not in mine)])
 
-    def _block(self, subject: Subject, rid: str, r: int) -> Round:
+    def _block(self, subject: Subject, slot: int, rid: str, r: int) -> Round:
         label, line = subject.name, self.lines[id(subject)]
-        worker = self.workers[label]
+        worker = self.workers[label, slot]
         ids = tuple(subject.ids(r))
-        if not line.warmed and subject.timed.compiled:  # compiling is one-off work, never in a timed call
+        if slot not in line.warmed and subject.timed.compiled:  # compiling is one-off work, never in a timed call
             with self.budget.outside():
                 self.notes[label] = worker.block(Request(part=subject.part, r=r, warmups=1, calls=1, min_time_s=0.0,
                                                          keep=False), ONE_OFF_S + self.deadline_s).notes
-        planned, began = self._planned(subject), self.budget.clock()
+        planned, began = self._planned(subject, slot), self.budget.clock()
         self._settle(worker)
         a = subject.allocation
         # a process's first call is never timed (its thread pools start, its allocator grows: top-3
         # torch's first full SVD of a 3072 x 768 delta took 201 ms, its later ones 105-113 ms)
-        warmups = 0 if line.warmed else max(a.warmups, 0 if label in self.called else 1)
-        self.called.add(label)
+        warmups = 0 if slot in line.warmed else max(a.warmups, 0 if (label, slot) in self.called else 1)
+        self.called.add((label, slot))
         reply = worker.block(Request(part=subject.part, r=r, warmups=warmups, calls=a.calls, min_time_s=BLOCK_S,
                                      keep=ids not in subject.checks, warm_time_s=self._rewarm_s(subject)),
-                             answer_deadline(self._block_s(subject), self.deadline_s))
+                             answer_deadline(self._block_s(subject, slot), self.deadline_s))
         self.pace.planned_s += planned
         self.pace.took_s += self.budget.clock() - began
-        line.warmed = True
+        line.warmed.add(slot)
         self.notes[label] = reply.notes
         block = reply.block
         subject.allocation = a.model_copy(update={"calls": calls_for(block.seconds, a.repeats)})
         line.calls += len(block.calls_s)
         line.threads = block.threads
-        round_ = Round(round=rid, seconds=block.seconds)
+        round_ = Round(round=rid, seconds=block.seconds, when=now())
         line.new.append(round_)
         if reply.result is not None:
             with self.budget.outside():
@@ -348,10 +380,10 @@ class Rounds:
         label = subject.name
 
         def verify() -> None:
-            self._start([label])
+            self._start([(label, 0)])
             if self._out(label):
                 return
-            reply = self.workers[label].block(Request(part=subject.part, r=0, warmups=0, calls=1, min_time_s=0.0,
+            reply = self.workers[label, 0].block(Request(part=subject.part, r=0, warmups=0, calls=1, min_time_s=0.0,
                                                       keep=True), answer_deadline(self._block_s(subject), self.deadline_s))
             self.notes[label] = reply.notes
             self._judge(subject, reply.result, 0)

@@ -31,10 +31,13 @@ def group_timing(s: Subject, line: Timeline, conditions: Conditions | None, stor
 
 
 def strategy_timing(timed: Timed, groups: Sequence[GroupTiming], notes: dict[str, Any], dtype: str,
-                    cached: bool) -> StrategyTiming:
+                    lines: Sequence[Timeline]) -> StrategyTiming:
     """Per-matrix medians scaled to every matrix of the workload; the point's precision,
-    compilation (what compiling cost and produced, from its worker) and environment."""
+    compilation (what compiling cost and produced, from its worker) and environment; whether
+    every round of it is reused from earlier runs (`lines`: its groups' rounds), and from when."""
     scale = [g.total / g.sampled for g in groups]
+    cached = not any(line.new for line in lines)
+    when = [r.when for line in lines for r in line.rounds if r.when] if cached else []
     return StrategyTiming(
         strategy=timed.strategy, role=timed.role, device=timed.device, groups=list(groups),
         estimate_total_s=sum(g.measurement.median_s * s for g, s in zip(groups, scale)),
@@ -42,4 +45,5 @@ def strategy_timing(timed: Timed, groups: Sequence[GroupTiming], notes: dict[str
         extrapolated=any(g.sampled < g.total for g in groups),
         precision=timed.precision or dtype, compiled=timed.compiled, variant=timed.variant, env=dict(timed.env),
         compile_s=notes.get("compile_s"), compile_note=notes.get("compile_note"), cached=cached, cut=timed.cut,
+        reused_from=max(when, default=None),
     )

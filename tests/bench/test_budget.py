@@ -2,18 +2,20 @@
 
 import pytest
 
-from harness.bench.budget import (BLOCK_OVERHEAD_S, BLOCK_S, MIN_ROUNDS, OVERRUN, POSITIONS, SLOW_CALL_S, Allocation,
-                                  Budget, allocate, floor_s, rounds_note)
+from harness.base.units import format_seconds
+
+from harness.bench.budget import (BLOCK_OVERHEAD_S, BLOCK_S, MIN_ROUNDS, OVERRUN, POSITIONS, PROCESSES, SLOW_CALL_S,
+                                  Allocation, Budget, allocate, floor_s, rounds_note)
 
 
 def want(per: float, group: str = "g", matrices: int = 1, warmup: int = 1) -> Allocation:
     return Allocation(group=group, per_matrix_s=per, matrices=matrices, warmup=warmup, calls=1, sample=4)
 
 
-def test_the_floor_is_the_warm_ups_and_two_rounds() -> None:
+def test_the_floor_is_the_warm_ups_and_min_rounds_in_each_process() -> None:
     wants = {("a", "numpy", "g"): want(0.3), ("a", "factored", "g"): want(1e-4)}
     # a slow call gets no warm-up; a fast one's block is BLOCK_S; each block has its overhead
-    assert floor_s(wants) == pytest.approx(1e-4 + MIN_ROUNDS * (0.3 + BLOCK_S + 2 * BLOCK_OVERHEAD_S))
+    assert floor_s(wants) == pytest.approx(PROCESSES * (1e-4 + MIN_ROUNDS * (0.3 + BLOCK_S + 2 * BLOCK_OVERHEAD_S)))
 
 
 def test_a_slow_call_gets_no_warm_up_a_fast_one_does() -> None:
@@ -32,15 +34,16 @@ def test_a_baseline_and_a_pca_position_are_warmed_up_however_slow() -> None:
 
 def test_the_budget_above_the_floor_buys_every_analysis_the_same_extra_rounds() -> None:
     wants = {("cheap", "x", "g"): want(0.1), ("dear", "y", "g"): want(0.9)}
-    out = allocate(wants, floor_s(wants) + 3 * (1.0 + 2 * BLOCK_OVERHEAD_S))  # a round of both
+    out = allocate(wants, floor_s(wants) + 3.5 * PROCESSES * (1.0 + 2 * BLOCK_OVERHEAD_S))  # 3.5 rounds of both
     assert {a.rounds for a in out.values()} == {MIN_ROUNDS + 3}
     assert {a.rounds for a in allocate(wants, 0.0).values()} == {MIN_ROUNDS}
 
 
 def test_rounds_note_says_what_a_round_costs() -> None:
     out = allocate({("a", "x", "g"): want(0.3, matrices=2)}, 0.0)
-    assert rounds_note(list(out.values())) == f"1 round, 2 matrices a call: ~{600 + 1e3 * BLOCK_OVERHEAD_S:.1f} ms a round"
-    assert rounds_note(list(allocate({("a", "x", "g"): want(0.3, matrices=2)}, 10.0).values())).startswith("16 rounds")
+    assert rounds_note(list(out.values())) == (f"1 round in {PROCESSES} processes, 2 matrices a call: "
+                                               f"~{format_seconds(PROCESSES * (0.6 + BLOCK_OVERHEAD_S))} a round")
+    assert rounds_note(list(allocate({("a", "x", "g"): want(0.3, matrices=2)}, 10.0).values())).startswith("5 rounds")
 
 
 class Clock:

@@ -7,17 +7,20 @@ import math
 
 import pytest
 
-from harness.bench.series import by_run, round_id, run_of, speedup, within_half_width, workload_totals
+from harness.bench.series import (by_run, round_id, run_of, run_of_unit, settlement, speedup, unit_id, unit_of,
+                                  within_half_width, workload_totals)
 
 
 def line(run: str, values: list[float], start: int = 0) -> dict[str, float]:
     return {round_id(run, "a", start + i): v for i, v in enumerate(values)}
 
 
-def test_a_round_id_names_its_run_and_rounds_group_by_it() -> None:
-    rid = round_id("3f2a9c", "spectrum", 4)
-    assert rid == "3f2a9c#spectrum#4" and run_of(rid) == "3f2a9c"
-    assert by_run({**line("x", [1.0, 2.0]), **line("y", [3.0])}) == [[1.0, 2.0], [3.0]]
+def test_a_round_id_names_its_process_and_run_and_rounds_group_by_them() -> None:
+    rid = round_id(unit_id("3f2a9c", 2), "spectrum", 4)
+    assert rid == "3f2a9c.2#spectrum#4" and unit_of(rid) == "3f2a9c.2" and run_of(rid) == "3f2a9c"
+    assert run_of_unit("3f2a9c") == "3f2a9c"  # rounds before processes: the run is the unit
+    assert by_run({**line("x", [1.0, 2.0]), **line("y", [3.0])}) == [[[1.0, 2.0]], [[3.0]]]
+    assert by_run({**line("x.0", [1.0]), **line("x.1", [2.0]), **line("y.0", [3.0])}) == [[[1.0], [2.0]], [[3.0]]]
 
 
 def test_rounds_pair_by_id_and_only_rounds_both_timed_count() -> None:
@@ -47,9 +50,10 @@ def test_busy_rounds_are_used_only_when_quiet_ones_are_too_few() -> None:
 def test_an_unresolved_speedup_says_why_in_words() -> None:
     found = speedup(line("r", [4.0, 4.0, 4.0]), line("r", [1.0, 1.01, 0.99]), spread=0.10)
     assert found is not None and not found.resolved(0.10) and found.resolved(0.40)
-    why = found.unresolved_reason(0.10)
+    why = settlement(found, 0.10).why
     assert why is not None and "3 rounds of 1 run" in why and "±10% between runs" in why
-    assert found.unresolved_reason(0.40) is None
+    assert settlement(found, 0.40) == settlement(found, 0.40).model_copy(update={"settled": True, "resolved": True})
+    assert settlement(found, 0.40).why is None
 
 
 def test_a_runs_own_spread_is_told_apart_from_the_machines() -> None:
@@ -69,3 +73,40 @@ def test_a_run_measured_entirely_under_load_says_little_of_the_next() -> None:
     loaded = speedup(base, own, spread=0.05, busy=set(own))
     assert quiet is not None and loaded is not None and loaded.busy == 3
     assert loaded.high / loaded.estimate > 2 > quiet.high / quiet.estimate
+
+
+def test_processes_measured_entirely_under_load_say_little_of_the_next_run() -> None:
+    """Three processes of one busy run that agree: the load varies from run to run, so the
+    interval keeps BUSY_SPREAD as a run effect, and never settles on the machine's spread."""
+    base = {round_id(unit_id("r", k), "a", 0): 4.0 for k in range(3)}
+    own = {round_id(unit_id("r", k), "a", 0): v for k, v in enumerate([1.0, 1.01, 0.99])}
+    loaded = speedup(base, own, busy=set(own))
+    assert loaded is not None and loaded.processes == 3 and loaded.high / loaded.estimate > 2
+    assert not settlement(loaded, 0.25).settled
+
+
+def test_two_runs_of_processes_settle_on_the_machines_spread_and_say_it() -> None:
+    """Processes 1.6x apart in two runs: more of them would leave the interval about as wide, so
+    it settles, naming whose processes vary."""
+    spread = [1.0, 1.3, 1.6]
+    base = {round_id(unit_id(run, k), "a", 0): 4.0 * s for run in "xy" for k, s in enumerate(spread)}
+    own = {round_id(unit_id(run, k), "a", 0): 1.0 for run in "xy" for k in range(3)}
+    found = speedup(base, own)
+    assert found is not None and found.runs == 2 and found.processes == 6
+    said = settlement(found, 0.05, ("numpy", "factored"))
+    assert said.settled and not said.resolved
+    assert said.why is not None and "numpy varies 1.6x between processes on this machine" in said.why
+    one = speedup({r: v for r, v in base.items() if r.startswith("x")}, own)
+    assert not settlement(one, 0.05).settled  # one run cannot tell what more processes would leave
+
+
+def test_runs_that_disagree_beyond_their_processes_do_not_settle() -> None:
+    """Five planted runs 1,000x off and one run of three alike processes: what is left is between
+    runs, not the machine's processes; the next run measures again."""
+    base = {**{round_id(unit_id("x", k), "a", 0): 4.0 for k in range(3)},
+            **{round_id(f"planted{i}", "a", 0): 4.0 for i in range(5)}}
+    own = {**{round_id(unit_id("x", k), "a", 0): 1.0 * (1 + 0.1 * k) for k in range(3)},
+           **{round_id(f"planted{i}", "a", 0): 1e-3 for i in range(5)}}
+    found = speedup(base, own)
+    assert found is not None and found.runs == 6 and found.run_share > 0.5
+    assert not settlement(found, 0.25).settled

@@ -1,7 +1,7 @@
-"""The run-level intervals of bench.statistics on synthetic rounds with a known ratio and a run
-effect (each run shifts every one of its rounds alike): a speedup's interval covers the ratio the
-next run gets, the A/A test, the single-run floor, and the marks a bimodal or drifting set of
-rounds gets."""
+"""The intervals of bench.statistics on synthetic rounds with a known ratio, a run effect (each run
+shifts every one of its rounds alike) and a process effect (each worker process shifts its own):
+a speedup's interval covers what the next run gets, the A/A test, the single-process floor, and
+the marks a bimodal or drifting set of rounds gets."""
 
 import math
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.bench.noise import dispersion_reasons
-from harness.bench.statistics import DEFAULT_SPREAD, drift_reason, run_difference, run_interval, run_spread
+from harness.bench.statistics import DEFAULT_SPREAD, drift_reason, interval, run_difference, run_interval, run_spread
 
 TRUE = 40.0
 BETWEEN, WITHIN = 0.08, 0.04  # log sd of a run's effect, and of a round's own noise
@@ -18,6 +18,71 @@ BETWEEN, WITHIN = 0.08, 0.04  # log sd of a run's effect, and of a round's own n
 def runs_of(rng: np.random.Generator, runs: int, centre: float = math.log(TRUE)) -> list[np.ndarray]:
     """Each run's paired log ratios: 2-8 rounds sharing the run's effect."""
     return [centre + rng.normal(0, BETWEEN) + rng.normal(0, WITHIN, rng.integers(2, 9)) for _ in range(runs)]
+
+
+def one_each(runs: list[np.ndarray]) -> list[list[np.ndarray]]:
+    """Runs of one process each."""
+    return [[r] for r in runs]
+
+
+PROCESS, ROUND = 0.15, 0.02  # log sd of a worker process's effect (1.6x apart in six), and of a round inside it
+
+
+def processes_of(rng: np.random.Generator, runs: int, run_sd: float = 0.0, processes: int = 3,
+                 centre: float = math.log(TRUE)) -> list[list[np.ndarray]]:
+    """Each run's processes' paired log ratios: 1-2 rounds each, sharing the process's and the run's effect."""
+    out = []
+    for _ in range(runs):
+        shift = centre + rng.normal(0, run_sd)
+        out.append([shift + rng.normal(0, PROCESS) + rng.normal(0, ROUND, rng.integers(1, 3)) for _ in range(processes)])
+    return out
+
+
+def next_estimate(rng: np.random.Generator, run_sd: float = 0.0) -> float:
+    """What the next run measures: the mean over its 3 processes' means."""
+    (run,) = processes_of(rng, 1, run_sd)
+    return float(np.exp(np.mean([p.mean() for p in run])))
+
+
+def test_one_run_of_three_processes_covers_the_next_runs_estimate() -> None:
+    """numpy's SVD: 278-441 ms medians across six processes, +-5% inside each. One worker process
+    a run (the model before) would say +-5%; three processes and the two levels cover."""
+    rng = np.random.default_rng(47)
+    trials = 200
+    covered = sum((lambda i, nxt: i.low <= nxt <= i.high)(interval(processes_of(rng, 1)), next_estimate(rng))
+                  for _ in range(trials))
+    assert covered / trials >= 0.93
+    lone = sum((lambda i, nxt: i.low <= nxt <= i.high)(run_interval([processes_of(rng, 1, processes=1)[0][0]], 0.02),
+                                                      next_estimate(rng)) for _ in range(trials))
+    assert lone / trials < 0.80  # one process, its rounds as replicates: too narrow
+
+
+def test_two_runs_with_a_run_effect_cover_the_third_runs_estimate() -> None:
+    rng = np.random.default_rng(48)
+    trials = 200
+    covered = sum((lambda i, nxt: i.low <= nxt <= i.high)(interval(processes_of(rng, 2, run_sd=0.10)),
+                                                          next_estimate(rng, run_sd=0.10)) for _ in range(trials))
+    assert covered / trials >= 0.90
+
+
+def test_an_aa_pair_of_runs_of_processes_is_not_significant_in_95_percent_of_trials() -> None:
+    rng = np.random.default_rng(49)
+    trials = 200
+    quiet = sum(run_difference(processes_of(rng, 1), processes_of(rng, 1), spread=0.02)[1] >= 0.01
+                for _ in range(trials))
+    assert quiet / trials >= 0.95
+
+
+def test_what_more_processes_would_leave_is_the_machines_own_spread() -> None:
+    """floor: the half-width with infinitely many more processes; from many runs the interval
+    comes down to it (the next run's estimate still varies by s_p / sqrt(3))."""
+    rng = np.random.default_rng(50)
+    many = interval(processes_of(rng, 30))
+    assert many.processes == 90 and many.runs == 30
+    assert many.half_width <= 1.25 * many.floor
+    assert many.floor == pytest.approx(math.expm1(1.96 * PROCESS / math.sqrt(3)), rel=0.35)
+    one = interval(processes_of(rng, 1))
+    assert one.half_width > 1.25 * one.floor  # one run: more processes would still narrow it
 
 
 @pytest.mark.parametrize("runs", [2, 3, 5, 10])
@@ -54,15 +119,16 @@ def test_an_aa_pair_of_runs_is_not_significant_in_95_percent_of_trials() -> None
     """Identical code, one run a side, the machine's spread known: p < 0.01 rarely."""
     rng = np.random.default_rng(2)
     trials = 2000
-    quiet = sum(run_difference(runs_of(rng, 1), runs_of(rng, 1), spread=BETWEEN)[1] >= 0.01 for _ in range(trials))
+    quiet = sum(run_difference(one_each(runs_of(rng, 1)), one_each(runs_of(rng, 1)), spread=BETWEEN)[1] >= 0.01
+                for _ in range(trials))
     assert quiet / trials >= 0.95
 
 
 def test_a_real_change_between_two_runs_is_found() -> None:
     rng = np.random.default_rng(3)
     slow = runs_of(rng, 1, math.log(TRUE * 1.5))
-    interval, p = run_difference(runs_of(rng, 1), slow, spread=BETWEEN)
-    assert p is not None and p < 0.01 and interval.low < 1.5 < interval.high
+    found, p = run_difference(one_each(runs_of(rng, 1)), one_each(slow), spread=BETWEEN)
+    assert p is not None and p < 0.01 and found.low < 1.5 < found.high
 
 
 def test_one_run_is_never_narrower_than_the_machines_spread_between_runs() -> None:
@@ -89,8 +155,9 @@ def test_runs_count_once_whatever_their_rounds() -> None:
 
 
 def test_the_spread_between_runs_is_read_from_three_runs_on() -> None:
-    assert run_spread([[0.0, 0.1], [0.2]]) is None
-    assert run_spread([[0.0], [0.1], [0.2]]) == pytest.approx(0.1)
+    assert run_spread([[[0.0, 0.1]], [[0.2]]]) is None
+    assert run_spread([[[0.0]], [[0.1]], [[0.2]]]) == pytest.approx(0.1)
+    assert run_spread([[[0.0], [0.2]], [[0.2]], [[0.3]]]) == pytest.approx(0.1)  # a run's estimate: its processes' mean
 
 
 def test_a_drifting_set_of_rounds_is_marked() -> None:

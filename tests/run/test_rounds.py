@@ -13,10 +13,10 @@ from rich.console import Console
 
 from harness.base.progress import Display
 from harness.bench import budget as budgeting
-from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, SPREAD_ROUNDS, Allocation, Budget
+from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, PROCESSES, SPREAD_ROUNDS, Allocation, Budget
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
-from harness.bench.series import Round
+from harness.bench.series import Round, unit_of
 from harness.bench.environment import CannotStart
 from harness.bench.worker import Reply, Request, WorkerDied
 from harness.run import rounds as rounding
@@ -25,21 +25,24 @@ from harness.run.subjects import Subject
 
 
 class FakeWorker:
-    """Answers each block at once with `seconds[label]` a call (a list: one per block in turn)."""
+    """Answers each block at once with `seconds[label]` a call (a list: one per block in turn), times
+    vary[label] to the power of its slot (the order workers of a label were started in)."""
 
     def __init__(self, label: str, seconds: dict[str, list[float]], asked: list[tuple[str, Request]],
-                 fail: set[str]) -> None:
+                 fail: set[str], slot: int = 0, vary: float = 1.0, order: list[tuple[str, int]] | None = None) -> None:
         self.label, self.seconds, self.asked, self.fail = label, seconds, asked, fail
+        self.slot, self.vary, self.order = slot, vary, order if order is not None else []
 
     def wait_ready(self) -> None:
         pass
 
     def block(self, request: Request, deadline_s: float = 0.0) -> Reply:
         self.asked.append((self.label, request))
+        self.order.append((self.label, self.slot))
         if self.label in self.fail:
             raise RuntimeError("ARPACK did not converge")
         times = self.seconds[self.label]
-        s = times.pop(0) if len(times) > 1 else times[0]
+        s = (times.pop(0) if len(times) > 1 else times[0]) * self.vary**self.slot
         return Reply(Block(calls_s=[s] * request.calls, seconds=s, threads={"blas": 2}), "answer", {})
 
     def pids(self) -> list[int]:
@@ -60,26 +63,22 @@ def subject(label: str, per_matrix_s: float = 0.01, calls: int = 1, repeats: int
 
 def rounds(labels: list[str], seconds: dict[str, list[float]], *, budget: Budget | None = None,
            chosen: str | None = None, fail: frozenset[str] = frozenset(), spread: float | None = 0.02,
-           target: float = 0.10, subjects: dict[str, Subject] | None = None) -> tuple[Rounds, list[tuple[str, Request]]]:
+           target: float = 0.10, subjects: dict[str, Subject] | None = None, vary: dict[str, float] | None = None,
+           order: list[tuple[str, int]] | None = None) -> tuple[Rounds, list[tuple[str, Request]]]:
     subjects = subjects or {label: subject(label) for label in labels}
     asked: list[tuple[str, Request]] = []
     budget = budget or Budget(100.0, 100.0, {"a": 1.0}, {"a": 1.0})
     budget.open("a")
-    r = Rounds("a", "run", {k: [v] for k, v in subjects.items()}, dict.fromkeys(labels), {}, labels[0], chosen,
+    started: list[str] = []
+
+    def spawn(work: str, threads: int, env: object) -> FakeWorker:  # a label's workers in slot order
+        started.append(work)
+        return FakeWorker(work, seconds, asked, set(fail), started.count(work) - 1, (vary or {}).get(work, 1.0), order)
+
+    r = Rounds("a", "run", {k: [v] for k, v in subjects.items()}, {k: k for k in labels}, {}, labels[0], chosen,  # type: ignore[misc]
                {id(s): Timeline(pooled=[]) for s in subjects.values()}, target, dict.fromkeys(labels, spread),
                budget, Pace(), Display(Console(file=io.StringIO()), live=False), 2, 2,
-               lambda s, ids: None, lambda s, ids, verdict: None, snapshot(),
-               spawn=lambda work, threads, env: FakeWorker(current[0], seconds, asked, set(fail)))  # type: ignore[arg-type, return-value]
-    current = [""]
-    start = r._start
-
-    def starting(names: list[str]) -> None:  # each worker learns its label as it is spawned
-        for name in names:
-            if name not in r.workers:
-                current[0] = name
-                start([name])
-
-    r._start = starting  # type: ignore[method-assign]
+               lambda s, ids: None, lambda s, ids, verdict: None, snapshot(), spawn=spawn)  # type: ignore[arg-type]
     return r, asked
 
 
@@ -93,23 +92,36 @@ def busy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: ["load 18.4 on 2 cores"])
 
 
-def test_the_first_round_times_the_baseline_then_the_chosen_point_and_later_rounds_alternate(quiet: None) -> None:
-    r, asked = rounds(["base", "x", "chosen"], {"base": [1.0], "x": [0.5], "chosen": [0.1]}, chosen="chosen",
-                      spread=0.10)
+def test_each_point_is_timed_in_several_processes_slot_by_slot_in_a_shuffled_order(quiet: None) -> None:
+    """The first round: slot 0 first, the baseline then the chosen point first in it; in every
+    slot the baseline first (its pair close in time), the others shuffled; every point in
+    PROCESSES processes, each its own unit of rounds."""
+    order: list[tuple[str, int]] = []
+    labels = ["base", "x", "y", "z", "chosen"]
+    r, _ = rounds(labels, dict.fromkeys(labels, [1.0]) | {"chosen": [0.1]}, chosen="chosen", spread=0.10,
+                  vary={"x": 1.5}, order=order)
     r.run()
-    order = [label for label, _ in asked]
-    assert order[:3] == ["base", "chosen", "x"] and order[3:6] == ["x", "chosen", "base"]
+    assert r.count == SPREAD_ROUNDS and order[:2] == [("base", 0), ("chosen", 0)]
+    first, second = order[:5 * PROCESSES], order[5 * PROCESSES:]
+    assert sorted(first) == sorted((label, k) for label in labels for k in range(PROCESSES))
+    slots = [k for _label, k in second]
+    assert all(second[i][0] == "base" for i in range(len(second)) if i == 0 or slots[i] != slots[i - 1])
+    assert [k for _label, k in first] == sorted(k for _label, k in first)  # slot by slot
+    assert [label for label, _ in first[1:5]] != [label for label, _ in first[6:10]]  # shuffled in each slot
+    (x,) = r.subjects["x"]
+    assert {unit_of(round_.round) for round_ in r.lines[id(x)].new} == {f"run.{k}" for k in range(PROCESSES)}
 
 
 def test_rounds_stop_once_more_of_this_run_cannot_narrow_the_interval(quiet: None) -> None:
-    """Alike rounds (within-run spread 0, once SPREAD_ROUNDS show it): more of them cannot beat the
-    between-run term, however much budget is left; the speedup stays unresolved at +-10%."""
-    r, asked = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.10)
+    """Processes 1.5x apart, each alike inside (once SPREAD_ROUNDS show it): more rounds of them
+    cannot narrow the between-process term, however much budget is left; the speedup stays
+    unresolved at +-10%."""
+    r, asked = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.10, vary={"x": 1.5})
     r.run()
-    assert r.count == SPREAD_ROUNDS and len(asked) == 2 * SPREAD_ROUNDS
+    assert r.count == SPREAD_ROUNDS and len(asked) == 2 * SPREAD_ROUNDS * PROCESSES
 
 
-def test_one_round_can_resolve_where_the_machine_has_shown_runs_agree(quiet: None) -> None:
+def test_one_round_can_resolve_where_the_processes_agree(quiet: None) -> None:
     r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.02)
     r.run()
     assert r.count == MIN_ROUNDS == 1
@@ -144,7 +156,8 @@ def test_a_point_that_fails_leaves_the_rounds_and_the_others_go_on(quiet: None) 
     r, asked = rounds(["base", "bad", "x"], {"base": [1.0], "bad": [1.0], "x": [0.5]}, fail=frozenset({"bad"}))
     r.run()
     assert r.failures == {"bad": "RuntimeError: ARPACK did not converge"}
-    assert sum(label == "bad" for label, _ in asked) == 1 and sum(label == "x" for label, _ in asked) == MIN_ROUNDS
+    assert sum(label == "bad" for label, _ in asked) == 1
+    assert sum(label == "x" for label, _ in asked) == MIN_ROUNDS * PROCESSES
 
 
 @pytest.mark.parametrize("seconds,repeats,before,after", [
@@ -167,9 +180,10 @@ def test_warm_ups_are_asked_once_and_answers_judged_once_per_set_of_matrices(qui
                       subjects={"base": s, "x": subject("x")}, spread=0.10)
     r.run()
     mine = [req for label, req in asked if label == "base"]
-    assert len(mine) > 2 and [req.warmups for req in mine] == [1] + [0] * (len(mine) - 1)
+    assert len(mine) > PROCESSES and [req.warmups for req in mine] == [1] * PROCESSES + [0] * (len(mine) - PROCESSES)
     assert all(req.warm_time_s > 0 for req in mine)  # a fast call: each block re-warmed
-    assert [req.keep for req in mine][:2] == [True, True] and len(s.checks) == min(len(mine), 4)
+    # every slot of a round visits the same matrices: the first block to visit them keeps its answer
+    assert sum(req.keep for req in mine) == len(s.checks) == min(r.count, 4)
 
 
 def test_the_budget_counts_blocks_and_not_one_off_work(quiet: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,26 +196,26 @@ def test_the_budget_counts_blocks_and_not_one_off_work(quiet: None, monkeypatch:
 
 
 def test_a_point_whose_rounds_are_all_pooled_is_verified_with_one_untimed_call(quiet: None) -> None:
-    from harness.bench.series import Round
+    from harness.bench.series import Round, unit_of
 
     s = subject("base")
     r, asked = rounds(["base"], {"base": [0.01]}, subjects={"base": s})
     r.lines[id(s)] = Timeline(pooled=[Round(round=f"old#a#{i}", seconds=0.01) for i in range(3)])
-    r._wants = lambda label: False  # type: ignore[method-assign]  # the pool settled it
+    r._wants = lambda label, slot: False  # type: ignore[method-assign]  # the pool settled it
     r.run()
     assert r.count == 0 and [(label, req.calls, req.keep) for label, req in asked] == [("base", 1, True)]
     assert s.checks
 
 
 def test_a_point_a_busy_machine_cut_in_one_run_is_timed_first_in_the_next(busy: None) -> None:
-    from harness.bench.series import Round
+    from harness.bench.series import Round, unit_of
 
     spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
     r, asked = rounds(["base", "old", "new", "chosen"], {"base": [1.0], "old": [0.5], "new": [0.5], "chosen": [0.1]},
                       budget=spent, chosen="chosen")
     old = r.subjects["old"][0]
     r.lines[id(old)] = Timeline(pooled=[Round(round=f"earlier{i}#a#0", seconds=0.5) for i in range(2)])
-    assert r._names() == ["base", "chosen", "new", "old"]
+    assert [label for label, k in r._blocks() if k == 0] == ["base", "chosen", "new", "old"]
 
 
 def test_a_point_an_earlier_busy_run_cut_is_timed_once_whatever_the_limit(busy: None) -> None:
@@ -224,6 +238,7 @@ def test_a_quiet_run_replaces_an_earlier_busy_runs_rounds_before_it_stops(quiet:
     quiet round) do not end the quiet run, which goes on to SPREAD_ROUNDS rounds of its own."""
     subjects = {label: subject(label) for label in ["base", "x"]}
     r, _ = rounds(list(subjects), {"base": [1.0], "x": [0.5]}, subjects=subjects, target=0.5)
+    r.processes = 1  # with more, one round has SPREAD_ROUNDS quiet rounds already
     for label, seconds in (("base", 1.0), ("x", 0.5)):
         r.lines[id(subjects[label])].pooled.append(Round(round="earlier#a#0", seconds=seconds, busy=["load 4"]))
     r.run()
@@ -244,7 +259,7 @@ def test_a_point_whose_worker_cannot_start_is_its_own_error_and_the_others_are_t
     r.run()
     assert r.failures == {"x": "CannotStart: cannot start its worker: its environment (yours with 1 more) is "
                                 "263,670 bytes"}
-    assert {label for label, _ in asked} == {"base"} and "x" not in r.workers
+    assert {label for label, _ in asked} == {"base"} and all(label != "x" for label, _k in r.workers)
 
 
 @pytest.mark.parametrize("said", ["worker died (exit code -9)", "worker stopped answering: no reply within 130 s"])
