@@ -146,7 +146,8 @@ class Rounds:
         own = [r for r in self.line(label) if unit_of(r) == unit]
         if not self._pairs(label):
             return len(own)
-        base = self.line(self.baseline)  # type: ignore[index]
+        assert self.baseline is not None  # _pairs
+        base = self.line(self.baseline)
         return sum(r in base for r in own)
 
     def _wants(self, label: str, slot: int) -> bool:
@@ -160,8 +161,9 @@ class Rounds:
         mine = sum(run_of(r) == self.run_id for r in self.line(label))
         if not self._pairs(label):  # nothing to pair with: its own rounds, none when earlier runs timed it
             return self._paired(label, slot) < MIN_ROUNDS and mine == len(self.line(label))
-        base, own = self.line(self.baseline), self.line(label)  # type: ignore[index]
-        busy = busy_of(self.subjects[self.baseline] + self.subjects[label], self.lines)  # type: ignore[index]
+        assert self.baseline is not None  # _pairs
+        base, own = self.line(self.baseline), self.line(label)
+        busy = busy_of(self.subjects[self.baseline] + self.subjects[label], self.lines)
         settled = settlement(speedup(base, own, spread=self.spreads.get(label), busy=busy), self.target).settled
         if self._paired(label, slot) < MIN_ROUNDS:
             return not (settled and mine == 0)

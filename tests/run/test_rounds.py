@@ -196,7 +196,7 @@ def test_the_budget_counts_blocks_and_not_one_off_work(quiet: None, monkeypatch:
 
 
 def test_a_point_whose_rounds_are_all_pooled_is_verified_with_one_untimed_call(quiet: None) -> None:
-    from harness.bench.series import Round, unit_of
+    from harness.bench.series import Round
 
     s = subject("base")
     r, asked = rounds(["base"], {"base": [0.01]}, subjects={"base": s})
@@ -208,7 +208,7 @@ def test_a_point_whose_rounds_are_all_pooled_is_verified_with_one_untimed_call(q
 
 
 def test_a_point_a_busy_machine_cut_in_one_run_is_timed_first_in_the_next(busy: None) -> None:
-    from harness.bench.series import Round, unit_of
+    from harness.bench.series import Round
 
     spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
     r, asked = rounds(["base", "old", "new", "chosen"], {"base": [1.0], "old": [0.5], "new": [0.5], "chosen": [0.1]},
