@@ -26,7 +26,7 @@ from functools import partial
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, PROCESSES, SLOW_CALL_S, Budget, calls_for
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, PROCESSES, Budget, calls_for
 from harness.bench.conditions import Conditions, Snapshot, between, snapshot
 from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
@@ -37,14 +37,9 @@ from harness.bench.worker import ONE_OFF_S, Request, TimingWorker, Work, WorkerD
 from harness.data.workload import DataError
 from harness.record.verification import Verification
 from harness.run.subjects import Subject
+from harness.run.warming import rewarm, warmups_before
 
 WITHIN_SHARE = 0.5  # a run's own rounds narrow its part of an interval to this share of the target, no further
-REWARM_S = 0.05  # seconds of untimed calls before each block of a fast call (Rounds._rewarm_s)
-REWARM_FAN_OUT_S = 0.15  # ...of a fast call that fans out over a process pool
-# A baseline's call shorter than this gets an untimed call before each block too (it enters every
-# ratio of its analysis): ARPACK's svds of 4 deltas, 150 ms a call, measured 15% faster cold than
-# back to back. Other calls from SLOW_CALL_S on: their own length makes up for a cold start.
-REWARM_BASELINE_BELOW_S = 0.2
 Check = Callable[[Subject, tuple[str, ...]], Verification | None]
 Keep = Callable[[Subject, tuple[str, ...], Verification], None]
 Slot = tuple[str, int]  # a point's worker process: (its label, its slot)
@@ -65,6 +60,7 @@ class Timeline:
     new: list[Round] = field(default_factory=list)
     calls: int = 0
     warmed: set[int] = field(default_factory=set)  # the slots whose worker has run its warm-ups
+    first_call: float | None = None  # a process's untimed first call over its block's mean, where measured
     threads: dict[str, int] = field(default_factory=dict)  # the thread pools its worker timed with
 
     @property
@@ -324,18 +320,21 @@ class Rounds:
         planned, began = self._planned(subject, slot), self.budget.clock()
         self._settle(worker)
         a = subject.allocation
-        # a process's first call is never timed (its thread pools start, its allocator grows: top-3
-        # torch's first full SVD of a 3072 x 768 delta took 201 ms, its later ones 105-113 ms)
-        warmups = 0 if slot in line.warmed else max(a.warmups, 0 if (label, slot) in self.called else 1)
+        warmups = warmups_before(slot in line.warmed, line.first_call, a.warmups, (label, slot) in self.called)
+        # its first call measured like the others (FIRST_CALL_SAME): no re-warming before it either
+        call_s = line.new[-1].seconds if line.new else a.call_s
+        rewarm_s = 0.0 if slot not in line.warmed and not warmups else rewarm(call_s, a.baseline, subject.fans_out)
         self.called.add((label, slot))
         reply = worker.block(Request(part=subject.part, r=r, warmups=warmups, calls=a.calls, min_time_s=BLOCK_S,
-                                     keep=ids not in subject.checks, warm_time_s=self._rewarm_s(subject)),
+                                     keep=ids not in subject.checks, warm_time_s=rewarm_s),
                              answer_deadline(self._block_s(subject, slot), self.deadline_s))
         self.pace.planned_s += planned
         self.pace.took_s += self.budget.clock() - began
         line.warmed.add(slot)
         self.notes[label] = reply.notes
         block = reply.block
+        if block.warmups == 1 and line.first_call is None:  # one untimed call: the process's first
+            line.first_call = block.warm_s / block.seconds
         subject.allocation = a.model_copy(update={"calls": calls_for(block.seconds, a.repeats)})
         line.calls += len(block.calls_s)
         line.threads = block.threads
@@ -345,18 +344,6 @@ class Rounds:
             with self.budget.outside():
                 self._judge(subject, reply.result, r)
         return round_
-
-    def _rewarm_s(self, subject: Subject) -> float:
-        """Untimed calls that start each block of a fast call: after waiting for the others to go
-        quiet, a process is cold (its pools asleep, its processes on one core): a process pool's
-        first calls of 256 x 256 svdvals took 8-10 ms, 5 ms once a dozen had run back to back
-        (so a fan-out strategy gets longer); a slow call gets none, but a baseline's under
-        REWARM_BASELINE_BELOW_S."""
-        line = self.lines[id(subject)]
-        call_s = line.new[-1].seconds if line.new else subject.allocation.call_s
-        if call_s >= (REWARM_BASELINE_BELOW_S if subject.allocation.baseline else SLOW_CALL_S):
-            return 0.0
-        return REWARM_FAN_OUT_S if subject.fans_out else REWARM_S
 
     def _judge(self, subject: Subject, result: object, r: int) -> None:
         """The verdict on round r's matrices: the cache's, else judged now and kept; on one thread,

@@ -280,3 +280,26 @@ def test_a_lost_worker_keeps_the_rounds_it_timed_and_is_no_failure(
     (base,), (x,) = r.subjects["base"], r.subjects["x"]
     assert len(r.lines[id(base)].new) == 2 and len(r.lines[id(x)].new) >= 2
     assert [label for label, _ in asked].count("base") == 2  # never asked again
+
+
+@pytest.mark.parametrize(("first", "later"), [(1.0, 0), (1.05, 0), (1.9, 1)])
+def test_a_first_call_like_the_others_is_timed_in_the_other_processes(
+        quiet: None, monkeypatch: pytest.MonkeyPatch, first: float, later: int) -> None:
+    """A process's first call is untimed where it is slower; once the point's first process showed
+    it no slower than its block (within FIRST_CALL_SAME), the other processes time theirs (issue 47:
+    a first run's warm-ups in every process were its largest cost beside the calls)."""
+    block = FakeWorker.block
+
+    def warming(self: FakeWorker, request: Request, deadline_s: float = 0.0) -> Reply:
+        reply = block(self, request, deadline_s)
+        s = reply.block.seconds
+        return Reply(reply.block.model_copy(update={"warmups": request.warmups, "warm_s": first * s * request.warmups}),
+                     reply.result, reply.notes)
+
+    monkeypatch.setattr(FakeWorker, "block", warming)
+    r, asked = rounds(["base", "x"], {"base": [1.0], "x": [0.5]})
+    r.run()
+    firsts = {}
+    for label, request in asked:  # each worker's first request, in the order asked
+        firsts.setdefault(label, []).append(request.warmups)
+    assert all(w[0] == 1 and w[1:PROCESSES] == [later] * (PROCESSES - 1) for w in firsts.values()), firsts
