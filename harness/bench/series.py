@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from harness.bench.budget import SPREAD_ROUNDS
-from harness.bench.statistics import DEFAULT_SPREAD, MIN_SPREAD, interval, quantile, run_spread
+from harness.bench.statistics import DEFAULT_SPREAD, MIN_RUNS_SEEN, MIN_SPREAD, interval, quantile, run_spread
 
 
 Line = dict[str, float]  # round id -> a strategy's workload total in that round
@@ -151,6 +151,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('s') else 's'}"
 
 
+PROCESSES_APART = 1.1  # a point's processes this far apart: the spread left is named as theirs
+
+
 def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("the baseline", "the strategy")) -> Settlement:
     """The one rule (module docstring): a speedup settles when its interval meets `target`, or,
     from two runs on and none of its rounds busy, when infinitely many more processes would leave
@@ -173,9 +176,11 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
     left = found.half_width <= SETTLE_RATIO * found.floor or found.floor > target
     if found.runs >= 2 and not found.busy and left and found.run_share <= MAX_RUN_SHARE:
         name, times = max(zip(names, found.varies), key=lambda x: x[1])
-        return Settlement(settled=True, why=f"{said}, {asked}: what is left is the machine's own spread "
-                                            f"({name} varies {times:.1f}x between processes on this machine)")
-    floor = f" (one run: at least the machine's ±{100 * found.spread:.0f}% between runs)" if found.processes == 1 else ""
+        spread = (f"{name} varies {times:.1f}x between processes on this machine" if times >= PROCESSES_APART else
+                  f"runs on this machine differ by about ±{100 * found.spread:.0f}%, more than its processes do")
+        return Settlement(settled=True, why=f"{said}, {asked}: what is left is the machine's own spread ({spread})")
+    floor = (f" (under {MIN_RUNS_SEEN} runs: at least the machine's ±{100 * found.spread:.0f}% between runs)"
+             if found.runs < MIN_RUNS_SEEN else "")
     return Settlement(settled=False, why=f"{said}{floor}, {asked}")
 
 
@@ -194,7 +199,10 @@ def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[s
     loaded = bool(used) and all(r in busy for r in used)
     if loaded:  # a busy run says little of the next: load varies
         applied = max(applied, BUSY_SPREAD)
-    found = interval(by_run(logs), applied, run_sd=BUSY_SPREAD if loaded else 0.0)
+    runs = by_run(logs)
+    # a run effect assumed until MIN_RUNS_SEEN runs show their own: one run cannot see it
+    assumed = BUSY_SPREAD if loaded else applied if len(runs) < MIN_RUNS_SEEN else MIN_SPREAD
+    found = interval(runs, applied, run_sd=assumed)
     return Speedup(estimate=found.estimate, low=found.low, high=found.high, rounds=found.n, runs=found.runs,
                    processes=found.processes, pooled=sum(r in pooled for r in used),
                    busy=sum(r in busy for r in used), spread=applied, floor=found.floor, run_share=found.run_share,

@@ -14,8 +14,10 @@ estimate is the mean over its P_i processes. From R runs and J processes in all:
 
 - s_p^2: the spread of the process means around their run's mean, pooled over runs (J - R
   degrees of freedom), never below MIN_SPREAD;
-- sigma_r^2 = max(0, var(run means) - s_p^2 mean(1 / P_i)), from two runs on (0 for one run:
-  one run cannot see it);
+- sigma_r^2 = max(0, var(run means) - s_p^2 mean(1 / P_i)), from two runs on, and never below
+  the machine's between-run spread (`run_sd`) while fewer than MIN_RUNS_SEEN runs show their own:
+  one run cannot see it, and six first runs of the main job shifted together by up to 1.4x, all
+  three processes of a run alike;
 - the centre: the mean of the run means (each run counts once);
 - a 95% prediction interval for the NEXT run's estimate, the mean over its P processes (P: the
   most a run here had): +- t(df) sqrt(sigma_r^2 (1 + 1/R) + s_p^2 (1/P + mean(1/P_i) / R)), which
@@ -48,8 +50,11 @@ from pydantic import BaseModel
 
 LEVEL = 0.95
 # The between-run log sd of a speedup assumed until a machine has shown its own (three runs of an
-# item): the main job's spread by 0.02-0.13 between runs; one run's interval is then +-32% or more.
-DEFAULT_SPREAD = 0.10
+# item): six first runs of the main job, each timing every point in three processes (idle, load
+# 1.7-2.1), put the spectrum's speedups at 1,620x-2,320x, a log sd of 0.16 between runs that no
+# run's own processes could see (top-3's: 0.07); one or two runs' intervals are then +-42% or more.
+DEFAULT_SPREAD = 0.15
+MIN_RUNS_SEEN = 3  # runs from which their own spread replaces the assumed one
 MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs or processes a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last
@@ -136,14 +141,15 @@ def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL, r
     r, j, p = len(means), sum(len(m) for m in means), max(len(m) for m in means)
     run_means = [float(np.mean(m)) for m in means]
     c = float(np.mean([1 / len(m) for m in means]))
-    sr2 = max(0.0, float(np.var(run_means, ddof=1)) - sp2 * c) if r >= 2 else 0.0
-    known = run_sd**2 > sr2
-    sr2 = max(sr2, run_sd**2)
+    seen = max(0.0, float(np.var(run_means, ddof=1)) - sp2 * c) if r >= 2 else 0.0
+    known = run_sd**2 > seen
+    sr2 = max(seen, run_sd**2)
     a, b = sr2 * (1 + 1 / r), sp2 * (1 / p + c / r)
     df = (a + b) ** 2 / ((a**2 / (r - 1) if a and not known else 0.0) + b**2 / dof)
     q = quantile(df, level)
+    # run_share: of the run effect these runs showed, not of one assumed (series.settlement)
     return _interval(float(np.mean(run_means)), q * math.sqrt(a + b), q * math.sqrt(sr2 + sp2 / p), n, r, j,
-                     sr2 / (sr2 + sp2 / p))
+                     seen / (seen + sp2 / p))
 
 
 def _per_run(runs: Sequence[Sequence[float]], spread: float, level: float) -> Interval:

@@ -100,6 +100,17 @@ def test_two_runs_of_processes_settle_on_the_machines_spread_and_say_it() -> Non
     assert not settlement(one, 0.05).settled  # one run cannot tell what more processes would leave
 
 
+def test_two_runs_of_alike_processes_settle_on_the_runs_spread_and_say_it() -> None:
+    """Processes within 2% of each other in two runs that agree: what is left is the spread the
+    machine's runs are assumed to have until three show their own, said as the runs', not as 1.0x
+    between processes."""
+    base = {round_id(unit_id(run, k), "a", 0): 4.0 * (1 + 0.01 * k) for run in "xy" for k in range(3)}
+    own = {round_id(unit_id(run, k), "a", 0): 1.0 for run in "xy" for k in range(3)}
+    said = settlement(speedup(base, own), 0.25, ("numpy", "factored"))
+    assert said.settled and not said.resolved and said.why is not None
+    assert "runs on this machine differ by about ±15%, more than its processes do" in said.why
+
+
 def test_runs_that_disagree_beyond_their_processes_do_not_settle() -> None:
     """Five planted runs 1,000x off and one run of three alike processes: what is left is between
     runs, not the machine's processes; the next run measures again."""

@@ -137,13 +137,13 @@ def test_one_run_is_never_narrower_than_the_machines_spread_between_runs() -> No
     assert run_interval(lucky, spread=0.0).high / TRUE - 1 < 0.01
     floored = run_interval(lucky, spread=0.05)
     assert floored.high / floored.estimate - 1 >= math.exp(1.959 * math.sqrt(2) * 0.05) - 1
-    assert run_interval(lucky).high / TRUE - 1 > 0.31  # nothing known: DEFAULT_SPREAD's +32%
-    assert DEFAULT_SPREAD == pytest.approx(0.10)
+    assert run_interval(lucky).high / TRUE - 1 > 0.31  # nothing known: at least DEFAULT_SPREAD
+    assert DEFAULT_SPREAD == pytest.approx(0.15)  # six first runs of the main job (bench.statistics)
 
 
 def test_one_round_gets_a_wide_interval_and_no_round_none() -> None:
     one = run_interval([[math.log(3.0)]])
-    assert one.estimate == pytest.approx(3.0) and 2.1 < one.low < 3.0 < one.high < 4.1 and one.runs == 1
+    assert one.estimate == pytest.approx(3.0) and 1.9 < one.low < 3.0 < one.high < 4.7 and one.runs == 1
     none = run_interval([])
     assert none.runs == 0 and none.high == math.inf
 
