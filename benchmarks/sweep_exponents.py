@@ -1,8 +1,10 @@
 """The fitted cost exponents of three sweeps over synthetic inputs of known cost (issue 49's table),
 each a `harness run` of a spec with a `[sweep]`: dense numpy svdvals of n x n matrices (LAPACK's
-O(n^3)), factored svdvals of rank-16 LoRA deltas of m x 256 (O((m + n) r^2): about m^0.9 over
-1024..8192), and dual_gram's Gram over the adapters (O(adapters^2) once the Gram outweighs forming
-the deltas). Run it on an idle machine:
+O(n^3)), factored svdvals of rank-16 LoRA deltas of m x m (O((m + n) r^2) = O(m) at a fixed rank,
+m = 1024..8192; 32 deltas a call, so that a call's fixed cost does not hide it: at m x 256 with 2
+a call the fit read m^0.44; factored its own baseline: numpy's SVD of one 8192 x 8192 took 80 s), and dual_gram's Gram over the adapters (O(adapters^2 d) once the Gram
+outweighs forming the deltas: 512 x 512 modules at rank 2, 32..256 adapters; over 16..128 the
+fit read 1.3, forming and streaming each delta still a third of the cost). Run it on an idle machine:
 
     python -m benchmarks.sweep_exponents [--quick] [--output results/sweep_exponents]
 
@@ -45,13 +47,14 @@ data.modules.w = {sizes}
     "factored_rows": ("""[data]
 source = "synthetic"
 form = "lora"
-adapters = 2
-layers = 1
+adapters = 8
+layers = 4
 rank = 16
 modules = {{ w = [64, 64] }}
 [[analysis]]
 op = "svdvals"
 strategy = "factored"
+baseline = "factored"
 compare = ["factored"]
 [sweep]
 data.modules.w = {sizes}
@@ -61,7 +64,7 @@ source = "synthetic"
 form = "lora"
 layers = 1
 rank = 2
-modules = {{ w = [256, 256] }}
+modules = {{ w = [512, 512] }}
 [[analysis]]
 op = "pca"
 components = 2
@@ -74,10 +77,10 @@ data.adapters = {sizes}
 }
 
 FULL = {"dense_numpy": [[n, n] for n in (256, 384, 512, 768, 1024)],
-        "factored_rows": [[m, 256] for m in (1024, 2048, 4096, 8192)],
-        "dual_gram_adapters": [16, 32, 64, 128]}
+        "factored_rows": [[m, m] for m in (1024, 2048, 4096, 8192)],
+        "dual_gram_adapters": [32, 64, 128, 256]}
 QUICK = {"dense_numpy": [[n, n] for n in (32, 48, 64)],
-         "factored_rows": [[m, 16] for m in (64, 128, 256)],
+         "factored_rows": [[m, m] for m in (64, 128, 256)],
          "dual_gram_adapters": [4, 6, 8]}
 
 
@@ -110,17 +113,18 @@ def run_sweep(name: str, sizes: list[object], folder: Path, budget: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweeps", nargs="*", choices=[[], *SWEEPS], help="which sweeps (default: all three)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the script in seconds")
     parser.add_argument("--output", default="results/sweep_exponents", help="folder of the specs and sweeps")
-    parser.add_argument("--budget", default=None, help='each point\'s benchmark budget (default "4s"; quick "0.3s")')
+    parser.add_argument("--budget", default=None, help='each sweep\'s benchmark budget (default "12s"; quick "0.3s")')
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
-    budget = args.budget or ("0.3s" if args.quick else "4s")
+    budget = args.budget or ("0.3s" if args.quick else "12s")
     folder = Path(args.output)
     if folder.exists() and any(folder.iterdir()):
         print(f"{folder}: exists and is not empty; choose another with --output", file=sys.stderr)
         return 2
-    rows = [run_sweep(name, sizes[name], folder, budget) for name in SWEEPS]
+    rows = [run_sweep(name, sizes[name], folder, budget) for name in (args.sweeps or SWEEPS)]
     print("| sweep | strategy | fitted exponent (95%) | expected | cost model | class (RMS) |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
