@@ -163,7 +163,7 @@ def test_the_compare_page_fits_1280_px(smoke_run: tuple[Path, RunRecord], tmp_pa
     assert cli.main(["compare", a, b, "--html", str(page)]) == 0
     text = page.read_text()
     head = text[text.index('<section id="headline"'):text.index("</section>")]
-    assert "B against A: " in head and " slower" in head and "not significant" in head  # asv's summary first
+    assert "B against A, " in head and " slower" in head and "not significant" in head  # asv's summary first
     assert_laid_out(page, tmp_path)
 
 
