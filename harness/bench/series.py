@@ -171,7 +171,8 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
         where = f"{_plural(found.rounds, 'round')} of {_plural(found.processes, 'process')} in {_plural(found.runs, 'run')}"
     if not math.isfinite(found.half_width):
         return Settlement(settled=False, why=f"{where}: no interval")
-    said = f"interval ±{100 * found.half_width:.0f}% over {where}"
+    # rounded up: an interval of ±10.4% read "±10% ... wider than the ±10% asked for"
+    said = f"interval ±{math.ceil(100 * found.half_width - 1e-9):.0f}% over {where}"
     asked = f"wider than the ±{100 * target:.0f}% asked for"
     left = found.half_width <= SETTLE_RATIO * found.floor or found.floor > target
     if found.runs >= 2 and not found.busy and left and found.run_share <= MAX_RUN_SHARE:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.bench.series import (by_run, round_id, run_of, run_of_unit, settlement, speedup, unit_id, unit_of,
+from harness.bench.series import (Speedup, by_run, round_id, run_of, run_of_unit, settlement, speedup, unit_id, unit_of,
                                   within_half_width, workload_totals)
 
 
@@ -121,3 +121,11 @@ def test_runs_that_disagree_beyond_their_processes_do_not_settle() -> None:
     found = speedup(base, own)
     assert found is not None and found.runs == 6 and found.run_share > 0.5
     assert not settlement(found, 0.25).settled
+
+
+def test_an_interval_just_wider_than_the_target_never_reads_as_the_target() -> None:
+    """±10.4% against ±10% asked for: the words round the width up, so they never say "±10% ...
+    wider than the ±10% asked for"."""
+    found = Speedup(estimate=2.0, low=2.0 / 1.104, high=2.0 * 1.104, rounds=4, runs=2, processes=6)
+    why = settlement(found, 0.10).why
+    assert why is not None and "interval ±11%" in why and "wider than the ±10% asked for" in why
