@@ -5,6 +5,7 @@ the interval: a speedup whose 95% interval holds 1 is "not significant" (pyperf'
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container
 from typing import Literal
 
@@ -34,8 +35,8 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     """`factored is 1,130x (1,050-1,210) faster than numpy`, or `torch is 1.34x (1.10-1.63)
     slower than numpy`, or `torch is not significantly faster or slower than numpy: 0.75x (0.48-1.18)`.
     Unresolved, the words say what is known: the direction when the interval lies on one side of 1
-    (`factored is at least 565x faster than numpy (1,490x, 565-3,932: interval ±... wider than the
-    ±10% asked for)`), else that there is no interval; never "faster ... (unresolved)"."""
+    (`factored is at least 565x faster than numpy (1,490x, 565-3,932: ±164% wide)`), else that there
+    is no interval; never "faster ... (unresolved)". Why an interval is wide is --verbose's."""
     assert head.speedup is not None
     said = significance(head)
     if said == "not significant":
@@ -50,9 +51,12 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     low, high = ci if faster else (1 / ci[1], 1 / ci[0])
     if not head.unresolved:
         return f"{head.label} is {ratio} ({format_interval(low, high)}) {way} than {baseline.label}"
-    why = f": {head.unresolved_reason}" if head.unresolved_reason else ": unresolved"
+    # the interval's width, not its whole story: the verdict is one line a reader takes in at once;
+    # why it is wide (rounds, processes, runs, the machine's spread) is --verbose's line for it
+    wide = math.ceil(100 * max(ci[1] / head.speedup - 1, 1 - ci[0] / head.speedup) - 1e-9)
+    left = "; what is left is this machine's own spread" if head.settled else ""
     return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
-            f"({ratio}, {format_interval(low, high)}{why})")
+            f"({ratio}, {format_interval(low, high)}: ±{wide}% wide{left})")
 
 
 def verdict(a: AnalysisRecord) -> str | None:

@@ -81,8 +81,8 @@ def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:
     for name in ("main_job", "busy_run"):
         record = RunRecord.model_validate_json((RECORDS / f"{name}.json").read_text())
         lines += [line for a in record.analyses if (line := verdict(a))]
-    assert lines[1] == ("top3: factored is at least 44.50x faster than scipy_svds (92.93x, 44.50-194: interval ±109% "
-                        "over 2 rounds, wider than the ±10% asked for); 0 of 3 speedups resolved")
+    assert lines[1] == ("top3: factored is at least 44.50x faster than scipy_svds (92.93x, 44.50-194: ±109% wide); "
+                        "0 of 3 speedups resolved")  # why it is wide: --verbose
     assert lines[3] == ("spectrum: factored@float32 measured 3,057x faster than numpy@float32 (1 round: no interval); "
                         "0 of 4 speedups resolved")
     assert not [line for line in lines if "(unresolved)" in line]
@@ -100,3 +100,17 @@ def test_a_reader_that_leaves_early_is_141_not_a_regression(tmp_path: Path) -> N
     proc.stdout.close()  # as `| head -1` does once it has its line
     _out, err = proc.communicate(timeout=300)
     assert proc.returncode == 141 and "Traceback" not in err, err
+
+
+def test_a_settled_verdict_says_what_is_left_and_leaves_why_to_verbose() -> None:
+    """A speedup settled on the machine's own spread says so in its verdict, in a line a reader takes
+    in at once; the rounds, processes and runs behind its width are --verbose's."""
+    from .test_run_screen import RECORDS
+
+    record = RunRecord.model_validate_json((RECORDS / "main_job.json").read_text())
+    top3 = next(a for a in record.analyses if a.name == "top3")
+    for t in top3.timings:
+        t.settled = True
+    line = verdict(top3)
+    assert line is not None and "±109% wide; what is left is this machine's own spread)" in line
+    assert "rounds" not in line.split(";")[0]
