@@ -15,6 +15,7 @@ from harness.base.bounded import TooLarge, read_capped
 from harness.bench.scaling import Crossover, PowerLaw, log_variance
 from harness.bench.statistics import DEFAULT_SPREAD, LEVEL, quantile, run_interval
 from harness.plan.model import Plan
+from harness.machine.stored import first_problem
 from harness.record.run_record import RecordError, RunRecord, StrategyTiming
 
 SWEEP_SCHEMA_VERSION = 1
@@ -150,4 +151,4 @@ def load_sweep(folder: Path) -> SweepRecord:
     except (OSError, TooLarge) as exc:
         raise RecordError(f"{path}: cannot read a sweep record ({exc})") from None
     except ValidationError as exc:
-        raise RecordError(f"{path}: not a sweep record ({exc.error_count()} problems)") from None
+        raise RecordError(f"{path}: not a sweep record: {first_problem(exc)}") from None
