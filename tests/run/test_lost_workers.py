@@ -66,11 +66,17 @@ def kill_all(pids: list[int]) -> None:
             pass
 
 
-def test_a_stopped_worker_costs_its_point_only_and_is_no_verification_failure(tmp_path: Path) -> None:
+def factored_stops(tmp_path: Path) -> tuple[Path, dict[str, str], str, Path]:
+    """The folder a stopping factored worker writes its pid into, the run's environment and marker,
+    and its output folder."""
     marks = tmp_path / "stopped"
     marks.mkdir()
     env, mark = environment(**{STOP: f"factored={marks}"})
-    out = tmp_path / "run"
+    return marks, env, mark, tmp_path / "run"
+
+
+def test_a_stopped_worker_costs_its_point_only_and_is_no_verification_failure(tmp_path: Path) -> None:
+    marks, env, mark, out = factored_stops(tmp_path)
     said = subprocess.run([sys.executable, "-c", RUN, "2", "run", SMOKE, "-o", str(out), *ONE], env=env,
                           capture_output=True, text=True, timeout=600)
     left = left_behind(mark)
@@ -86,10 +92,7 @@ def test_a_stopped_worker_costs_its_point_only_and_is_no_verification_failure(tm
 
 
 def test_sigterm_while_a_worker_is_stopped_writes_the_record_and_exits(tmp_path: Path) -> None:
-    marks = tmp_path / "stopped"
-    marks.mkdir()
-    env, mark = environment(**{STOP: f"factored={marks}"})
-    out = tmp_path / "run"
+    marks, env, mark, out = factored_stops(tmp_path)
     run = subprocess.Popen([sys.executable, "-c", RUN, "600", "run", SMOKE, "-o", str(out), *ONE], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
