@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -116,3 +117,10 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunRecord
         patch.setattr(rounds, "condition_reasons", no_conditions)
         assert cli.main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder), "--report"]) == 0
     return folder, load_record(folder)
+
+
+def ctrl_c_delivered() -> None:
+    """A child's preexec_fn: a shell that starts a job in the background (as CI may start this
+    suite) ignores SIGINT in it, the child inherits that, and Python then rightly leaves Ctrl-C
+    ignored; the child starts with the default disposition, as under an interactive terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

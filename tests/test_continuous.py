@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import continuous
+from tests.conftest import ctrl_c_delivered
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
 
@@ -125,7 +126,8 @@ def test_a_stopped_gate_ends_asvs_session_and_removes_its_folder(signum: int, co
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp), "FAKE_ASV_PIDS": str(pids_file)}
     gate = subprocess.Popen([sys.executable, "-c", DRIVER, str(repo), str(fake)], cwd=continuous.ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_delivered)
     pids: list[int] = []
     try:
         assert wait_for(lambda: pids_file.exists() or gate.poll() is not None, 300), "the stand-in asv never ran"

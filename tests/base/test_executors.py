@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.base.executors import SerialExecutor
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, ctrl_c_delivered
 
 SMOKE = str(CONFIGS / "smoke.toml")
 
@@ -162,7 +162,7 @@ def test_pool_workers_die_with_a_killed_run() -> None:
 
 def test_ctrl_c_to_the_process_group_prints_one_line() -> None:
     proc, workers = _holder(start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=ctrl_c_delivered)
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness.cli.main import main
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, ctrl_c_delivered
 
 SMOKE = str(CONFIGS / "smoke.toml")
 
@@ -84,13 +84,6 @@ def test_existing_output_folder_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not empty" in proc.stderr
 
 
-def _ctrl_c_delivered() -> None:
-    """A shell that starts a job in the background (as CI may start this suite) ignores SIGINT
-    in it, the child inherits that, and Python then rightly leaves Ctrl-C ignored: the child
-    starts with the default disposition, as under an interactive terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
                                                       (signal.SIGTERM, 143, "terminated")])
@@ -102,7 +95,7 @@ def test_ctrl_c_or_sigterm_leaves_an_incomplete_record_and_no_partial_files(
          "--set", "data.modules={w=[1500,1200]}", "--set", "data.adapters=40",
          "--set", "analysis.0.strategy='numpy'"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_ctrl_c_delivered,
+        preexec_fn=ctrl_c_delivered,
     )
     deadline = time.monotonic() + 120
     while not (out / "record.json").exists() and time.monotonic() < deadline:  # the runner has started
