@@ -1,10 +1,13 @@
 """The fitted cost exponents of three sweeps over synthetic inputs of known cost (issue 49's table),
 each a `harness run` of a spec with a `[sweep]`: dense numpy svdvals of n x n matrices (LAPACK's
-O(n^3)), factored svdvals of rank-16 LoRA deltas of m x m (O((m + n) r^2) = O(m) at a fixed rank,
-m = 1024..8192; 32 deltas a call, so that a call's fixed cost does not hide it: at m x 256 with 2
-a call the fit read m^0.44; factored its own baseline: numpy's SVD of one 8192 x 8192 took 80 s), and dual_gram's Gram over the adapters (O(adapters^2 d) once the Gram
-outweighs forming the deltas: 512 x 512 modules at rank 2, 32..256 adapters; over 16..128 the
-fit read 1.3, forming and streaming each delta still a third of the cost). Run it on an idle machine:
+O(n^3)); factored svdvals of rank-16 LoRA deltas of m x m, m = 1024..8192 (O((m + n) r^2) = O(m)
+at a fixed rank; 32 deltas a call, factored its own baseline: numpy's SVD of one 8192 x 8192 took
+80 s); and dual_gram's Gram over the adapters (O(adapters^2 d) once the Gram outweighs forming
+the deltas: 256 x 256 modules at rank 2, 128..1024 adapters; over 32..256 adapters of 512 x 512
+the fit read 1.38, the Gram kernel still gaining speed with more rows). Factored's time is
+a + b m: its r x r eigensolves (~0.025 ms a delta at r = 16, whatever m) are about half of it at
+m = 1024, so its exponent over this range is below 1 (0.81-0.83, the cost model's 0.77-0.85).
+Run it on an idle machine:
 
     python -m benchmarks.sweep_exponents [--quick] [--output results/sweep_exponents]
 
@@ -25,9 +28,13 @@ device = "cpu"
 memory_budget = "4GiB"
 [benchmark]
 warmup = 1
-sample = 2
+sample = {sample}
 budget = "{budget}"
 """
+# matrices a call: factored's call on 2 deltas spent ~0.05 ms a delta outside the Grams (numpy's
+# per-call work, the r x r eigensolves), as much as the Grams themselves at m = 1024, and the fit
+# read m^0.62; on 32 a call that part is a few microseconds a delta
+SAMPLE = {"dense_numpy": 2, "factored_rows": 32, "dual_gram_adapters": 2}
 
 # name: (the spec's [data], [[analysis]] and [sweep], the strategy whose exponent is checked, expected range)
 SWEEPS: dict[str, tuple[str, str, tuple[float, float]]] = {
@@ -64,7 +71,7 @@ source = "synthetic"
 form = "lora"
 layers = 1
 rank = 2
-modules = {{ w = [512, 512] }}
+modules = {{ w = [256, 256] }}
 [[analysis]]
 op = "pca"
 components = 2
@@ -78,7 +85,7 @@ data.adapters = {sizes}
 
 FULL = {"dense_numpy": [[n, n] for n in (256, 384, 512, 768, 1024)],
         "factored_rows": [[m, m] for m in (1024, 2048, 4096, 8192)],
-        "dual_gram_adapters": [32, 64, 128, 256]}
+        "dual_gram_adapters": [128, 256, 512, 1024]}
 QUICK = {"dense_numpy": [[n, n] for n in (32, 48, 64)],
          "factored_rows": [[m, m] for m in (64, 128, 256)],
          "dual_gram_adapters": [4, 6, 8]}
@@ -86,7 +93,7 @@ QUICK = {"dense_numpy": [[n, n] for n in (32, 48, 64)],
 
 def spec_text(name: str, sizes: list[object], budget: str) -> str:
     body, _, _ = SWEEPS[name]
-    return HEAD.format(name=name, budget=budget) + body.format(sizes=sizes)
+    return HEAD.format(name=name, budget=budget, sample=SAMPLE[name]) + body.format(sizes=sizes)
 
 
 def run_sweep(name: str, sizes: list[object], folder: Path, budget: str) -> str:

@@ -256,3 +256,24 @@ def test_route_follows_the_factors_precision() -> None:
     assert not gram_route(np.float64)
     torch = pytest.importorskip("torch")
     assert gram_route(torch.float32) and not gram_route(torch.float64)
+
+
+@pytest.mark.parametrize("k, m, n, scratch", [(1, 37, 11, 1024), (9, 50, 70, 2048), (17, 64, 16, 512 * 1024),
+                                              (20, 33, 33, 256), (3, 9, 5, 8)])
+def test_factor_grams_sum_every_slice_of_rows_exactly(k: int, m: int, n: int, scratch: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Widened a slice of rows at a time (slices that do not divide m or n, a piece of fewer than
+    GRAM_PIECE deltas, a slice of one row, a scratch smaller than one row, threads): the float64 Grams of the float32 factors."""
+    import threading
+
+    from harness.linalg import factored
+
+    monkeypatch.setattr(factored, "SCRATCH_BYTES", scratch)
+    monkeypatch.setattr(factored, "_LOCAL", threading.local())
+    rng = np.random.default_rng(k)
+    B = rng.standard_normal((k, m, 4)).astype(np.float32)
+    A = rng.standard_normal((k, 4, n)).astype(np.float32)
+    GB, GA = factored.factor_grams(B, A)
+    wide_b, wide_a = B.astype(np.float64), A.astype(np.float64)
+    np.testing.assert_allclose(GB, wide_b.swapaxes(-1, -2) @ wide_b, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(GA, wide_a @ wide_a.swapaxes(-1, -2), rtol=1e-13, atol=1e-12)
