@@ -266,14 +266,14 @@ def test_factor_grams_sum_every_slice_of_rows_exactly(k: int, m: int, n: int, sc
     GRAM_PIECE deltas, a slice of one row, a scratch smaller than one row, threads): the float64 Grams of the float32 factors."""
     import threading
 
-    from harness.linalg import factored
+    from harness.linalg import factor_grams
 
-    monkeypatch.setattr(factored, "SCRATCH_BYTES", scratch)
-    monkeypatch.setattr(factored, "_LOCAL", threading.local())
+    monkeypatch.setattr(factor_grams, "SCRATCH_BYTES", scratch)
+    monkeypatch.setattr(factor_grams, "_LOCAL", threading.local())
     rng = np.random.default_rng(k)
     B = rng.standard_normal((k, m, 4)).astype(np.float32)
     A = rng.standard_normal((k, 4, n)).astype(np.float32)
-    GB, GA = factored.factor_grams(B, A)
+    GB, GA = factor_grams.factor_grams(B, A)
     wide_b, wide_a = B.astype(np.float64), A.astype(np.float64)
     np.testing.assert_allclose(GB, wide_b.swapaxes(-1, -2) @ wide_b, rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(GA, wide_a @ wide_a.swapaxes(-1, -2), rtol=1e-13, atol=1e-12)

@@ -1,11 +1,10 @@
-"""The experiment spec: pydantic models of the TOML file, and loading with every error at once."""
+"""The spec's sections as pydantic models: what every key may hold, each number its range, each
+name checked against what the harness has (data forms, features, strategies, environments)."""
 
 from __future__ import annotations
 
 import difflib
 import re
-import tomllib
-from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -17,13 +16,12 @@ from pydantic import (
     Field,
     StrictFloat,
     StrictInt,
-    ValidationError,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
-from harness.data.registry import DATA_MODELS, DataConfig
+from harness.data.registry import DataConfig
 from harness.linalg.features import (
     FULL_SPECTRUM_ONLY,
     PAIRWISE_FEATURES,
@@ -33,7 +31,6 @@ from harness.linalg.features import (
 from harness.linalg.precision import Precision
 from harness.machine.tuning import Environment
 from harness.strategies.registry import check_strategy_name
-from harness.base.bounded import TooLarge, read_capped
 from harness.base.units import DURATION_PATTERN, parse_duration, parse_share
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
@@ -345,148 +342,3 @@ class Spec(_Section):
                 raise ValueError(f"two analyses are named {a.label!r}; give each a unique `name`")
             seen.add(a.label)
         return analyses
-
-
-class SpecError(Exception):
-    """Every problem of one spec, one `FILE: key.path: message` line each."""
-
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
-
-
-SPEC_CAP = 1 << 20  # bytes: a spec is a page of TOML; anything larger is not one
-
-
-def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
-    return validate_raw(path, read_raw(path, overrides))
-
-
-def validate_raw(path: str | Path, raw: dict[str, Any]) -> Spec:
-    """The spec of a file's TOML (`read_raw`'s); SpecError with every problem, `FILE: key: message`."""
-    try:
-        return Spec.model_validate(raw)
-    except ValidationError as exc:
-        raise SpecError([f"{path}: {line}" for line in _describe(exc)]) from None
-
-
-def read_raw(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """The spec file's TOML with the overrides applied, not yet validated; SpecError when the
-    file cannot be read or parsed, or an override names no key."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(read_capped(path, SPEC_CAP).decode("utf-8"))
-    except TooLarge as exc:
-        raise SpecError([f"{path}: {exc}; a spec file (TOML) is small"]) from None
-    except RecursionError:
-        raise SpecError([f"{path}: invalid TOML: nested too deeply"]) from None
-    except FileNotFoundError:
-        raise SpecError([f"{path}: file not found"]) from None
-    except IsADirectoryError:
-        raise SpecError([f"{path}: is a folder; expected a spec file (TOML)"]) from None
-    except UnicodeDecodeError as exc:  # binary garbage, or another encoding: TOML is UTF-8
-        raise SpecError([f"{path}: not UTF-8 text (byte {exc.start}); expected a spec file (TOML)"]) from None
-    except OSError as exc:  # unreadable: permissions, a FIFO gone, an I/O error
-        raise SpecError([f"{path}: cannot read the spec ({exc.strerror or exc})"]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError([f"{path}: invalid TOML: {exc}"]) from None
-    problems = [f"{path}: {p}" for p in apply_overrides(raw, overrides or [])]
-    if problems:
-        raise SpecError(problems)
-    return raw
-
-
-def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
-    """Apply `dotted.key=value` in place (values parsed as TOML, else taken as strings)."""
-    problems = []
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            problems.append(f"--set {item!r}: expected dotted.key=value")
-            continue
-        try:
-            value = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = text
-        if not set_key(raw, key, value):
-            problems.append(f"--set {item!r}: {key} does not name a settable key")
-    return problems
-
-
-def set_key(raw: dict[str, Any], key: str, value: Any) -> bool:
-    """Set `dotted.key` (or `analysis[2].components`) of a spec's TOML in place; False when a
-    part of the key names no table or list item."""
-    node: Any = raw
-    parts = _key_parts(key)
-    try:
-        for part in parts[:-1]:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        if isinstance(node, list):
-            node[int(parts[-1])] = value
-        else:
-            node[parts[-1]] = value
-    except (ValueError, IndexError, TypeError, AttributeError):
-        return False
-    return True
-
-
-def _key_parts(key: str) -> list[str]:
-    """`analysis[2].components` (the notation errors print) or `analysis.2.components` as
-    `["analysis", "2", "components"]`: a key copied from an error line must work as an override."""
-    return re.sub(r"\[\s*(\d+)\s*\]", r".\1", key.strip()).split(".")
-
-
-SECTION_MODELS: dict[str, type[BaseModel]] = {
-    "experiment": Experiment,
-    "execution": Execution,
-    "benchmark": Benchmark,
-}
-
-
-def _describe(exc: ValidationError) -> list[str]:
-    lines = []
-    for err in exc.errors():
-        path, parent = _locate(list(err["loc"]))
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(path.rsplit(".", 1)[-1], list(parent.model_fields) if parent else [], n=1)
-            message = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
-        elif err["type"] == "missing":
-            message = "required key is missing"
-        elif err["type"] in ("int_type", "float_type"):  # strict: `threads = true` ran as 1 thread
-            given = err.get("input")
-            shown = f"{str(given).lower()} is a boolean" if isinstance(given, bool) else f"{given!r}"
-            message = f"{shown}; expected a {'whole ' * (err['type'] == 'int_type')}number"
-        elif err["type"] == "union_tag_not_found":
-            key = err["ctx"]["discriminator"].strip("'")
-            message = f"required key {key!r} is missing"
-        elif err["type"] == "union_tag_invalid":  # pydantic's loc stops at the union: name its tag key
-            path += "." + err["ctx"]["discriminator"].strip("'")
-            message = f"unknown value {err['ctx']['tag']!r}; expected one of {err['ctx']['expected_tags']}"
-        lines.append(f"{path or '(top level)'}: {message}")
-    return lines
-
-
-SHOWN_KEY = r"[\w.-]{1,64}"  # a key an error line prints as it is
-
-
-def _locate(loc: list[Any]) -> tuple[str, type[BaseModel] | None]:
-    """pydantic's loc as `analysis[1].k`, without the union tag it inserts, and the model that
-    holds the last key (for suggesting a valid key in place of an unknown one)."""
-    model: type[BaseModel] | None = None
-    depth = 1
-    if len(loc) > 1 and loc[0] == "data" and loc[1] in DATA_MODELS:
-        model = DATA_MODELS[loc.pop(1)]
-    elif len(loc) > 2 and loc[0] == "analysis" and isinstance(loc[1], int) and loc[2] in ANALYSIS_MODELS:
-        model, depth = ANALYSIS_MODELS[loc.pop(2)], 2
-    elif loc and loc[0] in SECTION_MODELS:
-        model = SECTION_MODELS[loc[0]]
-    parent = Spec if len(loc) == 1 else model if len(loc) == depth + 1 else None
-    path = ""
-    for item in loc:
-        if item == "[key]":  # pydantic's mark of a dict key's own error: the key is the item before
-            continue
-        if isinstance(item, str) and not re.fullmatch(SHOWN_KEY, item):  # a hostile key: quoted, its controls escaped
-            item = f"[{item[:40]!r}]"
-        path += f"[{item}]" if isinstance(item, int) else (f".{item}" if path and item[0] != "[" else str(item))
-    return path, parent
