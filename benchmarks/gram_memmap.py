@@ -40,7 +40,7 @@ from harness.linalg.device import Backend, torch_module
 from harness.linalg.factored import frobenius_gram
 from harness.linalg.gram import accumulate_gram, gram_from_array, gram_pairwise
 from harness.linalg.pca import dual_pca
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]

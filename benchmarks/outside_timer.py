@@ -58,7 +58,7 @@ def measure_one(folder: str, analysis: str, label: str, group: str) -> dict[str,
     from harness.record.run_record import load_record
     from harness.run.prepare import load_workload
     from harness.run.subjects import Context, PcaWork, matrix_subjects, pca_subjects
-    from harness.spec.sections import PcaAnalysis, Spec
+    from harness.specs.sections import PcaAnalysis, Spec
 
     record = load_record(Path(folder))
     spec = Spec.model_validate(record.spec)

@@ -49,8 +49,8 @@ from harness.data.workload import Workload
 from harness.base.executors import SerialExecutor
 from harness.machine.info import probe
 from harness.compute.pca import pca_results
-from harness.spec.sections import PcaAnalysis, Spec
-from harness.spec.reading import load_spec
+from harness.specs.sections import PcaAnalysis, Spec
+from harness.specs.reading import load_spec
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy
 

@@ -21,8 +21,8 @@ from benchmarks.pca_full import loadavg, run_pca, write_checkpoints, write_spec
 from harness.data.checkpoint import CheckpointSource
 from harness.machine.info import probe
 from harness.machine.roofline import sequential_read
-from harness.spec.sections import Spec
-from harness.spec.reading import load_spec
+from harness.specs.sections import Spec
+from harness.specs.reading import load_spec
 from harness.strategies.gram import DualGramStrategy
 
 MiB = 2**20

@@ -16,7 +16,7 @@ from harness.data.registry import build_source
 from harness.data.workload import Workload
 from harness.linalg.device import torch_module
 from harness.linalg.precision import storage_dtype
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.strategies.base import ExecContext, OpRequest, Strategy
 from harness.strategies.gram import GramStrategy
 from harness.strategies.registry import STRATEGIES

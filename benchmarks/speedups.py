@@ -52,7 +52,7 @@ def timed_points(path: Path, sets: list[str]) -> list[str]:
     """`analysis/strategy` of every point a run of the spec times, the baseline first in each
     analysis, from the spec as the planner reads it."""
     from harness.plan.variants import points as variants
-    from harness.spec.reading import load_spec
+    from harness.specs.reading import load_spec
     from harness.strategies.registry import BASELINES
 
     spec = load_spec(path, sets)

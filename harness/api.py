@@ -25,7 +25,7 @@ from harness.report.exports import result_rows
 from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen
 from harness.run.session import RunOptions, command_line, prepare_session
-from harness.spec.reading import SpecError
+from harness.specs.reading import SpecError
 
 
 SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`

@@ -14,7 +14,7 @@ from benchmarks.memory import SvdMemory
 from harness.run.asv_cases import case_keys, machine_name
 from harness.cli.main import main
 from harness.machine.info import probe
-from harness.spec.reading import SpecError
+from harness.specs.reading import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec.reading import SpecError, load_spec
+from harness.specs.reading import SpecError, load_spec
 from tests.conftest import CONFIGS
 
 GOOD = """
@@ -125,7 +125,7 @@ def test_override_error_is_validated(tmp_path: Path) -> None:
 
 
 def test_schema_is_json_schema() -> None:
-    from harness.spec.sections import Spec
+    from harness.specs.sections import Spec
 
     schema = json.loads(json.dumps(Spec.model_json_schema()))
     assert {"experiment", "data", "analysis"} <= set(schema["properties"])
@@ -152,7 +152,7 @@ def test_schema_types_budget_as_a_duration() -> None:
     jsonschema reads it: one of its alternatives a string whose pattern takes "20s", not "soon"."""
     import re
 
-    from harness.spec.sections import Spec
+    from harness.specs.sections import Spec
 
     schema = Spec.model_json_schema()
     budget = schema["$defs"]["Benchmark"]["properties"]["budget"]
@@ -168,7 +168,7 @@ def test_the_target_is_a_share_the_schema_and_the_spec_agree_on() -> None:
     parse, the refusals, and the schema's pattern."""
     import re
 
-    from harness.spec.sections import Spec
+    from harness.specs.sections import Spec
 
     precision = Spec.model_json_schema()["$defs"]["Benchmark"]["properties"]["target"]
     kinds = {alternative["type"]: alternative for alternative in precision["anyOf"]}
@@ -180,6 +180,6 @@ def test_the_target_is_a_share_the_schema_and_the_spec_agree_on() -> None:
     for bad in ("0%", "150%", "tight", -0.1):
         with pytest.raises(ValueError):
             parse_share(bad)
-    from harness.spec.sections import Benchmark
+    from harness.specs.sections import Benchmark
 
     assert Benchmark.model_validate({"precision": "25%"}).target == Benchmark.model_validate({"target": 0.25}).target

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.machine.tuning import ALLOWED, MAX_VARIABLES
-from harness.spec.sections import MAX_ENVIRONMENTS
-from harness.spec.reading import load_spec
+from harness.specs.sections import MAX_ENVIRONMENTS
+from harness.specs.reading import load_spec
 from tests.conftest import ROOT
 from tests.test_spec import GOOD, problems
 

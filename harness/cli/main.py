@@ -39,7 +39,7 @@ COMMANDS: dict[str, str] = {
     "schema": "print the spec's JSON Schema",
 }
 # (module, class): a user's mistake, one line per problem and exit 2, never a traceback
-USER_ERRORS = [("harness.spec.reading", "SpecError"), ("harness.plan.model", "PlanError"),
+USER_ERRORS = [("harness.specs.reading", "SpecError"), ("harness.plan.model", "PlanError"),
                ("harness.data.workload", "DataError"), ("harness.record.run_record", "RecordError"),
                ("harness.report.history", "HistoryError"), ("harness.run.output", "OutputError")]
 

@@ -27,7 +27,7 @@ from harness.linalg.pca import DualPCA, principal_axes
 from harness.compute.pca import GLOBAL, pca_from_arrays, pca_prefix
 from harness.base.progress import Display
 from harness.record.run_record import AxesRecord
-from harness.spec.sections import PcaAnalysis
+from harness.specs.sections import PcaAnalysis
 from harness.base.units import format_bytes
 from harness.record.verification import Verification
 

@@ -14,7 +14,7 @@ from harness.data.layout import AdapterLayout
 from harness.data.workload import DataError
 from harness.linalg.gram import cosine_from_gram
 from harness.linalg.pca import DualPCA, dual_pca
-from harness.spec.sections import PcaAnalysis
+from harness.specs.sections import PcaAnalysis
 
 PCA_FILE = "pca.npz"
 GLOBAL = "global"

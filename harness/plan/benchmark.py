@@ -10,7 +10,7 @@ from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.machine.info import MachineInfo
 from harness.plan.model import Candidate
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 from harness.strategies import cost
 from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy
 from harness.strategies.registry import STRATEGIES

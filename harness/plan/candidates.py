@@ -16,7 +16,7 @@ from harness.machine.info import MachineInfo
 from harness.machine.wisdom import MODELLED, Wisdom, width
 from harness.plan.model import Candidate, Variant
 from harness.plan.variants import itemsize, measured_miss, refusal
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 from harness.strategies import cost
 from harness.strategies.base import OpRequest, Strategy, StrategyBase
 from harness.strategies.gram import GramStrategy

@@ -23,7 +23,7 @@ from harness.plan.model import BenchPlan, Candidate, GroupInfo, Plan, PlanError,
 from harness.plan.overheads import overheads
 from harness.plan.spread import position_tasks, spread, task_count
 from harness.plan.variants import default_precision, env_points, points, tf32_problems
-from harness.spec.sections import Analysis, PcaAnalysis, Spec
+from harness.specs.sections import Analysis, PcaAnalysis, Spec
 from harness.strategies.base import OpRequest
 from harness.strategies.registry import BASELINES, STRATEGIES
 

@@ -18,7 +18,7 @@ import numpy as np
 from harness.data.workload import Census
 from harness.machine.info import MachineInfo
 from harness.plan.model import PlanError
-from harness.spec.sections import PcaAnalysis, Spec, SvdTopkAnalysis
+from harness.specs.sections import PcaAnalysis, Spec, SvdTopkAnalysis
 from harness.linalg.features import SUBSPACE_FEATURES
 from harness.base.units import format_bytes
 

@@ -10,7 +10,7 @@ from harness.data.workload import Workload
 from harness.linalg.features import PAIRWISE_FEATURES
 from harness.machine.info import MachineInfo
 from harness.plan.model import Step, backends
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 from harness.strategies import cost
 from harness.strategies.registry import STRATEGIES
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.spec.reading import SpecError, read_raw, set_key, validate_raw
+from harness.specs.reading import SpecError, read_raw, set_key, validate_raw
 
 MAX_AXES = 2  # a sweep is a line or a grid: more axes multiply points past any budget
 MAX_POINTS = 64

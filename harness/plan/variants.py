@@ -7,7 +7,7 @@ from __future__ import annotations
 from harness.linalg.device import Backend, cuda_missing_reason
 from harness.linalg.precision import UNIT_ROUNDOFF, low, meets, storage_dtype
 from harness.plan.model import Candidate, Variant, env_suffix, variant_suffix
-from harness.spec.sections import Analysis, Spec
+from harness.specs.sections import Analysis, Spec
 from harness.strategies.base import StrategyBase
 
 TF32_ONLY_CUDA = ("tf32 is a mode of NVIDIA tensor cores (Ampere and later) for float32 products, and {why}: "

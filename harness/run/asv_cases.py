@@ -18,7 +18,7 @@ from harness.data.workload import chunks
 from harness.run.subjects import compute_batches, load_batches, sample_refs
 from harness.compute.references import References, checked
 from harness.run.context import exec_context, local_executor
-from harness.spec.reading import SpecError, load_spec
+from harness.specs.reading import SpecError, load_spec
 from harness.strategies.base import OpRequest, OpResult, Strategy
 from harness.strategies.registry import STRATEGIES
 

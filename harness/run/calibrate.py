@@ -24,7 +24,7 @@ from harness.linalg.device import cuda_available, torch_missing_reason
 from harness.machine.info import MachineInfo
 from harness.plan.compiler import compile_plan
 from harness.base.progress import Display
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 from harness.base.units import format_bytes
 
 TALL, WIDE = [3072, 768], [768, 3072]

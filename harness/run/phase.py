@@ -39,7 +39,7 @@ from harness.machine.wisdom import MeasuredError, Observation
 from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
-from harness.spec.sections import PcaAnalysis
+from harness.specs.sections import PcaAnalysis
 from harness.run.items import WILD_PLAN, WILD_RUN, plausible, placed
 from harness.run.rounds import Pace, Rounds, Timeline, busy_of, line_of
 from harness.run import subjects as subjects_module

@@ -17,8 +17,8 @@ from harness.plan.footprint import check_memory
 from harness.plan.model import Plan, PlanError
 from harness.data.paths import PathError
 from harness.run.cluster import join, require_distributed
-from harness.spec.sections import Spec
-from harness.spec.reading import SpecError, load_spec
+from harness.specs.sections import Spec
+from harness.specs.reading import SpecError, load_spec
 from harness.store.cache import locate
 
 

@@ -35,7 +35,7 @@ from harness.compute.pca import PCA_FILE, pca_results, save_pca
 from harness.plan.model import PlanError, Step
 from harness.base.progress import Display, Phase
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
-from harness.spec.sections import PcaAnalysis
+from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import APPROXIMATE, STRATEGIES
 from harness.record.verdict import conclude

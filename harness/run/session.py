@@ -31,7 +31,7 @@ from harness.run.folder import Place, check_name, check_places, earlier_run, emp
 from harness.run.output import OutputError
 from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 from harness.run.runner import Runner
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 from harness.store.cache import ResultCache
 
 

@@ -26,7 +26,7 @@ from harness.linalg.precision import storage_dtype
 from harness.machine.measurements import Item
 from harness.plan.model import Step, Timed
 from harness.record.verification import Verification
-from harness.spec.sections import PcaAnalysis
+from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest, OpResult, Strategy
 from harness.strategies.gram import GramStrategy
 from harness.strategies.numpy_lapack import stack_results

@@ -17,7 +17,7 @@ from harness.record.sweep_fits import fit_sweep
 from harness.record.sweep_record import SweepRecord, point_record, write_sweep
 from harness.run.prepare import RunContext, prepare_spec
 from harness.run.session import RunOptions, check_run_folder, command_line, default_folder, prepare_session
-from harness.spec.reading import SpecError, load_spec
+from harness.specs.reading import SpecError, load_spec
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from harness.data.paths import PathError
 from harness.plan.model import PlanError
 from harness.run.prepare import RunContext, prepare, prepare_spec
-from harness.spec.sections import Spec
-from harness.spec.reading import SpecError, read_raw
+from harness.specs.sections import Spec
+from harness.specs.reading import SpecError, read_raw
 
 SECTIONS_AT_DEFAULTS = ("experiment", "execution", "benchmark")  # a bad key there falls back to its default
 MAX_PASSES = 50

@@ -22,7 +22,7 @@ from harness.cli.main import main
 from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Census
 from harness.machine.info import probe
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.base.units import format_bytes
 from tests.cli.test_bad_inputs import SMOKE, one_line, spec, tree
 

@@ -19,7 +19,7 @@ from harness.data.synthetic import SyntheticData, SyntheticSource
 from harness.data.workload import Workload
 from harness.base.progress import Display
 from harness.record.run_record import load_record
-from harness.spec.sections import PcaAnalysis
+from harness.specs.sections import PcaAnalysis
 from tests.compute.test_pca import SPEC as PCA_SPEC
 
 SPEC = PCA_SPEC.replace('scope = "{scope}"\n', 'scope = "{scope}"\naxes = true\n')

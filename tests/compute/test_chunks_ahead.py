@@ -23,7 +23,7 @@ from harness.base.executors import SerialExecutor
 from harness.machine.info import probe
 from harness.plan.compiler import compile_plan
 from harness.report.terminal import plan_table
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.strategies.base import OpRequest
 from harness.strategies.registry import STRATEGIES
 

@@ -9,7 +9,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.record.features_csv import CSV_COLUMNS, FeatureRow, Row
-from harness.spec.reading import SpecError, load_spec
+from harness.specs.reading import SpecError, load_spec
 from tests.conftest import CONFIGS
 
 SMOKE = str(CONFIGS / "smoke.toml")

@@ -14,7 +14,7 @@ from harness.machine.info import probe
 from harness.plan.model import PlanError
 from harness.plan.compiler import compile_plan
 from harness.record.run_record import load_record
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 
 SPEC = """
 [experiment]

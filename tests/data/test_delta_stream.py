@@ -27,7 +27,7 @@ from harness.linalg.spans import SpanReader
 from harness.machine.info import probe
 from harness.plan.model import PlanError
 from harness.plan.compiler import compile_plan
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.strategies.base import ExecContext
 from harness.strategies.gram import DualGramStrategy
 from tests.conftest import kernel_route

@@ -23,7 +23,7 @@ from harness.plan.compiler import compile_plan
 from harness.base.progress import Display
 from harness.report.terminal import plan_lines
 from harness.record.run_record import load_record
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.strategies import cost
 from harness.strategies.base import OpRequest
 from harness.strategies.registry import STRATEGIES

@@ -16,7 +16,7 @@ from harness.machine.info import probe
 from harness.plan.compiler import compile_plan
 from harness.plan.model import Plan, PlanError
 from harness.plan.spread import TASKS_PER_THREAD, position_tasks, spread, task_count
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from tests.conftest import CONFIGS
 
 GiB = 2**30

@@ -12,8 +12,8 @@ from harness.data.workload import Workload
 from harness.machine.info import MachineInfo, probe
 from harness.plan.model import PlanError
 from harness.plan.compiler import compile_plan
-from harness.spec.sections import Spec
-from harness.spec.reading import load_spec
+from harness.specs.sections import Spec
+from harness.specs.reading import load_spec
 from tests.conftest import CONFIGS
 
 

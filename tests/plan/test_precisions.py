@@ -18,7 +18,7 @@ from harness.machine.wisdom import MeasuredError, Observation, Wisdom, identity
 from harness.plan import candidates
 from harness.plan.compiler import compile_plan
 from harness.plan.model import PlanError
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.strategies.registry import STRATEGIES
 from harness.strategies.base import OpRequest
 from tests.conftest import CONFIGS

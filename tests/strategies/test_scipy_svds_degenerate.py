@@ -7,7 +7,7 @@ import scipy.sparse.linalg
 
 from harness.compute.verify import Operator
 from harness.base.executors import SerialExecutor
-from harness.spec.sections import _AnalysisBase
+from harness.specs.sections import _AnalysisBase
 from harness.strategies.base import ExecContext, OpRequest, OpResult
 from harness.strategies.registry import STRATEGIES
 from harness.compute.verify import verify

@@ -16,7 +16,7 @@ from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
 from harness.plan.model import PlanError
 from harness.report.fitting import Fitted
-from harness.spec.reading import load_spec
+from harness.specs.reading import load_spec
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.spec.sections import Spec
+from harness.specs.sections import Spec
 
 
 

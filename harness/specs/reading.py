@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.base.bounded import TooLarge, read_capped
 from harness.data.registry import DATA_MODELS
-from harness.spec.sections import ANALYSIS_MODELS, Benchmark, Execution, Experiment, Spec
+from harness.specs.sections import ANALYSIS_MODELS, Benchmark, Execution, Experiment, Spec
 
 
 class SpecError(Exception):
