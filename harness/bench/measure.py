@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from harness.base.numbers import NonNegative, Positive, Tally
 from harness.bench.conditions import Conditions
 from harness.bench.noise import judge
+from harness.bench.statistics import quartiles
 from harness.bench.threads import thread_counts
 from harness.linalg.device import Backend, synchronize
 
@@ -99,7 +100,7 @@ def summarised(samples: list[float], warmup: int, conditions: Conditions | None,
                threads: dict[str, int]) -> Measurement:
     """The measurement of a strategy's rounds in time order: their median and IQR, the thread
     counts they were timed with, and every reason they are unreliable (noise.judge)."""
-    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    q1, median, q3 = quartiles(samples)
     reasons = judge(samples, conditions)
-    return Measurement(samples_s=samples, median_s=float(median), iqr_s=float(q3 - q1), warmup=warmup,
+    return Measurement(samples_s=samples, median_s=median, iqr_s=q3 - q1, warmup=warmup,
                        threads=threads, conditions=conditions, unstable=bool(reasons), reasons=reasons)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from harness.bench.conditions import Conditions
-from harness.bench.statistics import drift_reason
+from harness.bench.statistics import drift_reason, quartiles
 from harness.base.units import format_seconds
 
 MAX_IQR = 0.25  # IQR / median above this: the samples disagree
@@ -28,7 +28,7 @@ def dispersion_reasons(samples: list[float]) -> list[str]:
         ratio = s[1] / s[0]
         return [f"its 2 samples differ by {ratio:.1f}x"] if ratio > MAX_SPREAD_FEW else []
     reasons = []
-    q1, median, q3 = np.percentile(s, [25, 50, 75])
+    q1, median, q3 = quartiles(samples)
     if (q3 - q1) / median > MAX_IQR:
         reasons.append(f"IQR {100 * (q3 - q1) / median:.0f}% of median")
     if len(s) >= 6:

@@ -82,6 +82,13 @@ class Interval(BaseModel):
         return math.isfinite(self.half_width) and self.half_width <= precision
 
 
+def quartiles(samples: Sequence[float]) -> tuple[float, float, float]:
+    """The 25th, 50th and 75th percentiles of `samples` (numpy's linear interpolation): one
+    definition, so that a measurement, its noise check, the record and the exports read alike."""
+    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    return float(q1), float(median), float(q3)
+
+
 def quantile(df: float, level: float = LEVEL) -> float:
     """The two-sided `level` quantile of Student's t, the normal's for infinite df (scipy.special:
     scipy.stats takes a second to import)."""

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from harness.base.atomic import write_atomic
 from harness.bench.conditions import Conditions
 from harness.bench.series import run_of
+from harness.bench.statistics import quartiles
 from harness.record.run_record import AnalysisRecord, GroupTiming, RunRecord, StrategyTiming, load_record
 
 TIMINGS = "timings.csv"
@@ -98,8 +98,7 @@ def _group_columns(
 ) -> dict[str, Any]:
     """What every sample row of a shape group repeats: its analysis, strategy, measurement, conditions."""
     m = group.measurement
-    # quartiles as harness.bench.measure computes them, so a group's q1/median/q3 read alike
-    q1, q3 = (float(q) for q in np.percentile(m.samples_s, [25, 75])) if m.samples_s else (None, None)
+    q1, _, q3 = quartiles(m.samples_s) if m.samples_s else (None, None, None)
     conditions = m.conditions.model_dump() if m.conditions is not None else {}
     return {
         **_analysis_columns(record, analysis),

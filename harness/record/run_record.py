@@ -19,6 +19,7 @@ from harness.machine.stored import first_problem
 from harness.plan.model import Plan, Step, Variant
 from harness.bench.measure import Measurement
 from harness.bench.series import Speedup, settlement
+from harness.bench.statistics import quartiles
 from harness.machine.roofline import Roof
 from harness.record.verification import Verification
 
@@ -172,7 +173,8 @@ class StrategyTiming(Variant):
         charts, so that the terminal shows the same interval without importing matplotlib."""
         q = np.zeros(2)
         for g in self.groups:
-            q += np.percentile(g.measurement.samples_s, [25, 75]) * g.total / g.sampled
+            q1, _, q3 = quartiles(g.measurement.samples_s)
+            q += np.array([q1, q3]) * g.total / g.sampled
         return float(q[0]), float(q[1])
 
     @property

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.bench.noise import dispersion_reasons
-from harness.bench.statistics import DEFAULT_SPREAD, drift_reason, interval, run_difference, run_interval, run_spread
+from harness.bench.statistics import DEFAULT_SPREAD, drift_reason, interval, run_difference, run_interval, run_spread, quartiles
 
 TRUE = 40.0
 BETWEEN, WITHIN = 0.08, 0.04  # log sd of a run's effect, and of a round's own noise
@@ -171,3 +171,11 @@ def test_a_drifting_set_of_rounds_is_marked() -> None:
 def test_a_bimodal_set_of_rounds_is_marked() -> None:
     rounds = [1.0, 1.01, 0.99, 1.02, 2.0, 2.02, 1.98, 2.01]
     assert any(r.startswith("bimodal") for r in dispersion_reasons(rounds))
+
+
+@pytest.mark.parametrize("samples, expected", [([5.0, 1.0, 3.0, 2.0, 4.0], (2.0, 3.0, 4.0)), ([2.0], (2.0, 2.0, 2.0)),
+                                               ([1.0, 2.0], (1.25, 1.5, 1.75))])
+def test_quartiles_are_numpys_linear_percentiles(samples: list[float], expected: tuple[float, float, float]) -> None:
+    """The one definition a measurement's IQR, the noise check, the record's quartile totals and
+    the exports' q1/q3 share."""
+    assert quartiles(samples) == expected
