@@ -1,8 +1,10 @@
 """The two consoles every command writes to: results on stdout, progress and problems on stderr.
-Without a terminal (a pipe, a log, CI) rich would assume 80 columns; tables get 160."""
+Without a terminal (a pipe, a log, CI) rich would assume 80 columns; tables get 160, or the
+width COLUMNS asks for (`COLUMNS=100 harness run ... | tee log` in a 100-column terminal)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from rich.console import Console
@@ -19,12 +21,22 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-out = _Console(width=None if sys.stdout.isatty() else WIDE)
-err = _Console(stderr=True, width=None if sys.stderr.isatty() else WIDE)
+def width(terminal: bool) -> int | None:
+    """A console's width: the terminal's own (None: rich reads it, COLUMNS first), else COLUMNS
+    where it holds a width, else WIDE."""
+    if terminal:
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and 0 < int(columns) <= 10_000 else WIDE
 
 
-def say(line: str, console: Console = out) -> None:
-    """One line, markup applied: on a terminal wrapped between words at its width (the terminal
-    itself would cut mid-word), elsewhere kept whole (a log or a pipe keeps each line, so `grep`
-    and a test find a phrase however long the line)."""
-    console.print(line, soft_wrap=not console.is_terminal, highlight=False)
+out = _Console(width=width(sys.stdout.isatty()))
+err = _Console(stderr=True, width=width(sys.stderr.isatty()))
+
+
+def say(line: str, console: Console = out, markup: bool = True) -> None:
+    """One line (markup applied unless `markup` is False: a user's path or key is text): on a
+    terminal wrapped between words at its width (the terminal itself would cut mid-word),
+    elsewhere kept whole (a log or a pipe keeps each line, so `grep` and a test find a phrase
+    however long the line)."""
+    console.print(line, soft_wrap=not console.is_terminal, highlight=False, markup=markup)

@@ -18,7 +18,7 @@ import sys
 from types import ModuleType
 
 import harness
-from harness.cli.console import err
+from harness.cli.console import err, say
 from harness.cli.exit_codes import EXIT_USER_ERROR, exit_code, stopped
 
 # each command's one-line help, here so that `harness --help` lists them without importing them;
@@ -99,5 +99,5 @@ def main(argv: list[str] | None = None) -> int:
         if lines is None:
             raise
         for line in lines:
-            err.print(line, markup=False, highlight=False, soft_wrap=True)
+            say(line, err, markup=False)
         return EXIT_USER_ERROR
