@@ -93,15 +93,16 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
-            # the phase and its item share what the counts and times leave (at 100 columns 31 and
-            # 25: "spectrum: svdvals by factored", "spectrum: timed 1.2/4.7 s" whole) and end in an
-            # ellipsis beyond it rather than pushing the times off the terminal
+            # the phase and its item share what the counts and times leave (at 100 columns 29 and 30:
+            # "spectrum: svdvals by factored", "spectrum: timed 12.8/13.9 s" whole; at 31 and 25 the
+            # budget's own figure was cut) and end in an ellipsis beyond it rather than pushing the
+            # times off the terminal
             self.progress = _Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}", table_column=Column(ratio=5, no_wrap=True, overflow="ellipsis")),
-                BarColumn(bar_width=10),
+                TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+                BarColumn(bar_width=8),
                 MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
-                TextColumn("{task.fields[item]}", table_column=Column(ratio=4, no_wrap=True, overflow="ellipsis")),
+                TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,

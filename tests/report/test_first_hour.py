@@ -84,16 +84,17 @@ def test_an_interval_too_wide_to_read_is_said_in_words(tmp_path: Path) -> None:
 
 
 def test_the_live_display_shows_whole_labels_and_no_unknown_eta() -> None:
-    """At 100 columns: "analysis 1 of 3: spectr..." and "ETA -:--:--" before."""
-    budget = type("Clock", (), {"live_s": 1.2})()
+    """At 100 columns: "analysis 1 of 3: spectr..." and "ETA -:--:--" before, and the budget's
+    figure cut to "spectrum: timed 12.8/13.…"."""
+    budget = type("Clock", (), {"live_s": 12.8})()
     console = Console(file=io.StringIO(), width=100, force_terminal=True)
     shown = Console(file=io.StringIO(), width=100, record=True, color_system=None)
     with Display(console, live=True) as display, display.phase("spectrum: svdvals by factored", 3) as phase:
-        phase.item(BenchClockLabel("spectrum", budget, 4.7))  # type: ignore[arg-type]
+        phase.item(BenchClockLabel("spectrum", budget, 13.9))  # type: ignore[arg-type]
         assert display.progress is not None
         shown.print(display.progress.make_tasks_table(display.progress.tasks))
     line = shown.export_text()
-    assert "spectrum: svdvals by factored" in line and "spectrum: timed 1.2/4.7 s" in line
+    assert "spectrum: svdvals by factored" in line and "spectrum: timed 12.8/13.9 s" in line
     assert "-:--:--" not in line and "…" not in line
 
 
