@@ -67,7 +67,8 @@ def main(args: argparse.Namespace) -> int:
         if session is None or not (session.folder / RECORD).is_file():
             raise  # before the run folder has a record: harness.cli.main says nothing was written
         finished = (recorded(session.folder) or {}).get("complete") is True  # stopped while keeping its measurements
-        held = "its finished record (its measurements were not kept)" if finished else "a record marked incomplete"
+        held = ("its finished record (its measurements were not kept)" if finished else
+                "a record marked incomplete; the same command again resumes it, skipping the finished work")
         err.print(f"{stopped(exc)}: {session.folder} holds {held}", markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
