@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         finished = (recorded(session.folder) or {}).get("complete") is True  # stopped while keeping its measurements
         held = ("its finished record (its measurements were not kept)" if finished else
                 "a record marked incomplete; the same command again resumes it, skipping the finished work")
-        err.print(f"{stopped(exc)}: {session.folder} holds {held}", markup=False)
+        say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
         if isinstance(shown, str):
