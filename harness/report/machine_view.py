@@ -21,7 +21,7 @@ from harness.report.fitting import Fitted
 def system_lines(machine: MachineInfo, c: Conditions, busy: Sequence[Busy] = ()) -> list[str]:
     """`harness system`: the machine, its thread settings, and what would make timings
     unreliable right now (naming the `busy` processes), with a verdict."""
-    pools = "; ".join(f"{p.api} {p.version or ''} {p.threads} threads" for p in machine.blas) or "none found"
+    pools = "; ".join(" ".join(filter(None, (p.api, p.version, f"{p.threads} threads"))) for p in machine.blas) or "none found"
     env = ", ".join(f"{k}={v}" for k, v in machine.thread_env.items()) or "none set (each library's defaults)"
 
     def share(x: float | None) -> str:
@@ -43,7 +43,8 @@ def system_lines(machine: MachineInfo, c: Conditions, busy: Sequence[Busy] = ())
         lines.append("busiest processes: " + escape("; ".join(b.describe() for b in busy)))
     if reasons:
         lines += [f"[bold yellow]warning:[/] {r}" for r in reasons]
-        lines.append("[bold yellow]timings taken now would be unreliable[/]")
+        lines.append("[bold yellow]timings taken now would be unreliable[/]: stop what is busy (above), or run anyway "
+                     "and re-run later (a run marks what load cost it; `--budget 30s` buys more rounds)")
     else:
         lines.append("[green]nothing now would make timings unreliable[/]")
     return lines

@@ -75,3 +75,17 @@ def test_rows_without_pandas_show_their_head_not_every_dict() -> None:
     shown = repr(rows)
     assert shown.startswith("500 rows x 30 columns: column_0, column_1")
     assert len(shown.splitlines()) == 5 and len(shown) < 2_000 and rows[499]["column_2"] == 998
+
+
+def test_system_names_each_pool_without_blanks_and_says_what_to_do_when_busy() -> None:
+    """`openmp  2 threads` (a pool without a version) and a busy verdict with no next step."""
+    from harness.machine.info import ThreadPool
+
+    machine = probe().model_copy(update={"blas": [
+        ThreadPool(api="openmp", library="libgomp", version=None, threads=2),
+        ThreadPool(api="openblas", library="libscipy_openblas64_", version="0.3.31", threads=2)]})
+    lines = system_lines(machine, Conditions(cores=2, load_before=3.2, load_after=3.4, running_after=5,
+                                             others_cpu=0.93, steal=0.0))
+    threads = next(line for line in lines if line.startswith("threads: "))
+    assert threads.startswith("threads: openmp 2 threads; openblas 0.3.31 2 threads; torch ")
+    assert "stop what is busy" in lines[-1] and "--budget 30s" in lines[-1]
