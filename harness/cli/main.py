@@ -69,9 +69,11 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {harness.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
-        command = sub.add_parser(name, help=help_text)
-        if only is None or only == name:
-            command_module(name).arguments(command)
+        module = command_module(name) if only is None or only == name else None
+        command = sub.add_parser(name, help=help_text, description=help_text, epilog=getattr(module, "EPILOG", None),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        if module is not None:
+            module.arguments(command)
     return p
 
 

@@ -35,3 +35,16 @@ def test_it_runs_the_engine_in_the_checkout_with_the_arguments_given(
 
 def test_this_checkout_is_found() -> None:
     assert gate.checkout() == Path(gate.harness.__file__).resolve().parent.parent
+
+
+def test_its_help_says_what_it_needs_how_long_it_takes_and_its_exit_codes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness gate --help` had the usage line and options only."""
+    from harness.cli.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["gate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0
+    assert "the regression gate" in shown and "needs: a git checkout" in shown and "107-150 s" in shown
+    assert "exit codes: 0 no regression, 1 a regression" in shown and "4 nothing could be judged" in shown

@@ -15,6 +15,14 @@ from harness.cli.console import err
 from harness.cli.exit_codes import EXIT_USER_ERROR
 
 ENGINE = Path("benchmarks") / "continuous.py"
+EPILOG = """\
+needs: a git checkout of this repository with BASE (default main) and HEAD committed (harness/ as
+committed: uncommitted changes there are refused), asv (pip install -e '.[bench]'), and 2-3
+minutes on 2 cores (107-150 s measured): each commit's speedups suite runs three times, interleaved.
+
+exit codes: 0 no regression, 1 a regression (a speedup of HEAD fell beyond what the runs' spread
+explains), 2 a refused command (BASE is HEAD, uncommitted harness/, no checkout), 4 nothing could
+be judged. docs/tracking.md says how each point is judged, and the whole workflow."""
 
 
 def checkout() -> Path | None:
