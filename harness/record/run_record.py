@@ -171,11 +171,9 @@ class StrategyTiming(Variant):
         """The 25th and 75th percentiles of the workload total: each group's sample quartiles per
         matrix, scaled to the group's size and summed (as estimate_total_s is). Here, not in the
         charts, so that the terminal shows the same interval without importing matplotlib."""
-        q = np.zeros(2)
-        for g in self.groups:
-            q1, _, q3 = quartiles(g.measurement.samples_s)
-            q += np.array([q1, q3]) * g.total / g.sampled
-        return float(q[0]), float(q[1])
+        scaled = [(q1 * g.total / g.sampled, q3 * g.total / g.sampled)
+                  for g in self.groups for q1, _, q3 in [quartiles(g.measurement.samples_s)]]
+        return sum(q for q, _ in scaled), sum(q for _, q in scaled)
 
     @property
     def fewest_samples(self) -> int:

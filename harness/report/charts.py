@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -92,7 +93,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     names = [f"{strategy_label(analysis, t.label, analysis.computed(t))} ({t.role})" for t in analysis.timings]
     y = np.arange(len(names))
     fig = _fixed(9.0, 0.5 * len(names) + 1.1, left=_inches(max(names, key=len), FONT_POINTS) + 0.15,
-                 right=0.15)
+                 right=0.3)  # half a tick label ("10000") past the last tick
     ax_t, ax_s = fig.subplots(1, 2, sharey=True)
     jitter = np.random.default_rng(0)  # the same page for the same record
     for yi, t in zip(y, analysis.timings):
@@ -119,14 +120,28 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
         ax_s.set_xscale("log")
         _log_axis(ax_s.xaxis, ticks=4)
         ax_s.axvline(1.0, color="#444", lw=0.8, ls="--")
+        sides: dict[bool, list[str]] = {True: [], False: []}  # faster: labels right of the interval, else left
         for yi, sp, lo, hi, t in zip(y, speedup, speedup - serr[0], speedup + serr[1], analysis.timings):
             label = format_speedup(sp) + (" ?" if t.unresolved else "")
+            sides[bool(sp >= 1)].append(label)
             ax_s.annotate(label, (hi if sp >= 1 else lo, yi), xytext=(4 if sp >= 1 else -4, 0),
                           textcoords="offset points", fontsize=7, va="center", ha="left" if sp >= 1 else "right")
         low, high = min(np.nanmin(speedup - serr[0]), 1.0), max(np.nanmax(speedup + serr[1]), 1.0)
-        ax_s.set_xlim(low / 3, high * 3)  # room for the labels either side of 1
+        ax_s.set_xlim(*_label_room(fig, ax_s, low, high, sides[False], sides[True]))
     ax_s.set_xlabel("speedup vs baseline (95% interval)")
     return fig
+
+
+def _label_room(fig: Figure, ax: Axes, low: float, high: float, left: list[str], right: list[str],
+                points: float = 7) -> tuple[float, float]:
+    """Log-axis limits around [low, high] that leave each side room for its longest label at
+    `points` (a slower strategy's "0.82x ?" left of its interval was drawn across the axis line,
+    with a fixed factor of 3 of room)."""
+    axis = ax.get_position().width * fig.get_figwidth()  # inches
+    need = [(_inches(max(labels, key=len), points) + 0.1) / axis if labels else 0.05 for labels in (left, right)]
+    span = math.log10(high / low) if high > low else 1.0
+    pad = [share * span / max(1 - sum(need), 0.2) for share in need]  # decades a side
+    return low / 10 ** pad[0], high * 10 ** pad[1]
 
 
 def timing_chart(analysis: AnalysisRecord) -> str:

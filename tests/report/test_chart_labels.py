@@ -1,0 +1,41 @@
+"""The speedup chart's labels stay inside its axes, whatever side of 1 each speedup falls: a
+slower strategy's "0.82x ?" was drawn across the left axis line, and the last tick label "10000"
+cut at the figure's edge (issue 48's walk-through, HTML 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from harness.record.run_record import RunRecord
+from harness.report import charts
+
+
+@pytest.mark.parametrize("speedups", [
+    [(0.82, (0.41, 1.64)), (1661.0, (1094.0, 2520.0)), (2.08, (1.37, 3.16))],  # the main job's spectrum, one slower
+    [(0.036, (0.02, 0.06)), (202.0, (127.0, 319.0)), (0.19, (0.12, 0.31))],  # top3: two far below 1
+    [(0.5, (0.45, 0.55)), (0.6, (0.2, 1.8)), (0.7, (0.69, 0.71))],  # all slower
+])
+def test_every_speedup_label_is_inside_the_axes(smoke_run: tuple[Path, RunRecord],
+                                                speedups: list[tuple[float, tuple[float, float]]]) -> None:
+    record = smoke_run[1].model_copy(deep=True)
+    a = next(a for a in record.analyses if len(a.timings) > 3)
+    for t, (sp, ci) in zip((t for t in a.timings if t.role != "baseline"), speedups):
+        t.speedup, t.speedup_ci, t.unresolved = sp, ci, True
+    fig = charts.timing_figure(a)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[1]
+    box = ax.get_window_extent(renderer)
+    labels = [text for text in ax.texts if text.get_text().endswith("x ?")]
+    assert len(labels) == len(speedups)
+    for text in labels:
+        extent = text.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, (text.get_text(), extent, box)
+    figure = fig.bbox
+    for tick in ax.get_xticklabels():
+        if tick.get_visible() and tick.get_text():
+            extent = tick.get_window_extent(renderer)
+            assert figure.x0 <= extent.x0 and extent.x1 <= figure.x1, tick.get_text()
