@@ -3,6 +3,7 @@ the one timestamp format of records and wisdom."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
 
@@ -54,6 +55,22 @@ def format_interval(low: float | None, high: float | None) -> str:
     if high == float("inf"):
         return f"{format_speedup(low)[:-1]}-inf"
     return f"{format_speedup(low)[:-1]}-{format_speedup(high)[:-1]}"
+
+
+def format_ratio(x: float) -> str:
+    """3 significant figures in plain notation, trailing zeros kept, so a column of ratios and their
+    intervals reads alike: 0.810, 1.30, 0.000779, 2,160 (not 0.81, 1.3, 7.79e-04, 2.16e+03)."""
+    if not math.isfinite(x) or x <= 0:
+        return f"{x:g}"
+    rounded = float(f"{x:.3g}")
+    return f"{rounded:,.{max(0, 2 - math.floor(math.log10(rounded)))}f}"
+
+
+def format_p(p: float | None) -> str:
+    """A p value as a plain decimal, 2 significant figures: 0.33, 0.012, "<0.001" below that."""
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.2g}"
 
 
 def format_rate(x: float | None) -> str:

@@ -60,15 +60,18 @@ def judge(samples: list[float], conditions: Conditions | None) -> list[str]:
     return dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
 
 
+NUMBER = r"\d+(?:\.\d+)?"  # a figure in a reason
+
+
 def _cause(reason: str) -> str:
     """A reason with its numbers blanked: `load # on # cores`, the cause it shares with others."""
-    return re.sub(r"\d+(\.\d+)?", "#", reason)
+    return re.sub(NUMBER, "#", reason)
 
 
 def _worst(reasons: list[str]) -> str:
     """The reason of a cause with the largest first number: the one to quote for all of them."""
     def first_number(reason: str) -> float:
-        found = re.search(r"\d+(\.\d+)?", reason)
+        found = re.search(NUMBER, reason)
         return float(found.group()) if found else 0.0
 
     return max(reasons, key=first_number)
@@ -82,3 +85,16 @@ def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
     for reason in reasons:
         by_cause.setdefault(_cause(reason), []).append(reason)
     return sorted(((len(same), _worst(same)) for same in by_cause.values()), key=lambda x: -x[0])
+
+
+def reason_range(reasons: list[str]) -> str:
+    """Reasons of one cause (_cause) as one, each figure the range it spans over them: `load
+    7.6-8.1 on 2 cores`, where the worst alone claimed 8.1 for all."""
+    figures = zip(*([m.group() for m in re.finditer(NUMBER, r)] for r in reasons))
+    spans = iter([(min(f, key=float), max(f, key=float)) for f in figures])
+
+    def span(_: re.Match[str]) -> str:
+        low, high = next(spans)
+        return low if float(low) == float(high) else f"{low}-{high}"
+
+    return re.sub(NUMBER, span, reasons[0])

@@ -177,6 +177,13 @@ def run_interval(runs: Sequence[Sequence[float]], spread: float = DEFAULT_SPREAD
     return interval([[r] for r in runs], spread, level)
 
 
+def log_mean(runs: Runs) -> float:
+    """A side's mean log value: over its runs, each its processes' mean (nan with no value): what
+    run_difference compares, so exp of B's over exp of A's is its estimate."""
+    means = process_means(runs)
+    return float(np.mean([np.mean(m) for m in means])) if means else math.nan
+
+
 def _side(runs: Runs, spread: float) -> tuple[float, float, float]:
     """The mean of a side's log values over its runs, the variance of that mean and its degrees
     of freedom (inf: known); the variance is inf when it cannot be told."""
@@ -185,18 +192,18 @@ def _side(runs: Runs, spread: float) -> tuple[float, float, float]:
         return math.nan, math.inf, 1.0
     if len(means) >= 2:
         run_means = [float(np.mean(m)) for m in means]
-        return float(np.mean(run_means)), float(np.var(run_means, ddof=1)) / len(means), len(means) - 1.0
+        return log_mean(runs), float(np.var(run_means, ddof=1)) / len(means), len(means) - 1.0
     sp2, dof = _between(means)
     if dof:  # one run of several processes: theirs and the machine's between-run spread
         within = sp2 / len(means[0])
     else:  # one process: its rounds' noise, at least as much as another run's
         x = np.asarray([v for run in runs for p in run for v in p], dtype=float)
         if len(x) < 2:
-            return float(x[0]), 2 * spread**2, math.inf
+            return log_mean(runs), 2 * spread**2, math.inf
         within, dof = float(x.var(ddof=1)) / len(x), len(x) - 1.0
     var = within + spread**2
     df = var**2 / (within**2 / dof) if within > 0 else math.inf
-    return float(np.mean(means[0])), var, df
+    return log_mean(runs), var, df
 
 
 def run_difference(a: Runs, b: Runs, spread: float = DEFAULT_SPREAD,

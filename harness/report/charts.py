@@ -25,7 +25,7 @@ from harness.report.frontier import has_points, points as frontier_points, toler
 from harness.report.labels import COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import significance
-from harness.base.units import format_seconds, format_speedup
+from harness.base.units import format_ratio, format_seconds, format_speedup
 
 if TYPE_CHECKING:  # the rc keys matplotlib knows, for rc_context
     from matplotlib.typing import RcKeyType
@@ -267,7 +267,7 @@ CHANGE_LABEL = {"slower": "slower", "faster": "faster", "not significant": "no s
 @literal
 def ratio_figure(c: Comparison) -> Figure:
     """B/A per (analysis, strategy, shape group) on a log axis centred on 1: the ratio as a point,
-    its 95% interval as its bar (none with too few rounds), the band inside which no change is
+    its interval at the comparison's level as its bar (none with too few rounds), the band inside which no change is
     reported shaded, unstable rows hollow and the gate's regressions as red diamonds: where a table
     of ratios hides how wide each one is."""
     rows = c.rows
@@ -286,7 +286,7 @@ def ratio_figure(c: Comparison) -> Figure:
         ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]], fmt="D" if r.regression else "o",
                     ms=7 if r.regression else 5, color=color, mfc="white" if r.unstable else color, capsize=3,
                     zorder=3)
-        ax.annotate(f"{r.ratio:.3g}x", (high, yi), xytext=(4, 0), textcoords="offset points", fontsize=7,
+        ax.annotate(f"{format_ratio(r.ratio)}x", (high, yi), xytext=(4, 0), textcoords="offset points", fontsize=7,
                     va="center", color=color, fontweight="bold" if r.regression else "normal")
     ax.set_xscale("log")
     ax.set_xlim(lo_x, hi_x)
@@ -303,7 +303,7 @@ def ratio_figure(c: Comparison) -> Figure:
             label.set_color(CHANGE_COLOR["slower"])
             label.set_fontweight("bold")
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
-    ax.set_xlabel("B / A per matrix, log scale: geometric means of the rounds (point), 95% interval (bar)")
+    ax.set_xlabel(f"B / A per matrix, log scale: geometric means of the rounds (point), {c.level} interval (bar)")
     # the folders' names: their paths are on the page, and a long one ran past the chart's edge
     ax.set_title(f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}", fontsize=9)
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")

@@ -30,15 +30,20 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from harness.base.units import format_p, format_ratio
 from harness.bench.measure import Measurement
 from harness.bench.series import by_run, run_of
-from harness.bench.statistics import DEFAULT_SPREAD, run_difference
+from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
 
 ALPHA = 0.01  # two-sided
 FACTOR = 1.1  # asv's default: smaller changes are not reported even when significant
 MIN_ROUNDS = 2  # a side, after the rounds both runs share are left out
+# An interval wider than this, end to end (10x either way), says nothing: 2 scattered rounds a side
+# leave Welch's t a degree of freedom or two, whose 99% quantile (10-64) printed "1.3 (0.000779-2,160)"
+# and stretched the chart's axis over 8 decades. Such a group has too few rounds, as one of 1 round.
+MAX_SPAN = 100.0
 
 Change = Literal["slower", "faster", "not significant", "too few rounds"]
 
@@ -60,15 +65,15 @@ class GroupComparison(BaseModel):
     strategy: str
     variant: str = ""  # the point's label beside its analysis' others ("@float32"): as the run's tables show it
     group: str
-    median_a_s: float
-    median_b_s: float
+    time_a_s: float  # per matrix: the geometric mean of A's rounds in the test (over its runs), B/A's own
+    time_b_s: float  # statistic: ratio is time_b_s / time_a_s (the median stood beside it and disagreed)
     n_a: int  # rounds of A in the test
     n_b: int  # rounds of B in the test: those of runs A also holds are left out
     runs_a: int = 1  # the runs those rounds came from: the test's replicates
     runs_b: int = 1
     shared: int = 0  # rounds of B from runs A holds (pooled): tested on A's side only
-    ratio: float  # B over A per matrix (geometric means of the rounds): above 1 is slower
-    ratio_ci: tuple[float, float] | None  # its interval at 1 - alpha (Welch's t on log seconds): as p decides
+    ratio: float  # B over A per matrix (time_b_s / time_a_s): above 1 is slower
+    ratio_ci: tuple[float, float] | None  # its interval at Comparison.level (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
     change: Change
     unstable: list[str]  # "A: reason", "B: reason": why either measurement is unreliable
@@ -80,10 +85,15 @@ class GroupComparison(BaseModel):
         return f"{self.analysis}/{self.strategy}{self.variant} on {self.group}"
 
     def describe(self) -> str:
-        """`analysis/strategy on group: B/A 1.42x (1.30-1.55), p=0.003`."""
-        p = "" if self.p_value is None else f", p={self.p_value:.2g}"
-        ci = f" ({self.ratio_ci[0]:.3g}-{self.ratio_ci[1]:.3g})" if self.ratio_ci else ""
-        return f"{self.label}: B/A {self.ratio:.3g}x{ci}{p}"
+        """`analysis/strategy on group: B/A 1.42 (1.30-1.55), p=0.003`."""
+        p = "" if self.p_value is None else f", p={format_p(self.p_value)}"
+        return f"{self.label}: B/A {self.ratio_text}{p}"
+
+    @property
+    def ratio_text(self) -> str:
+        """`1.30 (0.810-2.16)`: B/A and its interval, 3 significant figures each, as every view prints them."""
+        ci = f" ({format_ratio(self.ratio_ci[0])}-{format_ratio(self.ratio_ci[1])})" if self.ratio_ci else ""
+        return format_ratio(self.ratio) + ci
 
 
 class Comparison(BaseModel):
@@ -99,6 +109,11 @@ class Comparison(BaseModel):
     regressions: list[str] = []  # GroupComparison.describe() of every row that fails the gate
     passed: bool = True  # no regression (always true without a gate)
     incomplete: list[str] = []  # "A" and/or "B": the runs whose record is marked incomplete
+
+    @property
+    def level(self) -> str:
+        """The intervals' level, the test's own (1 - alpha): `99%`, the one every label reads."""
+        return f"{100 * (1 - self.alpha):g}%"
 
     @property
     def n_gated(self) -> int:
@@ -117,7 +132,7 @@ class Comparison(BaseModel):
     @property
     def unstable(self) -> list[str]:
         """`label (B/A 1.42x, slower): B: reason; A: reason` per row measured unreliably."""
-        return [f"{r.label} (B/A {r.ratio:.3g}x, {r.change}): {'; '.join(r.unstable)}"
+        return [f"{r.label} (B/A {format_ratio(r.ratio)}x, {r.change}): {'; '.join(r.unstable)}"
                 for r in self.rows if r.unstable]
 
     @property
@@ -135,9 +150,9 @@ class Comparison(BaseModel):
         if all(r.shared and r.n_b == 0 for r in few):
             return (f"{head}: B timed none of them itself, every round it holds was pooled from A; time B anew: "
                     "harness run SPEC -o FOLDER --force --fresh")
-        return (f"{head} have fewer than {MIN_ROUNDS} rounds on a side (a round times each strategy once), too "
-                "few for a test; for a verdict give each run more time: harness run SPEC -o FOLDER --force --fresh "
-                "--budget 30s")
+        return (f"{head} have fewer than {MIN_ROUNDS} rounds on a side (a round times each strategy once), or so few "
+                f"and scattered that the interval spans over {MAX_SPAN:g}x, too few for a test; for a verdict give "
+                "each run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
 
 
 class CompareOutput(BaseModel):
@@ -165,6 +180,10 @@ def _rounds(g: GroupTiming) -> dict[str, float]:
     return {r: s / g.sampled for r, s in zip(g.rounds, g.measurement.samples_s)}
 
 
+def _logs(seconds: dict[str, float]) -> dict[str, float]:
+    return {r: math.log(s) for r, s in seconds.items()}
+
+
 def compare_rounds(
     a: dict[str, float], b: dict[str, float], alpha: float = ALPHA, factor: float = FACTOR,
     spread: float = DEFAULT_SPREAD,
@@ -172,12 +191,11 @@ def compare_rounds(
     """B over A from seconds by round id, its interval and the p value with the run as the unit
     (bench.statistics.run_difference), and the verdict. The interval is at level 1 - alpha, the
     test's own: it excludes 1 exactly when p < alpha (a 95% interval beside p < 0.01 showed
-    "0.583 (0.394-0.861), not significant")."""
+    "0.583 (0.394-0.861), not significant"); one wider than MAX_SPAN is none."""
     if not a or not b:
         return math.nan, None, None, "too few rounds"
-    interval, p = run_difference(by_run({r: math.log(s) for r, s in a.items()}),
-                                 by_run({r: math.log(s) for r, s in b.items()}), spread, level=1 - alpha)
-    if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS or p is None:
+    interval, p = run_difference(by_run(_logs(a)), by_run(_logs(b)), spread, level=1 - alpha)
+    if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS or p is None or interval.high > MAX_SPAN * interval.low:
         return interval.estimate, None, None, "too few rounds"
     if p >= alpha or 1 / factor < interval.estimate < factor:
         change: Change = "not significant"
@@ -232,14 +250,19 @@ def _group(
     shared = set(rb) - set(b)
     spreads = [x for x in (ga.spread, gb.spread) if x is not None]
     ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
-    median_a, median_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
-    if math.isnan(ratio):  # a side has no rounds of its own: the medians' ratio, untested
-        ratio = median_b / median_a
+    # B/A's statistic; when B's rounds were all pooled from A, over all of them (untested), and for
+    # a record before rounds, the medians
+    if a and rb:
+        time_a, time_b = (math.exp(log_mean(by_run(_logs(side)))) for side in (a, b or rb))
+    else:
+        time_a, time_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
+    if math.isnan(ratio):
+        ratio = time_b / time_a
     unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
     gated = not unstable and change != "too few rounds"
     return GroupComparison(
         analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
-        median_a_s=median_a, median_b_s=median_b, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
+        time_a_s=time_a, time_b_s=time_b, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
         runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
     )

@@ -10,8 +10,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from harness.base.units import format_seconds, plural
-from harness.bench.noise import _cause, group_reasons  # noise's own notion of one cause
+from harness.base.units import format_p, format_seconds, plural
+from harness.bench.noise import _cause, reason_range  # noise's own notion of one cause
 from harness.report.fitting import Fitted, value
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
@@ -19,7 +19,10 @@ if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only w
 
 CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
 CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few rounds")
-COMPARE_OPTIONAL = ("p", "A per matrix", "B per matrix", "group")
+# The time columns hold B/A's own statistic (compare.GroupComparison.time_a_s): medians beside it
+# read 57 -> 73 µs beside B/A 0.962
+TIME_A, TIME_B = "A geo. mean", "B geo. mean"
+COMPARE_OPTIONAL = ("p", TIME_A, TIME_B, "group")
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:
@@ -37,34 +40,29 @@ def summary_line(c: Comparison, several: bool = False) -> str:
     return f"{where}, {plural(len(c.rows), 'group')}: {', '.join(judged) or 'nothing to compare'}{unmatched}"
 
 
-def level(c: Comparison) -> str:
-    """The intervals' level, the test's own (1 - alpha): `99%`."""
-    return f"{100 * (1 - c.alpha):g}%"
-
-
 def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
     c = comparison
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), caption_justify="left")
     if explain:
         table.caption = (
-            f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nB / A: per matrix, the geometric "
-            f"means of the rounds, with a {level(c)} interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} "
-            f"(so the interval excludes 1) and B/A beyond {c.factor}x either way. rounds A, B: each run's rounds in "
-            "the test (a round times each strategy once); rounds B pooled from a run A holds count for A only "
-            "(\"pooled\"). A point pairs only with the same strategy, precision, compilation and environment.")
-    for column in ("analysis", "strategy", "group", "A per matrix", "B per matrix", f"B / A ({level(c)} CI)", "rounds A, B", "p",
+            f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nA, B geo. mean: per matrix, the "
+            f"geometric mean of each run's rounds in the test; B / A: their ratio, with a {c.level} interval; changed: "
+            f"Welch's t on the rounds' log seconds p < {c.alpha} (so the interval excludes 1) and B/A beyond "
+            f"{c.factor}x either way. rounds A, B: each run's rounds in the test (a round times each strategy once); "
+            "rounds B pooled from a run A holds count for A only (\"pooled\"). A point pairs only with the same "
+            "strategy, precision, compilation and environment.")
+    for column in ("analysis", "strategy", "group", TIME_A, TIME_B, f"B / A ({c.level} CI)", "rounds A, B", "p",
                    "change"):
         table.add_column(column)
     for i, r in enumerate(c.rows):
         style = CHANGE_STYLE[r.change]
-        ci = f" ({r.ratio_ci[0]:.3g}-{r.ratio_ci[1]:.3g})" if r.ratio_ci else ""
         last = i + 1 == len(c.rows) or c.rows[i + 1].analysis != r.analysis
         first = i == 0 or c.rows[i - 1].analysis != r.analysis
         table.add_row(
             escape(r.analysis) if first else "", escape(r.strategy + r.variant), escape(r.group),
-            *map(value, (format_seconds(r.median_a_s), format_seconds(r.median_b_s), f"{r.ratio:.3g}{ci}",
+            *map(value, (format_seconds(r.time_a_s), format_seconds(r.time_b_s), r.ratio_text,
                          f"{r.n_a}, {r.n_b}" + (f" (+{r.shared} pooled)" if r.shared else ""),
-                         "-" if r.p_value is None else f"{r.p_value:.1e}",
+                         format_p(r.p_value),
                          f"[{style}]{r.change}[/]" if style else r.change)),
             end_section=last,
         )
@@ -72,19 +70,19 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
 
 
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
-    """One line per cause of unreliable measurements (`9 groups unstable: B: load 3.2 on 2
-    cores`), or with `verbose` one per group and reason; a group counts once under each cause."""
+    """One line per cause of unreliable measurements, each run's figures apart (`9 groups unstable:
+    A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), or with `verbose` one per group and
+    reason; a group counts once under each cause."""
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    by: dict[str, tuple[set[int], list[str], set[str]]] = {}  # cause: its groups, instances, runs
+    by: dict[str, tuple[set[int], dict[str, list[str]]]] = {}  # cause: its groups, its instances by run
     for i, r in enumerate(c.rows):
         for flagged in r.unstable:
             side, _, reason = flagged.partition(": ")
-            groups, instances, sides = by.setdefault(_cause(reason), (set(), [], set()))
+            groups, sides = by.setdefault(_cause(reason), (set(), {}))
             groups.add(i)
-            instances.append(reason)
-            sides.add(side)
+            sides.setdefault(side, []).append(reason)
     ranked = sorted(by.values(), key=lambda cause: -len(cause[0]))
-    return [f"{plural(len(groups), 'group')} unstable{gated}: {group_reasons(instances)[0][1]} (in "
-            f"{' and '.join(sorted(sides))})" for groups, instances, sides in ranked]
+    return [f"{plural(len(groups), 'group')} unstable{gated}: "
+            + "; ".join(f"{side}: {reason_range(sides[side])}" for side in sorted(sides)) for groups, sides in ranked]

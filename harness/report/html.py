@@ -12,7 +12,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from harness.report.compare import Comparison
+from harness.report.compare import MAX_SPAN, Comparison
 from harness.report import charts, roofline_chart
 from harness.report.compare_view import summary_line, unstable_lines
 from harness.report.heatmap import heatmap_table
@@ -25,7 +25,8 @@ from harness.report.labels import (COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, SPEEDUP
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
-from harness.base.units import format_bytes, format_rate, format_seconds, format_share, format_speedup
+from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_share,
+                                 format_speedup)
 
 REPORT = "report.html"
 
@@ -45,6 +46,8 @@ def environment() -> Environment:
     env.filters["speedup_text"] = speedup_text
     env.filters["rounds_text"] = rounds_text
     env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
+    env.filters["ratio"] = format_ratio
+    env.filters["p"] = format_p
     env.filters["rate"] = format_rate
     env.filters["percent"] = format_share
     return env
@@ -203,6 +206,7 @@ def write_compare(comparisons: list[Comparison], path: Path) -> Path:
     several = len(comparisons) > 1
     sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None,
                  "summary": summary_line(c, several), "unstable": unstable_lines(c)} for c in comparisons]
-    html = environment().get_template("compare.html.j2").render(comparisons=comparisons, sections=sections)
+    page = environment().get_template("compare.html.j2")
+    html = page.render(comparisons=comparisons, sections=sections, max_span=MAX_SPAN)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

@@ -31,6 +31,8 @@ def test_the_interval_excludes_1_exactly_when_the_test_calls_it_significant() ->
         a = {f"A{i % 3}#x#{j}": math.exp(rng.normal(0, 0.2)) for j in range(n_a)}
         b = {f"B{i % 2}#x#{j}": math.exp(rng.normal(shift, 0.2)) for j in range(n_b)}
         _ratio, ci, p, change = compare_rounds(a, b, factor=1.0)
+        if change == "too few rounds":  # an interval over MAX_SPAN wide: none (test_a_meaningless_...)
+            continue
         assert ci is not None and p is not None
         assert (ci[0] > 1 or ci[1] < 1) == (p < ALPHA) == (change != "not significant"), (ci, p, change)
         seen += ALPHA < p < 0.05
@@ -69,8 +71,9 @@ def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> Non
         g.rounds, g.measurement.samples_s = g.rounds[:3], g.measurement.samples_s[:3]  # 1 round of its own
     few = compare_records(a, b, ("runs/a", "runs/b"))
     assert few.not_judged == (f"not judged: {len(few.rows)} of {len(few.rows)} groups have fewer than 2 rounds on a "
-                              "side (a round times each strategy once), too few for a test; for a verdict give each "
-                              "run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
+                              "side (a round times each strategy once), or so few and scattered that the interval "
+                              "spans over 100x, too few for a test; for a verdict give each run more time: harness "
+                              "run SPEC -o FOLDER --force --fresh --budget 30s")
 
 
 def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:

@@ -1,0 +1,102 @@
+"""`harness compare`'s figures as a newcomer read them (walk-through, "Compare (2)"): one interval
+level on every label, time columns in B/A's own statistic, each run's own figure in an unstable
+summary, no interval too wide to mean anything, and ratios and p values in one format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from harness.base.units import format_p, format_ratio
+from harness.record.run_record import RunRecord
+from harness.report import charts
+from harness.report.compare import compare_records, compare_rounds
+from harness.report.compare_view import compare_table, unstable_lines
+from harness.report.html import write_compare
+
+from .test_run_screen import real
+
+
+def _timed(record: RunRecord, run: str, seconds: list[float], reasons: list[list[str]] | None = None) -> RunRecord:
+    """The record with every group's rounds `seconds` per matrix, all of run `run`; with `reasons`,
+    its groups in turn flagged unstable for them."""
+    out = record.model_copy(deep=True)
+    groups = [g for an in out.analyses for t in an.timings for g in t.groups]
+    for i, g in enumerate(groups):
+        samples = [s * g.sampled for s in seconds]
+        g.rounds, g.pooled, g.spread = [f"{run}#x#{j}" for j in range(len(seconds))], 0, 0.03
+        g.measurement.samples_s, g.measurement.median_s = samples, float(np.median(samples))
+        g.measurement.reasons = reasons[i % len(reasons)] if reasons else []
+        g.measurement.unstable = bool(g.measurement.reasons)
+    return out
+
+
+def _header(c_table: object) -> list[str]:
+    return [str(col.header) for col in c_table.table.columns]  # type: ignore[attr-defined]
+
+
+def test_one_interval_level_on_every_label(tmp_path: Path) -> None:
+    """The terminal said "99% CI" and the HTML, its chart and footnote "95% interval", of one interval."""
+    record = real("main_job", tmp_path)
+    a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
+    for alpha, level, other in ((0.01, "99%", "95%"), (0.05, "95%", "99%")):
+        c = compare_records(a, b, ("runs/a", "runs/b"), alpha=alpha)
+        assert c.level == level
+        table = compare_table(c, explain=True)
+        assert f"B / A ({level} CI)" in _header(table) and f"with a {level} interval" in str(table.table.caption)
+        assert f"{level} interval (bar)" in charts.ratio_figure(c).axes[0].get_xlabel()
+        html = write_compare([c], tmp_path / f"{alpha}.html").read_text()
+        assert f"<th>{level} interval</th>" in html and f"with a {level} interval" in html
+        assert f"the bar its {level} interval" in html and other not in html
+
+
+def test_the_time_columns_are_the_statistic_b_over_a_is_built_from(tmp_path: Path) -> None:
+    """57 -> 73 µs beside B/A 0.962: medians beside a ratio of geometric means. A's median (1)
+    is below B's (1.2), its geometric mean (1.68) above: the columns now say what B/A says."""
+    record = real("main_job", tmp_path)
+    c = compare_records(_timed(record, "A", [1.0, 1.0, 1.0, 8.0]), _timed(record, "B", [1.2] * 4), ("a", "b"))
+    assert c.rows
+    for r in c.rows:
+        assert r.ratio < 1 and r.ratio == r.time_b_s / r.time_a_s
+        assert abs(r.time_a_s - 8 ** 0.25) < 1e-12 and abs(r.time_b_s - 1.2) < 1e-12
+    assert _header(compare_table(c))[3:6] == ["A geo. mean", "B geo. mean", "B / A (99% CI)"]
+
+
+def test_an_unstable_summary_gives_each_runs_own_figures(tmp_path: Path) -> None:
+    """"load 10.0 on 2 cores (in A and B)" when A had 7.6-8.1 and B 9.6-10.0."""
+    record = real("main_job", tmp_path)
+    a = _timed(record, "A", [1.0, 1.1, 1.2], [["load 7.6 on 2 cores"], ["load 8.1 on 2 cores"]])
+    b = _timed(record, "B", [1.0, 1.1, 1.2], [["load 9.6 on 2 cores"], ["load 10.0 on 2 cores",
+                                                                           "IQR 148% of median"]])
+    c = compare_records(a, b, ("a", "b"))
+    n = len(c.rows)
+    assert unstable_lines(c) == [f"{n} groups unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores",
+                                 f"{n // 2} groups unstable: B: IQR 148% of median"]
+
+
+def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path) -> None:
+    """"1.3 (0.000779-2.16e+03)" from 2 rounds a side, and a chart axis over 8 decades."""
+    a, b = {"A#x#0": 1.0, "A#x#1": 4.0}, {"B#x#0": 1.5, "B#x#1": 5.0}
+    ratio, ci, p, change = compare_rounds(a, b)
+    assert (ci, p, change) == (None, None, "too few rounds") and 1 < ratio < 2
+    record = real("main_job", tmp_path)
+    c = compare_records(_timed(record, "A", [1.0, 4.0]), _timed(record, "B", [1.5, 5.0]), ("a", "b"))
+    assert {r.change for r in c.rows} == {"too few rounds"} and not any(r.ratio_ci for r in c.rows)
+    assert c.not_judged and "the interval spans over 100x" in c.not_judged
+    lo, hi = charts.ratio_figure(c).axes[0].get_xlim()
+    assert 1 / 10 < lo and hi < 10
+
+
+def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Path) -> None:
+    """`0.754`, `0.81`, `1.3` and `3.3e-01` in one table."""
+    assert [format_ratio(x) for x in (0.754, 0.81, 1.3, 0.000779, 2157.0, 12.8)] == [
+        "0.754", "0.810", "1.30", "0.000779", "2,160", "12.8"]
+    assert [format_p(p) for p in (0.33, 0.0123, 0.0004, None)] == ["0.33", "0.012", "<0.001", "-"]
+    record = real("main_job", tmp_path)
+    c = compare_records(_timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5]), ("a", "b"))
+    columns = {str(col.header): [str(cell) for cell in col._cells] for col in compare_table(c).table.columns}
+    for r, ratio, p in zip(c.rows, columns["B / A (99% CI)"], columns["p"]):
+        assert r.ratio_ci and ratio == f"{format_ratio(r.ratio)} ({format_ratio(r.ratio_ci[0])}-"\
+                                      f"{format_ratio(r.ratio_ci[1])})" and p == format_p(r.p_value)
+        assert "e" not in ratio + p and len(ratio.split()[0].replace(".", "").lstrip("0")) == 3
