@@ -97,6 +97,8 @@ def _choose(
     roles = _roles(analysis, spec, op, chosen)
     own = env_points(analysis, timed, {c.strategy for c in timed if roles.get(c.label) in ("baseline", "compare")})
     roles.update((c.label, "compare") for c in own)
+    if roles[chosen.label] == "compare":  # named in the compare list too: the pick is what a reader looks for
+        roles[chosen.label] = "chosen"
     return Choice(analysis, op, candidates + own, timed + own, chosen, reason, roles, sizes)
 
 

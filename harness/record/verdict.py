@@ -5,12 +5,11 @@ the interval: a speedup whose 95% interval holds 1 is "not significant" (pyperf'
 
 from __future__ import annotations
 
-import math
 from collections.abc import Container
 from typing import Literal
 
 from harness.base.units import format_interval, format_speedup
-from harness.record.run_record import AnalysisRecord, StrategyTiming
+from harness.record.run_record import UNTIMED, AnalysisRecord, StrategyTiming
 
 Significance = Literal["baseline", "faster", "slower", "not significant", "no interval"]
 
@@ -35,7 +34,7 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     """`factored is 1,130x (1,050-1,210) faster than numpy`, or `torch is 1.34x (1.10-1.63)
     slower than numpy`, or `torch is not significantly faster or slower than numpy: 0.75x (0.48-1.18)`.
     Unresolved, the words say what is known: the direction when the interval lies on one side of 1
-    (`factored is at least 565x faster than numpy (1,490x, 565-3,932: ±164% wide)`), else that there
+    (`factored is at least 565x faster than numpy (1,490x, 565-3,932: x2.6 either way)`), else that there
     is no interval; never "faster ... (unresolved)". Why an interval is wide is --verbose's."""
     assert head.speedup is not None
     said = significance(head)
@@ -52,15 +51,22 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     if not head.unresolved:
         return f"{head.label} is {ratio} ({format_interval(low, high)}) {way} than {baseline.label}"
     # the interval's width, not its whole story: the verdict is one line a reader takes in at once;
-    # why it is wide (rounds, processes, runs, the machine's spread) is --verbose's line for it
-    wide = math.ceil(100 * max(ci[1] / head.speedup - 1, 1 - ci[0] / head.speedup) - 1e-9)
+    # why it is wide (rounds, processes, runs, the machine's spread) is --verbose's line for it. It is
+    # symmetric in log space (711-3,862 around 1,657): a factor either way, never "±134%" below zero
+    factor = max(ci[1] / head.speedup, head.speedup / ci[0])
     left = "; what is left is this machine's own spread" if head.settled else ""
     return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
-            f"({ratio}, {format_interval(low, high)}: ±{wide}% wide{left})")
+            f"({ratio}, {format_interval(low, high)}: x{_factor(factor)} either way{left})")
+
+
+def _factor(f: float) -> str:
+    """`2.3`, `1.05`, `12`: enough digits that a factor just above 1 does not read as 1."""
+    return f"{f:.2f}" if f < 1.1 else f"{f:.1f}" if f < 10 else f"{f:,.0f}"
 
 
 def verdict(a: AnalysisRecord) -> str | None:
-    """"spectrum: factored is 1,130x (1,050-1,210) faster than numpy; 3 of 4 speedups resolved";
+    """"spectrum: factored is 1,130x (1,050-1,210) faster than numpy; 3 of 4 speedups resolved",
+    "...; 0 of 3 speedups resolved (2 not timed)";
     the chosen strategy's speedup where it was timed, else the fastest one's."""
     baseline = next((t for t in a.timings if t.role == "baseline"), None)
     others = [t for t in a.timings if t is not baseline and t.speedup is not None]
@@ -68,7 +74,9 @@ def verdict(a: AnalysisRecord) -> str | None:
         return None
     head = next((t for t in others if a.computed(t)), max(others, key=lambda t: t.speedup or 0.0))
     resolved = sum(not t.unresolved for t in others)
-    return f"{a.name}: {_compared(head, baseline)}; {resolved} of {len(others)} speedups resolved"
+    untimed = sum(s.reason == UNTIMED for s in a.skipped)  # compared too: the limit came before their rounds
+    return (f"{a.name}: {_compared(head, baseline)}; {resolved} of {len(others) + untimed} speedups resolved"
+            + (f" ({untimed} not timed)" if untimed else ""))
 
 
 def named_in_spec(a: AnalysisRecord) -> bool:

@@ -14,10 +14,11 @@ from typing import Any
 
 from harness.base.units import format_seconds
 from harness.record.run_record import RunRecord
+from harness.record.verification import Verification
 from harness.record.verdict import significance
 from harness.report.labels import (COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK, device_library, printable,
                                    speedup_text, verdict_lines)
-from harness.report.terminal import untimed_rows
+from harness.report.terminal import untimed_rows, verified
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", "workload_compute_s", "extrapolated", "speedup", "speedup_low", "speedup_high",
@@ -27,7 +28,8 @@ COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "compu
 
 def result_rows(record: RunRecord) -> list[dict[str, Any]]:
     """Every compared strategy of every analysis, timed or not, with its verification: the table's
-    rows as data (`status`: passed, FAILED, not timed, not run or error; `reason`: why untimed)."""
+    rows as data (`status`: passed, FAILED, not timed, not run or error; `reason`: why untimed; a
+    point not timed still has its check: `passed` and its errors)."""
     rows = []
     for a in record.analyses:
         checks = {v.strategy: v for v in a.verification}
@@ -43,16 +45,20 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
                 "significance": significance(t), "unresolved": t.unresolved, "unstable": bool(t.unstable),
-                "values_error": None if v is None else v.values_error,
-                "vectors_error": None if v is None else v.vectors_error,
-                "max_error": None if v is None else max(v.values_error, v.vectors_error or 0.0),
-                "passed": None if v is None else v.passed,
+                **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
             })
         for label, role, status, why in untimed_rows(record, a):
+            v = verified(a, label, status)  # the limit cut its rounds, not the check of its answer
             rows.append({**dict.fromkeys(COLUMNS), "analysis": a.name, "op": a.op, "strategy": label, "role": role,
-                         "status": status, "reason": why, "passed": False if status == "error" else None})
+                         "status": status, "reason": why, "passed": False if status == "error" else None,
+                         **({} if v is None else _errors(v))})
     return rows
+
+
+def _errors(v: Verification) -> dict[str, Any]:
+    return {"values_error": v.values_error, "vectors_error": v.vectors_error,
+            "max_error": max(v.values_error, v.vectors_error or 0.0), "passed": v.passed}
 
 
 def results_json(record: RunRecord) -> str:
@@ -77,12 +83,16 @@ def _error_text(row: dict[str, Any]) -> str:
 
 
 def _markdown_row(row: dict[str, Any], speedup: str) -> str:
+    """As the terminal's: a point not timed says so under per matrix and shows its check's status."""
     timed = row["per_matrix_s"] is not None
+    checked = row["status"] == "not timed" and row["passed"] is not None
+    status = ("passed" if row["passed"] else "FAILED") if checked else row["status"]
     cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if row["computed_results"] else ""), row["role"],
              f"{row['device']} ({row['library']})" if timed else "-",
-             format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed else "-",
+             format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
+             else "not timed" if checked else "-",
              ("~" if row["extrapolated"] else "") + format_seconds(row["workload_compute_s"]) if timed else "-",
-             speedup, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(row["status"], row["status"])]
+             speedup, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 

@@ -22,8 +22,8 @@ COMPUTED_MARK = "*"
 UNRESOLVED_MARK = "?"
 UNSTABLE_MARK = "!"
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
-ROLES_NOTE = ("Role: baseline, the speedups' reference; compare, named in the spec's compare list; chosen, "
-              f"timed because the plan chose it. {COMPUTED_NOTE}, whatever its role.")
+ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
+              f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
 SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the workload total over the samples; "
                "n=1: timed once, no spread to show")
 SPEEDUP_NOTE = (f"Speedup: the baseline's workload total over the strategy's, the geometric mean over the rounds "

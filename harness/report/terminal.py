@@ -14,6 +14,7 @@ from harness.base.units import format_bytes, format_rate, format_seconds, format
 from harness.bench.budget import MIN_ROUNDS, OVERRUN
 from harness.plan.model import Candidate, Plan, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
+from harness.record.verification import Verification
 from harness.report.fitting import Fitted, value
 from harness.report.frontier import frontier_lines
 from harness.report.labels import (PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
@@ -132,7 +133,8 @@ def _caption(record: RunRecord, wide: bool) -> str:
             + ("Device (library): where and with what it ran; dtype: its arithmetic (f32, bf16, +c compiled). "
                if wide else "") + "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
             "residual where the op has vectors (the worse of the two" + ("; the last column gives each" if wide else "") + ")"
-            + ". Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table.")
+            + ". Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
+            "not timed still had its answer checked).")
 
 
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:
@@ -162,6 +164,23 @@ def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, st
                UNTIMED.split(": ", 1)[1] if untimed else s.reason)
 
 
+def verified(a: AnalysisRecord, label: str, status: str) -> Verification | None:
+    """The check of a point the limit cut before its first round: its answer was still verified."""
+    return next((v for v in a.verification if v.strategy == label), None) if status == "not timed" else None
+
+
+def _untimed_row(a: AnalysisRecord, label: str, role: str, status: str, wide: bool) -> list[str]:
+    """Dashes where a timing would be; a point the limit cut says so under per matrix, and shows
+    its check as a timed row does."""
+    v = verified(a, label, status)
+    if v is None:
+        return [shown(label), role, *["-"] * (len(RUN_COLUMNS) - 4), STATUS[status], *(["-"] if wide else [])]
+    cells = ["-"] * (len(RUN_COLUMNS) - 5)  # device to % of peak
+    cells[RUN_COLUMNS.index("per matrix") - RUN_COLUMNS.index("device")] = STATUS[status]
+    return [shown(label), role, *cells, f"{worst_error(a, label):.1e}", STATUS["passed" if v.passed else "FAILED"],
+            *([errors_text(a, label, "/")] if wide else [])]
+
+
 def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> Fitted:
     """The results, one row per strategy (the verdict lines above it keep the speedups, the lines
     below it say why a row has no timing): every column the width holds, at least COMPACT_COLUMNS;
@@ -173,8 +192,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
         table.add_column(column)
     for a in record.analyses:
         rows = [_timed_row(record, a, t, wide) for t in a.timings]
-        for label, role, status, _why in untimed_rows(record, a):
-            rows.append([shown(label), role, *["-"] * (len(RUN_COLUMNS) - 4), STATUS[status], *(["-"] if wide else [])])
+        rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed_rows(record, a)]
         for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide)

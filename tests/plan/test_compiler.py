@@ -57,6 +57,14 @@ def test_baseline_and_compare_roles() -> None:
     assert [(t.strategy, t.role) for t in s.timed] == [("numpy", "baseline"), ("torch", "compare")]
 
 
+def test_a_chosen_strategy_named_in_compare_too_is_labelled_chosen() -> None:
+    """The walk-through's factored read "compare" in two analyses and "chosen" in a third."""
+    s = step(plan_for(["analysis.1.strategy='torch'"]), "svd")
+    assert [(t.strategy, t.role) for t in s.timed] == [("numpy", "baseline"), ("torch", "chosen")]
+    s = step(plan_for(["analysis.1.strategy='numpy'", "analysis.1.compare=['numpy','torch']"]), "svd")
+    assert [(t.strategy, t.role) for t in s.timed] == [("numpy", "baseline"), ("torch", "compare")]
+
+
 def test_tiny_memory_budget_chunks_the_groups() -> None:
     # torch svd of a 48x32 float32 matrix: (2*48*32 + 48*32 + 32*32) * 4 bytes = 22,528
     plan = plan_for(["execution.memory_budget=30000", "analysis.1.strategy='torch'"])

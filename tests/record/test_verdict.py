@@ -76,3 +76,36 @@ def test_a_strategy_the_spec_named_is_the_users_choice_and_the_line_parses() -> 
     assert choice_check(both, approximate=set()) == (
         "spectrum: the plan chose torch, but factored measured faster than it (9.00x (8.00-10.00) against 1.20x "
         "(1.10-1.30) over the baseline); the next plan learns from these rounds")
+
+
+def _main_job_top3() -> AnalysisRecord:
+    """The top3 analysis of a real record (the main job's: factored against scipy_svds, torch and torch_lowrank)."""
+    from pathlib import Path
+
+    from harness.record.run_record import RunRecord
+
+    raw = (Path(__file__).parents[1] / "report" / "records" / "main_job.json").read_text()
+    return next(a for a in RunRecord.model_validate_json(raw).analyses if a.name == "top3")
+
+
+def test_the_resolved_count_counts_the_strategies_the_limit_left_untimed() -> None:
+    """The walk-through's "0 of 1 speedups resolved" while 3 were compared and 2 not timed."""
+    from harness.record.run_record import UNTIMED, Skipped
+
+    a = _main_job_top3()
+    a.skipped = [Skipped(strategy=t.label, reason=UNTIMED) for t in a.timings if t.label in ("torch", "torch_lowrank")]
+    a.timings = [t for t in a.timings if t.label not in ("torch", "torch_lowrank")]
+    assert verdict(a).endswith("; 0 of 3 speedups resolved (2 not timed)")
+    a.skipped = [Skipped(strategy="cupy", reason="CuPy is not installed")]  # not run: never compared here
+    assert verdict(a).endswith("; 0 of 1 speedups resolved")
+
+
+def test_an_unresolved_interval_is_a_factor_either_way_never_a_symmetric_percentage() -> None:
+    """44.50-194 around 92.93 is -52%/+109%: "±109% wide" said the low end was below zero."""
+    a = _main_job_top3()
+    head = next(t for t in a.timings if t.label == "factored")
+    low, high = head.speedup_ci
+    assert round(high / head.speedup, 3) == round(head.speedup / low, 3) == 2.088  # symmetric in log space
+    assert "(92.93x, 44.50-194: x2.1 either way); " in verdict(a)
+    head.speedup_ci = (head.speedup / 1.054, head.speedup * 1.054)
+    assert "x1.05 either way" in verdict(a)  # not "x1.1", nor the "x1.0" a factor above 1 never is
