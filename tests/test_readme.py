@@ -78,6 +78,19 @@ def test_the_readme_shows_a_whole_spec_that_is_the_shipped_one() -> None:
     assert f"```toml\n{spec}```" in README.read_text()
 
 
+def test_the_readme_names_every_exit_code_in_whole_sentences() -> None:
+    """The exit-code list once ended mid-sentence at "could not judge (no": every code the CLI
+    answers with is named, and the list ends its sentence."""
+    from harness.cli import exit_codes
+
+    text = " ".join(README.read_text().split())
+    listed = text[text.index("Exit codes:"):]
+    listed = listed[:listed.index(". ")]
+    assert "(no " not in listed.rsplit(",", 1)[-1]
+    codes = {v for k, v in vars(exit_codes).items() if k.startswith("EXIT_")}
+    assert all(re.search(rf"(:|,|and) {code} ", listed) for code in codes), listed
+
+
 def test_the_readme_fits_a_few_screens() -> None:
     """Issue 48: 1,021 lines with the first spec at line 218; the rest lives under docs/."""
     assert len(README.read_text().splitlines()) <= 400

@@ -102,7 +102,18 @@ class PlannerPick(NamedTuple):
     chosen: str
     fastest: str
     ratio: float  # the pick's seconds over the fastest's
-    agrees: bool  # the pick is the fastest, or within its interval (their intervals overlap)
+    overlap: bool  # their intervals overlap: this measurement does not tell them apart
+
+    @property
+    def agrees(self) -> bool:
+        """The pick's estimate is the fastest: a pick 2x slower is not right for overlapping intervals."""
+        return self.chosen == self.fastest
+
+    @property
+    def slower(self) -> str:
+        """`2.0x slower than factored (intervals overlap)`."""
+        ratio = f"{self.ratio:.1f}x" if self.ratio < 10 else f"{self.ratio:,.0f}x"
+        return f"{ratio} slower than {self.fastest}" + (" (intervals overlap)" if self.overlap else "")
 
 
 def planner_picks(record: SweepRecord) -> list[PlannerPick]:
@@ -116,23 +127,26 @@ def planner_picks(record: SweepRecord) -> list[PlannerPick]:
                 continue
             fastest = min(timed.values(), key=lambda t: t.seconds)
             picks.append(PlannerPick(p.values, analysis, chosen.strategy, fastest.strategy,
-                                     chosen.seconds / fastest.seconds, chosen is fastest or chosen.low <= fastest.high))
+                                     chosen.seconds / fastest.seconds, chosen.low <= fastest.high))
     return picks
 
 
+SHOWN_MISSES = 3  # points where the pick was not the fastest, named in a planner line
+
+
 def planner_lines(record: SweepRecord) -> list[str]:
-    """Per analysis: at how many points the plan's pick measured fastest (or within the fastest's
-    interval), and the first point where it did not."""
+    """Per analysis: at how many points the plan's pick measured fastest, and each point (the
+    first SHOWN_MISSES) where it did not, by how much."""
     lines = []
     picks = planner_picks(record)
     for analysis in dict.fromkeys(pick.analysis for pick in picks):
         mine = [pick for pick in picks if pick.analysis == analysis]
-        first = next((pick for pick in mine if not pick.agrees), None)
-        wrong = "" if first is None else (
-            f"; at {SweepPoint(values=first.values).label} it picked {first.chosen}, {first.fastest} measured "
-            f"{first.ratio:.2g}x faster")
-        lines.append(f"{analysis}: the plan's pick was the fastest measured (within its interval) at "
-                     f"{sum(pick.agrees for pick in mine)} of {len(mine)} points{wrong}")
+        misses = [pick for pick in mine if not pick.agrees]
+        said = [f"; at {SweepPoint(values=m.values).label} the pick ({m.chosen}) measured {m.slower}"
+                for m in misses[:SHOWN_MISSES]]
+        more = f"; {len(misses) - SHOWN_MISSES} more points (sweep.md)" if len(misses) > SHOWN_MISSES else ""
+        lines.append(f"{analysis}: the plan's pick was the fastest measured at {len(mine) - len(misses)} of "
+                     f"{len(mine)} points{''.join(said)}{more}")
     return lines
 
 

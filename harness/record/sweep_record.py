@@ -45,6 +45,8 @@ class PointRecord(BaseModel):
     passed: bool
     chosen: dict[str, str] = {}  # analysis -> the strategy the plan picked for it
     timings: list[PointTiming] = []
+    measurements: int = 0  # its run's measurements (a strategy on a shape group)
+    unstable: list[list[str]] = []  # each unstable measurement's reasons
 
 
 class ScalingFit(BaseModel):
@@ -133,8 +135,13 @@ def point_timings(record: RunRecord) -> list[PointTiming]:
 
 
 def point_record(values: dict[str, Any], folder: str, record: RunRecord) -> PointRecord:
+    """The point's timings, and how many of its measurements were unstable and why: the sweep
+    says so as a run does (its fits stand on them)."""
+    groups = [g.measurement for a in record.analyses for t in a.timings for g in t.groups]
     return PointRecord(values=values, folder=folder, complete=record.complete, passed=record.passed,
-                       chosen={a.name: a.strategy for a in record.analyses}, timings=point_timings(record))
+                       chosen={a.name: a.strategy for a in record.analyses}, timings=point_timings(record),
+                       measurements=len(groups),
+                       unstable=[list(m.reasons) or ["flagged unstable"] for m in groups if m.unstable])
 
 
 def write_sweep(record: SweepRecord, folder: Path) -> Path:

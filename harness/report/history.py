@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from harness.base.bounded import read_capped
 
+SIGNED_UNITS = {"exponent"}  # a fitted cost exponent: below 0 (cost blind to the work, noise) is legitimate
 STEP_THRESHOLD = 0.05  # asv's default `regressions_thresholds`: smaller steps are not marked
 RESULTS_CAP = 64 << 20  # bytes of benchmarks.json or a result file: asv's are kilobytes
 
@@ -84,13 +85,14 @@ def _absent(x: object) -> bool:
     return x is None or isinstance(x, float) and math.isnan(x)
 
 
-def _value(x: object) -> float | None:
-    """`x` where it is a number the history can use, else None: finite, and 0 or a normal float
-    above it, so that it can be drawn on a log axis and inverted (a time ratio is 1 / speedup;
-    1e-320 inverts to inf, and an infinite value grew asv's step fit's memory without bound)."""
-    usable = (isinstance(x, (int, float)) and not isinstance(x, bool)
-              and (x == 0 or sys.float_info.min <= x <= sys.float_info.max))
-    return float(x) if usable else None  # type: ignore[arg-type]
+def _value(x: object, signed: bool = False) -> float | None:
+    """`x` where it is a number the history can use, else None: finite (an infinite value grew
+    asv's step fit's memory without bound), and unless `signed`, 0 or a normal float above it, so
+    that it can be drawn on a log axis and inverted (a time ratio is 1 / speedup; 1e-320 inverts to inf)."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
+        return None
+    usable = signed or x == 0 or sys.float_info.min <= x
+    return float(x) if usable else None
 
 
 def _unreadable(path: Path) -> str | None:
@@ -180,7 +182,8 @@ def load(results_dir: Path, skipped: list[str] | None = None) -> list[Series]:
     results, _step_detect = _asv()
     if not (results_dir / "benchmarks.json").exists() or not machines(results_dir):
         raise HistoryError(f"{results_dir}: no asv results here (benchmarks.json and <machine>/machine.json); "
-                           "run `asv run` first (README, Tracking performance)")
+                           "record some first: `asv machine --yes --machine NAME`, then `asv run --machine NAME "
+                           "--python=same` (docs/tracking.md, The workflow)")
     meta = _meta(results_dir)
     found: dict[tuple[str, str, str, tuple[str, ...]], Series] = {}
     for machine in machines(results_dir):
@@ -216,10 +219,11 @@ def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: d
                     gpu=not machine.endswith("-cpu"), benchmark=name, kind=str(meta[name].get("type", "")),
                     unit=str(meta[name].get("unit", "")),
                     params={n: str(v).strip("'") for n, v in zip(names, combo)}, points=[])  # type: ignore[call-overload]
-            if _value(value) is None and not _absent(value):
-                left_out.append(f"{name}({', '.join(map(str, combo))}) = {value!r}, expected 0 or a finite number "
-                                f"from {sys.float_info.min:.3g} up")
+            signed = found[key].unit in SIGNED_UNITS
+            if _value(value, signed) is None and not _absent(value):
+                expected = "a finite number" if signed else f"0 or a finite number from {sys.float_info.min:.3g} up"
+                left_out.append(f"{name}({', '.join(map(str, combo))}) = {value!r}, expected {expected}")
             spread = spread or {}
-            found[key].points.append(Point(commit=r.commit_hash, date=r.date or 0, value=_value(value),  # type: ignore[attr-defined]
-                                           q25=_value(spread.get("q_25")), q75=_value(spread.get("q_75"))))
+            found[key].points.append(Point(commit=r.commit_hash, date=r.date or 0, value=_value(value, signed),  # type: ignore[attr-defined]
+                                           q25=_value(spread.get("q_25"), signed), q75=_value(spread.get("q_75"), signed)))
     return left_out

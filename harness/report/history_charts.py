@@ -45,8 +45,9 @@ def _ticks(commits: Sequence[str]) -> list[int]:
 
 @literal
 def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Sequence[str], ylabel: str,
-                title: str = "", reference: float | None = None) -> str:
-    """Value against commit (oldest left), log axis; `reference` (a speedup's 1) as a grey line."""
+                title: str = "", reference: float | None = None, log: bool = True) -> str:
+    """Value against commit (oldest left), on a log axis unless `log` is False (a value that may
+    be 0 or below: an exponent); `reference` (a speedup's 1) as a grey line."""
     labels = sorted({t.label for t in trends})
     colour = {label: f"C{i % 10}" for i, label in enumerate(labels)}
     style = {m: STYLES[i % len(STYLES)] for i, m in enumerate(machines)}
@@ -66,8 +67,9 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
             ax.plot([x_of[c]], [t.values[c]], marker=marker, ms=9, mfc="none", mec=edge, mew=1.6)
     if reference is not None:
         ax.axhline(reference, color="#888", lw=0.8, ls="--")
-    ax.set_yscale("log")
-    _log_axis(ax.yaxis)
+    if log:
+        ax.set_yscale("log")
+        _log_axis(ax.yaxis)
     ticks = _ticks(commits)
     ax.set_xticks(ticks, [commits[i][:8] for i in ticks], fontsize=7)
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))

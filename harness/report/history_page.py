@@ -18,7 +18,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from harness.base.atomic import write_atomic
-from harness.report.history import Series
+from harness.report.history import SIGNED_UNITS, Series
 from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
 from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
@@ -164,7 +164,9 @@ def raw(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
     units: dict[tuple[str, str], str] = {}
     for s in all_series:
         track = track_of(s)
-        if track in skip or not any(p.value for p in s.points):
+        signed = s.unit in SIGNED_UNITS  # drawn on a linear axis, 0 and below included
+        values = {p.commit: p.value for p in s.points if p.value is not None and (signed or p.value)}
+        if track in skip or not values:
             continue
         if track in RAW_NAMES:
             experiment, analysis, label = split_point(s.params.get("point", ""))
@@ -173,11 +175,11 @@ def raw(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
             key, label = (s.benchmark, s.kind), ", ".join(s.params.values()) or s.benchmark
         units[key] = s.unit or s.kind
         groups.setdefault(key, []).append(Trend(
-            label=label, machine=s.line, values={p.commit: p.value for p in s.points if p.value},
-            marks={step.commit: "regression" if step.ratio > 1 else "improvement" for step in s.steps}))
+            label=label, machine=s.line, values=values,
+            marks={step.commit: "regression" if step.after > step.before else "improvement" for step in s.steps}))
     return [{"anchor": anchor("raw", *key), "title": f"{key[0]} ({key[1]})", "svg": Markup(trend_chart(
-        trends, axis.commits, [m for m in axis.machines if any(t.machine == m for t in trends)], units[key]))}
-        for key, trends in sorted(groups.items())]
+        trends, axis.commits, [m for m in axis.machines if any(t.machine == m for t in trends)], units[key],
+        log=units[key] not in SIGNED_UNITS))} for key, trends in sorted(groups.items())]
 
 
 def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, since: str | None = None) -> Path:

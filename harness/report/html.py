@@ -140,7 +140,7 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     none: never timed, no baseline), and its unreliable measurements by cause, counted as the
     terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
-    return {"verdicts": verdict_lines(record), "unstable": unstable_causes(unstable),
+    return {"verdicts": verdict_lines(record), "unstable": unstable_causes(u.reasons for u in unstable),
             "unstable_count": len(unstable), "measurements": measurement_count(record)}
 
 

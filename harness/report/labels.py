@@ -4,6 +4,7 @@ charts and the exports never disagree (one count of unstable measurements, one v
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.markup import escape
@@ -145,10 +146,17 @@ def measurement_count(record: RunRecord) -> int:
     return sum(len(t.groups) for a in record.analyses for t in a.timings)
 
 
-def unstable_causes(unstable: list[Unstable]) -> list[tuple[int, str]]:
-    """(measurements, the worst instance) per cause, most frequent first: a measurement counts once
-    under each cause it has."""
-    return group_reasons(r for u in unstable for r in dict.fromkeys(u.reasons))
+def unstable_causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str]]:
+    """(measurements, the worst instance) per cause of measurements (each its reasons), most
+    frequent first: a measurement counts once under each cause it has."""
+    return group_reasons(r for mine in reasons for r in dict.fromkeys(mine))
+
+
+def unstable_why(reasons: Iterable[Sequence[str]]) -> str:
+    """Why measurements were unstable, as a run's and a sweep's warning say it: the worst instance
+    of the one cause, or each cause with its count."""
+    causes = unstable_causes(reasons)
+    return causes[0][1] if len(causes) == 1 else ", ".join(f"{cause} ({n})" for n, cause in causes)
 
 
 def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:

@@ -10,11 +10,12 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from harness.base.atomic import write_atomic
-from harness.base.units import format_seconds
+from harness.base.units import format_seconds, plural
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
 from harness.record.sweep_fits import axis_name, growth, planner_picks
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
+from harness.report.labels import UNSTABLE_MARK, unstable_why
 
 POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
 FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
@@ -51,7 +52,20 @@ def sweep_lines(record: SweepRecord) -> list[str]:
     failed = [p.folder for p in record.points if not p.passed]
     if failed:
         lines.append(f"verification failed at {len(failed)} points: {', '.join(failed)}")
-    return lines
+    return lines + unstable_lines(record)
+
+
+def unstable_lines(record: SweepRecord) -> list[str]:
+    """The run's warning over the whole sweep: how many of its measurements were unstable, at how
+    many points, and why; the fits and picks above stand on them."""
+    unstable = [reasons for p in record.points for reasons in p.unstable]
+    if not unstable:
+        return []
+    total = sum(p.measurements for p in record.points)
+    points = sum(bool(p.unstable) for p in record.points)
+    return [f"{len(unstable)} of {plural(total, 'measurement')} unstable ({UNSTABLE_MARK}) at {points} of "
+            f"{plural(len(record.points), 'point')}: {unstable_why(unstable)}; read the exponents and picks with "
+            "care, or re-run on a quiet machine (`harness system` names what is busy)"]
 
 
 def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
@@ -70,11 +84,10 @@ PICK_COLUMNS = ("point", "analysis", "planner's pick", "fastest measured", "agre
 
 def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
     """At each point, for each analysis: the plan's pick, the fastest measured, and whether they
-    agree (the same, or the pick within the fastest's interval)."""
+    agree (the pick's estimate the fastest), and if not by how much."""
     rows = []
     for pick in planner_picks(record):
-        agrees = ("yes" if pick.chosen == pick.fastest else "yes, within its interval" if pick.agrees
-                  else f"no: {pick.ratio:.2g}x slower")
+        agrees = "yes" if pick.agrees else f"no: {pick.slower}"
         rows.append(dict(zip(PICK_COLUMNS, (SweepPoint(values=pick.values).label, pick.analysis, pick.chosen,
                                             pick.fastest, agrees))))
     return rows

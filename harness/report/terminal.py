@@ -19,7 +19,7 @@ from harness.report.fitting import Fitted, value
 from harness.report.frontier import frontier_lines
 from harness.report.labels import (PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_share, precision_text,
-                                   rounds_text, speedup_text, strategy_label, unstable_causes, unstable_measurements,
+                                   rounds_text, speedup_text, strategy_label, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
 
 
@@ -237,8 +237,7 @@ def untimed_lines(record: RunRecord) -> list[str]:
 
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
-    causes = unstable_causes(unstable)
-    why = causes[0][1] if len(causes) == 1 else ", ".join(f"{cause} ({n})" for n, cause in causes)
+    why = unstable_why(u.reasons for u in unstable)
     pooled = " (some from earlier runs' rounds; --fresh measures anew)" if any(u.pooled for u in unstable) else ""
     return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} unstable[/] "
             f"({UNSTABLE_MARK}): {shown(why)}{pooled}; compare their speedups with care, or re-run on a quiet "

@@ -144,6 +144,9 @@ def test_cli_history_and_its_one_line_error(asv_results: Path, tmp_path: Path, c
     assert cli.main(["history", "--results", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert "no asv results here" in err and "\n" not in err and "Traceback" not in err
+    # the page that has the workflow, and both commands it needs: `asv run` alone refuses an unknown machine
+    assert "docs/tracking.md" in err and "`asv machine --yes" in err and "`asv run --machine" in err
+    assert (Path(__file__).parents[2] / "docs" / "tracking.md").exists()
     with pytest.raises(HistoryError):
         load(tmp_path / "nothing")
 
@@ -253,3 +256,22 @@ def test_one_commit_names_its_machines_and_an_unmeasured_analysis_gets_a_line(tm
     assert "no machine" not in page
     assert ">e: spectrum</h3>" in page and ">e: svd_topk</h3>" not in page and page.count("<svg") == 1
     assert "No speedup measured at any commit, on any machine, so no chart: e: svd_topk" in page
+
+
+def test_a_fitted_exponent_of_any_sign_is_kept_and_drawn_on_a_linear_axis(tmp_path: Path) -> None:
+    """scaling.Exponents writes numpy's exponent against the rank as about 0, -0.081 on a busy
+    machine: a finite number of either sign is an exponent's value; NaN (not fitted) is not
+    measured, and inf is still skipped."""
+    root, name = tmp_path / "asv", "scaling.Exponents.track_exponent"
+    points = ["'spectrum/numpy'", "'spectrum/factored'"]
+    write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "exponent", "param_names": ["point"],
+                                       "params": [points], "version": "1"}})
+    for i, values in enumerate([[-0.081, 0.77], [0.0, math.nan], [0.011, math.inf]]):
+        write_run(root, "vm-cpu", i, {name: [values, [points], "1", 0, 1.0] + [None] * 6})
+    skipped: list[str] = []
+    by = {s.params["point"]: [p.value for p in s.points] for s in load(root, skipped)}
+    assert by == {"spectrum/numpy": [-0.081, 0.0, 0.011], "spectrum/factored": [0.77, None, None]}
+    [why] = skipped
+    assert "track_exponent('spectrum/factored') = inf, expected a finite number" in why
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    assert page.count("<svg") == 1 and ">spectrum/numpy</text>" in page and ">0.0</text>" in page  # a linear axis
