@@ -58,14 +58,17 @@ class Phase:
 
 class _Remaining(TimeRemainingColumn):
     """`ETA 0:00:03`: rich's remaining time once the phase has a pace; before that, the plan's
-    estimate less the time spent (`estimate_s` of the phase); with neither, nothing (rich wrote
-    "ETA -:--:--", which reads as a fault)."""
+    estimate less the time spent (`estimate_s` of the phase), and past it how late the phase runs
+    ("ETA ~0:00:00" stood for 25 s of a busy run); with neither, nothing (rich wrote "ETA -:--:--",
+    which reads as a fault)."""
 
     def render(self, task: Task) -> Text:
         estimate = task.fields.get("estimate_s")
         if estimate and not task.completed and task.elapsed is not None:
-            left = timedelta(seconds=round(max(estimate - task.elapsed, 0.0)))
-            return Text(f"ETA ~{left}", style="progress.remaining")  # as rich writes it, marked as an estimate
+            left = round(estimate - task.elapsed)
+            if left < 0:
+                return Text(f"late {timedelta(seconds=-left)}", style="progress.remaining")
+            return Text(f"ETA ~{timedelta(seconds=left)}", style="progress.remaining")  # as rich writes it, marked as an estimate
         if task.time_remaining is None:
             return Text("")
         return Text("ETA ") + super().render(task)

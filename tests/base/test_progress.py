@@ -58,5 +58,7 @@ def test_a_phase_with_an_estimate_has_an_eta_before_it_has_a_pace() -> None:
         task = display.progress.tasks[0]
         eta = display.progress.columns[-1].render(task)  # type: ignore[union-attr]
         assert eta.plain in ("ETA ~0:10:00", "ETA ~0:09:59")
+        task.fields["estimate_s"] = task.elapsed - 7.2  # a busy machine: the plan's estimate is spent
+        assert display.progress.columns[-1].render(task).plain in ("late 0:00:07", "late 0:00:08")  # type: ignore[union-attr]
         counter["n"] = 7
         assert str(task.fields["item"]) == "counted 7"

@@ -31,8 +31,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         help="time every strategy anew: take no rounds from earlier runs (this run's rounds "
                         "are still kept for later ones)")
     parser.add_argument("--wide", action="store_true",
-                        help="every column of the results table: role, device, library, precision, workload "
-                        "total, rounds, GFLOP/s, %% of peak, values' and vectors' errors")
+                        help="every column of the results table the terminal's width holds (role, device, "
+                        "library, precision, workload total, rounds, GFLOP/s, %% of peak, and the values' and "
+                        "vectors' errors apart), saying which a narrower terminal left out; the HTML report "
+                        "(--report) always has them all")
     parser.add_argument("--explain", action="store_true",
                         help="explain the table's columns and marks below it (the HTML report always does)")
     parser.add_argument("-v", "--verbose", action="store_true",
