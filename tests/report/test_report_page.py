@@ -89,3 +89,14 @@ def test_a_speedup_is_drawn_faster_or_slower_only_beyond_its_interval() -> None:
     assert charts.speedup_color(timing("t", "compare", 2.0, (1.5, 2.5))) == charts.GOOD
     assert charts.speedup_color(timing("t", "baseline", 1.0, None)) == charts.NEUTRAL
     assert charts.speedup_color(timing("t", "compare", 4.4, None)) == charts.PALE_GOOD  # one round: no interval
+
+
+def test_the_plans_benchmark_estimate_is_said_of_the_phase_not_of_the_references(
+        smoke_run: tuple[Path, RunRecord]) -> None:
+    """"float64 references: 1 computed, 2 from the cache, 67.0 ms (planned 13.86 s)" read as the
+    references' plan; 13.86 s was the benchmark phase's."""
+    folder, record = smoke_run
+    assert record.plan.bench is not None
+    text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
+    assert f"Benchmark phase (planned {charts.format_seconds(record.plan.bench.estimate_s)}): " in text
+    assert "(planned" not in text[text.index("float64 references:"):][:120]
