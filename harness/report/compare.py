@@ -36,6 +36,7 @@ from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
+from harness.report.labels import printable
 
 ALPHA = 0.01  # two-sided
 FACTOR = 1.1  # asv's default: smaller changes are not reported even when significant
@@ -268,6 +269,29 @@ def _group(
     )
 
 
+def spec_difference(a: RunRecord, b: RunRecord, folders: tuple[str, str]) -> str:
+    """What tells two runs' specs apart, in the user's words: the experiments' names, else the first
+    keys whose values differ (`data.adapters is 4 here, 38 in runs/first`), else the hashes."""
+    if a.experiment != b.experiment:
+        return f"a run of {printable(b.experiment)!r}, {folders[0]} of {printable(a.experiment)!r}"
+    flat_a, flat_b = _flat(a.spec), _flat(b.spec)
+    keys = [k for k in sorted(flat_a.keys() | flat_b.keys()) if flat_a.get(k) != flat_b.get(k)]
+    said = [f"{printable(k)} is {printable(repr(flat_b.get(k, '(unset)')))[:40]} here, "
+            f"{printable(repr(flat_a.get(k, '(unset)')))[:40]} in {folders[0]}" for k in keys[:3]]
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return ("; ".join(said) + more if said else
+            f"spec hash {b.spec_hash[:12]} differs from {folders[0]}'s {a.spec_hash[:12]}")
+
+
+def _flat(tree: object, key: str = "") -> dict[str, object]:
+    """A spec's TOML tree as dotted keys to values (lists of tables indexed: `analysis[1].k`)."""
+    if isinstance(tree, dict):
+        return {k: v for name, sub in tree.items() for k, v in _flat(sub, f"{key}.{name}" if key else str(name)).items()}
+    if isinstance(tree, list) and any(isinstance(x, dict) for x in tree):
+        return {k: v for i, sub in enumerate(tree) for k, v in _flat(sub, f"{key}[{i}]").items()}
+    return {key: tree}
+
+
 def compare_records(
     a: RunRecord, b: RunRecord, folders: tuple[str, str], alpha: float = ALPHA, factor: float = FACTOR,
     gate: bool = False,
@@ -275,10 +299,7 @@ def compare_records(
     """B against A; with `gate`, every stable row slower beyond `factor` with p < alpha is a
     regression and the comparison fails. Raises RecordError when the runs are of different specs."""
     if a.spec_hash != b.spec_hash:
-        raise RecordError(
-            f"{folders[1]}: spec hash {b.spec_hash[:12]} differs from {folders[0]}'s "
-            f"{a.spec_hash[:12]}; compare only runs of the same spec"
-        )
+        raise RecordError(f"{folders[1]}: {spec_difference(a, b, folders)}; compare only runs of the same spec")
     pairs, unmatched = _pairs(a, b)
     rows = [_group(analysis, t, ga, gb, alpha, factor, gate) for analysis, t, ga, gb in pairs]
     regressions = [r.describe() for r in rows if r.regression]

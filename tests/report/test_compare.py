@@ -295,3 +295,20 @@ def test_ratio_chart_axes(base: tuple[str, RunRecord], tmp_path: Path) -> None:
     assert ax.get_xlabel() and "99% interval" in ax.get_xlabel()
     red = {t.get_text() for t in ax.get_yticklabels() if t.get_color() == charts.CHANGE_COLOR["slower"]}
     assert red == {r.label for r in c.rows if r.regression} and red
+
+
+def test_a_refusal_names_what_tells_the_two_specs_apart(smoke_run: tuple[Path, RunRecord]) -> None:
+    """"spec hash 9fb154b2410c differs from runs/first's 92cfa7383ab4" named nothing a user wrote."""
+    record = smoke_run[1]
+    spec = {**record.spec, "data": {**record.spec["data"], "adapters": 38}}
+    changed = record.model_copy(update={"spec_hash": "f" * 64, "spec": spec})
+    with pytest.raises(RecordError) as refused:
+        compare_records(record, changed, ("runs/first", "runs/second"))
+    assert str(refused.value).startswith(f"runs/second: data.adapters is 38 here, {record.spec['data']['adapters']!r} in "
+                                         "runs/first; compare only runs of the same spec")
+    other = record.model_copy(update={"spec_hash": "f" * 64, "experiment": "task_geometry"})
+    with pytest.raises(RecordError, match=f"runs/second: a run of 'task_geometry', runs/first of '{record.experiment}'"):
+        compare_records(record, other, ("runs/first", "runs/second"))
+    same = record.model_copy(update={"spec_hash": "f" * 64})  # the same TOML, another hash: an older harness's
+    with pytest.raises(RecordError, match="spec hash ffffffffffff differs from runs/first's"):
+        compare_records(record, same, ("runs/first", "runs/second"))
