@@ -179,3 +179,20 @@ def test_the_sweep_page_fits_1280_px(tiny_sweep: tuple[Path, str], tmp_path: Pat
     known.write_text(render_sweep(known_sweep()))
     assert_laid_out(known, tmp_path)
     assert "planner" in laid_out(known, tmp_path)["measured"]
+
+
+def test_harness_report_takes_a_sweeps_folder(tiny_sweep: tuple[Path, str], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness report SWEEP` said "no record.json here; is this a run folder from `harness run`?"
+    of the folder `harness run` had just printed."""
+    folder, _ = tiny_sweep
+    (folder / "report.html").unlink()
+    assert cli.main(["report", str(folder)]) == 0
+    assert (folder / "report.html").is_file() and f"report: {folder / 'report.html'}" in capsys.readouterr().out
+    assert cli.main(["report", str(folder), "--format", "md", "-o", str(tmp_path / "sweep.md")]) == 0
+    assert (tmp_path / "sweep.md").read_text() == (folder / "sweep.md").read_text()
+    capsys.readouterr()
+    for form in ("csv", "json"):
+        assert cli.main(["report", str(folder), "--format", form]) == 2
+        said = capsys.readouterr().err.strip()
+        assert said.count("\n") == 0 and "points.csv and fits.csv here" in said
