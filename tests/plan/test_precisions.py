@@ -129,7 +129,7 @@ def test_cupy_is_unavailable_with_its_reason_and_planned_where_faked(monkeypatch
     monkeypatch.setattr(candidates, "memory_budget", lambda requested, backend: requested)  # no torch.cuda here
     s = step(plan_for(overrides), "svdvals")
     cupy = next(t for t in s.timed if t.strategy == "cupy")
-    assert cupy.device == "cuda" and cupy.role == "compare"
+    assert cupy.device == "cuda" and cupy.role == ("chosen" if s.strategy == "cupy" else "compare")
     reason = by_label(step(plan_for([*overrides, "execution.device='cpu'"]), "svdvals"))["cupy"].reason
     assert reason == "it runs on a GPU, and execution.device is 'cpu'"
 
