@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.specs.reading import SpecError, read_raw, set_key, validate_raw
+from harness.specs.reading import SpecError, leaves, read_raw, set_key, validate_raw
 
 MAX_AXES = 2  # a sweep is a line or a grid: more axes multiply points past any budget
 MAX_POINTS = 64
@@ -47,15 +47,6 @@ def _plain(value: Any) -> str:
     return "x".join(map(str, value)) if isinstance(value, list) else re.sub(r"[^A-Za-z0-9.]+", "-", str(value))
 
 
-def _leaves(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`[sweep]`'s keys, dotted: TOML reads `data.adapters = [...]` as nested tables."""
-    found: dict[str, Any] = {}
-    for key, value in table.items():
-        name = f"{prefix}.{key}" if prefix else key
-        found.update(_leaves(value, name) if isinstance(value, dict) else {name: value})
-    return found
-
-
 def _value_problem(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, list)):
         return f"{value!r} is not a number or a shape"
@@ -69,7 +60,7 @@ def _value_problem(value: Any) -> str | None:
 
 def sweep_axes(table: dict[str, Any]) -> dict[str, list[Any]]:
     """The axes of a `[sweep]` table; SpecError lines (without the file) for what it gets wrong."""
-    axes, problems = _leaves(table), []
+    axes, problems = leaves(table, lists=False), []  # `data.adapters = [...]` is nested tables in TOML
     for key, values in axes.items():
         if key.split(".")[0].split("[")[0] in ("sweep", "experiment"):
             problems.append(f"sweep.{key}: a sweep's points share the experiment; sweep [data], [[analysis]], "

@@ -37,6 +37,7 @@ from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
 from harness.report.labels import printable
+from harness.specs.reading import leaves
 
 ALPHA = 0.01  # two-sided
 FACTOR = 1.1  # asv's default: smaller changes are not reported even when significant
@@ -274,22 +275,13 @@ def spec_difference(a: RunRecord, b: RunRecord, folders: tuple[str, str]) -> str
     keys whose values differ (`data.adapters is 4 here, 38 in runs/first`), else the hashes."""
     if a.experiment != b.experiment:
         return f"a run of {printable(b.experiment)!r}, {folders[0]} of {printable(a.experiment)!r}"
-    flat_a, flat_b = _flat(a.spec), _flat(b.spec)
+    flat_a, flat_b = leaves(a.spec), leaves(b.spec)
     keys = [k for k in sorted(flat_a.keys() | flat_b.keys()) if flat_a.get(k) != flat_b.get(k)]
     said = [f"{printable(k)} is {printable(repr(flat_b.get(k, '(unset)')))[:40]} here, "
             f"{printable(repr(flat_a.get(k, '(unset)')))[:40]} in {folders[0]}" for k in keys[:3]]
     more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
     return ("; ".join(said) + more if said else
             f"spec hash {b.spec_hash[:12]} differs from {folders[0]}'s {a.spec_hash[:12]}")
-
-
-def _flat(tree: object, key: str = "") -> dict[str, object]:
-    """A spec's TOML tree as dotted keys to values (lists of tables indexed: `analysis[1].k`)."""
-    if isinstance(tree, dict):
-        return {k: v for name, sub in tree.items() for k, v in _flat(sub, f"{key}.{name}" if key else str(name)).items()}
-    if isinstance(tree, list) and any(isinstance(x, dict) for x in tree):
-        return {k: v for i, sub in enumerate(tree) for k, v in _flat(sub, f"{key}[{i}]").items()}
-    return {key: tree}
 
 
 def compare_records(

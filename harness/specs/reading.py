@@ -99,6 +99,18 @@ def set_key(raw: dict[str, Any], key: str, value: Any) -> bool:
     return True
 
 
+def leaves(tree: Any, key: str = "", lists: bool = True) -> dict[str, Any]:
+    """A spec's TOML tree as dotted keys to values, the keys `set_key` takes: tables nested by
+    dots, lists of tables indexed (`analysis[1].k`) unless `lists` is off (then such a list is a
+    value, as any other list is: a shape)."""
+    if isinstance(tree, dict):
+        return {k: v for name, sub in tree.items()
+                for k, v in leaves(sub, f"{key}.{name}" if key else str(name), lists).items()}
+    if lists and isinstance(tree, list) and any(isinstance(x, dict) for x in tree):
+        return {k: v for i, sub in enumerate(tree) for k, v in leaves(sub, f"{key}[{i}]").items()}
+    return {key: tree}
+
+
 def _key_parts(key: str) -> list[str]:
     """`analysis[2].components` (the notation errors print) or `analysis.2.components` as
     `["analysis", "2", "components"]`: a key copied from an error line must work as an override."""
