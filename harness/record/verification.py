@@ -20,6 +20,11 @@ class Verification(BaseModel):
     passed: bool
     reason: str | None = None  # why the strategy gave no answer to check (None: it answered)
 
+    @property
+    def worst(self) -> float:
+        """The worse of its value and vector errors: what the tolerance judges (`judged`)."""
+        return max(self.values_error, self.vectors_error or 0.0)
+
     @classmethod
     def failed(cls, strategy: str, tolerance: float, reason: str) -> Verification:
         """The verdict on a strategy that raised instead of answering: failed, infinitely wrong."""

@@ -57,8 +57,7 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
 
 
 def _errors(v: Verification) -> dict[str, Any]:
-    return {"values_error": v.values_error, "vectors_error": v.vectors_error,
-            "max_error": max(v.values_error, v.vectors_error or 0.0), "passed": v.passed}
+    return {"values_error": v.values_error, "vectors_error": v.vectors_error, "max_error": v.worst, "passed": v.passed}
 
 
 def results_json(record: RunRecord) -> str:

@@ -14,6 +14,7 @@ from harness.bench.noise import group_reasons
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import choice_check, verdict
+from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
 from harness.strategies.registry import APPROXIMATE
 
@@ -110,15 +111,20 @@ def spread(t: StrategyTiming) -> str:
     return f"[{format_seconds(q1)}, {format_seconds(q3)}]"
 
 
+def check_of(analysis: AnalysisRecord, label: str) -> Verification | None:
+    """A point's check against the float64 references, if it has one."""
+    return next((v for v in analysis.verification if v.strategy == label), None)
+
+
 def worst_error(analysis: AnalysisRecord, label: str) -> float | None:
     """The worst of a point's value and vector errors against the float64 references."""
-    v = next((v for v in analysis.verification if v.strategy == label), None)
-    return None if v is None else max(v.values_error, v.vectors_error or 0.0)
+    v = check_of(analysis, label)
+    return None if v is None else v.worst
 
 
 def errors_text(analysis: AnalysisRecord, label: str, sep: str = " / ") -> str:
     """`1.6e-07 / 4.7e-07`: values' error, and the vectors' where the op has vectors."""
-    v = next((v for v in analysis.verification if v.strategy == label), None)
+    v = check_of(analysis, label)
     if v is None:
         return "-"
     return f"{v.values_error:.1e}" + (f"{sep}{v.vectors_error:.1e}" if v.vectors_error is not None else "")

@@ -17,7 +17,7 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, Strate
 from harness.record.verification import Verification
 from harness.report.fitting import Fitted, value
 from harness.report.frontier import frontier_lines
-from harness.report.labels import (PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
+from harness.report.labels import (PEAK_NOTE, check_of, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_share, precision_text,
                                    rounds_text, speedup_text, strategy_label, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
@@ -138,7 +138,7 @@ def _caption(record: RunRecord, wide: bool) -> str:
 
 
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:
-    v = next((v for v in a.verification if v.strategy == t.label), None)
+    v = check_of(a, t.label)
     status = "passed" if v is None or v.passed else "FAILED"
     per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
     label = shown(strategy_label(a, t.label, a.computed(t)))
@@ -166,7 +166,7 @@ def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, st
 
 def verified(a: AnalysisRecord, label: str, status: str) -> Verification | None:
     """The check of a point the limit cut before its first round: its answer was still verified."""
-    return next((v for v in a.verification if v.strategy == label), None) if status == "not timed" else None
+    return check_of(a, label) if status == "not timed" else None
 
 
 def _untimed_row(a: AnalysisRecord, label: str, role: str, status: str, wide: bool) -> list[str]:
