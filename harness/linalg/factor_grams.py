@@ -28,7 +28,8 @@ def _scratch(least: int) -> np.ndarray:
     """This thread's float64 scratch of SCRATCH_BYTES (or `least` values, if more), made once:
     allocated a call at a time, the widened pieces of an 8192-wide delta (2 MB) were fresh
     mappings whose page faults cost more than the products (a 2-delta call: 1.0 ms a delta,
-    against 0.24 ms in this scratch)."""
+    against 0.24 ms in this scratch). The calling thread keeps its scratch from call to call; a
+    batch split over threads (SPLIT_VALUES and more) makes one a thread, small beside its work."""
     scratch = getattr(_LOCAL, "scratch", None)
     if scratch is None or scratch.size < least:
         scratch = _LOCAL.scratch = np.empty(max(least, SCRATCH_BYTES // 8))
