@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rich import box
 from rich.markup import escape
-from rich.table import Table
 
 from harness.base.units import format_p, format_seconds, plural
 from harness.bench.noise import _cause, reason_range  # noise's own notion of one cause
-from harness.report.fitting import Fitted, value
+from harness.report.fitting import Fitted, rule_table, value
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Change, Comparison
@@ -42,7 +40,7 @@ def summary_line(c: Comparison, several: bool = False) -> str:
 
 def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
     c = comparison
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), caption_justify="left")
+    table = rule_table()
     if explain:
         table.caption = (
             f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nA, B geo. mean: per matrix, the "

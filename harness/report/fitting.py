@@ -8,6 +8,9 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from typing import Any
+
+from rich import box
 from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
 from rich.table import Column, Table
@@ -53,6 +56,13 @@ def _spans(console: Console, column: Column) -> tuple[int, int]:
     unbounded = console.options.update_width(UNBOUNDED)  # rich clamps a measurement to the width given
     spans = [(Measurement.get(console, unbounded, cell), is_value(cell)) for cell in [column.header, *column._cells]]
     return max(m.maximum if whole else m.minimum for m, whole in spans), max(m.maximum for m, _ in spans)
+
+
+def rule_table(*headers: str, **options: Any) -> Table:
+    """The CLI's one table style: a rule under the header, no borders, one space between columns
+    (a sweep's tables were drawn in rich's default boxes, unlike every other table)."""
+    return Table(*headers, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0),
+                 title_justify="left", caption_justify="left", **options)
 
 
 def value(markup: str) -> Text:

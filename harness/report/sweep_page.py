@@ -1,6 +1,7 @@
 """A sweep's HTML page (report.html in the sweep's folder): its sentences, a log-log chart per
-analysis and axis (each strategy's points with their intervals, its fitted line, crossovers marked
-with their intervals), and the fits' and points' tables. Charts are at most 1280 px wide."""
+analysis and axis (each strategy fitted or picked, its points with their intervals, its fitted
+line, the plan's picks ringed, crossovers marked with their intervals), and the fits' and points'
+tables. Charts are at most 1280 px wide."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from matplotlib.figure import Figure
 
 from harness.base.atomic import write_atomic
 from harness.record.sweep_fits import axis_name, size_of
-from harness.record.sweep_record import ScalingFit, SweepRecord, load_sweep
+from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, load_sweep
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
 from harness.report.sweep import pick_rows, point_rows, sweep_lines
@@ -30,25 +31,51 @@ def _chart_groups(record: SweepRecord) -> dict[tuple[str, str, str], list[Scalin
     return groups
 
 
+def _timed(record: SweepRecord, first: ScalingFit, strategy: str) -> list[tuple[float, PointTiming, bool]]:
+    """A strategy's timings along the chart's axis: (size, timing, whether the plan picked it there)."""
+    return [(size_of(p.values[first.axis]), t, p.chosen.get(first.analysis) == strategy) for p in record.points
+            if all(p.values[k] == v for k, v in first.fixed.items())
+            for t in p.timings if t.analysis == first.analysis and t.strategy == strategy]
+
+
+def _drawn(record: SweepRecord, fits: list[ScalingFit]) -> list[str]:
+    """Every strategy fitted, then every one the plan picked at a point of the chart (torch,
+    picked at one rank only, was left off: too few points for a fit)."""
+    first = fits[0]
+    picked = [p.chosen.get(first.analysis, "") for p in record.points
+              if all(p.values[k] == v for k, v in first.fixed.items())]
+    return list(dict.fromkeys([f.strategy for f in fits] + [s for s in picked if s]))
+
+
 @literal
 def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
-    """Seconds per matrix against the swept size, log-log, one colour and marker per strategy."""
+    """Seconds per matrix against the swept size, log-log, one colour and marker per strategy,
+    a ring round the plan's pick at each point."""
     fig = _figure(*CHART_INCHES)
     ax = fig.add_subplot()
     first = fits[0]
-    for i, fit in enumerate(fits):
-        timed = [(size_of(p.values[fit.axis]), t) for p in record.points
-                 if all(p.values[k] == v for k, v in fit.fixed.items())
-                 for t in p.timings if t.analysis == fit.analysis and t.strategy == fit.strategy]
-        x = [n for n, _ in timed]
-        y = [t.seconds for _, t in timed]
-        below = [t.seconds - t.low for _, t in timed]
-        above = [(t.high - t.seconds) if math.isfinite(t.high) else 0.0 for _, t in timed]
-        bars = ax.errorbar(x, y, yerr=[below, above], fmt=MARKERS[i % len(MARKERS)], capsize=3,
-                           label=f"{fit.strategy}: ^{fit.power.exponent:.2g}")
-        lo, hi = min(fit.sizes), max(fit.sizes)
-        line = [lo * (hi / lo) ** (j / 20) for j in range(21)]
-        ax.plot(line, [fit.power.at(n) for n in line], "-", color=bars[0].get_color(), linewidth=1)
+    fitted = {f.strategy: f for f in fits}
+    ringed = False
+    for i, strategy in enumerate(_drawn(record, fits)):
+        timed = _timed(record, first, strategy)
+        if not timed:
+            continue
+        x = [n for n, _, _ in timed]
+        y = [t.seconds for _, t, _ in timed]
+        below = [t.seconds - t.low for _, t, _ in timed]
+        above = [(t.high - t.seconds) if math.isfinite(t.high) else 0.0 for _, t, _ in timed]
+        fit = fitted.get(strategy)
+        label = f"{strategy}: ^{fit.power.exponent:.2g}" if fit else f"{strategy}: too few points to fit"
+        bars = ax.errorbar(x, y, yerr=[below, above], fmt=MARKERS[i % len(MARKERS)], capsize=3, label=label)
+        if fit is not None:
+            lo, hi = min(fit.sizes), max(fit.sizes)
+            line = [lo * (hi / lo) ** (j / 20) for j in range(21)]
+            ax.plot(line, [fit.power.at(n) for n in line], "-", color=bars[0].get_color(), linewidth=1)
+        picks = [(n, t.seconds) for n, t, picked in timed if picked]
+        if picks:
+            ax.plot(*zip(*picks), "o", markersize=13, markerfacecolor="none", markeredgecolor="#222",
+                    label="_" if ringed else "the plan's pick")
+            ringed = True
     ax.set_xscale("log")
     ax.set_yscale("log")
     _mark_crossovers(ax, record, first)

@@ -7,15 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-from rich import box
-from rich.table import Table
 
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, plural
 from harness.bench.budget import MIN_ROUNDS, OVERRUN
 from harness.plan.model import Candidate, Plan, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
-from harness.report.fitting import Fitted, value
+from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.labels import (PEAK_NOTE, check_of, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_share, precision_text,
@@ -71,7 +69,7 @@ def bench_plan_line(plan: Plan) -> str:
 def plan_table(plan: Plan) -> Fitted:
     """One row per analysis: what runs it, where, in what batches, how long (the why and what is
     timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines)."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table = rule_table()
     for column in ("analysis", "op", "strategy", "device", "est. time", "batch"):
         table.add_column(column)
     for step in plan.steps:
@@ -186,8 +184,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
     below it say why a row has no timing): every column the width holds, at least COMPACT_COLUMNS;
     `wide` says what the width left out, and gives the values' and the vectors' errors apart."""
     columns = RUN_COLUMNS + ((ERRORS_APART,) if wide else ())
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), caption=_caption(record, wide) if explain else None,
-                  caption_justify="left")
+    table = rule_table(caption=_caption(record, wide) if explain else None)
     for column in columns:
         table.add_column(column)
     for a in record.analyses:

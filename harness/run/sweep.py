@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.progress import Display
-from harness.base.units import now, parse_duration
+from harness.base.units import now, parse_duration, plural
 from harness.plan.model import PlanError
 from harness.plan.sweep import SweepPoint, shared_problems, sweep_points
 from harness.record.sweep_fits import fit_sweep
-from harness.record.sweep_record import SweepRecord, point_record, write_sweep
+from harness.record.run_record import RunRecord
+from harness.record.sweep_record import PointRecord, SweepRecord, point_record, write_sweep
 from harness.run.prepare import RunContext, prepare_spec
 from harness.run.session import RunOptions, check_run_folder, command_line, default_folder, prepare_session
 from harness.specs.reading import SpecError, load_spec
@@ -87,10 +88,23 @@ def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, displa
         session = prepare_session(plan.spec_path, sets, mine, display, command_line(plan.spec_path, sets, mine))
         run = session.run()
         record.points.append(point_record(point.values, point.slug, run))
+        display.plain(f"sweep point {i} of {len(plan.points)}, {point.label}: {point_summary(run, record.points[-1])}")
         write_sweep(record, folder)
     record = fit_sweep(record).model_copy(update={"finished": now(), "complete": True})
     write_sweep(record, folder)
     return record, folder
+
+
+def point_summary(run: RunRecord, point: PointRecord) -> str:
+    """What a finished point found, in a line: per analysis the plan's pick and its verdict, then
+    how many measurements were unstable (a sweep said only "sweep point k of 5" while it ran)."""
+    said = [f"{a.name}: picked {a.strategy}; " + (a.verdict or "no speedup measured").removeprefix(f"{a.name}: ")
+            for a in run.analyses]
+    if point.unstable:
+        said.append(f"{len(point.unstable)} of {plural(point.measurements, 'measurement')} unstable")
+    if not run.passed:
+        said.append("verification FAILED (see its run folder)")
+    return "; ".join(said)
 
 
 def _axes(plan: SweepPlan) -> dict[str, list[object]]:

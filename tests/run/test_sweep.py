@@ -64,20 +64,21 @@ def test_plan_shows_every_point_and_the_budget_bounds_the_whole_sweep(capsys: py
 
 
 @pytest.fixture(scope="module")
-def tiny_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def tiny_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The sweep's folder, what it printed on stdout and on stderr (its progress)."""
     folder = tmp_path_factory.mktemp("sweep") / "out"
     import contextlib
     import io
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(["run", EXAMPLE, *TINY, "--budget", "1.5s", "-o", str(folder), "--report"])
-    assert code == 0, out.getvalue()
-    return folder, out.getvalue()
+    assert code == 0, out.getvalue() + err.getvalue()
+    return folder, out.getvalue(), err.getvalue()
 
 
-def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep: tuple[Path, str]) -> None:
-    folder, shown = tiny_sweep
+def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep: tuple[Path, str, str]) -> None:
+    folder, shown, _ = tiny_sweep
     record = load_sweep(folder)
     assert record.complete and record.passed and len(record.points) == 3
     for point in record.points:  # each point an ordinary run, its own folder and record
@@ -102,6 +103,27 @@ def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep
     for name in (SWEEP_RECORD, "points.csv", "fits.csv", "sweep.md", "report.html"):
         assert (folder / name).is_file(), name
     assert len(lines_of((folder / "points.csv").read_text())) == 1 + sum(len(p.timings) for p in record.points)
+
+
+def test_a_sweep_says_each_points_pick_and_verdict_as_it_runs_in_the_runs_table_style(
+        tiny_sweep: tuple[Path, str, str]) -> None:
+    """It said only "sweep point k of 5" while it ran, and drew its tables in heavy boxes (┏━━┳)
+    unlike every other table of the CLI (a rule under the header)."""
+    folder, shown, progress = tiny_sweep
+    record = load_sweep(folder)
+    said = [line for line in progress.splitlines() if line.startswith("sweep point ") and ", data.rank=" in line]
+    assert len(said) == len(record.points)
+    for i, (line, point) in enumerate(zip(said, record.points), 1):
+        run = load_record(folder / point.folder)
+        [analysis] = run.analyses
+        verdict = (analysis.verdict or "no speedup measured").removeprefix("spectrum: ")
+        assert line.startswith(f"sweep point {i} of 3, data.rank={point.values['data.rank']}: spectrum: picked "
+                               f"{point.chosen['spectrum']}; {verdict}"), line
+        assert (f"{len(point.unstable)} of {point.measurements} measurements unstable" in line) == bool(point.unstable)
+    assert not set("┏┳━┃│┡╇") & set(shown)
+    picks = shown.splitlines()
+    header = next(i for i, line in enumerate(picks) if "planner's pick" in line and "fastest measured" in line)
+    assert set(picks[header + 1].strip()) == {"─"}  # the header's rule, as under a run's table
 
 
 def known_sweep() -> SweepRecord:
@@ -144,6 +166,28 @@ def test_the_planners_picks_and_the_crossover_are_shown_in_every_output(tmp_path
     assert "numpy overtakes factored (95%)" in page  # the crossover's band, in the chart's legend
 
 
+def test_the_sweep_chart_draws_every_strategy_the_plan_picked_and_rings_the_picks() -> None:
+    """torch, picked at rank 256 only (too few points for a fit), was left off the chart, which
+    drew only the fitted strategies; and nothing marked which strategy the plan picked."""
+    from harness.report.sweep_page import scaling_figure
+
+    record = known_sweep()
+    last = record.points[-1]
+    torch = PointTiming(analysis="spectrum", strategy="torch", seconds=5e-3, low=4e-3, high=6e-3)
+    points = [*record.points[:-1], last.model_copy(update={"chosen": {"spectrum": "torch"},
+                                                           "timings": [*last.timings, torch]})]
+    record = record.model_copy(update={"points": points})
+    [ax] = scaling_figure(record, record.fits).axes
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "torch: too few points to fit" in legend and "the plan's pick" in legend
+    assert sum(t.startswith(("numpy: ^", "factored: ^")) for t in legend) == 2
+    rings = [line for line in ax.get_lines() if line.get_label() in ("the plan's pick", "_")]
+    ringed = {(float(x), float(y)) for line in rings for x, y in zip(line.get_xdata(), line.get_ydata())}
+    picked = {(float(p.values["data.rank"]), t.seconds) for p in points for t in p.timings
+              if t.strategy == p.chosen["spectrum"]}
+    assert ringed == picked and len(picked) == 5
+
+
 def test_unstable_measurements_are_said_as_a_run_says_them_and_an_unheld_fit_shows_a_dash() -> None:
     """Every round of a busy machine's sweep flagged: the terminal's lines (and sweep.md, the
     page) say how many and why, not exponents with intervals as if they were clean."""
@@ -166,7 +210,7 @@ def test_unstable_measurements_are_said_as_a_run_says_them_and_an_unheld_fit_sho
 
 
 @pytest.mark.browser
-def test_the_sweep_page_fits_1280_px(tiny_sweep: tuple[Path, str], tmp_path: Path) -> None:
+def test_the_sweep_page_fits_1280_px(tiny_sweep: tuple[Path, str, str], tmp_path: Path) -> None:
     """The tiny sweep's page and a known sweep's (a crossover band, a planner who is wrong):
     every table, the planner's included, and every chart inside 1280 px, no label over another."""
     from harness.report.sweep_page import render_sweep
@@ -181,11 +225,11 @@ def test_the_sweep_page_fits_1280_px(tiny_sweep: tuple[Path, str], tmp_path: Pat
     assert "planner" in laid_out(known, tmp_path)["measured"]
 
 
-def test_harness_report_takes_a_sweeps_folder(tiny_sweep: tuple[Path, str], tmp_path: Path,
+def test_harness_report_takes_a_sweeps_folder(tiny_sweep: tuple[Path, str, str], tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """`harness report SWEEP` said "no record.json here; is this a run folder from `harness run`?"
     of the folder `harness run` had just printed."""
-    folder, _ = tiny_sweep
+    folder = tiny_sweep[0]
     (folder / "report.html").unlink()
     assert cli.main(["report", str(folder)]) == 0
     assert (folder / "report.html").is_file() and f"report: {folder / 'report.html'}" in capsys.readouterr().out

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 from rich.markup import escape
-from rich.table import Table
 
 from harness.base.progress import Display
 from harness.base.units import format_seconds
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED
+from harness.report.fitting import rule_table
 from harness.report.sweep import PICK_COLUMNS, pick_rows, sweep_lines, write_sweep_exports
 from harness.run.session import RunOptions
 from harness.run.sweep import SweepPlan, plan_sweep, run_sweep
@@ -31,8 +31,8 @@ def show_plan(sweep: SweepPlan, as_json: bool) -> int:
         print(json.dumps({"points": rows, "estimate_s": sweep.estimate_s}, indent=2))
         return 0
     analyses = [s.analysis for s in sweep.contexts[0].plan.steps]
-    table = Table("point", *(f"{a}: strategy" for a in analyses), "matrices", "estimate",
-                  title=f"sweep of {len(sweep.points)} points, each a run of its own")
+    table = rule_table("point", *(f"{a}: strategy" for a in analyses), "matrices", "estimate",
+                       title=f"sweep of {len(sweep.points)} points, each a run of its own")
     for point, context in zip(sweep.points, sweep.contexts):
         picks = {s.analysis: s.strategy for s in context.plan.steps}
         table.add_row(point.label, *(picks.get(a, "-") for a in analyses), str(context.plan.n_matrices),
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, sweep: SweepPlan) -> int:
     for line in sweep_lines(record):
         say(escape(line))
     if picks := pick_rows(record):
-        table = Table(*PICK_COLUMNS, title="the planner's pick at each point")
+        table = rule_table(*PICK_COLUMNS, title="the planner's pick at each point")
         for row in picks:
             table.add_row(*(escape(row[c]) for c in PICK_COLUMNS))
         out.print(table)
