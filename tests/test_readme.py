@@ -121,3 +121,24 @@ def test_the_docs_state_the_record_schema_this_harness_writes() -> None:
     older = [v for v in READABLE_VERSIONS if v != SCHEMA_VERSION]
     claim = f"(schema {SCHEMA_VERSION}; versions {older[0]} to {older[-1]} still read)"
     assert claim in (ROOT / "docs" / "outputs.md").read_text(), claim
+
+
+def test_the_setup_builds_the_editable_install_without_a_warning_box(tmp_path: Path) -> None:
+    """scripts/setup.sh's `pip install -e .` printed setuptools' "BuildBackendWarning: Editable
+    installation ... !! ****" box (its import finder, for a layout pyproject.toml left unsaid),
+    which a newcomer takes for a failed setup. The build backend, on this project's pyproject.toml."""
+    import subprocess
+    import sys
+    import zipfile
+
+    for name in ("pyproject.toml", "README.md"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "__init__.py").write_text("")
+    built = subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
+                            "print(build_meta.build_editable('wheel'))"], cwd=tmp_path, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "Editable installation" not in built.stderr and "!!" not in built.stderr, built.stderr
+    wheel = zipfile.ZipFile(tmp_path / "wheel" / built.stdout.split()[-1])
+    [pth] = [n for n in wheel.namelist() if n.endswith(".pth")]
+    assert wheel.read(pth).decode().strip() == str(tmp_path)  # the root on sys.path: `import harness` finds it
