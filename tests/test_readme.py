@@ -142,3 +142,21 @@ def test_the_setup_builds_the_editable_install_without_a_warning_box(tmp_path: P
     wheel = zipfile.ZipFile(tmp_path / "wheel" / built.stdout.split()[-1])
     [pth] = [n for n in wheel.namelist() if n.endswith(".pth")]
     assert wheel.read(pth).decode().strip() == str(tmp_path)  # the root on sys.path: `import harness` finds it
+
+
+def test_the_readme_sample_is_a_100_column_terminals_and_claims_only_what_it_shows() -> None:
+    """README said `harness run` "fits a 100-column terminal" while its verdict lines ran to 112-124
+    characters: the sample is one a 100-column terminal showed (its verdicts wrapped between words,
+    a continuation line starting in lower case), its table within 100 columns, and no claim of more."""
+    from harness.report.terminal import RUN_COLUMNS
+
+    text = README.read_text()
+    sample = text[text.index("A first run at 100 columns"):]
+    sample = sample[sample.index("```text\n") + 8:]
+    lines = sample[:sample.index("```")].splitlines()
+    assert lines[-1] == "results: runs/main" and all(len(line) <= 100 for line in lines)
+    header = re.split(r"\s{2,}", next(line for line in lines if line.startswith("analysis ")).strip())
+    columns = iter(RUN_COLUMNS)
+    assert all(name in columns for name in header), header  # the run table's own columns, in its order
+    assert any(line[:1].islower() and ":" not in line.split()[0] for line in lines[:4])  # a verdict wrapped
+    assert "fits a 100-column terminal" not in text
