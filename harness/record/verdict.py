@@ -126,6 +126,7 @@ def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
     if (found := overtaken(a, approximate)) is None:
         return None
     chosen, t = found
+    assert chosen.speedup is not None  # overtaken compares only a chosen one with a speedup
     if chosen.role == "baseline":  # its speedup over the one that ran is its own, with its interval
         by = f"{with_interval(t)} faster than it"
     elif t.role == "baseline" and chosen.speedup_ci is not None:  # the chosen one's, turned round

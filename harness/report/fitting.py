@@ -46,7 +46,7 @@ class Fitted:
         notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
             notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)")
-        table.caption = "\n".join([*([table.caption] if table.caption else []), *notes]) or None
+        table.caption = "\n".join([*([str(table.caption)] if table.caption else []), *notes]) or None
         return table
 
 

@@ -25,8 +25,7 @@ from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, roof_footnote,
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
-from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_share,
-                                 format_speedup)
+from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup)
 
 REPORT = "report.html"
 
