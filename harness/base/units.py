@@ -74,10 +74,9 @@ def format_p(p: float | None) -> str:
 
 
 def format_rate(x: float | None) -> str:
-    """3 significant digits, whole numbers from 1000 up: a GPU's 51234 GFLOP/s, not 5.12e+04."""
-    if x is None:
-        return "-"
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+    """GFLOP/s as format_ratio writes it, one rule wherever the column is printed: 15.0, 19.4,
+    0.195, 0.0239, 118, 51,200 (not 15, 9.2 and 51234 beside 19.4 and 0.0239)."""
+    return "-" if x is None else format_ratio(x)
 
 
 def format_share(x: float | None) -> str:

@@ -6,6 +6,7 @@ the interval: a speedup whose 95% interval holds 1 is "not significant" (pyperf'
 from __future__ import annotations
 
 from collections.abc import Container
+from dataclasses import dataclass
 from typing import Literal
 
 from harness.base.units import format_interval, format_speedup
@@ -64,19 +65,37 @@ def _factor(f: float) -> str:
     return f"{f:.2f}" if f < 1.1 else f"{f:.1f}" if f < 10 else f"{f:,.0f}"
 
 
-def verdict(a: AnalysisRecord) -> str | None:
-    """"spectrum: factored is 1,130x (1,050-1,210) faster than numpy; 3 of 4 speedups resolved",
-    "...; 0 of 3 speedups resolved (2 not timed)";
-    the chosen strategy's speedup where it was timed, else the fastest one's."""
+@dataclass(frozen=True)
+class Headline:
+    """What an analysis' verdict says: its head's speedup over the baseline, and how many of the
+    compared speedups resolved (`untimed` of them the limit came before)."""
+
+    head: StrategyTiming
+    baseline: StrategyTiming
+    resolved: int
+    compared: int
+    untimed: int
+
+
+def headline(a: AnalysisRecord) -> Headline | None:
+    """The chosen strategy's speedup where it was timed, else the fastest one's."""
     baseline = next((t for t in a.timings if t.role == "baseline"), None)
     others = [t for t in a.timings if t is not baseline and t.speedup is not None]
     if baseline is None or not others:
         return None
     head = next((t for t in others if a.computed(t)), max(others, key=lambda t: t.speedup or 0.0))
-    resolved = sum(not t.unresolved for t in others)
     untimed = sum(s.reason == UNTIMED for s in a.skipped)  # compared too: the limit came before their rounds
-    return (f"{a.name}: {_compared(head, baseline)}; {resolved} of {len(others) + untimed} speedups resolved"
-            + (f" ({untimed} not timed)" if untimed else ""))
+    return Headline(head, baseline, sum(not t.unresolved for t in others), len(others) + untimed, untimed)
+
+
+def verdict(a: AnalysisRecord) -> str | None:
+    """"spectrum: factored is 1,130x (1,050-1,210) faster than numpy; 3 of 4 speedups resolved",
+    "...; 0 of 3 speedups resolved (2 not timed)"."""
+    h = headline(a)
+    if h is None:
+        return None
+    return (f"{a.name}: {_compared(h.head, h.baseline)}; {h.resolved} of {h.compared} speedups resolved"
+            + (f" ({h.untimed} not timed)" if h.untimed else ""))
 
 
 def named_in_spec(a: AnalysisRecord) -> bool:
@@ -84,10 +103,9 @@ def named_in_spec(a: AnalysisRecord) -> bool:
     return a.reason.startswith("named in the spec")
 
 
-def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
-    """A line when an exact strategy measured faster than the one that ran, beyond both intervals
-    (the one that ran: its upper end below the other's lower end); None when it held. A strategy
-    the spec named is the user's choice, not the plan's, and the line says so."""
+def overtaken(a: AnalysisRecord, approximate: Container[str]) -> tuple[StrategyTiming, StrategyTiming] | None:
+    """(the one that ran, an exact strategy measured faster than it beyond both intervals: the
+    one that ran has its upper end below the other's lower end); None when the choice held."""
     chosen = next((t for t in a.timings if a.computed(t)), None)
     if chosen is None or chosen.speedup is None:
         return None
@@ -97,20 +115,29 @@ def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
         if t is chosen or t.strategy in approximate or t.compiled or t.label in failed:
             continue
         low = 1.0 if t.role == "baseline" else (t.speedup_ci[0] if t.speedup_ci else None)
-        if chosen_high is None or low is None or not chosen_high < low:
-            continue
-        if chosen.role == "baseline":  # its speedup over the one that ran is its own, with its interval
-            by = f"{with_interval(t)} faster than it"
-        elif t.role == "baseline" and chosen.speedup_ci is not None:  # the chosen one's, turned round
-            low, high = chosen.speedup_ci
-            by = f"{format_speedup(1 / chosen.speedup)} ({format_interval(1 / high, 1 / low)}) faster than it"
-        else:
-            by = f"faster than it ({with_interval(t)} against {with_interval(chosen)} over the baseline)"
-        if named_in_spec(a):
-            return (f"{a.name}: the spec names {chosen.label}, but {t.label} measured {by}; "
-                    f"name {t.label} (or auto) to run it")
-        return f"{a.name}: the plan chose {chosen.label}, but {t.label} measured {by}; the next plan learns from these rounds"
+        if chosen_high is not None and low is not None and chosen_high < low:
+            return chosen, t
     return None
+
+
+def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
+    """A line when an exact strategy measured faster than the one that ran (overtaken); None when
+    it held. A strategy the spec named is the user's choice, not the plan's, and the line says so."""
+    if (found := overtaken(a, approximate)) is None:
+        return None
+    chosen, t = found
+    assert chosen.speedup is not None  # overtaken compares only a chosen one with a speedup
+    if chosen.role == "baseline":  # its speedup over the one that ran is its own, with its interval
+        by = f"{with_interval(t)} faster than it"
+    elif t.role == "baseline" and chosen.speedup_ci is not None:  # the chosen one's, turned round
+        low, high = chosen.speedup_ci
+        by = f"{format_speedup(1 / chosen.speedup)} ({format_interval(1 / high, 1 / low)}) faster than it"
+    else:
+        by = f"faster than it ({with_interval(t)} against {with_interval(chosen)} over the baseline)"
+    if named_in_spec(a):
+        return (f"{a.name}: the spec names {chosen.label}, but {t.label} measured {by}; "
+                f"name {t.label} (or auto) to run it")
+    return f"{a.name}: the plan chose {chosen.label}, but {t.label} measured {by}; the next plan learns from these rounds"
 
 
 def environment_findings(a: AnalysisRecord) -> list[str]:

@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, N
 
 from harness.report.compare import Comparison
 from harness.report.frontier import has_points, points as frontier_points, tolerance
-from harness.report.labels import COMPUTED_MARK, strategy_label
+from harness.report.labels import COMPUTE_TOTAL, COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import significance
 from harness.base.units import format_ratio, format_seconds, format_speedup
@@ -345,7 +345,7 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
     ax.set_yscale("log")
     _log_axis(ax.xaxis, seconds=True)
     _log_axis(ax.yaxis)
-    ax.set_xlabel("workload total, compute only")
+    ax.set_xlabel(f"{COMPUTE_TOTAL} (compute only: loading excluded)")
     ax.set_ylabel("max error / sigma_1")
     ax.set_title(f"{analysis.name}: accuracy/time frontier", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)

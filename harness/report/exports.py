@@ -13,16 +13,19 @@ import json
 from typing import Any
 
 from harness.base.units import format_seconds
-from harness.record.run_record import RunRecord
+from harness.record.run_record import RunRecord, StrategyTiming
 from harness.record.verification import Verification
-from harness.record.verdict import significance
-from harness.report.labels import (COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK, device_library, printable,
-                                   speedup_text, verdict_lines)
+from harness.bench.statistics import LEVEL
+from harness.record.verdict import headline, overtaken, significance
+from harness.strategies.registry import APPROXIMATE
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
+                                   apart_footnote, device_library, printable, speedup_cell, times_disagree,
+                                   verdict_lines, verdicts)
 from harness.report.terminal import untimed_rows, verified
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
-           "per_matrix_s", "workload_compute_s", "extrapolated", "speedup", "speedup_low", "speedup_high",
-           "significance", "unresolved", "unstable", "values_error", "vectors_error", "max_error", "passed",
+           "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
+           "significance", "unresolved", "times_disagree", "unstable", "values_error", "vectors_error", "max_error", "passed",
            "status", "reason")
 
 
@@ -41,10 +44,10 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "analysis": a.name, "op": a.op, "strategy": t.label, "role": t.role,
                 "precision": t.precision or record.plan.dtype, "compiled": t.compiled,
                 "computed_results": a.computed(t), "device": device, "library": library,
-                "per_matrix_s": t.seconds_per_matrix, "workload_compute_s": t.estimate_total_s,
+                "per_matrix_s": t.seconds_per_matrix, COMPUTE_TOTAL_FIELD: t.estimate_total_s,
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
-                "significance": significance(t), "unresolved": t.unresolved, "unstable": bool(t.unstable),
+                "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
             })
@@ -60,9 +63,42 @@ def _errors(v: Verification) -> dict[str, Any]:
     return {"values_error": v.values_error, "vectors_error": v.vectors_error, "max_error": v.worst, "passed": v.passed}
 
 
+MACHINE_FIELDS = ("hostname", "platform", "cpu", "cores", "memory_total", "memory_available", "python", "harness",
+                  "numpy", "scipy", "torch", "torch_threads", "numpy_blas", "cuda_device", "cuda_memory_total")
+
+
+def _speedup_fields(t: StrategyTiming) -> dict[str, Any]:
+    """A speedup as a script reads it: the estimate, its interval's ends and level, whether it
+    resolved, whether it is significant and which way it points."""
+    ci = t.speedup_ci
+    said = significance(t)
+    return {"strategy": t.label, "speedup": t.speedup, "low": None if ci is None else ci[0],
+            "high": None if ci is None else ci[1], "level": None if ci is None else LEVEL, "resolved": not t.unresolved,
+            "significant": said in ("faster", "slower"), "significance": said,
+            "direction": None if t.speedup is None else "faster" if t.speedup >= 1 else "slower"}
+
+
+def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
+    """Each verdict line (`text`, as the terminal prints it) with its figures beside it: `kind`
+    verdict (the head strategy's speedup over `baseline`, and how many speedups resolved), no
+    verdict (why in the text alone), or choice check (`strategy` ran, `measured_faster` did)."""
+    out = []
+    for kind, a, line in verdicts(record):
+        fields: dict[str, Any] = {"text": line, "kind": kind, "analysis": a.name}
+        if kind == "verdict" and (h := headline(a)) is not None:
+            fields |= {**_speedup_fields(h.head), "baseline": h.baseline.label, "speedups_resolved": h.resolved,
+                       "speedups_compared": h.compared}
+        elif kind == "choice check" and (found := overtaken(a, APPROXIMATE)) is not None:
+            fields |= {"strategy": found[0].label, "measured_faster": found[1].label}
+        out.append(fields)
+    return out
+
+
 def results_json(record: RunRecord) -> str:
+    machine = record.machine.model_dump(include=set(MACHINE_FIELDS))
     return json.dumps({"experiment": record.experiment, "machine": record.machine.describe(),
-                       "started": record.started, "complete": record.complete, "verdicts": verdict_lines(record),
+                       "machine_fields": {k: machine[k] for k in MACHINE_FIELDS}, "started": record.started,
+                       "complete": record.complete, "verdicts": verdict_fields(record),
                        "results": result_rows(record)}, indent=2) + "\n"
 
 
@@ -90,7 +126,7 @@ def _markdown_row(row: dict[str, Any], speedup: str) -> str:
              f"{row['device']} ({row['library']})" if timed else "-",
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
-             ("~" if row["extrapolated"] else "") + format_seconds(row["workload_compute_s"]) if timed else "-",
+             ("~" if row["extrapolated"] else "") + format_seconds(row[COMPUTE_TOTAL_FIELD]) if timed else "-",
              speedup, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
@@ -98,13 +134,13 @@ def _markdown_row(row: dict[str, Any], speedup: str) -> str:
 def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
     timing says why below the table) and the notes its marks need."""
-    header = ["analysis", "strategy", "role", "device (library)", "per matrix", "workload (compute only)",
+    header = ["analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL,
               "speedup (95% CI)", "error (values / vectors)", "status"]
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    speedups = {(a.name, t.label): speedup_text(t) for a in record.analyses for t in a.timings}
+    speedups = {(a.name, t.label): speedup_cell(a, t) for a in record.analyses for t in a.timings}
     rows = result_rows(record)
     for row in rows:
         lines.append(_markdown_row(row, speedups.get((row["analysis"], row["strategy"]), "-")))
@@ -116,8 +152,9 @@ def results_markdown(record: RunRecord) -> str:
     lines += ["", *untimed, "" if untimed else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "
-              "one round gave none); `~` extrapolated from a sample. Workload: per-matrix medians scaled to every "
+              "one round gave none); `~` extrapolated from a sample. "
+              f"{COMPUTE_TOTAL.capitalize()}: per-matrix medians scaled to every "
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
-              "and the singular triplets' worst residual where the op has vectors."]
+              "and the singular triplets' worst residual where the op has vectors.", apart_footnote(record.analyses)]
     return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

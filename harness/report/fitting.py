@@ -24,11 +24,13 @@ class Fitted:
     """A table drawn at the width it gets: while its narrowest layout (every value whole, every
     other column as wide as its longest word) is wider than the terminal, the optional columns
     go, in the order given, and the caption says which (unless `note` is off). Rich alone would fold "strategy" into
-    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns."""
+    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns. A footnote (column, line) is
+    under the table while its column is drawn: it explains a mark in that column's cells."""
 
     table: Table
     optional: tuple[str, ...] = ()
     note: bool = True  # the caption names what the width left out
+    footnotes: tuple[tuple[str, str], ...] = ()
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
         yield self.fit(console, options.max_width)
@@ -44,9 +46,10 @@ class Fitted:
             left_out.append(name)
         table = copy.copy(table)
         table.columns = _laid_out(console, table, width)
+        notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
-            note = f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)"
-            table.caption = f"{table.caption}\n{note}" if table.caption else note
+            notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)")
+        table.caption = "\n".join([*([str(table.caption)] if table.caption else []), *notes]) or None
         return table
 
 

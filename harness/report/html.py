@@ -19,14 +19,13 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
-                                   measurement_count, peak_share, rounds_text, speedup_text, spread, strategy_label,
+from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
+                                   measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label,
                                    unstable_causes, unstable_measurements, verdict_lines)
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
-from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_share,
-                                 format_speedup)
+from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup)
 
 REPORT = "report.html"
 
@@ -43,13 +42,11 @@ def environment() -> Environment:
     env.filters["seconds"] = format_seconds
     env.filters["bytes"] = format_bytes
     env.filters["speedup"] = format_speedup
-    env.filters["speedup_text"] = speedup_text
     env.filters["rounds_text"] = rounds_text
     env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
     env.filters["ratio"] = format_ratio
     env.filters["p"] = format_p
     env.filters["rate"] = format_rate
-    env.filters["percent"] = format_share
     return env
 
 
@@ -75,7 +72,8 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 + ([(False, f"planned: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
                 "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
                 "gflops": t.gflops_per_s,
-                "share": peak_share(record, t),
+                "share": peak_text(record, t),
+                "speedup": speedup_cell(analysis, t),
             }
         )
     return rows
@@ -174,6 +172,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
             "frontier": _frontier(record, a),
             "spectra": _spectra(bands, a.name),
+            "footnotes": [note for note in (apart_footnote([a]), roof_footnote(record, [a])) if note],
         }
         for a in record.analyses
     ]
@@ -187,7 +186,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
         headline=_headline(record),
         roofline=_roofline(record), bench=bench_summary(record),
         notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE, "speedup": SPEEDUP_NOTE,
-               "peak": PEAK_NOTE},
+               "peak": PEAK_NOTE, "compute_total": COMPUTE_TOTAL},
     )
 
 

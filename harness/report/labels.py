@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_interval, format_seconds, format_speedup
+from harness.base.units import format_interval, format_seconds, format_share, format_speedup
 from harness.bench.noise import group_reasons
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
@@ -22,19 +22,26 @@ from harness.strategies.registry import APPROXIMATE
 # results (any role can)
 COMPUTED_MARK = "*"
 UNRESOLVED_MARK = "?"
+# the column every table names alike: per-matrix medians scaled to the workload, compute only
+# (loading, features and writing are not in it); the exports' field is its snake form, in seconds
+COMPUTE_TOTAL = "compute total"
+COMPUTE_TOTAL_FIELD = COMPUTE_TOTAL.replace(" ", "_") + "_s"
 UNSTABLE_MARK = "!"
+APART_MARK = "≠"  # the speedup and the rows' times point opposite ways (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
-SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the workload total over the samples; "
+SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the compute total over the samples; "
                "n=1: timed once, no spread to show")
-SPEEDUP_NOTE = (f"Speedup: the baseline's workload total over the strategy's, the geometric mean over the rounds "
+SPEEDUP_NOTE = (f"Speedup: the baseline's compute total over the strategy's, the geometric mean over the rounds "
                 f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
                 "is wider than the precision asked for; an interval that holds 1 is not significant. Rounds: "
                 "this run's + earlier runs' (pooled).")
+ABOVE_ROOF = ">100%"
 PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM peak, bandwidth x flops/byte), both "
-             "measured on this machine; - where there is no roof, or where the timing would sit above its roof "
-             "(its flop or byte count is the cost model's, and the model does not hold for it)")
+             f"measured on this machine; - where there is no roof; {ABOVE_ROOF} where the timing sits above its roof, "
+             "which no kernel beats: its flop or byte count is the cost model's, and the model does not hold for it, "
+             "so there is no share to give")
 
 
 def printable(text: str) -> str:
@@ -55,13 +62,37 @@ def device_library(backend: str) -> tuple[str, str]:
     return roof_device(backend), "numpy" if backend == "numpy" else "torch"
 
 
-def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
+def _roof_share(record: RunRecord, t: StrategyTiming) -> float | None:
     """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured
-    roofs; None without a roof, and None above the roof: no kernel beats it, so a share over 100%
-    is a flop or byte count that does not hold for that kernel, never a figure to show."""
+    roofs; None without a roof."""
     roof = record.roofs.get(roof_device(t.device))
-    share = None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
+    return None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
+
+
+def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
+    """The timing's share of its roof; None without a roof, and None above the roof: no kernel
+    beats it, so a share over 100% is a flop or byte count that does not hold for that kernel,
+    never a figure to show (peak_text says so)."""
+    share = _roof_share(record, t)
     return None if share is None or share > 1.0 else share
+
+
+def above_roof(record: RunRecord, t: StrategyTiming) -> bool:
+    share = _roof_share(record, t)
+    return share is not None and share > 1.0
+
+
+def roof_footnote(record: RunRecord, analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under a table (of `analyses`) whose % of peak reads ABOVE_ROOF somewhere, naming those rows."""
+    above = [f"{a.name} {t.label}" for a in analyses for t in a.timings if above_roof(record, t)]
+    return None if not above else (f"% of peak {ABOVE_ROOF} ({', '.join(above)}): above this machine's measured "
+                                   "roof, which no kernel beats: the cost model's flop or byte count does not hold "
+                                   "for that kernel, so its share is no figure")
+
+
+def peak_text(record: RunRecord, t: StrategyTiming) -> str:
+    """`41%`; `-` without a roof; ABOVE_ROOF above it (a bare `-` there read as "not measured")."""
+    return ABOVE_ROOF if above_roof(record, t) else format_share(peak_share(record, t))
 
 
 def strategy_label(analysis: AnalysisRecord, strategy: str, computed: bool | None = None) -> str:
@@ -91,6 +122,32 @@ def speedup_text(t: StrategyTiming) -> str:
     if t.speedup_ci and t.speedup_ci[0] > 0 and t.speedup_ci[1] / t.speedup_ci[0] > UNREADABLE_SPAN:
         interval = " (interval too wide to say)"  # "1.17x (4.5e-05-30,147)" reads as numbers; it is none
     return format_speedup(t.speedup) + interval + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
+
+
+def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:
+    """Whether the rows' compute totals and the speedup point opposite ways (one says faster, the
+    other slower): the speedup pairs the rounds that timed both, earlier runs' too, while each
+    row's times are the median over all its own rounds, so a baseline timed anew on a quieter
+    machine reads faster than a strategy whose paired rounds all came from a slower run."""
+    base = next((b for b in analysis.timings if b.role == "baseline"), None)
+    if base is None or t is base or t.speedup is None:
+        return False
+    ratio = base.estimate_total_s / t.estimate_total_s
+    return (ratio - 1.0) * (t.speedup - 1.0) < 0
+
+
+def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming) -> str:
+    """speedup_text, with APART_MARK where the rows' times point the other way."""
+    return speedup_text(t) + (f" {APART_MARK}" if times_disagree(analysis, t) else "")
+
+
+def apart_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under a table (of `analyses`) with an APART_MARK, naming those rows and which figure to trust."""
+    apart = [f"{a.name} {t.label}" for a in analyses for t in a.timings if times_disagree(a, t)]
+    return None if not apart else (
+        f"{APART_MARK} ({', '.join(apart)}): the speedup and the {COMPUTE_TOTAL}s point opposite ways: the speedup "
+        "pairs the rounds that timed both (earlier runs' too), the times are each row's median over all its own "
+        "rounds; the paired speedup, with its interval, is the comparison")
 
 
 def rounds_text(t: StrategyTiming) -> str:
@@ -180,10 +237,16 @@ def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:
     return None
 
 
-def verdict_lines(record: RunRecord) -> list[str]:
-    """Every analysis' verdict (or why it has none), then each line saying a strategy measured
-    ahead of the one that ran: computed from the record's timings, so an older record reads in
-    today's words."""
+def verdicts(record: RunRecord) -> list[tuple[str, AnalysisRecord, str]]:
+    """(kind, analysis, line): every analysis' verdict ("verdict", or "no verdict" saying why it
+    has none), then each "choice check" line saying a strategy measured ahead of the one that ran:
+    computed from the record's timings, so an older record reads in today's words."""
     baselines = {s.analysis: t.label for s in record.plan.steps for t in s.timed if t.role == "baseline"}
-    lines = [line for a in record.analyses if (line := verdict(a) or no_verdict(a, baselines.get(a.name)))]
-    return lines + [line for a in record.analyses if (line := choice_check(a, APPROXIMATE))]
+    found = [("verdict", a, line) if (line := verdict(a)) else ("no verdict", a, no_verdict(a, baselines.get(a.name)))
+             for a in record.analyses]
+    return [(kind, a, line) for kind, a, line in found if line] + [
+        ("choice check", a, line) for a in record.analyses if (line := choice_check(a, APPROXIMATE))]
+
+
+def verdict_lines(record: RunRecord) -> list[str]:
+    return [line for _kind, _a, line in verdicts(record)]

@@ -15,9 +15,9 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, Strate
 from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
-from harness.report.labels import (PEAK_NOTE, check_of, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
-                                   device_library, errors_text, measurement_count, peak_share, precision_text,
-                                   rounds_text, speedup_text, strategy_label, unstable_measurements, unstable_why,
+from harness.report.labels import (COMPUTE_TOTAL, PEAK_NOTE, check_of, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
+                                   device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
+                                   rounds_text, speedup_cell, strategy_label, apart_footnote, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
 
 
@@ -110,9 +110,9 @@ def _basis(c: Candidate) -> str:
 
 # every column; a terminal too narrow for them all leaves these out, first to last (--wide says
 # which); the default table leaves them silently, so it widens with the terminal
-RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", "compute total", "speedup (95% CI)",
+RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", COMPUTE_TOTAL, "speedup (95% CI)",
                "rounds", "GFLOP/s", "% of peak", "max error", "status")
-RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", "compute total", "rounds", "dtype")
+RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", COMPUTE_TOTAL, "rounds", "dtype")
 ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it never costs the default a column
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
@@ -124,7 +124,7 @@ def _caption(record: RunRecord, wide: bool) -> str:
     """What the table's columns and marks mean (`--explain`; the HTML report always explains)."""
     return (f"{ROLES_NOTE} {UNSTABLE_MARK} measured under unreliable conditions (below). "
             "Per matrix: median over the rounds" + (
-                "; compute total: scaled to the workload (~ = extrapolated), compute only (the wall time of each "
+                f"; {COMPUTE_TOTAL}: scaled to the workload (~ = extrapolated), compute only (the wall time of each "
                 "analysis, loading included, is in --verbose)" if wide else "") + f". {SPEEDUP_NOTE} "
             + ("GFLOP/s: achieved; " + PEAK_NOTE + (
                 "" if record.roofs else " (none measured: `harness calibrate`)") + ". " if wide else "")
@@ -140,11 +140,11 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     status = "passed" if v is None or v.passed else "FAILED"
     per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
     label = shown(strategy_label(a, t.label, a.computed(t)))
-    speedup = shown(speedup_text(t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
+    speedup = shown(speedup_cell(a, t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
     worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
             shown(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)), speedup,
-            rounds_text(t), format_rate(t.gflops_per_s), format_share(peak_share(record, t)),
+            rounds_text(t), format_rate(t.gflops_per_s), peak_text(record, t),
             "-" if worst is None else f"{worst:.1e}", STATUS[status], *([errors_text(a, t.label, "/")] if wide else [])]
 
 
@@ -192,7 +192,9 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
         rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed_rows(record, a)]
         for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
-    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide)
+    notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("% of peak", roof_footnote(record, record.analyses)))
+    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide,
+                  footnotes=tuple((column, shown(line)) for column, line in notes if line))
 
 
 def run_screen(record: RunRecord, wide: bool = False, explain: bool = False,
@@ -308,7 +310,7 @@ def run_lines(record: RunRecord, verbose: bool = False) -> list[str]:
 
 def wall_lines(record: RunRecord) -> list[str]:
     """What the run did: each analysis's wall time (loading and all, unlike the table's
-    compute-only workload total) and its PCA figures."""
+    compute-only compute total) and its PCA figures."""
     lines = [
         f"{shown(a.name)}: {a.n_matrices} matrices through {a.strategy} on {'{} ({})'.format(*device_library(a.device))} in "
         f"{format_seconds(a.wall_s)} wall, loading included" + _cache_note(a)

@@ -60,7 +60,7 @@ def test_roof_polyline_meets_at_the_ridge() -> None:
     assert roofline_chart.roof_polyline(roof, "float64", 1.0, 100.0) == ([1.0, 2.5, 100.0], [10.0, 25.0, 25.0])
     assert roofline_chart.roof_polyline(roof, "float32", 10.0, 100.0) == ([10.0, 100.0], [50.0, 50.0])  # all compute
     assert roofline_chart.roof_polyline(roof, "float16", 1.0, 100.0) is None
-    assert roofline_chart.roof_label(roof, "float32") == "cpu: 50 GFLOP/s float32 peak, 10 GB/s"
+    assert roofline_chart.roof_label(roof, "float32") == "cpu: 50.0 GFLOP/s float32 peak, 10.0 GB/s"
 
 
 def test_one_marker_per_timed_group_and_roofs_at_their_heights(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -86,7 +86,7 @@ def test_one_marker_per_timed_group_and_roofs_at_their_heights(smoke_run: tuple[
     assert len(segments) == len(points)
     for (x, y), (_, top) in segments:
         assert top == pytest.approx(ceilings[(x, y)])
-    assert "cuda: 5000 GFLOP/s float32 peak, 1000 GB/s" in roofline_chart.roofline_chart(points, roofs, "float32")
+    assert "cuda: 5,000 GFLOP/s float32 peak, 1,000 GB/s" in roofline_chart.roofline_chart(points, roofs, "float32")
 
 
 def test_log_axes_are_labelled_even_over_less_than_a_decade(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -106,7 +106,7 @@ def test_report_with_roofs(smoke_run: tuple[Path, RunRecord], tmp_path: Path) ->
     page = report_of(record, run, tmp_path)
     section = roofline_section(page)
     assert "<svg" in section and "memory-bound" in section and "room left" in section
-    assert "cpu: 50 GFLOP/s float32 peak, 10 GB/s (harness calibrate, 2026-11-23, 2 threads)" in section
+    assert "cpu: 50.0 GFLOP/s float32 peak, 10.0 GB/s (harness calibrate, 2026-11-23, 2 threads)" in section
     assert "No roofs were measured" not in page
     assert "<th>GFLOP/s</th><th>% of peak</th>" in page
     text = html_lib.unescape(page)

@@ -32,7 +32,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         "are still kept for later ones)")
     parser.add_argument("--wide", action="store_true",
                         help="every column of the results table the terminal's width holds (role, device, "
-                        "library, precision, workload total, rounds, GFLOP/s, %% of peak, and the values' and "
+                        "library, precision, compute total, rounds, GFLOP/s, %% of peak, and the values' and "
                         "vectors' errors apart), saying which a narrower terminal left out; the HTML report "
                         "(--report) always has them all")
     parser.add_argument("--explain", action="store_true",

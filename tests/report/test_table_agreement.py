@@ -1,0 +1,152 @@
+"""The results table and its exports say one thing (issue 48's walk-through, Table 2, 5, 6 and
+Exports 2, 4): a speedup whose rows' compute totals point the other way is marked and footnoted
+(dual_gram read slower per matrix yet "1.39x faster"), a point above its roof reads >100% (not
+a bare `-`), GFLOP/s has 3 significant figures (not 15 beside 19.4), the JSON's verdicts and
+machine carry their figures beside their sentences, and one column has one name everywhere."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.base.units import format_rate
+from harness.record.run_record import RECORD, RunRecord, load_record, save_record
+from harness.record.verdict import headline
+from harness.report.exports import results_csv, results_json, results_markdown
+from harness.report.html import render_report
+from harness.report.labels import ABOVE_ROOF, APART_MARK, verdict_lines
+from harness.report.terminal import run_table
+
+from .test_run_screen import RECORDS
+
+WIDTH = 200  # every column of --wide fits: the cells are read from the table as drawn
+
+
+def record_of(tmp_path: Path, name: str = "main_job") -> RunRecord:
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(RECORDS / f"{name}.json", folder / RECORD)
+    return load_record(folder)
+
+
+def cells(record: RunRecord) -> list[dict[str, str]]:
+    """The --wide table's rows as drawn at WIDTH, by header, and its caption."""
+    table: Table = run_table(record, wide=True).fit(Console(width=WIDTH, file=io.StringIO()), WIDTH)
+    columns = {str(c.header): [str(cell) for cell in c._cells] for c in table.columns}
+    rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    analysis = ""
+    for row in rows:  # the analysis is named on its first row only
+        analysis = row["analysis"] = row["analysis"] or analysis
+    return rows + [{"caption": str(table.caption)}]
+
+
+def html_row(page: str, strategy: str) -> str:
+    """The timing table's row of `strategy`, unescaped."""
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    return html.unescape(next(r for r in rows if re.search(rf"<td>{re.escape(strategy)}( \*)?</td>", r)))
+
+
+def contradicted(tmp_path: Path) -> tuple[RunRecord, str, str]:
+    """main_job with a strategy that measured faster over its paired rounds but whose compute
+    total, the median of all its own rounds, reads slower than the baseline's."""
+    record = record_of(tmp_path)
+    for a in record.analyses:
+        base = next((t for t in a.timings if t.role == "baseline"), None)
+        faster = next((t for t in a.timings if t is not base and (t.speedup or 0) > 1), None)
+        if base is not None and faster is not None:
+            faster.estimate_total_s = base.estimate_total_s * 1.1
+            return record, a.name, faster.label
+    raise AssertionError("main_job has no strategy faster than its baseline")
+
+
+def test_a_speedup_its_compute_totals_contradict_is_marked_everywhere(tmp_path: Path) -> None:
+    record, analysis, strategy = contradicted(tmp_path)
+    *rows, caption = cells(record)
+    marked = [(r["analysis"], r["strategy"].rstrip(" *")) for r in rows if APART_MARK in r["speedup (95% CI)"]]
+    assert marked == [(analysis, strategy)]
+    assert f"{APART_MARK} ({analysis} {strategy}): the speedup and the compute totals point opposite ways" in \
+        " ".join(caption["caption"].split())
+    md = results_markdown(record)
+    assert [line for line in md.splitlines() if APART_MARK in line and line.startswith("| ")] == [
+        line for line in md.splitlines() if line.startswith(f"| {analysis} | {strategy}")]
+    assert f"{APART_MARK} ({analysis} {strategy})" in md
+    rows_json = json.loads(results_json(record))["results"]
+    assert [(r["analysis"], r["strategy"]) for r in rows_json if r["times_disagree"]] == [(analysis, strategy)]
+    save_record(record, tmp_path / "main_job")
+    page = render_report(record, tmp_path / "main_job")
+    assert APART_MARK in html_row(page, strategy) and f"{APART_MARK} ({analysis} {strategy})" in html.unescape(page)
+
+
+def test_a_point_above_its_roof_reads_over_100_percent_with_a_footnote(tmp_path: Path) -> None:
+    record = record_of(tmp_path)  # its top3 scipy_svds sits above the cpu roof: its cost model does not hold
+    *rows, caption = cells(record)
+    above = [(r["analysis"], r["strategy"]) for r in rows if r["% of peak"] == ABOVE_ROOF]
+    assert above == [("top3", "scipy_svds")]
+    assert "% of peak >100% (top3 scipy_svds): above this machine's measured roof" in " ".join(caption["caption"].split())
+    page = render_report(record, tmp_path / "main_job")
+    assert f'<td class="num">{ABOVE_ROOF}</td>' in html_row(page, "scipy_svds")
+
+
+def significant_figures(text: str) -> int:
+    return len(text.replace(",", "").replace(".", "").lstrip("0"))
+
+
+def test_gflops_have_three_significant_figures_in_the_table_and_the_report(tmp_path: Path) -> None:
+    record = record_of(tmp_path)
+    t = record.analyses[0].timings[0]  # a round rate, which `:.3g` wrote "15" beside "19.4"
+    for g in t.groups:
+        g.flops = 15e9 * g.measurement.median_s / g.sampled
+    assert round(t.gflops_per_s or 0, 9) == 15.0
+    save_record(record, tmp_path / "main_job")
+    *rows, _ = cells(record)
+    assert "15.0" in [r["GFLOP/s"] for r in rows]
+    rates = [r["GFLOP/s"] for r in rows if r["GFLOP/s"] != "-"]
+    assert len(rates) > 3 and all(significant_figures(rate) == 3 for rate in rates), rates
+    page = render_report(record, tmp_path / "main_job")
+    for t in (t for a in record.analyses for t in a.timings if t.gflops_per_s is not None):
+        rate = format_rate(t.gflops_per_s)
+        assert significant_figures(rate) == 3 and f'<td class="num">{rate}</td>' in page
+        assert float(rate.replace(",", "")) == float(f"{t.gflops_per_s:.3g}")
+
+
+def test_json_verdicts_and_machine_carry_their_figures_beside_the_sentences(tmp_path: Path) -> None:
+    record = record_of(tmp_path)
+    data = json.loads(results_json(record))
+    assert data["machine"] == record.machine.describe()
+    fields = data["machine_fields"]
+    assert (fields["cpu"], fields["cores"], fields["memory_total"]) == (
+        record.machine.cpu, record.machine.cores, record.machine.memory_total)
+    verdicts = [v for v in data["verdicts"] if v["kind"] == "verdict"]
+    assert len(verdicts) == sum(headline(a) is not None for a in record.analyses) > 0
+    for v in verdicts:
+        a = next(a for a in record.analyses if a.name == v["analysis"])
+        h = headline(a)
+        assert h is not None and v["text"].startswith(f"{a.name}: ")
+        ci = h.head.speedup_ci
+        assert (v["strategy"], v["baseline"], v["speedup"]) == (h.head.label, h.baseline.label, h.head.speedup)
+        assert (v["low"], v["high"], v["level"]) == ((ci[0], ci[1], 0.95) if ci else (None, None, None))
+        assert v["resolved"] is (not h.head.unresolved)
+        assert v["direction"] == ("faster" if (h.head.speedup or 0) >= 1 else "slower")
+        assert v["significant"] is (ci is not None and (ci[0] > 1 or ci[1] < 1))
+    assert [v["text"] for v in data["verdicts"]] == verdict_lines(record)  # the sentences kept
+
+
+def test_the_compute_total_has_one_name_in_every_table(tmp_path: Path) -> None:
+    record = record_of(tmp_path)
+    *rows, _ = cells(record)
+    assert "compute total" in rows[0]
+    md_header = next(line for line in results_markdown(record).splitlines() if line.startswith("| analysis"))
+    assert "| compute total |" in md_header
+    assert "compute_total_s" in next(csv.reader(io.StringIO(results_csv(record))))
+    page = render_report(record, tmp_path / "main_job")
+    assert "<th>compute total</th>" in page
+    for other in ("workload (compute only)", "workload total (compute only)", "workload_compute_s"):
+        assert other not in page and other not in results_markdown(record) and other not in results_csv(record)
