@@ -149,7 +149,7 @@ class Runner:
         read-only, or whose wisdom lock stays held elsewhere (base.locks), says so and ends."""
         try:
             wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
-                         errors=self.bench.errors)
+                         errors=self.bench.errors, unkept=self.bench.unkept)
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")
