@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 from rich.console import Console
 from rich.text import Text
+
+from harness.report.fitting import wrapped
 
 WIDE = 160  # tables are unreadable at the 80 columns rich assumes without a terminal
 
@@ -36,21 +37,10 @@ out = _Console(width=width(sys.stdout.isatty()))
 err = _Console(stderr=True, width=width(sys.stderr.isatty()))
 
 
-def wrapped(text: str, width: int, hang: int = 2) -> str:
-    """Plain `text` wrapped between words at `width`, each line's continuations indented `hang`
-    columns past the line's own indent, so a continuation never reads as a new item (a terminal,
-    or a REPL showing a repr, would cut mid-word at column 0); only a word longer than a line is cut."""
-    lines: list[str] = []
-    for line in text.splitlines() or [""]:
-        indent = " " * min(len(line) - len(line.lstrip(" ")) + hang, width // 2)
-        lines += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [line]
-    return "\n".join(lines)
-
-
 def say(line: str, console: Console = out, markup: bool = True, hang: int | None = None) -> None:
     """One line (markup applied unless `markup` is False: a user's path or key is text): on a
     terminal wrapped between words at its width (the terminal itself would cut mid-word), its
-    continuations indented `hang` columns past its own indent where given (`wrapped`; the plan's
+    continuations indented `hang` columns past its own indent where given (report.fitting.wrapped; the plan's
     sub-lines), elsewhere kept whole (a log or a pipe keeps each line, so `grep` and a test find a
     phrase however long the line)."""
     if hang is not None and console.is_terminal:
