@@ -67,7 +67,7 @@ class Rows(list[dict[str, Any]]):
     def __repr__(self) -> str:
         width = _columns()
         columns = list(self[0]) if self else []
-        lines = [wrapped(f"{len(self)} rows{self.about} x {len(columns)} columns: {', '.join(columns)}", width)]
+        lines = [wrapped(f"{len(self)} rows{self.about} x {len(columns)} columns: {', '.join(columns)}", width, 4)]
         for row in self[:self.HEAD]:
             text = "  " + ", ".join(f"{k}={v!r}" for k, v in row.items())
             lines.append(text if len(text) <= width else text[:width - 3] + "...")
