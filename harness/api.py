@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
 from harness.record.run_record import RunRecord, load_record
 from harness.report.exports import result_rows
+from harness.report.fitting import wrapped
 from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen
 from harness.run.session import RunOptions, command_line, prepare_session
@@ -45,35 +48,48 @@ class SpecProblem(ValueError):
         super().__init__(f"{spec}: {first}{more}")
 
 
+def _columns() -> int:
+    """The REPL's width (COLUMNS first, as shutil reads it): a repr wider than it was cut mid-word."""
+    return shutil.get_terminal_size((100, 24)).columns
+
+
 class Rows(list[dict[str, Any]]):
     """Tidy rows without pandas: a list of dicts, shown in a REPL as a DataFrame's head is (the
-    count, the columns, the first rows), not as the ~100 KB of dicts a plain list printed."""
+    count, the columns, the first rows), not as the ~100 KB of dicts a plain list printed; `about`
+    says what the rows are beside the count (the samples' pooled ones)."""
 
-    HEAD, WIDTH = 3, 100
+    HEAD = 3
+
+    def __init__(self, rows: Iterable[dict[str, Any]] = (), about: str = "") -> None:
+        super().__init__(rows)
+        self.about = about
 
     def __repr__(self) -> str:
+        width = _columns()
         columns = list(self[0]) if self else []
-        lines = [f"{len(self)} rows x {len(columns)} columns: {', '.join(columns)}"]
+        lines = [wrapped(f"{len(self)} rows{self.about} x {len(columns)} columns: {', '.join(columns)}", width, 4)]
         for row in self[:self.HEAD]:
             text = "  " + ", ".join(f"{k}={v!r}" for k, v in row.items())
-            lines.append(text if len(text) <= self.WIDTH else text[:self.WIDTH - 3] + "...")
+            lines.append(text if len(text) <= width else text[:width - 3] + "...")
         if len(self) > self.HEAD:
-            lines.append(f"  ... {len(self) - self.HEAD} more (a list of dicts; with pandas installed, a DataFrame)")
+            lines.append(wrapped(f"  ... {len(self) - self.HEAD} more (a list of dicts; with pandas installed, "
+                                 "a DataFrame)", width))
         return "\n".join(lines)
 
 
-def _table(rows: list[dict[str, Any]]) -> Any:
+def _table(rows: list[dict[str, Any]], about: str = "") -> Any:
     try:
         import pandas
     except ImportError:
-        return Rows(rows)
+        return Rows(rows, about)
     return pandas.DataFrame(rows)
 
 
 @dataclass(frozen=True, repr=False)
 class Run:
     """A run folder opened: its record, one row per analysis x strategy (`rows`: the results
-    table), and one per timed sample (`samples`: timings.csv's rows)."""
+    table), and one per timed round (`samples`: timings.csv's rows, those pooled from earlier runs
+    included, `pooled` True; `samples_here`: this run's alone)."""
 
     folder: Path
     record: RunRecord
@@ -84,16 +100,26 @@ class Run:
 
     @property
     def samples(self) -> Any:
-        return _table(list(timing_rows(self.record)))
+        rows = list(timing_rows(self.record))
+        pooled = sum(bool(r["pooled"]) for r in rows)
+        return _table(rows, f" ({len(rows) - pooled} this run's, {pooled} pooled from earlier runs: "
+                            ".samples_here has this run's alone)" if pooled else "")
+
+    @property
+    def samples_here(self) -> Any:
+        """The samples this run measured (`samples` less those pooled from earlier runs)."""
+        return _table([r for r in timing_rows(self.record) if not r["pooled"]])
 
     def __repr__(self) -> str:
-        """One screen: where, what, and the verdicts; the rest is in .rows, .samples, .record."""
+        """One screen: where, what, and the verdicts; the rest is in .rows, .samples, .record;
+        wrapped between words at the REPL's width."""
         r = self.record
         state = ("passed" if r.passed else "verification FAILED") + ("" if r.complete else ", interrupted")
         lines = [f"Run({str(self.folder)!r}: {r.experiment}, {r.plan.n_matrices} matrices, "
                  f"{len(r.analyses)} analyses, {state})", *(f"  {line}" for line in verdict_lines(r)),
-                 f"  .rows: {len(result_rows(r))} results, .samples: timed samples, .record: the RunRecord"]
-        return "\n".join(lines)
+                 f"  .rows: {len(result_rows(r))} results, .samples: timed samples (.samples_here: this run's "
+                 "alone), .record: the RunRecord"]
+        return wrapped("\n".join(lines), _columns())
 
 
 def open_run(folder: str | Path) -> Run:

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness import api
-from harness.record.run_record import RECORD
+from harness.record.run_record import RECORD, RunRecord
+from harness.report.labels import verdict_lines
 from tests.conftest import CONFIGS
+from tests.report.test_run_screen import RECORDS
 
 
 def test_run_with_overrides_and_open_it_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,7 +31,7 @@ def test_run_with_overrides_and_open_it_again(tmp_path: Path, capsys: pytest.Cap
     assert len(again.samples) >= len(rows)
     shown = repr(again)
     assert len(shown.splitlines()) <= 20 and len(shown) < 2000, shown  # one screen, not the record's 45,000 characters
-    assert shown.startswith(f"Run('{tmp_path / 'run'}': smoke, 8 matrices, 4 analyses, passed)")
+    assert " ".join(shown.split()).startswith(f"Run('{tmp_path / 'run'}': smoke, 8 matrices, 4 analyses, passed)")
 
 
 def test_a_run_that_is_not_quiet_prints_the_verdicts_and_the_table(tmp_path: Path,
@@ -61,3 +63,27 @@ def test_a_bad_override_raises_with_its_key_and_one_line(tmp_path: Path) -> None
     with pytest.raises(api.SpecProblem) as raised:  # what the plan refuses carries its key too
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, **{"analysis[2].k": 100})
     assert raised.value.key == "analysis[2].strategy" and "k=100" in raised.value.message
+
+
+def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain REPL at 100 columns (issue 48, API 2 and 3): the reprs were cut mid-word ("spe" /
+    "edups"), and `.samples` held earlier runs' rows without a word."""
+    monkeypatch.setenv("COLUMNS", "100")
+    record = RunRecord.model_validate_json((RECORDS / "main_job.json").read_text())
+    group = record.analyses[0].timings[0].groups[0]
+    group.pooled = len(group.measurement.samples_s) - 1  # all but its last sample from earlier runs
+    run = api.Run(Path("results/task_geometry/20261125T093901-9fb154b2410c"), record)
+    everything = [r for r in run.samples]
+    here = run.samples_here
+    assert len(everything) - len(here) == group.pooled and not any(r["pooled"] for r in here)
+    samples = repr(run.samples)
+    assert samples.startswith(f"{len(everything)} rows ({len(here)} this run's, {group.pooled} pooled from earlier "
+                              "runs: .samples_here has this run's alone) x ")
+    for shown, texts in ((repr(run), verdict_lines(record)), (samples, [", ".join(everything[0])]),
+                         (repr(run.rows), [", ".join(run.rows[0])])):
+        lines = shown.splitlines()
+        assert all(len(line) <= 100 for line in lines), shown
+        words = " ".join(" ".join(lines).split())
+        assert all(" ".join(text.split()) in words for text in texts), shown  # every word whole, in order
+        # a continuation hangs under its line, never at column 0
+        assert all(line.startswith("  ") for line in lines[1:]), shown

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -14,6 +14,7 @@ from types import TracebackType
 from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
+    ProgressBar,
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
@@ -29,6 +30,7 @@ from rich.text import Text
 from harness.base.units import format_seconds
 
 REFRESH_PER_S = 4
+PLANNED_CAP = 0.9  # of a unit its planned time alone may fill: the rest only its end does
 
 
 @dataclass
@@ -48,12 +50,37 @@ class Phase:
         if self.task is not None and self.display.progress is not None:
             self.display.progress.update(self.task, advance=n)
 
+    def within(self, share: Callable[[], float]) -> None:
+        """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
+        the bar moves within it while the count says the units done (the run's bar sat at 0/3
+        for the whole first analysis, half the run)."""
+        if self.task is not None and self.display.progress is not None:
+            self.display.progress.update(self.task, within=share)
+
     def item(self, text: object) -> None:
         """What the phase works on: a string, or an object whose str() is read at every redraw (a
         counter that moves while the phase counts, not only when the next item starts)."""
         self.current = text  # type: ignore[assignment]
         if self.task is not None and self.display.progress is not None:
             self.display.progress.update(self.task, item=text)
+
+
+def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> Callable[[], float]:
+    """The share of `seconds` (the plan's) spent since now, for Phase.within: at most PLANNED_CAP,
+    so a unit slower than planned never shows done before it is."""
+    start = clock()
+    return lambda: min(PLANNED_CAP, (clock() - start) / seconds) if seconds > 0 else 0.0
+
+
+class _Bar(BarColumn):
+    """The count's bar, filled also within the unit under way by the phase's `within`."""
+
+    def render(self, task: Task) -> ProgressBar:
+        bar = super().render(task)
+        within = task.fields.get("within")
+        if within is not None and task.total is not None and not task.finished:
+            bar.completed = min(float(task.total), task.completed + min(1.0, max(0.0, within())))
+        return bar
 
 
 class _Remaining(TimeRemainingColumn):
@@ -103,7 +130,7 @@ class Display:
             self.progress = _Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
-                BarColumn(bar_width=8),
+                _Bar(bar_width=8),
                 MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
                 TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),

@@ -8,6 +8,9 @@ import os
 import sys
 
 from rich.console import Console
+from rich.text import Text
+
+from harness.report.fitting import wrapped
 
 WIDE = 160  # tables are unreadable at the 80 columns rich assumes without a terminal
 
@@ -34,9 +37,14 @@ out = _Console(width=width(sys.stdout.isatty()))
 err = _Console(stderr=True, width=width(sys.stderr.isatty()))
 
 
-def say(line: str, console: Console = out, markup: bool = True) -> None:
+def say(line: str, console: Console = out, markup: bool = True, hang: int | None = None) -> None:
     """One line (markup applied unless `markup` is False: a user's path or key is text): on a
-    terminal wrapped between words at its width (the terminal itself would cut mid-word),
-    elsewhere kept whole (a log or a pipe keeps each line, so `grep` and a test find a phrase
-    however long the line)."""
+    terminal wrapped between words at its width (the terminal itself would cut mid-word), its
+    continuations indented `hang` columns past its own indent where given (report.fitting.wrapped; the plan's
+    sub-lines), elsewhere kept whole (a log or a pipe keeps each line, so `grep` and a test find a
+    phrase however long the line)."""
+    if hang is not None and console.is_terminal:
+        plain = Text.from_markup(line).plain if markup else line
+        console.print(wrapped(plain, console.width, hang), soft_wrap=True, highlight=False, markup=False)
+        return
     console.print(line, soft_wrap=not console.is_terminal, highlight=False, markup=markup)

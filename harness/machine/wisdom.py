@@ -37,7 +37,7 @@ APP = "spectral-harness"  # the user cache folder's name for this tool
 ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test suite's setting)
 COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
 RECENT = 5  # measurements of one key whose median is its estimate
-MODELLED = "modelled: no measurement"
+MODELLED = "modelled"  # every estimate from the cost model begins so; measured ones do not
 MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
 MISSED = 1e6  # an error no tolerance (at most 1, relative to sigma_1) accepts: what NaN or inf answers are kept as
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
@@ -116,6 +116,25 @@ class MeasuredError(BaseModel):
         return (self.strategy, self.op, self.device, self.precision, self.compiled)
 
 
+class Unkept(BaseModel):
+    """A point's measurements never kept because the machine was busy while they were taken (one a
+    run and shape group): counted so the plan can say why it still has no measurement after many
+    runs (issue 48: "modelled: no measurement" after seven runs on a busy machine, unexplained)."""
+
+    strategy: str
+    op: str
+    device: str
+    dtype: str
+    threads: Count
+    precision: str = ""
+    compiled: bool = False
+    count: Count = 1
+
+    def key(self) -> tuple[object, ...]:
+        return (self.strategy, self.op, self.device, self.dtype, self.threads, self.precision or self.dtype,
+                self.compiled)
+
+
 def width(fans_out: bool, workers: int, matrices: int) -> int:
     """How many matrices a call spreads at once: a fan-out strategy one per worker, at most."""
     return min(workers, matrices) if fans_out else 1
@@ -138,6 +157,7 @@ class Wisdom(BaseModel):
     reads: ReadRoof | None = None
     observations: list[Observation] = []
     errors: list[MeasuredError] = []  # the worst error measured per point
+    unkept: list[Unkept] = []  # per point, how many measurements the machine's load kept out
 
     @model_validator(mode="after")
     def _roofs_by_device(self) -> Wisdom:
@@ -155,6 +175,28 @@ class Wisdom(BaseModel):
                 self.errors.append(e)
             elif e.error > self.errors[i].error:
                 self.errors[i] = e
+
+    def add_unkept(self, unkept: Iterable[Unkept]) -> None:
+        index = {u.key(): i for i, u in enumerate(self.unkept)}
+        for u in unkept:
+            if (i := index.get(u.key())) is None:
+                index[u.key()] = len(self.unkept)
+                self.unkept.append(u)
+            else:
+                self.unkept[i] = self.unkept[i].model_copy(update={"count": self.unkept[i].count + u.count})
+
+    def unmeasured(self, strategy: str, op: str, device: str, dtype: str, threads: int, precision: str = "",
+                   compiled: bool = False) -> str:
+        """Why a point's estimate is the model's: measured only at sizes too far from this one,
+        measured only while the machine was busy (never kept), or never measured here."""
+        point = (strategy, op, device, dtype, threads, precision or dtype, compiled)
+        if any((o.strategy, o.op, o.device, o.dtype, o.threads, o.arithmetic, o.compiled) == point
+               for o in self.observations):
+            return f"{MODELLED}: no measurement within {COVERAGE:g}x of this size"
+        if busy := sum(u.count for u in self.unkept if u.key() == point):
+            return (f"{MODELLED}: no measurement kept: all {busy} of this machine's were taken while it was busy "
+                    "(see docs/wisdom.md)")
+        return f"{MODELLED}: never measured on this machine"
 
     def add(self, observations: Iterable[Observation]) -> None:
         """One entry per (strategy, op, shape, dtype, device, threads), merged with what it measured before."""
@@ -304,6 +346,7 @@ def learn(
     reads: ReadRoof | None = None,
     errors: Iterable[MeasuredError] = (),
     say: Say = on_stderr,
+    unkept: Iterable[Unkept] = (),
 ) -> Wisdom | None:
     """Add to the stored wisdom under a lock (runs may end at once) and write it atomically; a
     bad file found is kept aside first and said, another version's is refused (OtherVersion)."""
@@ -318,6 +361,7 @@ def learn(
         wisdom = found.model or Wisdom(machine=identity(machine))
         wisdom.add(observations)
         wisdom.add_errors(errors)
+        wisdom.add_unkept(unkept)
         for roof in roofs:
             wisdom.roofs[roof.device] = higher(wisdom.roofs.get(roof.device), roof)
         if reads is not None:

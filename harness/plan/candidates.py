@@ -107,7 +107,10 @@ class Costing(NamedTuple):
                 strategy.name, op, backend, dtype, self.threads, work.flops, shape, wide, point.precision,
                 point.compiled)):
             return found
-        return model, MODELLED
+        if self.wisdom is None:
+            return model, f"{MODELLED}: no measurement"
+        return model, self.wisdom.unmeasured(strategy.name, op, backend, dtype, self.threads, point.precision,
+                                             point.compiled)
 
     def error(self, point: Variant, op: str, backend: Backend) -> float | None:
         """The worst error this machine's wisdom measured for the point, or None."""

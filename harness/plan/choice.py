@@ -19,7 +19,7 @@ def pca_note(workload: Workload) -> str:
 
 def _measured(c: Candidate) -> str:
     """A mark on estimates from this machine's measurements, for the plan's reason."""
-    measured = sum(b != MODELLED for b in c.basis.values())
+    measured = sum(not b.startswith(MODELLED) for b in c.basis.values())
     return "" if not measured else ", measured" if measured == len(c.basis) else ", partly measured"
 
 

@@ -20,7 +20,8 @@ CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few r
 # The time columns hold B/A's own statistic (compare.GroupComparison.time_a_s): medians beside it
 # read 57 -> 73 µs beside B/A 0.962
 TIME_A, TIME_B = "A geo. mean", "B geo. mean"
-COMPARE_OPTIONAL = ("p", TIME_A, TIME_B, "group")
+# what a narrow terminal leaves out first: the test's figures before the times a reader compares first
+COMPARE_OPTIONAL = ("p", "rounds A, B", "group", TIME_A, TIME_B)
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:

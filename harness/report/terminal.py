@@ -254,11 +254,7 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
                      f"({', '.join(retried)}): the results are whole; --verbose says where each analysis ran")
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved]
     if unresolved and not verbose:
-        target = f"±{format_share(b.precision)}" if b is not None else "the target asked for"
-        lines.append(f"{plural(len(unresolved), 'speedup')} unresolved ({UNRESOLVED_MARK}): "
-                     f"{'its interval is' if len(unresolved) == 1 else 'their intervals are'} wider than "
-                     f"{target}; a re-run adds a run (intervals narrow with runs, not with one run's rounds), "
-                     "--verbose says why each")
+        lines.append(_unresolved_line(record, [t for _, t in unresolved]))
     lines += [f"unresolved {shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
               for name, t in unresolved if verbose]
     unstable = unstable_measurements(record)
@@ -272,6 +268,40 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
                      f"{format_seconds(b.limit_s)} planned: they ran slower than the plan expected (the first round of "
                      "every strategy is never cut, so that every speedup has an interval)")
     return lines
+
+
+STALLED_RUNS = 3  # runs pooled from which a speedup's interval shows how fast runs narrow it
+STALLED_MORE = 10  # more runs than this to reach the target: re-running as is does not help
+
+
+def more_runs(t: StrategyTiming, target: float) -> float | None:
+    """The runs beyond those pooled that a speedup's interval would need to narrow to `target`,
+    at the rate runs narrow it (its half-width ~ 1/sqrt(runs)); None under STALLED_RUNS runs or
+    without an interval (no rate to go by)."""
+    if t.runs < STALLED_RUNS or t.speedup is None or t.speedup_ci is None:
+        return None
+    low, high = t.speedup_ci
+    half = max(high / t.speedup - 1.0, 1.0 - low / t.speedup)
+    return t.runs * (half / target) ** 2 - t.runs
+
+
+def _unresolved_line(record: RunRecord, unresolved: list[StrategyTiming]) -> str:
+    """What to do about unresolved speedups: a re-run adds a run, which narrows an interval; but
+    where every one pools STALLED_RUNS runs or more and would need over STALLED_MORE more, the
+    machine's load dominates and another run as is does not help (issue 48: "a re-run adds a run"
+    after five runs of ±120%)."""
+    b = record.bench
+    target = f"±{format_share(b.precision)}" if b is not None else "the target asked for"
+    head = (f"{plural(len(unresolved), 'speedup')} unresolved ({UNRESOLVED_MARK}): "
+            f"{'its interval is' if len(unresolved) == 1 else 'their intervals are'} wider than {target}")
+    more = [more_runs(t, b.precision) for t in unresolved] if b is not None else [None]
+    if all(m is not None and m > STALLED_MORE for m in more):
+        least = min(m for m in more if m is not None)
+        return (f"{head} after {min(t.runs for t in unresolved)} or more runs pooled, and runs narrow them too slowly "
+                f"to help (the nearest would need ~{least:,.0f} more): the machine's load dominates; re-run on a "
+                "quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s) "
+                "rather than as is; --verbose says why each")
+    return f"{head}; a re-run adds a run (intervals narrow with runs, not with one run's rounds), --verbose says why each"
 
 
 def bench_summary(record: RunRecord) -> str | None:

@@ -33,7 +33,7 @@ from harness.linalg.features import SUBSPACE_FEATURES
 from harness.record.features_csv import csv_rows, write_features_csv
 from harness.compute.pca import PCA_FILE, pca_results, save_pca
 from harness.plan.model import PlanError, Step
-from harness.base.progress import Display, Phase
+from harness.base.progress import Display, Phase, planned
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
@@ -105,6 +105,7 @@ class Runner:
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s))  # 1/3: the count
+                        run.within(planned(step.estimate_s + sum(t.estimate_s for t in step.timed)))  # bar: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))
@@ -149,7 +150,7 @@ class Runner:
         read-only, or whose wisdom lock stays held elsewhere (base.locks), says so and ends."""
         try:
             wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
-                         errors=self.bench.errors)
+                         errors=self.bench.errors, unkept=self.bench.unkept)
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")

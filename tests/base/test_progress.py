@@ -62,3 +62,29 @@ def test_a_phase_with_an_estimate_has_an_eta_before_it_has_a_pace() -> None:
         assert display.progress.columns[-1].render(task).plain in ("late 0:00:07", "late 0:00:08")  # type: ignore[union-attr]
         counter["n"] = 7
         assert str(task.fields["item"]) == "counted 7"
+
+
+def test_the_bar_of_a_count_moves_within_the_unit_under_way_by_its_planned_time() -> None:
+    """The run's bar sat at 0/3 for its whole first analysis, half the run (issue 48, Progress 4):
+    it fills within the analysis under way by the share of its planned time spent, never to its
+    end before the analysis ends, while the count still says the analyses done."""
+    from harness.base.progress import PLANNED_CAP, planned
+
+    now = {"t": 100.0}
+    share = planned(20.0, clock=lambda: now["t"])
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Display(console, live=True) as display, display.phase("task_geometry", 3) as phase:
+        assert display.progress is not None
+        task = display.progress.tasks[0]
+        bar, count = display.progress.columns[2], display.progress.columns[3]
+        phase.within(share)
+        assert bar.render(task).completed == 0.0  # type: ignore[attr-defined]
+        now["t"] = 110.0  # half its planned 20 s
+        assert bar.render(task).completed == 0.5  # type: ignore[attr-defined]
+        assert str(count.render(task)).strip() == "0/3"  # type: ignore[attr-defined]
+        now["t"] = 190.0  # far over its plan: short of done
+        assert bar.render(task).completed == PLANNED_CAP < 1  # type: ignore[attr-defined]
+        phase.advance()
+        phase.within(planned(20.0, clock=lambda: now["t"]))
+        assert bar.render(task).completed == 1.0  # type: ignore[attr-defined]
+        assert str(count.render(task)).strip() == "1/3"  # type: ignore[attr-defined]

@@ -70,11 +70,13 @@ def test_the_busiest_processes_are_named_by_their_command(tmp_path: Path) -> Non
     assert "python -m job10 (pid 10," in named and "job99" not in named
 
 
-def test_rows_without_pandas_show_their_head_not_every_dict() -> None:
+def test_rows_without_pandas_show_their_head_not_every_dict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
     rows = Rows({f"column_{c}": c * r for c in range(30)} for r in range(500))
     shown = repr(rows)
     assert shown.startswith("500 rows x 30 columns: column_0, column_1")
-    assert len(shown.splitlines()) == 5 and len(shown) < 2_000 and rows[499]["column_2"] == 998
+    # the header wrapped at 100 columns between names, then 3 rows and the count of the rest
+    assert len(shown.splitlines()) == 4 + 3 + 1 and len(shown) < 2_000 and rows[499]["column_2"] == 998
 
 
 def test_system_names_each_pool_without_blanks_and_says_what_to_do_when_busy() -> None:

@@ -100,3 +100,23 @@ def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Pa
         assert r.ratio_ci and ratio == f"{format_ratio(r.ratio)} ({format_ratio(r.ratio_ci[0])}-"\
                                       f"{format_ratio(r.ratio_ci[1])})" and p == format_p(r.p_value)
         assert "e" not in ratio + p and len(ratio.split()[0].replace(".", "").lstrip("0")) == 3
+
+
+def test_a_narrow_terminal_keeps_the_times_and_leaves_the_tests_figures_first(tmp_path: Path) -> None:
+    """At 100 columns compare left out A's and B's times, what a reader compares first, and kept
+    `rounds A, B (+3 pooled)` and p (issue 48, Compare 5): now p, rounds and the group leave first."""
+    from rich.console import Console
+
+    record = real("main_job", tmp_path)
+    a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
+    b.analyses[0].timings[0].groups[0].rounds[:2] = ["A#x#0", "A#x#1"]  # two of A's rounds pooled in B
+    fitted = compare_table(compare_records(a, b, ("runs/a", "runs/b")))
+    console = Console(width=200)
+    full = [str(col.header) for col in fitted.fit(console, 200).columns]
+    assert {"p", "rounds A, B", "A geo. mean", "B geo. mean"} <= set(full)
+    kept_at = {w: {str(col.header) for col in fitted.fit(console, w).columns} for w in range(160, 50, -2)}
+    assert {"A geo. mean", "B geo. mean"} <= kept_at[100]
+    for kept in kept_at.values():
+        if not {"A geo. mean", "B geo. mean"} <= kept:
+            assert not {"p", "rounds A, B", "group"} & kept, kept
+    assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached

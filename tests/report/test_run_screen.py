@@ -178,3 +178,31 @@ def test_the_compare_screen_fits_whole(width: int, tmp_path: Path) -> None:
     assert text.startswith(f"B against A, {len(c.rows)} groups: ")
     unstable = [r for r in c.rows if r.unstable]
     assert unstable and len(lines) < len(unstable)  # one line per cause, not per group
+
+
+def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_path: Path) -> None:
+    """After 5 runs of ±120% the footer still said "a re-run adds a run" (issue 48, Verdict 3): from
+    STALLED_RUNS runs pooled, a width that runs would narrow to the target only after more than
+    STALLED_MORE more (half-width ~ 1/sqrt(runs)) says the load dominates, and what to do instead."""
+    from harness.report.terminal import STALLED_MORE, STALLED_RUNS, more_runs, warning_lines
+
+    record = real("main_job", tmp_path)
+    unresolved = [t for a in record.analyses for t in a.timings if t.unresolved]
+    factored = next(t for t in unresolved if t.label == "factored" and t.speedup and t.speedup > 1000)
+
+    def footer(runs: int) -> str:
+        for t in unresolved:
+            t.runs = runs
+        return next(line for line in warning_lines(record) if "unresolved (?)" in line)
+
+    assert "a re-run adds a run" in footer(5)  # spectrum's factored (±10%, just wider than ±10%) narrows with runs
+    assert more_runs(factored, 0.10) is not None and more_runs(factored, 0.10) < STALLED_MORE  # type: ignore[operator]
+    factored.speedup_ci = (1000.0, 3000.0)  # ±76%: ~284 more runs to reach ±10%
+    stalled = footer(5)
+    assert "a re-run adds a run" not in stalled
+    nearest = min(more_runs(t, 0.10) or 0 for t in unresolved)
+    assert nearest > STALLED_MORE
+    assert (f"wider than ±10% after 5 or more runs pooled, and runs narrow them too slowly to help (the nearest "
+            f"would need ~{nearest:,.0f} more): the machine's load dominates") in stalled
+    assert "quieter machine" in stalled and "--budget" in stalled
+    assert "a re-run adds a run" in footer(STALLED_RUNS - 1)  # too few runs to tell how fast they narrow

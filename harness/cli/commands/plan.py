@@ -41,5 +41,5 @@ def main(args: argparse.Namespace) -> int:
         say(escape(plan_title(the_plan)))
         out.print(plan_table(the_plan))
         for line in plan_lines(the_plan):
-            say(line)
+            say(line, hang=2)  # a wrapped sub-line stays under its item
     return 0
