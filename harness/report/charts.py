@@ -21,7 +21,7 @@ from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from harness.report.compare import Comparison
-from harness.report.frontier import has_points, points as frontier_points, tolerance
+from harness.report.frontier import TIE, has_points, points as frontier_points, tolerance
 from harness.report.labels import COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import significance
@@ -338,7 +338,7 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
                    label=p.label + (f" {COMPUTED_MARK}" if p.computed else "") + ("" if p.passed else " (misses)"))
     front = [p for p in found if p.on_frontier]
     ax.plot([p.seconds for p in front], [max(p.error, ERROR_FLOOR) for p in front], color=GOOD, lw=1.2,
-            label="frontier (no point faster and more accurate)")
+            label=f"frontier (no point faster and {TIE:g}x more accurate)")
     if (tol := tolerance(analysis)) is not None:
         ax.axhline(tol, color=NEUTRAL, ls="--", lw=1, label=f"tolerance {tol:.0e}")
     ax.set_xscale("log")

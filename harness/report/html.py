@@ -16,7 +16,7 @@ from harness.report.compare import MAX_SPAN, Comparison
 from harness.report import charts, roofline_chart
 from harness.report.compare_view import summary_line, unstable_lines
 from harness.report.heatmap import heatmap_table
-from harness.report.frontier import points as frontier_points
+from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
 from harness.report.labels import (COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
@@ -87,7 +87,7 @@ def _frontier(record: RunRecord, analysis: AnalysisRecord) -> dict[str, Any] | N
     if not found:
         return None
     chart = charts.frontier_chart(record, analysis)
-    return {"chart": Markup(chart) if chart else None, "points": found,
+    return {"chart": Markup(chart) if chart else None, "points": found, "tie": f"{TIE:g}",
             "compiled": [(t.label, t.compile_s, t.compile_note) for t in analysis.timings if t.compiled]}
 
 
