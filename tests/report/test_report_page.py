@@ -12,6 +12,7 @@ from pathlib import Path
 from harness.record.run_record import RunRecord
 from harness.report import charts
 from harness.report.html import render_report
+from harness.report.labels import rounds_text
 
 
 def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -100,3 +101,24 @@ def test_the_plans_benchmark_estimate_is_said_of_the_phase_not_of_the_references
     text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
     assert f"Benchmark phase (planned {charts.format_seconds(record.plan.bench.estimate_s)}): " in text
     assert "(planned" not in text[text.index("float64 references:"):][:120]
+
+
+def test_the_benchmark_sentence_counts_rounds_as_the_tables_do(smoke_run: tuple[Path, RunRecord]) -> None:
+    """"3 rounds timed (44 blocks of them while the machine was busy), 100 pooled" beside tables
+    saying 3+9 and 1+3: the sentence now says each analysis' rounds in the tables' words, and
+    counts the busy blocks among this run's blocks."""
+    folder, record = smoke_run
+    record = record.model_copy(deep=True)
+    assert record.bench is not None
+    a = next(a for a in record.analyses if a.timings)
+    for t in a.timings:
+        for g in t.groups:
+            g.rounds = [f"old#{i}" for i in range(9)] + g.rounds
+            g.pooled = 9
+    record.bench.busy_rounds, record.bench.rounds_pooled = 5, 100
+    text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
+    sentence = text[text.index("Benchmark phase"):]
+    assert f"{a.name} {rounds_text(a.timings[0])}" in sentence and "+9" in rounds_text(a.timings[0])
+    blocks = sum(len(g.rounds) - g.pooled for b in record.analyses for t in b.timings for g in t.groups)
+    assert f"5 of this run's {blocks} timed blocks" in sentence
+    assert "100" not in sentence[:sentence.index("float64 references")]
