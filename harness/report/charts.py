@@ -148,22 +148,37 @@ def timing_chart(analysis: AnalysisRecord) -> str:
     return to_svg(timing_figure(analysis))
 
 
+SEEN = 1.05  # lines closer than 5% are one line on a log axis
+SHOWN = 0.03  # a band under 3% of the log axis' height (~5 px) is hidden by its line
+
+
 @literal
 def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> Figure:
     """Singular values by index per module: median line and 10-90% band, log scale, labelled
-    even when the values span less than a decade (svd_topk's few values).
+    even when the values span less than a decade (svd_topk's few values). The title says the
+    band only where it shows, and a module whose line coincides with one drawn before it is dashed
+    and named so in the legend (mlp_up hid under mlp_down, the legend listing both).
 
     Exact zeros (the min(m, n) - r zeros of a rank-r LoRA spectrum) have no place on a log axis:
     they are left out, so the line ends at the rank instead of the axis reaching 1e-300."""
     fig = _figure(6.0, 3.0)
     ax = fig.subplots()
-    zeros = False
+    zeros, widest, drawn = False, 1.0, {}
+    ends = [float(f(np.where(a > 0, a, np.nan))) for b in bands.values() for a, f in ((b[1], np.nanmin), (b[2], np.nanmax))
+            if np.any(a > 0)]
     for module, (median, low, high) in bands.items():
         i = np.arange(1, len(median) + 1)
         zeros |= bool(np.any(median <= 0))
         median, low, high = (np.where(a > 0, a, np.nan) for a in (median, low, high))
-        (line,) = ax.plot(i, median, lw=1.5, label=module)
+        widest = max(widest, float(np.nanmax(high / low, initial=1.0)))
+        under = next((m for m, line in drawn.items() if _coincide(line, median)), None)
+        (line,) = ax.plot(i, median, lw=1.5, ls="-" if under is None else (0, (4, 3)),
+                          label=module if under is None else f"{module} (coincides with {under})")
         ax.fill_between(i, low, high, color=line.get_color(), alpha=0.2, lw=0)
+        drawn[module] = median
+    span = np.log(max(ends) / min(ends)) if ends else 0.0
+    title += (", median and 10-90% band" if np.log(widest) >= SHOWN * span
+              else f", median (its 10-90% band, at most {format_ratio(widest)}x wide, too narrow to show)")
     if zeros:
         title += " (exact zeros not drawn)"
     ax.set_yscale("log")
@@ -174,6 +189,13 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return fig
+
+
+def _coincide(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two medians drawn as one line: the same length, every value within SEEN of the other's."""
+    if a.shape != b.shape or not np.any(np.isfinite(a) & np.isfinite(b)):
+        return False
+    return bool(np.nanmax(np.maximum(a / b, b / a)) < SEEN)
 
 
 def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> str:

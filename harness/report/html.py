@@ -100,7 +100,7 @@ def _threads(counts: dict[str, int]) -> str:
 def _spectra(bands: dict[str, Any], analysis: str) -> Markup | None:
     if analysis not in bands:
         return None
-    return Markup(charts.decay_chart(bands[analysis], f"{analysis}: singular values, median and 10-90%"))
+    return Markup(charts.decay_chart(bands[analysis], f"{analysis}: singular values"))
 
 
 def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:

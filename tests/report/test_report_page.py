@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+
+import numpy as np
 from pathlib import Path
 
 from harness.record.run_record import RunRecord
@@ -122,3 +124,21 @@ def test_the_benchmark_sentence_counts_rounds_as_the_tables_do(smoke_run: tuple[
     blocks = sum(len(g.rounds) - g.pooled for b in record.analyses for t in b.timings for g in t.groups)
     assert f"5 of this run's {blocks} timed blocks" in sentence
     assert "100" not in sentence[:sentence.index("float64 references")]
+
+
+def test_the_spectra_title_says_the_band_only_where_it_shows_and_coinciding_lines_are_named() -> None:
+    """The walk-through's spectrum chart promised 'median and 10-90%' with no band in sight (5%
+    wide over three decades), and its legend listed mlp_up, hidden under mlp_down."""
+    s = np.geomspace(2.0, 0.002, 16)
+    narrow = {"mlp_down": (s, s * 0.98, s * 1.02), "mlp_up": (s * 1.001, s * 0.98, s * 1.02)}
+    ax = charts.decay_figure(narrow, "spectrum: singular values").axes[0]
+    assert "10-90% band, at most 1.04x wide, too narrow to show" in ax.get_title()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["mlp_down", "mlp_up (coincides with mlp_down)"]
+    styles = [line.get_linestyle() for line in ax.get_lines()]
+    assert styles[0] == "-" and styles[1] != "-"  # the second drawn dashed, the first showing through
+    k = np.array([2.0, 1.3])
+    wide = {"up": (k, k * 0.8, k * 1.25), "down": (k * 0.7, k * 0.6, k * 0.8)}
+    ax = charts.decay_figure(wide, "svd_topk: singular values").axes[0]
+    assert ax.get_title() == "svd_topk: singular values, median and 10-90% band"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["up", "down"]
