@@ -16,8 +16,6 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.text import Text
-from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from harness.report.compare import Comparison
@@ -200,37 +198,6 @@ def _coincide(a: np.ndarray, b: np.ndarray) -> bool:
 
 def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> str:
     return to_svg(decay_figure(bands, title))
-
-
-@literal
-def pca_scatter(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | None, title: str) -> str:
-    """Adapters on the first two principal components (the second is 0 if there is one)."""
-    x = scores[:, 0]
-    y = scores[:, 1] if scores.shape[1] > 1 else np.zeros_like(x)
-    fig = _figure(4.5, 3.5)
-    ax = fig.subplots()
-    ax.scatter(x, y, s=18, color="#5b7fa6")
-    names = [ax.annotate(label, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=7)
-             for xi, yi, label in zip(x, y, labels)]
-    _without_collisions(fig, names)
-    pct = [f" ({100 * r:.0f}%)" for r in ratio[:2]] if ratio is not None and len(ratio) >= 2 else ["", ""]
-    ax.set_xlabel("PC1" + pct[0])
-    ax.set_ylabel("PC2" + pct[1])
-    ax.set_title(title, fontsize=9)
-    return to_svg(fig)
-
-
-def _without_collisions(fig: Figure, texts: Sequence[Text]) -> None:
-    """Hide each label that would overlap one drawn before it (adapters close on PC1/PC2): the
-    point stays, and the cosine heatmap beside it names every adapter."""
-    fig.draw_without_rendering()  # places the labels where the saved figure will have them
-    kept: list[Bbox] = []
-    for text in texts:
-        box = text.get_window_extent()
-        if any(box.overlaps(other) for other in kept):
-            text.set_visible(False)
-        else:
-            kept.append(box)
 
 
 def tick_seconds(x: float) -> str:

@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from harness.report.compare import MAX_SPAN, Comparison
-from harness.report import charts, roofline_chart
+from harness.report import charts, pca_chart, roofline_chart
 from harness.report.compare_view import summary_line, unstable_lines
 from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
@@ -117,7 +117,7 @@ def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
                 "axes": axes.get(analysis),
                 "ratio": None if ratio is None else [f"{100 * r:.1f}%" for r in np.atleast_1d(ratio)[:5]],
                 "scatter": None if scores is None or scores.ndim != 2 or scores.shape[0] != len(labels)
-                else Markup(charts.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
+                else Markup(pca_chart.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
                 "cosine": None if cosine is None or cosine.shape != (len(labels), len(labels))
                 else heatmap_table(cosine, labels, labels, f"{analysis}: cosine similarity", "adapter", "adapter"),
             }

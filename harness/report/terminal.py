@@ -297,7 +297,7 @@ def _rounds(record: RunRecord) -> str:
     pooled), and the busy blocks among this run's: the run's totals (3 rounds, 100 pooled) mixed
     rounds of one analysis with blocks of every strategy and group, and matched no table."""
     texts = {a.name: "/".join(dict.fromkeys(rounds_text(t) for t in a.timings)) for a in record.analyses if a.timings}
-    said = ("rounds per timing (this run's+pooled, as in the tables): " + ", ".join(f"{n} {t}" for n, t in texts.items())
+    said = ("rounds per timing (this run's+pooled, as in the tables): " + ", ".join(f"{shown(n)} {t}" for n, t in texts.items())
             if texts else "no rounds timed")
     blocks = sum(len(g.rounds) - g.pooled for a in record.analyses for t in a.timings for g in t.groups)
     busy = record.bench.busy_rounds if record.bench is not None else 0
