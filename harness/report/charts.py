@@ -176,7 +176,7 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
         drawn[module] = median
     span = np.log(max(ends) / min(ends)) if ends else 0.0
     title += (", median and 10-90% band" if np.log(widest) >= SHOWN * span
-              else f", median (its 10-90% band, at most {format_ratio(widest)}x wide, too narrow to show)")
+              else ", median (10-90% band too thin to show)")
     if zeros:
         title += " (exact zeros not drawn)"
     ax.set_yscale("log")
