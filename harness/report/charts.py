@@ -16,12 +16,10 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.text import Text
-from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from harness.report.compare import Comparison
-from harness.report.frontier import has_points, points as frontier_points, tolerance
+from harness.report.frontier import TIE, has_points, points as frontier_points, tolerance
 from harness.report.labels import COMPUTE_TOTAL, COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import significance
@@ -148,22 +146,37 @@ def timing_chart(analysis: AnalysisRecord) -> str:
     return to_svg(timing_figure(analysis))
 
 
+SEEN = 1.05  # lines closer than 5% are one line on a log axis
+SHOWN = 0.03  # a band under 3% of the log axis' height (~5 px) is hidden by its line
+
+
 @literal
 def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> Figure:
     """Singular values by index per module: median line and 10-90% band, log scale, labelled
-    even when the values span less than a decade (svd_topk's few values).
+    even when the values span less than a decade (svd_topk's few values). The title says the
+    band only where it shows, and a module whose line coincides with one drawn before it is dashed
+    and named so in the legend (mlp_up hid under mlp_down, the legend listing both).
 
     Exact zeros (the min(m, n) - r zeros of a rank-r LoRA spectrum) have no place on a log axis:
     they are left out, so the line ends at the rank instead of the axis reaching 1e-300."""
     fig = _figure(6.0, 3.0)
     ax = fig.subplots()
-    zeros = False
+    zeros, widest, drawn = False, 1.0, {}
+    ends = [float(f(np.where(a > 0, a, np.nan))) for b in bands.values() for a, f in ((b[1], np.nanmin), (b[2], np.nanmax))
+            if np.any(a > 0)]
     for module, (median, low, high) in bands.items():
         i = np.arange(1, len(median) + 1)
         zeros |= bool(np.any(median <= 0))
         median, low, high = (np.where(a > 0, a, np.nan) for a in (median, low, high))
-        (line,) = ax.plot(i, median, lw=1.5, label=module)
+        widest = max(widest, float(np.nanmax(high / low, initial=1.0)))
+        under = next((m for m, line in drawn.items() if _coincide(line, median)), None)
+        (line,) = ax.plot(i, median, lw=1.5, ls="-" if under is None else (0, (4, 3)),
+                          label=module if under is None else f"{module} (coincides with {under})")
         ax.fill_between(i, low, high, color=line.get_color(), alpha=0.2, lw=0)
+        drawn[module] = median
+    span = np.log(max(ends) / min(ends)) if ends else 0.0
+    title += (", median and 10-90% band" if np.log(widest) >= SHOWN * span
+              else ", median (10-90% band too thin to show)")
     if zeros:
         title += " (exact zeros not drawn)"
     ax.set_yscale("log")
@@ -176,39 +189,15 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     return fig
 
 
+def _coincide(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two medians drawn as one line: the same length, every value within SEEN of the other's."""
+    if a.shape != b.shape or not np.any(np.isfinite(a) & np.isfinite(b)):
+        return False
+    return bool(np.nanmax(np.maximum(a / b, b / a)) < SEEN)
+
+
 def decay_chart(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], title: str) -> str:
     return to_svg(decay_figure(bands, title))
-
-
-@literal
-def pca_scatter(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | None, title: str) -> str:
-    """Adapters on the first two principal components (the second is 0 if there is one)."""
-    x = scores[:, 0]
-    y = scores[:, 1] if scores.shape[1] > 1 else np.zeros_like(x)
-    fig = _figure(4.5, 3.5)
-    ax = fig.subplots()
-    ax.scatter(x, y, s=18, color="#5b7fa6")
-    names = [ax.annotate(label, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=7)
-             for xi, yi, label in zip(x, y, labels)]
-    _without_collisions(fig, names)
-    pct = [f" ({100 * r:.0f}%)" for r in ratio[:2]] if ratio is not None and len(ratio) >= 2 else ["", ""]
-    ax.set_xlabel("PC1" + pct[0])
-    ax.set_ylabel("PC2" + pct[1])
-    ax.set_title(title, fontsize=9)
-    return to_svg(fig)
-
-
-def _without_collisions(fig: Figure, texts: Sequence[Text]) -> None:
-    """Hide each label that would overlap one drawn before it (adapters close on PC1/PC2): the
-    point stays, and the cosine heatmap beside it names every adapter."""
-    fig.draw_without_rendering()  # places the labels where the saved figure will have them
-    kept: list[Bbox] = []
-    for text in texts:
-        box = text.get_window_extent()
-        if any(box.overlaps(other) for other in kept):
-            text.set_visible(False)
-        else:
-            kept.append(box)
 
 
 def tick_seconds(x: float) -> str:
@@ -338,7 +327,7 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
                    label=p.label + (f" {COMPUTED_MARK}" if p.computed else "") + ("" if p.passed else " (misses)"))
     front = [p for p in found if p.on_frontier]
     ax.plot([p.seconds for p in front], [max(p.error, ERROR_FLOOR) for p in front], color=GOOD, lw=1.2,
-            label="frontier (no point faster and more accurate)")
+            label=f"frontier (no point faster and {TIE:g}x more accurate)")
     if (tol := tolerance(analysis)) is not None:
         ax.axhline(tol, color=NEUTRAL, ls="--", lw=1, label=f"tolerance {tol:.0e}")
     ax.set_xscale("log")

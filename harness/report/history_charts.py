@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from harness.report.charts import BAD, GOOD, _figure, _log_axis, literal, to_svg
@@ -89,17 +90,22 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
 
 
 @literal
-def roof_chart(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[str, str], float]) -> str:
-    """Each row's (strategy's) achieved share of each machine's roof at its intensity, log axis:
-    a bar per machine, the machines' colours in the page's machine order."""
+def roof_figure(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[str, str], float]) -> Figure:
+    """Each row's (strategy's) achieved share of each machine's roof at its intensity, a point per
+    machine on a log axis (bars there had lengths that meant nothing), in the page's machine
+    order. A share over 100% is hollow: no kernel beats its roof, so its count does not hold (the
+    run report's `% of peak >100%`)."""
     fig = _figure(WIDTH * 1.5, 0.9 + 0.28 * len(rows) * max(len(machines), 1))
     ax = fig.subplots()
     height = 0.8 / max(len(machines), 1)
     y = np.arange(len(rows))
     for i, machine in enumerate(machines):
-        values = [100 * shares.get((row, machine), np.nan) for row in rows]
-        ax.barh(y + (i - (len(machines) - 1) / 2) * height, values, height=height * 0.9, color=f"C{i % 10}",
-                label=machine)
+        values = np.array([100 * shares.get((row, machine), np.nan) for row in rows])
+        at = y + (i - (len(machines) - 1) / 2) * height
+        over = values > 100
+        ax.scatter(values[~over], at[~over], s=24, color=f"C{i % 10}", label=machine, zorder=3)
+        ax.scatter(values[over], at[over], s=24, facecolors="none", edgecolors=f"C{i % 10}", zorder=3)
+    ax.axvline(100, color="#333", lw=1, ls="--")
     ax.set_xscale("log")
     _log_axis(ax.xaxis)
     ax.set_yticks(y, rows, fontsize=7)
@@ -107,4 +113,8 @@ def roof_chart(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[
     ax.set_xlabel("% of the machine's measured roof at the kernel's flops per byte (log scale)", fontsize=8)
     ax.grid(True, axis="x", lw=0.4, color="#ddd")
     fig.legend(loc="outside lower center", ncols=min(3, len(machines)), fontsize=7, frameon=False)
-    return to_svg(fig)
+    return fig
+
+
+def roof_chart(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple[str, str], float]) -> str:
+    return to_svg(roof_figure(rows, machines, shares))

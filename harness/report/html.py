@@ -13,10 +13,10 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from harness.report.compare import MAX_SPAN, Comparison
-from harness.report import charts, roofline_chart
+from harness.report import charts, pca_chart, roofline_chart
 from harness.report.compare_view import summary_line, unstable_lines
 from harness.report.heatmap import heatmap_table
-from harness.report.frontier import points as frontier_points
+from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
 from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
@@ -85,7 +85,7 @@ def _frontier(record: RunRecord, analysis: AnalysisRecord) -> dict[str, Any] | N
     if not found:
         return None
     chart = charts.frontier_chart(record, analysis)
-    return {"chart": Markup(chart) if chart else None, "points": found,
+    return {"chart": Markup(chart) if chart else None, "points": found, "tie": f"{TIE:g}",
             "compiled": [(t.label, t.compile_s, t.compile_note) for t in analysis.timings if t.compiled]}
 
 
@@ -98,7 +98,7 @@ def _threads(counts: dict[str, int]) -> str:
 def _spectra(bands: dict[str, Any], analysis: str) -> Markup | None:
     if analysis not in bands:
         return None
-    return Markup(charts.decay_chart(bands[analysis], f"{analysis}: singular values, median and 10-90%"))
+    return Markup(charts.decay_chart(bands[analysis], f"{analysis}: singular values"))
 
 
 def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
@@ -115,7 +115,7 @@ def _pca(folder: Path, record: RunRecord) -> list[dict[str, Any]]:
                 "axes": axes.get(analysis),
                 "ratio": None if ratio is None else [f"{100 * r:.1f}%" for r in np.atleast_1d(ratio)[:5]],
                 "scatter": None if scores is None or scores.ndim != 2 or scores.shape[0] != len(labels)
-                else Markup(charts.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
+                else Markup(pca_chart.pca_scatter(scores, labels, ratio, f"{analysis}: adapters on PC1/PC2")),
                 "cosine": None if cosine is None or cosine.shape != (len(labels), len(labels))
                 else heatmap_table(cosine, labels, labels, f"{analysis}: cosine similarity", "adapter", "adapter"),
             }
@@ -155,6 +155,7 @@ def _roofline(record: RunRecord) -> dict[str, Any]:
                   for _, r in sorted(record.roofs.items())],
         "missing": [d for d in devices if d not in record.roofs or record.roofs[d].peak(dtype) is None],
         "why_none": None if points else _no_roofline(record),
+        "above": sum(roofline_chart.above_roof(p, record.roofs, dtype) for p in points),
     }
 
 

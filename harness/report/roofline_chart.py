@@ -63,14 +63,25 @@ def roof_label(roof: Roof, dtype: str) -> str:
 
 
 ROOF_STYLE = {"cpu": "-", "cuda": "--"}
+ABOVE_MARK = "(above its roof)"
+ABOVE_NOTE = "hollow: above its roof, count not valid"
+
+
+def above_roof(point: RooflinePoint, roofs: dict[str, Roof], dtype: str) -> bool:
+    """A point over its device's roof, which no kernel beats: its flop or byte count is the cost
+    model's and does not hold for that kernel (its data fit in cache, or it does fewer flops than
+    the dense count), as the tables' `% of peak >100%` says (labels.ABOVE_ROOF)."""
+    roof = roofs.get(point.device)
+    ceiling = None if roof is None else roof.ceiling(point.intensity, dtype)
+    return ceiling is not None and point.gflops > ceiling
 
 
 @literal
 def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
     """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
     each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
-    labels = ([f"{p.analysis}: {p.strategy} * on {p.device}" for p in points]
-              + [roof_label(r, dtype) for r in roofs.values()])
+    labels = ([f"{p.analysis}: {p.strategy} * on {p.device} {ABOVE_MARK}" for p in points]
+              + [roof_label(r, dtype) for r in roofs.values()] + [ABOVE_NOTE])
     fig = _fixed(9.0, 4.5, left=0.75, right=_inches(max(labels, key=len), 7) + 0.55, top=0.35)
     ax = fig.subplots()
     ridges = [peak / r.bandwidth_gbs for r in roofs.values() if (peak := r.peak(dtype)) is not None]
@@ -85,14 +96,23 @@ def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dty
     for p in points:
         series.setdefault((p.analysis, p.strategy, p.device), []).append(p)
     for (analysis, strategy, device), group in series.items():
-        x = [p.intensity for p in group]
-        y = [p.gflops for p in group]
         mark = f" {COMPUTED_MARK}" if group[0].computed else ""  # as the tables mark it
         label = f"{analysis}: {strategy}{mark}" + (f" on {device}" if device != "cpu" else "")
-        ax.scatter(x, y, s=28, color=colors[strategy], marker=markers[analysis], label=label, zorder=3)
-        if (held := roofs.get(device)) is not None and held.peak(dtype) is not None:
+        under = [p for p in group if not above_roof(p, roofs, dtype)]
+        over = [p for p in group if above_roof(p, roofs, dtype)]
+        ax.scatter([p.intensity for p in under], [p.gflops for p in under], s=28, color=colors[strategy],
+                   marker=markers[analysis], label=label if under else None, zorder=3)
+        if over:  # hollow, and no headroom: its count does not hold (the tables' "% of peak >100%")
+            ax.scatter([p.intensity for p in over], [p.gflops for p in over], s=28, facecolors="none",
+                       edgecolors=colors[strategy], marker=markers[analysis], zorder=3,
+                       label=f"{label} {ABOVE_MARK}" if not under else None)
+        held = roofs.get(device)
+        if under and held is not None and held.peak(dtype) is not None:
+            x = [p.intensity for p in under]
             ceilings = [c for xi in x if (c := held.ceiling(xi, dtype)) is not None]  # each: it has a peak
-            ax.vlines(x, y, ceilings, colors=colors[strategy], linestyles=":", lw=0.8, alpha=0.7)
+            ax.vlines(x, [p.gflops for p in under], ceilings, colors=colors[strategy], linestyles=":", lw=0.8, alpha=0.7)
+    if any(above_roof(p, roofs, dtype) for p in points):
+        ax.scatter([], [], s=28, facecolors="none", edgecolors="#777", label=ABOVE_NOTE)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

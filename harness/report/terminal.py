@@ -314,13 +314,24 @@ def bench_summary(record: RunRecord) -> str | None:
     references = (f"{b.references_computed} computed, {b.references_cached} from the cache, "
                   f"{format_seconds(b.references_s)}" if b.references_computed or b.references_cached
                   else "none needed (every verdict came from the result cache)")
-    pooled = f", {b.rounds_pooled} pooled from earlier runs" if b.rounds_pooled else ""
-    busy = f" ({b.busy_rounds} blocks of them while the machine was busy: kept, and flagged)" if b.busy_rounds else ""
     return (f"{format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a {format_seconds(b.budget_s)} "
             f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (starting "
-            f"each strategy's own worker process, verifying answers); {plural(b.rounds, 'round')} timed{busy}{pooled}; "
+            f"each strategy's own worker process, verifying answers); {_rounds(record)}; "
             f"{b.resolved} of {plural(b.resolved + b.unresolved, 'speedup')} resolved to ±{format_share(b.precision)}; "
             f"{_threads(b.threads, why)}; float64 references: {references}")
+
+
+def _rounds(record: RunRecord) -> str:
+    """Each analysis' rounds as its table's rounds column writes them (`geometry 3+9`: this run's +
+    pooled), and the busy blocks among this run's: the run's totals (3 rounds, 100 pooled) mixed
+    rounds of one analysis with blocks of every strategy and group, and matched no table."""
+    texts = {a.name: "/".join(dict.fromkeys(rounds_text(t) for t in a.timings)) for a in record.analyses if a.timings}
+    said = ("rounds per timing (this run's+pooled, as in the tables): " + ", ".join(f"{shown(n)} {t}" for n, t in texts.items())
+            if texts else "no rounds timed")
+    blocks = sum(len(g.rounds) - g.pooled for a in record.analyses for t in a.timings for g in t.groups)
+    busy = record.bench.busy_rounds if record.bench is not None else 0
+    return said + (f"; {busy} of this run's {blocks} timed blocks (one strategy on one shape group in one round) "
+                   "ran while the machine was busy: kept, and flagged" if busy else "")
 
 
 def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:

@@ -40,3 +40,17 @@ def test_a_compiled_point_is_kept_only_where_it_beats_its_eager_twin(smoke_run: 
     assert faster.kept is True and "2.00x eager, kept" in (faster.compile_note or "")
     assert slower.kept is False and "dropped" in (slower.compile_note or "")
     assert eager.kept is None
+
+
+def test_a_slower_point_with_an_equal_error_is_not_on_the_frontier(smoke_run: tuple[Path, RunRecord]) -> None:
+    """The walk-through's spectrum: a point 2000x slower was 'on the frontier' for an error 0.5%
+    lower (2.653e-08 against 2.668e-08), which is sampling noise, not accuracy."""
+    record = smoke_run[1].model_copy(deep=True)
+    a = next(a for a in record.analyses if len(a.timings) >= 2)
+    checks = {v.strategy: v for v in a.verification}
+    known = [(0.348, 2.668e-08), (702.73, 2.653e-08), (800.0, 1e-15)][: len(a.timings)]
+    for t, (seconds, error) in zip(a.timings, known):
+        t.estimate_total_s = seconds
+        checks[t.label].values_error, checks[t.label].vectors_error = error, None
+    found = {p.seconds: p.on_frontier for p in points(record, a)}
+    assert found == {s: {0.348: True, 702.73: False, 800.0: True}[s] for s, _ in known}

@@ -275,3 +275,18 @@ def test_a_fitted_exponent_of_any_sign_is_kept_and_drawn_on_a_linear_axis(tmp_pa
     assert "track_exponent('spectrum/factored') = inf, expected a finite number" in why
     page = write_history(load(root), root, tmp_path / "history.html").read_text()
     assert page.count("<svg") == 1 and ">spectrum/numpy</text>" in page and ">0.0</text>" in page  # a linear axis
+
+
+def test_the_roof_shares_are_points_on_their_log_axis_hollow_over_the_roof() -> None:
+    """Bars on a log axis had lengths that meant nothing, and a share over 100% was drawn as any
+    other while run reports show it as -: points now, hollow over the roof (the dashed line)."""
+    from matplotlib.collections import PathCollection
+
+    from harness.report.history_charts import roof_figure
+    shares = {("numpy", "vm-cpu"): 0.05, ("torch", "vm-cpu"): 1.8}
+    ax = roof_figure(["numpy", "torch"], ["vm-cpu"], shares).axes[0]
+    assert not ax.patches  # no bars
+    drawn = {float(x): c for c in ax.collections if isinstance(c, PathCollection) for x, _ in c.get_offsets()}
+    assert set(drawn) == {5.0, 180.0}
+    assert drawn[5.0].get_facecolors()[0][3] > 0 and drawn[180.0].get_facecolors().size == 0  # hollow
+    assert any(list(line.get_xdata()) == [100, 100] for line in ax.get_lines())

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+
+import numpy as np
 from pathlib import Path
 
 from harness.record.run_record import RunRecord
 from harness.report import charts
 from harness.report.html import render_report
+from harness.report.labels import rounds_text
 
 
 def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -100,3 +103,42 @@ def test_the_plans_benchmark_estimate_is_said_of_the_phase_not_of_the_references
     text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
     assert f"Benchmark phase (planned {charts.format_seconds(record.plan.bench.estimate_s)}): " in text
     assert "(planned" not in text[text.index("float64 references:"):][:120]
+
+
+def test_the_benchmark_sentence_counts_rounds_as_the_tables_do(smoke_run: tuple[Path, RunRecord]) -> None:
+    """"3 rounds timed (44 blocks of them while the machine was busy), 100 pooled" beside tables
+    saying 3+9 and 1+3: the sentence now says each analysis' rounds in the tables' words, and
+    counts the busy blocks among this run's blocks."""
+    folder, record = smoke_run
+    record = record.model_copy(deep=True)
+    assert record.bench is not None
+    a = next(a for a in record.analyses if a.timings)
+    for t in a.timings:
+        for g in t.groups:
+            g.rounds = [f"old#{i}" for i in range(9)] + g.rounds
+            g.pooled = 9
+    record.bench.busy_rounds, record.bench.rounds_pooled = 5, 100
+    text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
+    sentence = text[text.index("Benchmark phase"):]
+    assert f"{a.name} {rounds_text(a.timings[0])}" in sentence and "+9" in rounds_text(a.timings[0])
+    blocks = sum(len(g.rounds) - g.pooled for b in record.analyses for t in b.timings for g in t.groups)
+    assert f"5 of this run's {blocks} timed blocks" in sentence
+    assert "100" not in sentence[:sentence.index("float64 references")]
+
+
+def test_the_spectra_title_says_the_band_only_where_it_shows_and_coinciding_lines_are_named() -> None:
+    """The walk-through's spectrum chart promised 'median and 10-90%' with no band in sight (5%
+    wide over three decades), and its legend listed mlp_up, hidden under mlp_down."""
+    s = np.geomspace(2.0, 0.002, 16)
+    narrow = {"mlp_down": (s, s * 0.98, s * 1.02), "mlp_up": (s * 1.001, s * 0.98, s * 1.02)}
+    ax = charts.decay_figure(narrow, "spectrum: singular values").axes[0]
+    assert ax.get_title() == "spectrum: singular values, median (10-90% band too thin to show)"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["mlp_down", "mlp_up (coincides with mlp_down)"]
+    styles = [line.get_linestyle() for line in ax.get_lines()]
+    assert styles[0] == "-" and styles[1] != "-"  # the second drawn dashed, the first showing through
+    k = np.array([2.0, 1.3])
+    wide = {"up": (k, k * 0.8, k * 1.25), "down": (k * 0.7, k * 0.6, k * 0.8)}
+    ax = charts.decay_figure(wide, "svd_topk: singular values").axes[0]
+    assert ax.get_title() == "svd_topk: singular values, median and 10-90% band"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["up", "down"]

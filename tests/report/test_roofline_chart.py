@@ -137,3 +137,31 @@ def test_report_without_flops_leaves_the_chart_out(smoke_run: tuple[Path, RunRec
     assert "Roofline, float32" not in page
     assert page.count("No roofline chart: no timing in this record has flop and byte counts") == 1
     assert (tmp_path / "run" / REPORT).exists()
+
+
+def test_a_point_above_its_roof_is_drawn_hollow_without_headroom(smoke_run: tuple[Path, RunRecord],
+                                                                  tmp_path: Path) -> None:
+    """The walk-through's roofline drew points above the roof as valid beside a caption saying no
+    kernel beats it, while the tables showed their % of peak as -: they are hollow now, without a
+    headroom line, and the legend and the caption say why."""
+    run, record = smoke_run
+    record = record.model_copy(deep=True)
+    record.roofs = {"cpu": cpu_roof()}
+    t = record.analyses[0].timings[0]
+    for g in t.groups:
+        g.measurement.median_s = g.flops / 1e9 / 500.0  # 500 GFLOP/s, over a 50 GFLOP/s peak
+    assert peak_share(record, t) is None
+    points = roofline_chart.roofline_points(record)
+    over = [p for p in points if roofline_chart.above_roof(p, record.roofs, "float32")]
+    assert over and len(over) < len(points)
+    ax = roofline_chart.roofline_figure(points, record.roofs, "float32").axes[0]
+    drawn = {(float(x), float(y)): c for c in ax.collections if isinstance(c, PathCollection)
+             for x, y in c.get_offsets()}
+    for p in points:
+        faces = drawn[(p.intensity, p.gflops)].get_facecolors()
+        assert (len(faces) == 0 or faces[0][3] == 0) == (p in over)  # hollow: no face
+    segments = [s for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+    assert len(segments) == len(points) - len(over)
+    assert roofline_chart.ABOVE_NOTE in [text.get_text() for text in ax.get_legend().get_texts()]
+    section = html_lib.unescape(roofline_section(report_of(record, run, tmp_path)))
+    assert f"{len(over)} hollow marker" in section and "data fit in cache" in section

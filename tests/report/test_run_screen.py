@@ -146,7 +146,7 @@ def test_the_benchmark_line_counts_in_words_and_says_why_no_reference_was_comput
     assert b is not None
     b.rounds, b.references_computed, b.references_cached, b.references_s = 1, 0, 0, 0.0
     shown = " ".join(draw(run_screen(record, verbose=True), 160)[0].split())
-    assert "1 round timed" in shown and "1 rounds" not in shown
+    assert "rounds per timing (this run's+pooled, as in the tables): spectrum " in shown and "1 rounds" not in shown
     assert "float64 references: none needed (every verdict came from the result cache)" in shown
     assert "0 computed, 0 from the cache" not in shown
 
