@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import matplotlib
@@ -161,7 +160,8 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     they are left out, so the line ends at the rank instead of the axis reaching 1e-300."""
     fig = _figure(6.0, 3.0)
     ax = fig.subplots()
-    zeros, widest, drawn = False, 1.0, {}
+    zeros, widest = False, 1.0
+    drawn: dict[str, np.ndarray] = {}
     ends = [float(f(np.where(a > 0, a, np.nan))) for b in bands.values() for a, f in ((b[1], np.nanmin), (b[2], np.nanmax))
             if np.any(a > 0)]
     for module, (median, low, high) in bands.items():

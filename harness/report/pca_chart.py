@@ -4,6 +4,7 @@ point where it covers no point and no other name (a pure figure builder, like ch
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -14,8 +15,9 @@ from harness.report.charts import SAMPLE, _figure, literal, to_svg
 
 MARKER_SIZE = 18  # points squared, as scatter takes it
 # where a name may go, in points from its point, with the alignment that keeps it clear of it
-PLACES = ((4, 4, "left", "bottom"), (-4, 4, "right", "bottom"), (4, -4, "left", "top"),
-          (-4, -4, "right", "top"), (6, 0, "left", "center"), (-6, 0, "right", "center"))
+PLACES: tuple[tuple[int, int, Literal["left", "right"], Literal["bottom", "top", "center"]], ...] = (
+    (4, 4, "left", "bottom"), (-4, 4, "right", "bottom"), (4, -4, "left", "top"),
+    (-4, -4, "right", "top"), (6, 0, "left", "center"), (-6, 0, "right", "center"))
 
 
 @literal
@@ -59,8 +61,8 @@ def _place(fig: Figure, names: Sequence[Text], points: np.ndarray, inside: Bbox)
     for name in names:
         for dx, dy, ha, va in PLACES:
             name.set_position((dx, dy))
-            name.set_ha(ha)
-            name.set_va(va)
+            name.set_horizontalalignment(ha)
+            name.set_verticalalignment(va)
             box = name.get_window_extent()
             if (inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1)
                     and not any(box.overlaps(b) for b in marks + kept)):

@@ -9,103 +9,16 @@ from collections.abc import Iterator
 import numpy as np
 
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, plural
-from harness.bench.budget import MIN_ROUNDS, OVERRUN
-from harness.plan.model import Candidate, Plan, Timed
+from harness.bench.budget import OVERRUN
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
+from harness.report.plan_view import grouped, threads_text
 from harness.report.labels import (COMPUTE_TOTAL, PEAK_NOTE, check_of, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
                                    rounds_text, speedup_cell, strategy_label, apart_footnote, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
-
-
-def executor_label(plan: Plan) -> str:
-    """Where full analyses run, as the plan and the record say it."""
-    if plan.executor == "local":
-        return f"executor local (in this process; {plan.workers} workers for fan-out strategies)"
-    if plan.cluster is not None:  # the workers the work was sized for, not this machine's cores
-        return f"executor dask: {plan.cluster.describe()}"
-    where = f" at {plan.dask_address}" if plan.dask_address else (" (LocalCluster)" if plan.executor == "dask" else "")
-    return f"executor {plan.executor}{where}, {plan.workers} workers x {plan.threads_per_worker} threads"
-
-
-def _timed_label(t: Timed) -> str:
-    """`numpy (baseline) ~390 ms` (the rounds the budget affords it are the JSON plan's `cut`)."""
-    return f"{shown(t.label)} ({t.role})" + (f" ~{format_seconds(t.estimate_s)}" if t.allocations else "")
-
-
-def _threads(n: int, why: str) -> str:
-    """`2 threads per timing (the machine's 2 cores)`."""
-    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({shown(why)})" if why else "")  # "[benchmark]" is markup
-
-
-def floor_note(plan: Plan, asked: bool) -> str | None:
-    """The line a run prints when the budget the user asked for (`asked`: in the spec or with
-    --budget) is less than the floor; the default budget quietly grows to the floor (issue 48: the
-    shipped main job opened with a warning about its own default)."""
-    b = plan.bench
-    if not asked or b is None or b.floor_s <= b.budget_s:
-        return None
-    return (f"the budget of {format_seconds(b.budget_s)} is less than the least that times every strategy "
-            f"({plural(MIN_ROUNDS, 'round')} each, ~{format_seconds(b.floor_s)}): this run takes that "
-            "(less where earlier runs' rounds are pooled)")
-
-
-def bench_plan_line(plan: Plan) -> str:
-    b = plan.bench
-    if b is None:
-        return ""
-    return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
-            f"{' (one round of every strategy: more than the budget, so the run takes it)' if b.floor_s > b.budget_s else ''}, to a target of "
-            f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
-            f"(float64 references {format_seconds(b.references_s)}), {_threads(b.threads, b.threads_reason)}; "
-            f"whole run est. {format_seconds(plan.estimate_s)}"
-            + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
-               if plan.overheads else ""))
-
-
-def plan_table(plan: Plan) -> Fitted:
-    """One row per analysis: what runs it, where, in what batches, how long (the why and what is
-    timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines)."""
-    table = rule_table()
-    for column in ("analysis", "op", "strategy", "device", "est. time", "batch"):
-        table.add_column(column)
-    for step in plan.steps:
-        batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
-        table.add_row(shown(step.analysis), value(shown(step.op + (f" k={step.k}" if step.k else ""))),
-                      value(shown(step.strategy)), value("{} ({})".format(*device_library(step.device))),
-                      value(format_seconds(step.estimate_s)),
-                      shown(batch) + (" (next chunk read ahead)" if step.reads_ahead else ""))
-    return Fitted(table, ("batch",))
-
-
-def plan_title(plan: Plan) -> str:
-    groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
-    return (f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, memory budget "
-            f"{format_bytes(plan.memory_budget)}, {executor_label(plan)}")
-
-
-def plan_lines(plan: Plan) -> list[str]:
-    """Below the plan's table, per analysis: why its strategy, what the benchmark phase times, and
-    where each estimate comes from; then the benchmark line."""
-    lines = []
-    for step in plan.steps:
-        lines.append(f"{step.analysis}: {step.reason}")
-        lines.append(f"  timed: {', '.join(_timed_label(t) for t in step.timed)}"
-                     + "".join(f"; skipped {c.label}: {c.reason}" for c in step.skipped))
-        bases = _grouped([(c.strategy, _basis(c)) for c in step.candidates if c.available])
-        lines.append("  estimates: " + "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases))
-    return [shown(line) for line in lines] + [shown(bench_plan_line(plan))]
-
-
-def _basis(c: Candidate) -> str:
-    """`measured on this machine, 2026-11-23, 14 samples`, per group where groups differ."""
-    texts = set(c.basis.values())
-    if len(texts) == 1:
-        return texts.pop()
-    return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
 
 
 # every column; a terminal too narrow for them all leaves these out, first to last (--wide says
@@ -211,14 +124,6 @@ def title_line(record: RunRecord) -> str:
     return f"[bold]{shown(record.experiment)}[/]: {record.plan.n_matrices} matrices on {shown(m.cpu)} ({m.cores} cores)"
 
 
-def _grouped(pairs: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """(reason, [what]) in first-seen order: one line per reason, whatever has it named once."""
-    by: dict[str, list[str]] = {}
-    for what, reason in pairs:
-        by.setdefault(reason, []).append(what)
-    return list(by.items())
-
-
 def untimed_lines(record: RunRecord) -> list[str]:
     """Why rows have no timing, each reason once: `not timed, out of time on a busy machine:
     top3: scipy_svds, top3: torch; ...`, `not run (CuPy is not installed): ...`, `error: ...`."""
@@ -231,7 +136,7 @@ def untimed_lines(record: RunRecord) -> list[str]:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
                      "times each of them once whatever its limit, and --budget 30s gives more")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
-    lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in _grouped(not_run)]
+    lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]
     return lines
 
 
@@ -318,7 +223,7 @@ def bench_summary(record: RunRecord) -> str | None:
             f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (starting "
             f"each strategy's own worker process, verifying answers); {_rounds(record)}; "
             f"{b.resolved} of {plural(b.resolved + b.unresolved, 'speedup')} resolved to ±{format_share(b.precision)}; "
-            f"{_threads(b.threads, why)}; float64 references: {references}")
+            f"{threads_text(b.threads, why)}; float64 references: {references}")
 
 
 def _rounds(record: RunRecord) -> str:

@@ -18,7 +18,7 @@ from harness.data.registry import build_source
 from harness.data.workload import Workload
 from harness.machine.info import probe
 from harness.plan.compiler import compile_plan
-from harness.report.terminal import plan_lines
+from harness.report.plan_view import plan_lines
 from harness.specs.reading import load_spec
 from tests.conftest import CONFIGS
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from harness.cli.main import main
 from harness.machine.info import usable_cores
-from harness.report.terminal import bench_plan_line
+from harness.report.plan_view import bench_plan_line
 from harness.plan.model import Plan
 from tests.cli.test_bad_inputs import one_line
 from tests.conftest import CONFIGS

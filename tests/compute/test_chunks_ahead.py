@@ -22,7 +22,7 @@ from harness.data.workload import DataError, Workload, chunks
 from harness.base.executors import SerialExecutor
 from harness.machine.info import probe
 from harness.plan.compiler import compile_plan
-from harness.report.terminal import plan_table
+from harness.report.plan_view import plan_table
 from harness.specs.reading import load_spec
 from harness.strategies.base import OpRequest
 from harness.strategies.registry import STRATEGIES

@@ -21,7 +21,7 @@ from harness.data.workload import ShapeGroup, Workload
 from harness.machine.info import ThreadPool, probe
 from harness.plan.compiler import compile_plan
 from harness.base.progress import Display
-from harness.report.terminal import plan_lines
+from harness.report.plan_view import plan_lines
 from harness.record.run_record import load_record
 from harness.specs.reading import load_spec
 from harness.strategies import cost

@@ -140,7 +140,7 @@ def test_the_budget_buys_rounds_and_the_floor_is_said() -> None:
     assert rounds and min(rounds) > MIN_ROUNDS + 1  # the budget above the floor buys rounds
     assert tight.bench.estimate_s < roomy.bench.estimate_s
     assert roomy.estimate_s > roomy.bench.estimate_s  # the whole run: analyses and loading too
-    from harness.report.terminal import bench_plan_line, floor_note
+    from harness.report.plan_view import bench_plan_line, floor_note
 
     assert "more than the budget" in bench_plan_line(tight) and floor_note(tight, asked=True) is not None
     assert floor_note(roomy, asked=True) is None

@@ -15,7 +15,8 @@ from rich.console import Console
 from harness.base.progress import Display
 from harness.report.fitting import Fitted
 from harness.report.labels import speedup_text
-from harness.report.terminal import COMPACT_COLUMNS, floor_note, run_screen
+from harness.report.terminal import COMPACT_COLUMNS, run_screen
+from harness.report.plan_view import floor_note
 from harness.run.phase import BenchClockLabel
 from tests.report.test_run_screen import draw, real
 

@@ -16,7 +16,7 @@ from harness.machine.wisdom import Observation, Wisdom
 from harness.machine.roofline import Roof
 from harness.report.fitting import Fitted
 from harness.report.machine_view import system_lines, wisdom_tables
-from harness.report.terminal import plan_table
+from harness.report.plan_view import plan_table
 from harness.run.prepare import prepare
 from tests.conftest import CONFIGS
 

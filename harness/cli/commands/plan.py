@@ -9,7 +9,7 @@ from harness.cli.commands.spec_args import budget_argument, overrides, spec_argu
 from rich.markup import escape
 
 from harness.cli.console import err, out, say
-from harness.report.terminal import plan_lines, plan_table, plan_title
+from harness.report.plan_view import plan_lines, plan_table, plan_title
 from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 
 

@@ -11,7 +11,8 @@ from harness.cli.commands.spec_args import budget_argument, overrides, spec_argu
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED, exit_code, stopped
 from harness.record.run_record import RECORD
-from harness.report.terminal import floor_note, run_screen
+from harness.report.terminal import run_screen
+from harness.report.plan_view import floor_note
 from harness.run.folder import recorded
 from harness.run.session import RunOptions, Session, command_line, prepare_session
 

@@ -1,0 +1,105 @@
+"""The plan as a terminal shows it (`harness plan`, and the floor line a run prints): one row per
+analysis, then a line each for why its strategy, what is timed and where each estimate comes from."""
+
+from __future__ import annotations
+
+from harness.base.units import format_bytes, format_seconds, format_share, plural
+from harness.bench.budget import MIN_ROUNDS
+from harness.plan.model import Candidate, Plan, Timed
+from harness.report.fitting import Fitted, rule_table, value
+from harness.report.labels import device_library, shown
+
+
+def executor_label(plan: Plan) -> str:
+    """Where full analyses run, as the plan and the record say it."""
+    if plan.executor == "local":
+        return f"executor local (in this process; {plan.workers} workers for fan-out strategies)"
+    if plan.cluster is not None:  # the workers the work was sized for, not this machine's cores
+        return f"executor dask: {plan.cluster.describe()}"
+    where = f" at {plan.dask_address}" if plan.dask_address else (" (LocalCluster)" if plan.executor == "dask" else "")
+    return f"executor {plan.executor}{where}, {plan.workers} workers x {plan.threads_per_worker} threads"
+
+
+def _timed_label(t: Timed) -> str:
+    """`numpy (baseline) ~390 ms` (the rounds the budget affords it are the JSON plan's `cut`)."""
+    return f"{shown(t.label)} ({t.role})" + (f" ~{format_seconds(t.estimate_s)}" if t.allocations else "")
+
+
+def threads_text(n: int, why: str) -> str:
+    """`2 threads per timing (the machine's 2 cores)`."""
+    return f"{n} thread{'' if n == 1 else 's'} per timing" + (f" ({shown(why)})" if why else "")  # "[benchmark]" is markup
+
+
+def floor_note(plan: Plan, asked: bool) -> str | None:
+    """The line a run prints when the budget the user asked for (`asked`: in the spec or with
+    --budget) is less than the floor; the default budget quietly grows to the floor (issue 48: the
+    shipped main job opened with a warning about its own default)."""
+    b = plan.bench
+    if not asked or b is None or b.floor_s <= b.budget_s:
+        return None
+    return (f"the budget of {format_seconds(b.budget_s)} is less than the least that times every strategy "
+            f"({plural(MIN_ROUNDS, 'round')} each, ~{format_seconds(b.floor_s)}): this run takes that "
+            "(less where earlier runs' rounds are pooled)")
+
+
+def bench_plan_line(plan: Plan) -> str:
+    b = plan.bench
+    if b is None:
+        return ""
+    return (f"Benchmark: budget {format_seconds(b.budget_s)}, floor {format_seconds(b.floor_s)}"
+            f"{' (one round of every strategy: more than the budget, so the run takes it)' if b.floor_s > b.budget_s else ''}, to a target of "
+            f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
+            f"(float64 references {format_seconds(b.references_s)}), {threads_text(b.threads, b.threads_reason)}; "
+            f"whole run est. {format_seconds(plan.estimate_s)}"
+            + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
+               if plan.overheads else ""))
+
+
+def plan_table(plan: Plan) -> Fitted:
+    """One row per analysis: what runs it, where, in what batches, how long (the why and what is
+    timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines)."""
+    table = rule_table()
+    for column in ("analysis", "op", "strategy", "device", "est. time", "batch"):
+        table.add_column(column)
+    for step in plan.steps:
+        batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
+        table.add_row(shown(step.analysis), value(shown(step.op + (f" k={step.k}" if step.k else ""))),
+                      value(shown(step.strategy)), value("{} ({})".format(*device_library(step.device))),
+                      value(format_seconds(step.estimate_s)),
+                      shown(batch) + (" (next chunk read ahead)" if step.reads_ahead else ""))
+    return Fitted(table, ("batch",))
+
+
+def plan_title(plan: Plan) -> str:
+    groups = ", ".join(f"{g.label} x{g.count}" for g in plan.groups)
+    return (f"Plan: {plan.n_matrices} matrices ({groups}), {plan.dtype}, memory budget "
+            f"{format_bytes(plan.memory_budget)}, {executor_label(plan)}")
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """Below the plan's table, per analysis: why its strategy, what the benchmark phase times, and
+    where each estimate comes from; then the benchmark line."""
+    lines = []
+    for step in plan.steps:
+        lines.append(f"{step.analysis}: {step.reason}")
+        lines.append(f"  timed: {', '.join(_timed_label(t) for t in step.timed)}"
+                     + "".join(f"; skipped {c.label}: {c.reason}" for c in step.skipped))
+        bases = grouped([(c.strategy, _basis(c)) for c in step.candidates if c.available])
+        lines.append("  estimates: " + "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases))
+    return [shown(line) for line in lines] + [shown(bench_plan_line(plan))]
+
+
+def _basis(c: Candidate) -> str:
+    """`measured on this machine, 2026-11-23, 14 samples`, per group where groups differ."""
+    texts = set(c.basis.values())
+    if len(texts) == 1:
+        return texts.pop()
+    return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
+
+
+def grouped(pairs: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(reason, [what]) in first-seen order: one line per reason, whatever has it named once."""
+    by: dict[str, list[str]] = {}
+    for what, reason in pairs:
+        by.setdefault(reason, []).append(what)
+    return list(by.items())
