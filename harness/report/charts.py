@@ -208,6 +208,13 @@ def tick_seconds(x: float) -> str:
     return f"{x:g} s"
 
 
+def tick_number(x: float) -> str:
+    """A tick's number as the tables write numbers (format_ratio), its trailing zeros dropped:
+    0.5, 1, 20, 1,000, 100,000 (not 1000 and 1e+05 beside a table's 1,130x)."""
+    text = format_ratio(x)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 class SparseLogLocator(Locator):
     """Ticks a log axis can label without one label running into the next: decades, thinned to
     at most `ticks`; where fewer than two decades are in view, 1, 2 and 5 x 10^k; where fewer than
@@ -238,7 +245,7 @@ def _log_axis(axis: Axis, seconds: bool = False, ticks: int = 8) -> None:
     """Labelled ticks that never collide (SparseLogLocator), unlabelled minor ticks between them;
     `seconds`: labels in µs, ms and s, as the tables write them."""
     axis.set_major_locator(SparseLogLocator(ticks))
-    axis.set_major_formatter(FuncFormatter(lambda x, pos: tick_seconds(x) if seconds else f"{x:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda x, pos: tick_seconds(x) if seconds else tick_number(x)))
     axis.set_minor_locator(LogLocator(base=10, subs="auto"))
     axis.set_minor_formatter(NullFormatter())
 

@@ -1,6 +1,6 @@
 """The charts of `harness history`, as inline SVG: series across commits (a colour per strategy or
-parameter set, a line style per machine, 95% interval bands, judged changes marked) and each
-strategy's share of each machine's measured roof.
+parameter set, a line style per machine, 95% interval bands, an error bar at a lone point,
+judged changes marked) and each strategy's share of each machine's measured roof.
 
 Labels are placed by matplotlib's layout only (ticks, titles, a legend outside the axes), never
 annotated onto the data, so no two can overlap however the lines fall; commit ticks are thinned to
@@ -10,10 +10,12 @@ machine, benchmark) comes from asv's results, which are data: mathtext is off (L
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -44,9 +46,30 @@ def _ticks(commits: Sequence[str]) -> list[int]:
     return sorted({*range(len(commits) - 1, -1, -step)})
 
 
-@literal
+def _intervals(ax: Axes, t: Trend, commits: Sequence[str], x_of: dict[str, int], colour: str) -> None:
+    """The trend's 95% intervals: a band over each run of consecutive measured commits that have
+    one, an error bar at a lone one (a band over one commit is not drawn, and the dot alone looked
+    precise). A measured commit without an interval ends a band: none is drawn across it."""
+    measured = [c for c in commits if c in t.values]
+    for banded, group in itertools.groupby(measured, key=t.bands.__contains__):
+        run = list(group)
+        if not banded:
+            continue
+        lows, highs = [t.bands[c][0] for c in run], [t.bands[c][1] for c in run]
+        if len(run) > 1:
+            ax.fill_between([x_of[c] for c in run], lows, highs, color=colour, alpha=0.15, lw=0)
+        else:  # a line with caps, not errorbar: asv's data may put the value outside its interval
+            ax.plot([x_of[run[0]]] * 2, [lows[0], highs[0]], color=colour, lw=1, marker="_", ms=7)
+
+
 def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Sequence[str], ylabel: str,
-                title: str = "", reference: float | None = None, log: bool = True) -> str:
+                reference: float | None = None, log: bool = True) -> str:
+    return to_svg(trend_figure(trends, commits, machines, ylabel, reference, log))
+
+
+@literal
+def trend_figure(trends: Sequence[Trend], commits: Sequence[str], machines: Sequence[str], ylabel: str,
+                 reference: float | None = None, log: bool = True) -> Figure:
     """Value against commit (oldest left), on a log axis unless `log` is False (a value that may
     be 0 or below: an exponent); `reference` (a speedup's 1) as a grey line."""
     labels = sorted({t.label for t in trends})
@@ -59,10 +82,7 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
         xs = [x_of[c] for c in commits if c in t.values]
         ys = [t.values[c] for c in commits if c in t.values]
         ax.plot(xs, ys, ls=style[t.machine], color=colour[t.label], marker="o", ms=3, lw=1.3)
-        banded = [c for c in commits if c in t.bands]
-        if banded:
-            ax.fill_between([x_of[c] for c in banded], [t.bands[c][0] for c in banded], [t.bands[c][1] for c in banded],
-                            color=colour[t.label], alpha=0.15, lw=0)
+        _intervals(ax, t, commits, x_of, colour[t.label])
         for c, verdict in t.marks.items():
             marker, edge = MARKS[verdict]
             ax.plot([x_of[c]], [t.values[c]], marker=marker, ms=9, mfc="none", mec=edge, mew=1.6)
@@ -76,8 +96,6 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
     ax.set_xlim(-0.5, max(len(commits) - 0.5, 0.5))
     ax.set_xlabel("commit (oldest left)", fontsize=8)
     ax.set_ylabel(ylabel, fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=9)
     ax.grid(True, which="major", lw=0.4, color="#ddd")
     handles = [Line2D([], [], color=colour[label], lw=2, label=label) for label in labels]
     if len(machines) > 1:
@@ -86,7 +104,7 @@ def trend_chart(trends: Sequence[Trend], commits: Sequence[str], machines: Seque
     handles += [Line2D([], [], ls="", marker=MARKS[v][0], mfc="none", mec=MARKS[v][1], ms=8, label=v)
                 for v in MARKS if v in marked]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)), fontsize=7, frameon=False)
-    return to_svg(fig)
+    return fig
 
 
 @literal

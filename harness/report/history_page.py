@@ -18,13 +18,17 @@ from pathlib import Path
 from markupsafe import Markup
 
 from harness.base.atomic import write_atomic
+from harness.base.units import format_share
 from harness.report.history import SIGNED_UNITS, Series
 from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
+from harness.report.labels import with_interval
 from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"
 ROOF_GAP = "track_roof_gap"
+GAPS_NAMED = 3  # commits a note under a chart names before "and N more commits"
+NOT_TIMED = "not timed: skipped on a busy machine, failed, or unable to run here; asv's log of the run says which"
 RAW_NAMES = {"track_seconds": "median seconds per matrix", "track_error": "error against float64"}
 
 
@@ -89,10 +93,35 @@ def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> 
 
 
 def _cell(side: Side | None, share: float | None) -> str:
+    """`1,670x (743-3,753), 41% of roof`: as the run report writes a speedup and a share."""
     if side is None or side.speedup is None:
         return "-"
-    interval = f" ({side.low:.3g}-{side.high:.3g})" if side.low and side.high else ""
-    return f"{side.speedup:.3g}x{interval}" + (f", {100 * share:.2g}% of roof" if share else "")
+    interval = (side.low, side.high) if side.low and side.high else None
+    return with_interval(side.speedup, interval) + (f", {format_share(share)} of roof" if share else "")
+
+
+def _why(side: Side) -> str:
+    """Why a commit has no speedup of a point, as far as asv's series tell: the suite records a
+    busy share for every strategy its run timed (benchmarks/speedups.py)."""
+    return "timed, but with no speedup over its baseline" if side.busy is not None else NOT_TIMED
+
+
+def gaps(keys: Sequence[tuple[str, str]], found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> list[str]:
+    """`torch: no value at 01ababab (not timed: ...)` for each of `keys` (a chart's (machine, point)s)
+    asv recorded at a commit with no speedup: its line (or all of it, and its legend entry) is
+    missing there, which without a note under the chart read as nothing to say."""
+    several = len({machine for machine, _ in keys}) > 1
+    notes = []
+    for machine, point in keys:
+        by_why: dict[str, list[str]] = {}
+        for commit in (c for c in axis.commits if c in found[(machine, point)]):
+            if (side := found[(machine, point)][commit]).speedup is None:
+                by_why.setdefault(_why(side), []).append(commit[:8])
+        name = split_point(point)[2] + (f" on {machine}" if several else "")
+        notes += [f"{name}: no value at {', '.join(commits[:GAPS_NAMED])}"
+                  + (f" and {len(commits) - GAPS_NAMED} more commits" if len(commits) > GAPS_NAMED else "")
+                  + f" ({why})" for why, commits in by_why.items()]
+    return notes
 
 
 def baselines(all_series: Sequence[Series]) -> dict[tuple[str, str], str]:
@@ -104,23 +133,25 @@ def baselines(all_series: Sequence[Series]) -> dict[tuple[str, str], str]:
 def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[str, str], float],
              axis: Axis, baseline: dict[tuple[str, str], str]) -> list[dict[str, object]]:
     """Per analysis: a speedup chart per kind of machine, its judged steps, and the machines side by side."""
-    keyed = sorted((k for k, by in found.items() if axis.latest(by) is not None),  # an all-NaN point: no line, no row
-                   key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
+    keyed = sorted(found, key=lambda k: (split_point(k[1])[:2], axis.machines.index(k[0])))
     out: list[dict[str, object]] = []
     for (experiment, analysis), group in itertools.groupby(keyed, key=lambda k: split_point(k[1])[:2]):
         keys = list(group)
+        if not any(axis.latest(found[k]) is not None for k in keys):
+            continue  # no chart: unmeasured() says so in one line
         panels, marked = [], []
         for gpu in (False, True):
-            trends = []
-            for machine, point in (k for k in keys if (k[0] in axis.gpu) == gpu):
-                trend, judged = _trend(machine, point, found[(machine, point)], axis)
-                trends.append(trend)
-                marked += judged
-            if trends:
+            mine = [k for k in keys if (k[0] in axis.gpu) == gpu]
+            drawn = [_trend(machine, point, found[(machine, point)], axis) for machine, point in mine
+                     if axis.latest(found[(machine, point)]) is not None]
+            marked += [j for _trend_drawn, judged in drawn for j in judged]
+            if mine:
                 machines = [m for m in axis.machines if (m in axis.gpu) == gpu]
                 over = baseline.get((experiment, analysis), "the baseline")
-                panels.append({"kind": "GPU machines" if gpu else "CPU machines", "svg": Markup(trend_chart(
-                    trends, axis.commits, machines, f"speedup over {over} (log)", reference=1.0))})
+                svg = trend_chart([t for t, _ in drawn], axis.commits, machines, f"speedup over {over} (log)",
+                                  reference=1.0) if drawn else None
+                panels.append({"kind": "GPU machines" if gpu else "CPU machines", "notes": gaps(mine, found, axis),
+                               "svg": Markup(svg) if svg else None})
         points = sorted({k[1] for k in keys}, key=lambda p: split_point(p)[2])
         machines = [m for m in axis.machines if any(k[0] == m for k in keys)]
         table = [[split_point(p)[2]] + [_cell(axis.latest(found.get((m, p), {})), shares.get((m, p))) for m in machines]

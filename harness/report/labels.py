@@ -118,10 +118,17 @@ def speedup_text(t: StrategyTiming) -> str:
         return "1x (baseline)"
     if t.speedup is None:
         return f"- {UNRESOLVED_MARK}"
-    interval = f" ({format_interval(*t.speedup_ci)})" if t.speedup_ci else " (no interval)"
-    if t.speedup_ci and t.speedup_ci[0] > 0 and t.speedup_ci[1] / t.speedup_ci[0] > UNREADABLE_SPAN:
+    return with_interval(t.speedup, t.speedup_ci) + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
+
+
+def with_interval(speedup: float, ci: tuple[float, float] | None) -> str:
+    """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page writes them (the run
+    report's tables, the history's), `(no interval)` without one, `(interval too wide to say)`
+    where its ends are over UNREADABLE_SPAN apart."""
+    interval = f" ({format_interval(*ci)})" if ci else " (no interval)"
+    if ci and ci[0] > 0 and ci[1] / ci[0] > UNREADABLE_SPAN:
         interval = " (interval too wide to say)"  # "1.17x (4.5e-05-30,147)" reads as numbers; it is none
-    return format_speedup(t.speedup) + interval + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
+    return format_speedup(speedup) + interval
 
 
 def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:
