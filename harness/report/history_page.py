@@ -2,10 +2,12 @@
 (no network). The headline first: since a commit, which speedups regressed or improved on which
 machines, each linked to its chart. Then one chart per analysis with every compared strategy's
 speedup over its baseline across commits (benchmarks/speedups.py's series, drawn back from the
-time ratio asv tracks), 95% interval bands, changes judged between consecutive commits marked
-(report.regressions), a line style per machine and CPU and GPU machines side by side; a table of
-each strategy's latest speedup and share of the roof on each machine; then every other series
-(raw seconds, errors, the kernel suites) folded below, asv's steps marked."""
+time ratio asv tracks), 95% interval bands (a bar at a lone commit), changes judged between
+consecutive commits marked (report.regressions), a line style per machine, a strategy with no value
+at a commit named under its chart, and CPU and GPU machines side by side; a table of each
+strategy's latest speedup and share of the roof on each machine, numbers written as run reports
+write them (labels.with_interval); then every other series (raw seconds, errors, the kernel
+suites) folded below, asv's steps marked."""
 
 from __future__ import annotations
 
@@ -144,7 +146,7 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
             mine = [k for k in keys if (k[0] in axis.gpu) == gpu]
             drawn = [_trend(machine, point, found[(machine, point)], axis) for machine, point in mine
                      if axis.latest(found[(machine, point)]) is not None]
-            marked += [j for _trend_drawn, judged in drawn for j in judged]
+            marked += [j for _, judged in drawn for j in judged]
             if mine:
                 machines = [m for m in axis.machines if (m in axis.gpu) == gpu]
                 over = baseline.get((experiment, analysis), "the baseline")
