@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from harness.base.units import format_p, format_ratio, format_speedup
 from harness.bench.statistics import lower_tail, quantile
 from harness.report.compare import ALPHA, FACTOR
 from harness.report.history import Series
@@ -78,10 +79,11 @@ class Judged(BaseModel):
         """`task_geometry:spectrum/torch on vm-cpu: 2.41x -> 1.60x (0.66x, 99% interval 0.55-0.80; p=0.001):
         regression, ...`."""
         def speedup(side: Side) -> str:
-            return "n/a" if side.speedup is None else f"{side.speedup:.3g}x"
+            return "n/a" if side.speedup is None else format_speedup(side.speedup)
 
-        ratio = "" if self.ratio is None else (f" ({self.ratio:.3g}x, {100 * self.level:.3g}% interval "
-                                               f"{self.low:.3g}-{self.high:.3g}; p={self.p:.2g})")
+        ratio = "" if self.ratio is None or self.low is None or self.high is None else (
+            f" ({format_ratio(self.ratio)}x, {100 * self.level:.3g}% interval {format_ratio(self.low)}-{format_ratio(self.high)}; "
+            f"p={format_p(self.p)})")
         runs = "".join(f"; {side.commit[:8]} runs " + ", ".join(speedup(s) for s in sides)
                        for side, sides in zip((self.before, self.after), self.runs))
         return (f"{self.point} on {self.machine}: {speedup(self.before)} -> {speedup(self.after)}{ratio}: "

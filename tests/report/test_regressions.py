@@ -4,6 +4,8 @@ significant and beyond asv's factor, "no change" only when a x1.5 change is rule
 
 from __future__ import annotations
 
+import re
+
 import math
 from pathlib import Path
 
@@ -24,7 +26,9 @@ def test_a_one_and_a_half_times_slowdown_at_the_harness_floor_is_a_regression() 
     j = judge("box-cpu", "e:a/torch", side("a" * 40, 3.0), side("b" * 40, 2.0))
     assert j.verdict == "regression" and j.p < 0.01
     assert j.ratio == pytest.approx(2 / 3) and j.low < 2 / 3 < j.high < 1
-    assert "regression" in j.describe() and "3x -> 2x" in j.describe()
+    assert "regression" in j.describe() and "3.00x -> 2.00x" in j.describe()
+    # as the run report and compare write them: 3 significant figures, p as a decimal (not 4.7e-03)
+    assert re.search(r"\(0\.667x, 99% interval 0\.\d{3}-0\.\d{3}; p=0\.00\d+\)", j.describe()), j.describe()
     assert judge("box-cpu", "e:a/torch", side("a", 2.0), side("b", 3.0)).verdict == "improvement"
 
 
