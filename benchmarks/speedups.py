@@ -87,7 +87,7 @@ def measured(folder: Path, experiment: str) -> dict[str, Point]:
     """`experiment:analysis/label` -> what the run in `folder` measured of that point; a baseline's
     speedup over itself is exactly 1, its interval exactly x1."""
     from harness.api import open_run
-    from harness.report.terminal import peak_share
+    from harness.report.labels import peak_share
 
     record = open_run(folder).record
     found: dict[str, Point] = {}
