@@ -167,6 +167,7 @@ def _serve(conn: Connection, work: Work, threads: int, run: int) -> None:
     """The worker's loop: build and warm the target, then answer requests until told to stop or
     the run is gone. Ctrl-C reaches the whole process group; the run answers it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _leave)
     die_with(run)
     try:
         target = work.build()
@@ -181,6 +182,13 @@ def _serve(conn: Connection, work: Work, threads: int, run: int) -> None:
         _send_error(conn, exc)
     except BaseException:  # SIGTERM, SystemExit: nothing to say, the parent is going
         return
+
+
+def _leave(signum: int, frame: object) -> None:
+    """SIGTERM (the run ended it mid-block) unwinds the worker: its target closes what it started
+    and multiprocessing's exit unlinks their semaphores. Killed outright, a process pool's nine
+    were left to the resource tracker, which warned of them on the user's terminal after Ctrl-C."""
+    raise SystemExit(128 + signum)
 
 
 def _answer(conn: Connection, target: Target) -> None:

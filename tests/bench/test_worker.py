@@ -128,6 +128,34 @@ def test_a_lost_worker_is_said_to_have_died_or_stopped_and_ends_with_close(
     assert not alive(worker.process.pid)  # type: ignore[arg-type]  (a stopped one too: killed)
 
 
+ENDED_MID_BLOCK = """
+import sys, time
+from pathlib import Path
+from harness.bench.worker import TimingWorker
+from tests.bench.timing_work import Told
+from tests.bench.test_worker import ASK
+flag = Path(sys.argv[1])
+worker = TimingWorker(Told(call_s=60.0, holds=str(flag)), threads=1)
+worker.wait_ready()
+worker._asked = True  # as a block under way leaves it: close() ends it (SIGTERM) at once
+worker._conn.send(ASK)
+while not flag.exists():
+    time.sleep(0.01)
+worker.close()
+print("closed", worker.process.exitcode)
+"""
+
+
+def test_a_worker_ended_in_its_block_unlinks_what_its_target_holds(tmp_path: Path) -> None:
+    """Ctrl-C in a block ends the worker with SIGTERM: killed outright, the process pool its target
+    had started left nine semaphores to the resource tracker, which warned of them on the user's
+    terminal after the one line the run had printed."""
+    done = subprocess.run([sys.executable, "-c", ENDED_MID_BLOCK, str(tmp_path / "flag")], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0 and done.stdout.split() == ["closed", "0"], done.stderr  # unwound, not killed (-15)
+    assert "leaked" not in done.stderr, done.stderr
+
+
 def test_workers_outlive_a_killed_forkserver_and_the_next_starts_a_new_one() -> None:
     """Workers watch the run, not the forkserver they were forked from; a block longer than the
     watch's period finishes after the forkserver died."""
