@@ -148,12 +148,18 @@ class Runner:
     def _teach(self) -> None:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
         read-only, or whose wisdom lock stays held elsewhere (base.locks), says so and ends."""
+        if self.wisdom_folder is None:  # the choice check's "the next plan learns" is then untrue: said
+            if any(a.choice_check for a in self.record.analyses):
+                self.display.note(f"wisdom is off (${wisdom.ENV}=off): the next plan does not learn from these rounds")
+            return
         try:
-            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
-                         errors=self.bench.errors, unkept=self.bench.unkept)
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations, errors=self.bench.errors)
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")
+            return
+        if (line := wisdom.taught(self.bench.observations)) is not None:
+            self.display.plain(line)
 
     def _save(self, final: bool = False) -> None:
         """Write the record, which says how far the run got; the spectra at the end, or after
