@@ -105,7 +105,7 @@ class Runner:
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s))  # 1/3: the count
-                        run.within(planned(step.estimate_s + sum(t.estimate_s for t in step.timed)))  # bar: within it
+                        run.within(planned(self.plan.busy_s(step.estimate_s + sum(t.estimate_s for t in step.timed))))  # bar: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))
