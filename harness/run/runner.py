@@ -33,7 +33,7 @@ from harness.linalg.features import SUBSPACE_FEATURES
 from harness.record.features_csv import csv_rows, write_features_csv
 from harness.compute.pca import PCA_FILE, pca_results, save_pca
 from harness.plan.model import PlanError, Step
-from harness.base.progress import Display, Phase, planned
+from harness.base.progress import Display, Phase, Phrases, planned
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
@@ -209,7 +209,7 @@ class Runner:
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
         if hit is None:
             with self.display.phase(f"{step.analysis}: features") as phase:
-                phase.item(", ".join(step.features))
+                phase.item(Phrases(tuple(step.features), ", ", counted=True))
                 rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device),
                                            self.bases)
                 hit = StepEntry(csv=csv_rows(rows), notes=notes)
