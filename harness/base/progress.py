@@ -11,7 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 
-from rich.console import Console, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     ProgressBar,
@@ -63,6 +65,44 @@ class Phase:
         self.current = text  # type: ignore[assignment]
         if self.task is not None and self.display.progress is not None:
             self.display.progress.update(self.task, item=text)
+
+
+@dataclass(frozen=True)
+class Phrases:
+    """An item's text as phrases, the last dropped first where its column is too narrow (with
+    `counted`, the number dropped said as "(+2)"), and cut with an ellipsis only when the first
+    alone does not fit: whole words at 100 columns, where rich cut `torch on 768x3072r16 in proc…`."""
+
+    parts: tuple[str, ...]
+    sep: str = " "
+    counted: bool = False
+
+    def __str__(self) -> str:
+        return self.sep.join(self.parts)
+
+    def fitted(self, width: int) -> str:
+        """The longest text of whole phrases that fits `width` cells, else the first phrase."""
+        for n in range(len(self.parts), 0, -1):
+            text = self.sep.join(self.parts[:n]) + (f" (+{len(self.parts) - n})" if self.counted and n < len(self.parts)
+                                                    else "")
+            if cell_len(text) <= width:
+                return text
+        return self.parts[0] if self.parts else ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.fitted(options.max_width), no_wrap=True, overflow="ellipsis")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(cell_len(self.fitted(0)), options.max_width), cell_len(str(self)))
+
+
+class _Item(TextColumn):
+    """The phase's item: Phrases fitted to the column, any other object's str() read at each
+    redraw (as text: a label's brackets are not markup)."""
+
+    def render(self, task: Task) -> RenderableType:
+        item = task.fields.get("item", "")
+        return item if isinstance(item, Phrases) else Text(str(item), no_wrap=True, overflow="ellipsis")
 
 
 def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> Callable[[], float]:
@@ -132,7 +172,7 @@ class Display:
                 TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 _Bar(bar_width=8),
                 MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
-                TextColumn("{task.fields[item]}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+                _Item("", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,

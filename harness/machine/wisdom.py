@@ -3,8 +3,8 @@
 One JSON file per machine identity (CPU, cores, memory, GPU, library versions, numpy's BLAS, the
 thread variables set)
 in the user's cache folder (`HARNESS_WISDOM` overrides). `harness calibrate` fills it, and every run adds what its benchmark
-measured (unstable measurements excepted); `auto` then plans from seconds measured here rather
-than from constants fitted elsewhere. A file written under another identity or wisdom version is
+measured (a busy or unsteady measurement kept apart, flagged, and used only where no quiet one covers
+the size); `auto` then plans from seconds measured here rather than from constants fitted elsewhere. A file written under another identity or wisdom version is
 never read: another machine's or another numpy's timings say nothing about this one.
 """
 
@@ -16,7 +16,7 @@ import math
 import os
 import statistics
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NamedTuple
@@ -27,6 +27,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from harness.base.atomic import write_atomic
 from harness.base.locks import held, on_stderr
 from harness.base.numbers import Count, Positive
+from harness.base.units import plural
 from harness.machine import stored as stored_file
 from harness.machine.roofline import MAX_GFLOPS, ReadRoof, Roof, higher
 from harness.machine.info import MachineInfo
@@ -38,9 +39,11 @@ ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test
 COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
 RECENT = 5  # measurements of one key whose median is its estimate
 MODELLED = "modelled"  # every estimate from the cost model begins so; measured ones do not
+BUSY = "measured while busy"  # an estimate from measurements taken on a busy machine begins so
 MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
 MISSED = 1e6  # an error no tolerance (at most 1, relative to sigma_1) accepts: what NaN or inf answers are kept as
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 def _error(value: object) -> object:
@@ -73,6 +76,11 @@ class Observation(BaseModel):
     when: str  # ISO date-time of the newest
     source: str  # "calibrate", or the experiment whose run measured it (the newest)
     recent: list[Seconds] = Field([], max_length=RECENT)  # the last RECENT measurements' seconds, oldest first
+    # None: measured on a quiet machine. Else taken while it was busy (or the timing unsteady), with the
+    # share of the CPUs other processes took (0 where unknown): on an always-busy machine the only
+    # measurement there is, better than the cost model (issue 48: the plan chose a 10x slower
+    # strategy after nine busy runs), used until a quiet one of the same key replaces it
+    busy: Share | None = None
 
     @model_validator(mode="after")
     def _plausible(self) -> Observation:
@@ -86,6 +94,8 @@ class Observation(BaseModel):
     def merged(self, newer: Observation) -> Observation:
         """This key measured again: one noisy run must not flip the planner's choice between
         near-equal strategies, so the estimate is the median of the last RECENT measurements."""
+        if (self.busy is None) != (newer.busy is None):  # a quiet measurement replaces busy ones; never the reverse
+            return self if newer.busy is not None else newer.model_copy(update={"recent": [newer.seconds]})
         recent = [*(self.recent or [self.seconds]), newer.seconds][-RECENT:]
         return newer.model_copy(update={"recent": recent, "seconds": statistics.median(recent),
                                         "samples": self.samples + newer.samples})
@@ -116,25 +126,6 @@ class MeasuredError(BaseModel):
         return (self.strategy, self.op, self.device, self.precision, self.compiled)
 
 
-class Unkept(BaseModel):
-    """A point's measurements never kept because the machine was busy while they were taken (one a
-    run and shape group): counted so the plan can say why it still has no measurement after many
-    runs (issue 48: "modelled: no measurement" after seven runs on a busy machine, unexplained)."""
-
-    strategy: str
-    op: str
-    device: str
-    dtype: str
-    threads: Count
-    precision: str = ""
-    compiled: bool = False
-    count: Count = 1
-
-    def key(self) -> tuple[object, ...]:
-        return (self.strategy, self.op, self.device, self.dtype, self.threads, self.precision or self.dtype,
-                self.compiled)
-
-
 def width(fans_out: bool, workers: int, matrices: int) -> int:
     """How many matrices a call spreads at once: a fan-out strategy one per worker, at most."""
     return min(workers, matrices) if fans_out else 1
@@ -150,6 +141,31 @@ def _orientation(shape: tuple[int, int]) -> int:
     return (m > n) - (m < n)
 
 
+def _interpolated(near: list[Observation], flops: float, shape: tuple[int, int]) -> Estimate | None:
+    """A power law between the two measured neighbours in flops (the same orientation, tall or
+    wide, where there is one), a constant rate beyond them, and nothing more than COVERAGE times
+    outside the measured range."""
+    near = [o for o in near if _orientation(o.shape) == _orientation(shape)] or near
+    if not near or not min(o.flops for o in near) / COVERAGE <= flops <= max(o.flops for o in near) * COVERAGE:
+        return None
+    below = max((o for o in near if o.flops <= flops), key=lambda o: o.flops, default=None)
+    above = min((o for o in near if o.flops >= flops), key=lambda o: o.flops, default=None)
+    if below is not None and above is not None and above.flops > below.flops:
+        t = math.log(flops / below.flops) / math.log(above.flops / below.flops)
+        seconds = math.exp((1 - t) * math.log(below.seconds) + t * math.log(above.seconds))
+        used = [below, above]
+    else:
+        nearest = below or above
+        assert nearest is not None
+        seconds, used = nearest.seconds * flops / nearest.flops, [nearest]
+    when, samples = max(o.when for o in used)[:10], sum(o.samples for o in used)
+    busy = [o.busy for o in used if o.busy is not None]
+    if not busy:
+        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
+    taken = f", other processes taking {100 * max(busy):.0f}% of the CPUs" if max(busy) > 0 else ""
+    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples{taken}; used until a quiet measurement exists)")
+
+
 class Wisdom(BaseModel):
     version: int = VERSION
     machine: dict[str, str]
@@ -157,7 +173,6 @@ class Wisdom(BaseModel):
     reads: ReadRoof | None = None
     observations: list[Observation] = []
     errors: list[MeasuredError] = []  # the worst error measured per point
-    unkept: list[Unkept] = []  # per point, how many measurements the machine's load kept out
 
     @model_validator(mode="after")
     def _roofs_by_device(self) -> Wisdom:
@@ -176,26 +191,14 @@ class Wisdom(BaseModel):
             elif e.error > self.errors[i].error:
                 self.errors[i] = e
 
-    def add_unkept(self, unkept: Iterable[Unkept]) -> None:
-        index = {u.key(): i for i, u in enumerate(self.unkept)}
-        for u in unkept:
-            if (i := index.get(u.key())) is None:
-                index[u.key()] = len(self.unkept)
-                self.unkept.append(u)
-            else:
-                self.unkept[i] = self.unkept[i].model_copy(update={"count": self.unkept[i].count + u.count})
-
     def unmeasured(self, strategy: str, op: str, device: str, dtype: str, threads: int, precision: str = "",
                    compiled: bool = False) -> str:
-        """Why a point's estimate is the model's: measured only at sizes too far from this one,
-        measured only while the machine was busy (never kept), or never measured here."""
+        """Why a point's estimate is the model's: measured only at sizes too far from this one, or
+        never measured here."""
         point = (strategy, op, device, dtype, threads, precision or dtype, compiled)
         if any((o.strategy, o.op, o.device, o.dtype, o.threads, o.arithmetic, o.compiled) == point
                for o in self.observations):
             return f"{MODELLED}: no measurement within {COVERAGE:g}x of this size"
-        if busy := sum(u.count for u in self.unkept if u.key() == point):
-            return (f"{MODELLED}: no measurement kept: all {busy} of this machine's were taken while it was busy "
-                    "(see docs/wisdom.md)")
         return f"{MODELLED}: never measured on this machine"
 
     def add(self, observations: Iterable[Observation]) -> None:
@@ -213,30 +216,13 @@ class Wisdom(BaseModel):
         width: int = 1, precision: str = "", compiled: bool = False,
     ) -> Estimate | None:
         """Seconds for `flops` of work, from measurements of the same strategy, op, device, dtype,
-        threads and width (the same orientation, tall or wide, where there is one): a power law
-        between the two measured neighbours in flops, a constant rate beyond them, and nothing
-        more than COVERAGE times outside the measured range."""
+        threads and width: the quiet ones where they cover the size, else those taken while the
+        machine was busy (slower than quiet, but this machine's, where the model is a guess)."""
         point = (strategy, op, device, dtype, threads, width, precision or dtype, compiled)
         near = [o for o in self.observations
-                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width, o.arithmetic, o.compiled) == point
-                and o.seconds > 0 and o.flops > 0]
-        near = [o for o in near if _orientation(o.shape) == _orientation(shape)] or near
-        if not near or not min(o.flops for o in near) / COVERAGE <= flops <= max(o.flops for o in near) * COVERAGE:
-            return None
-        below = max((o for o in near if o.flops <= flops), key=lambda o: o.flops, default=None)
-        above = min((o for o in near if o.flops >= flops), key=lambda o: o.flops, default=None)
-        if below is not None and above is not None and above.flops > below.flops:
-            t = math.log(flops / below.flops) / math.log(above.flops / below.flops)
-            seconds = math.exp((1 - t) * math.log(below.seconds) + t * math.log(above.seconds))
-            used = [below, above]
-        else:
-            nearest = below or above
-            assert nearest is not None
-            seconds, used = nearest.seconds * flops / nearest.flops, [nearest]
-        when = max(o.when for o in used)[:10]
-        samples = sum(o.samples for o in used)
-        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
-
+                if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width, o.arithmetic, o.compiled) == point]
+        return (_interpolated([o for o in near if o.busy is None], flops, shape)
+                or _interpolated([o for o in near if o.busy is not None], flops, shape))
 
     def error(self, strategy: str, op: str, device: str, precision: str, compiled: bool = False) -> float | None:
         """The worst error measured for a strategy at a precision on this machine (any shape,
@@ -244,6 +230,23 @@ class Wisdom(BaseModel):
         key = (strategy, op, device, precision, compiled)
         errors = [e.error for e in self.errors if e.key() == key]
         return max(errors) if errors else None
+
+
+def taught(observations: Sequence[Observation]) -> str | None:
+    """What a run taught the next plan, when some of it was measured while the machine was busy
+    (None otherwise: quiet measurements are simply used): those are named, since the plan uses
+    them only until quiet ones replace them."""
+    busy: dict[str, list[str]] = {}
+    for o in observations:
+        if o.busy is not None and o.strategy not in (names := busy.setdefault(o.op, [])):
+            names.append(o.strategy)
+    if not (n_busy := sum(o.busy is not None for o in observations)):
+        return None
+    named = "; ".join(f"{op}: {', '.join(names)}" for op, names in busy.items())
+    quiet = (f"{plural(len(observations) - n_busy, 'quiet measurement')} and " if n_busy < len(observations)
+             else "")
+    return (f"wisdom: the next plan uses this run's {quiet}{plural(n_busy, 'measurement')} taken while the machine "
+            f"was busy ({named}), those only until quiet measurements replace them")
 
 
 def identity(machine: MachineInfo) -> dict[str, str]:
@@ -346,7 +349,6 @@ def learn(
     reads: ReadRoof | None = None,
     errors: Iterable[MeasuredError] = (),
     say: Say = on_stderr,
-    unkept: Iterable[Unkept] = (),
 ) -> Wisdom | None:
     """Add to the stored wisdom under a lock (runs may end at once) and write it atomically; a
     bad file found is kept aside first and said, another version's is refused (OtherVersion)."""
@@ -361,7 +363,6 @@ def learn(
         wisdom = found.model or Wisdom(machine=identity(machine))
         wisdom.add(observations)
         wisdom.add_errors(errors)
-        wisdom.add_unkept(unkept)
         for roof in roofs:
             wisdom.roofs[roof.device] = higher(wisdom.roofs.get(roof.device), roof)
         if reads is not None:

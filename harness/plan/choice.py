@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.base.units import format_seconds
 from harness.data.workload import Workload
-from harness.machine.wisdom import MODELLED
+from harness.machine.wisdom import BUSY, MODELLED
 from harness.plan.model import Candidate
 from harness.plan.variants import needs_measurement
 from harness.strategies.registry import STRATEGIES
@@ -20,7 +20,8 @@ def pca_note(workload: Workload) -> str:
 def _measured(c: Candidate) -> str:
     """A mark on estimates from this machine's measurements, for the plan's reason."""
     measured = sum(not b.startswith(MODELLED) for b in c.basis.values())
-    return "" if not measured else ", measured" if measured == len(c.basis) else ", partly measured"
+    busy = " while busy" if any(b.startswith(BUSY) for b in c.basis.values()) else ""
+    return "" if not measured else f", measured{busy}" if measured == len(c.basis) else f", partly measured{busy}"
 
 
 def _unproven(c: Candidate) -> str | None:

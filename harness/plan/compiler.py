@@ -19,7 +19,7 @@ from harness.machine.wisdom import Wisdom
 from harness.plan.benchmark import reference_seconds, share_budget, want
 from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
-from harness.plan.model import BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
+from harness.plan.model import MAX_SLOWDOWN, BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
 from harness.plan.overheads import overheads
 from harness.plan.spread import position_tasks, spread, task_count
 from harness.plan.variants import default_precision, env_points, points, tf32_problems
@@ -217,6 +217,8 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     benchmark phase is planned for this machine, where it times."""
     b = spec.benchmark
     threads = _threads(b.threads, machine.cores)
+    # the cores other processes took when the plan was made slow the whole run, not only the timings
+    slowdown = 1.0 if b.threads is not None else min(MAX_SLOWDOWN, machine.cores / threads[0])
     workers = spec.execution.workers or machine.cores
     local = Costing(machine, wisdom, threads[0], workers)
     if spec.execution.executor == "dask" and cluster is None:
@@ -246,6 +248,7 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
                         estimate_s=max(references_s + sum(a.estimate_s for a in allocations.values()), floor)),
         overheads=overheads(spec, workload, machine, steps, workers, layout),
         skipped_inputs=workload.source.skipped(),
+        slowdown=slowdown,
         device_requested=spec.execution.device,
         dtype=spec.execution.dtype,
         memory_budget=int(spec.execution.memory_budget),

@@ -10,6 +10,8 @@ from pydantic import AliasChoices, BaseModel, Field, computed_field
 from harness.bench.budget import Allocation
 from harness.machine.cluster import ClusterInfo
 
+MAX_SLOWDOWN = 4.0  # a busier machine's slowdown is no better known: the load changes as the run goes
+
 class GroupInfo(BaseModel):
     label: str
     shape: tuple[int, int]
@@ -152,13 +154,26 @@ class Plan(BaseModel):
     # importing torch, starting workers
     overheads: dict[str, float] = {}
     skipped_inputs: list[str] = []  # input tensors not analysed, `file: tensor (why)` each
+    # how much slower than on an idle machine the run is expected to go: the cores over those other
+    # processes left free when the plan was made (the estimates above are an idle machine's: a busy
+    # 2-core machine took 27 s over an estimate of 13.5 s); 1 when idle, or when the spec set the threads
+    slowdown: float = Field(1.0, ge=1.0, le=MAX_SLOWDOWN, allow_inf_nan=False)
+
+    @property
+    def idle_s(self) -> float:
+        """The whole run on an idle machine: full analyses, the work around them, the benchmark phase."""
+        bench = self.bench.estimate_s if self.bench is not None else 0.0
+        return sum(s.estimate_s for s in self.steps) + sum(self.overheads.values()) + bench
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def estimate_s(self) -> float:
-        """The whole run: full analyses, the work around them, and the benchmark phase."""
-        bench = self.bench.estimate_s if self.bench is not None else 0.0
-        return sum(s.estimate_s for s in self.steps) + sum(self.overheads.values()) + bench
+        """The whole run as this machine was when the plan was made: idle_s, slowed by its load."""
+        return self.busy_s(self.idle_s)
+
+    def busy_s(self, idle_s: float) -> float:
+        """Seconds estimated on an idle machine as they are expected to go on this one."""
+        return idle_s * self.slowdown
 
 
 class PlanError(Exception):

@@ -51,6 +51,7 @@ def bench_plan_line(plan: Plan) -> str:
             f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {threads_text(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
+            + (f", the machine being busy ({format_seconds(plan.idle_s)} idle)" if plan.slowdown > 1 else "")
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
                if plan.overheads else ""))
 

@@ -127,7 +127,7 @@ def time_strategies(spec: Spec, machine: MachineInfo, display: Display) -> tuple
                 for t in timings:  # one cause per measurement dropped: its first
                     dropped += [f"{t.strategy} failed verification" if t.strategy in failed else g.measurement.reasons[0]
                                 for g in t.groups if t.strategy in failed or g.measurement.reasons]
-    return bench.observations, dropped
+    return [o for o in bench.observations if o.busy is None], dropped  # the busy ones are counted in `dropped`
 
 
 def kept_note(kept: int, dropped: list[str]) -> str | None:

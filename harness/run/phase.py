@@ -35,7 +35,7 @@ from harness.data.workload import ShapeGroup, Source, Workload
 from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements
-from harness.machine.wisdom import MeasuredError, Observation, Unkept
+from harness.machine.wisdom import MeasuredError, Observation
 from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
@@ -91,7 +91,6 @@ class BenchPhase:
     new_rounds: dict[Item, list[Round]] = field(default_factory=dict)  # what this run adds to the pool
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
     errors: list[MeasuredError] = field(default_factory=list)  # each verified point's error, load or not
-    unkept: list[Unkept] = field(default_factory=list)  # points measured only while the machine was busy
     notes: list[str] = field(default_factory=list)  # pooled rounds discarded, and why
     unstable: int = 0
     counts: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "pooled": 0, "resolved": 0,
@@ -332,10 +331,9 @@ class BenchPhase:
             return group
         if quiet and not group.measurement.unstable:
             self.observations.append(self._observation(step, s, quiet, line.calls))
-        elif line.new:  # busy or unstable: the plan says why this point stays modelled
-            self.unkept.append(Unkept(strategy=s.timed.strategy, op=step.op, device=s.timed.device,
-                                      dtype=str(s.item.dtype), threads=self._threads(), precision=s.arithmetic,
-                                      compiled=s.timed.compiled))
+        elif line.new:  # busy or unsteady: kept apart, for the plan until a quiet one exists
+            others = rounds.conditions.others_cpu if rounds.conditions is not None else None
+            self.observations.append(self._observation(step, s, line.new, line.calls, busy=others or 0.0))
         return group
 
     def _threads(self) -> int:
@@ -343,13 +341,16 @@ class BenchPhase:
         assert bench is not None
         return bench.threads
 
-    def _observation(self, step: Step, s: Subject, quiet: Sequence[Round], calls: int) -> Observation:
-        """This run's quiet rounds of a subject as one observation for the planner's wisdom."""
+    def _observation(self, step: Step, s: Subject, kept: Sequence[Round], calls: int,
+                     busy: float | None = None) -> Observation:
+        """This run's rounds of a subject as one observation for the planner's wisdom: its quiet
+        ones, or (`busy`: the share of the CPUs other processes took) all of a busy run's."""
         return Observation(
             strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape, rank=s.item.rank,
             dtype=str(s.item.dtype), device=s.timed.device, threads=self._threads(), width=s.item.width,
-            seconds=float(np.median([r.seconds for r in quiet])) / s.allocation.matrices, flops=s.flops,
-            samples=calls, when=now(), source=self.source, precision=s.arithmetic, compiled=s.timed.compiled)
+            seconds=float(np.median([r.seconds for r in kept])) / s.allocation.matrices, flops=s.flops,
+            samples=calls, when=now(), source=self.source, precision=s.arithmetic, compiled=s.timed.compiled,
+            busy=busy)
 
     def _lookup(self, s: Subject, ids: tuple[str, ...]) -> Verification | None:
         key = self._key(s, ids)

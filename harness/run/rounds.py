@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from harness.base.progress import Display
+from harness.base.progress import Display, Phrases
 from harness.base.units import now
 from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, PROCESSES, Budget, calls_for
 from harness.bench.conditions import Conditions, Snapshot, between, snapshot
@@ -275,7 +275,7 @@ class Rounds:
                 for subject in self.subjects[label]:
                     if self._out(label) or not (mandatory or self.budget.fits(self._block_s(subject, k), floor, quiet)):
                         break
-                    phase.item(f"{label} on {subject.group}" + (f" in process {k + 1}" if self.processes > 1 else ""))
+                    phase.item(Phrases((label, f"on {subject.group}", *([f"in process {k + 1}"] if self.processes > 1 else []))))
                     self._guarded(label, lambda: timed.append(self._block(subject, k, rid, r)))  # noqa: B023 - run now
                     phase.advance()
         self.untimed += [s for s in dict.fromkeys(s for s, _k in blocks) if not self._out(s)

@@ -33,7 +33,7 @@ from harness.linalg.features import SUBSPACE_FEATURES
 from harness.record.features_csv import csv_rows, write_features_csv
 from harness.compute.pca import PCA_FILE, pca_results, save_pca
 from harness.plan.model import PlanError, Step
-from harness.base.progress import Display, Phase, planned
+from harness.base.progress import Display, Phase, Phrases, planned
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
@@ -105,7 +105,7 @@ class Runner:
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s))  # 1/3: the count
-                        run.within(planned(step.estimate_s + sum(t.estimate_s for t in step.timed)))  # bar: within it
+                        run.within(planned(self.plan.busy_s(step.estimate_s + sum(t.estimate_s for t in step.timed))))  # bar: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))
@@ -148,12 +148,18 @@ class Runner:
     def _teach(self) -> None:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is
         read-only, or whose wisdom lock stays held elsewhere (base.locks), says so and ends."""
+        if self.wisdom_folder is None:  # the choice check's "the next plan learns" is then untrue: said
+            if any(a.choice_check for a in self.record.analyses):
+                self.display.note(f"wisdom is off (${wisdom.ENV}=off): the next plan does not learn from these rounds")
+            return
         try:
-            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations,
-                         errors=self.bench.errors, unkept=self.bench.unkept)
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations, errors=self.bench.errors)
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")
+            return
+        if (line := wisdom.taught(self.bench.observations)) is not None:
+            self.display.plain(line)
 
     def _save(self, final: bool = False) -> None:
         """Write the record, which says how far the run got; the spectra at the end, or after
@@ -203,7 +209,7 @@ class Runner:
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
         if hit is None:
             with self.display.phase(f"{step.analysis}: features") as phase:
-                phase.item(", ".join(step.features))
+                phase.item(Phrases(tuple(step.features), ", ", counted=True))
                 rows, notes = feature_rows(step, self.workload, self.spectra, self._context(step.device),
                                            self.bases)
                 hit = StepEntry(csv=csv_rows(rows), notes=notes)

@@ -88,3 +88,26 @@ def test_the_bar_of_a_count_moves_within_the_unit_under_way_by_its_planned_time(
         phase.within(planned(20.0, clock=lambda: now["t"]))
         assert bar.render(task).completed == 1.0  # type: ignore[attr-defined]
         assert str(count.render(task)).strip() == "1/3"  # type: ignore[attr-defined]
+
+
+def test_an_item_drops_whole_phrases_to_fit_100_columns() -> None:
+    """Issue 48: `torch on 768x3072r16 in proc…` and `subspace_similarity, delta_c…` at 100
+    columns: the last phrases go first, and the words left stay whole."""
+    from harness.base.progress import Phrases
+
+    def line(description: str, item: object) -> str:
+        console = Console(file=io.StringIO(), width=100, force_terminal=True, record=True)
+        with Display(console, live=True) as display, display.phase(description, 24, estimate_s=30.0) as phase:
+            phase.item(item)
+            assert display.progress is not None
+            console.print(display.progress.get_renderable())
+        return next(text for text in console.export_text().splitlines() if description in text)
+
+    timing = line("svd_topk: round 1", Phrases(("torch_lowrank", "on 768x3072r16", "in process 1")))
+    assert "torch_lowrank on 768x3072r16" in timing and "…" not in timing and "in proc" not in timing
+    features = line("task_geometry: features", Phrases(("subspace_similarity", "delta_cosine", "effective_rank"),
+                                                        ", ", counted=True))
+    assert "subspace_similarity" in features and "…" not in features and "(+" in features
+    short = line("svdvals: round 1", Phrases(("numpy", "on 48x32r4", "in process 1")))
+    assert "numpy on 48x32r4 in process 1" in short  # room enough: nothing dropped
+    assert str(Phrases(("numpy", "on 48x32r4"))) == "numpy on 48x32r4"  # a log's line keeps it whole

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.units import format_seconds
 from harness.bench.budget import MIN_ROUNDS
 
 from harness.data.registry import build_source
@@ -170,6 +171,31 @@ def test_threads_default_to_the_cores_other_processes_leave(monkeypatch: pytest.
     named = plan_for(["benchmark.threads=1"]).bench
     assert named is not None and (named.threads, named.threads_reason) == (1, "benchmark.threads")
     threads.default_threads.cache_clear()  # the next test watches the real machine
+
+
+def test_a_busy_machine_slows_the_whole_run_estimate_and_the_plan_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 48: `whole run est. 13.54 s` for a 27 s run beside other work on 2 cores."""
+    from harness.bench import threads
+    from harness.bench.conditions import Conditions
+    from harness.report.plan_view import bench_plan_line
+
+    four = probe().model_copy(update={"cores": 4})
+    shares = {"idle": 0.0, "busy": 0.5}
+    plans = {}
+    for name, share in shares.items():
+        monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n, share=share: Conditions(cores=n, others_cpu=share))
+        threads.default_threads.cache_clear()
+        plans[name] = plan_for([], four)
+    threads.default_threads.cache_clear()  # the next test watches the real machine
+    idle, busy = plans["idle"], plans["busy"]
+    assert idle.slowdown == 1.0 and idle.estimate_s == idle.idle_s  # unchanged on an idle machine
+    assert "busy" not in bench_plan_line(idle)
+    assert busy.bench is not None and busy.bench.threads == 2 and busy.slowdown == 2.0  # 4 cores over 2 left free
+    assert busy.estimate_s == 2 * busy.idle_s
+    assert f"whole run est. {format_seconds(busy.estimate_s)}, the machine being busy " \
+           f"({format_seconds(busy.idle_s)} idle)" in bench_plan_line(busy)
+    named = plan_for(["benchmark.threads=2"], four)  # the spec's threads: nothing was watched
+    assert named.slowdown == 1.0
 
 
 def test_any_analysis_name_plans_and_gets_its_own_allocations() -> None:

@@ -156,9 +156,14 @@ def test_each_point_of_a_strategy_is_settled_by_its_own_pooled_rounds(
 
 
 def test_rounds_measured_under_load_are_kept_flagged_and_outweighed_by_quiet_ones(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A busy run's rounds are said, kept in the pool with their reasons, and used by a later run
-    only while its quiet rounds are too few."""
+    only while its quiet rounds are too few; the wisdom keeps them flagged, says so, and a quiet
+    run's measurements replace them."""
+    from harness.bench import measure
+    from harness.machine import wisdom
+    from harness.machine.info import probe
+
     from harness.bench import noise
     from harness.run import rounds as rounding
 
@@ -172,13 +177,21 @@ def test_rounds_measured_under_load_are_kept_flagged_and_outweighed_by_quiet_one
     assert any("unstable" in line and "load 18.4 on 2 cores" in line for line in bench_lines(first))
     factored = next(t for t in first.analyses[0].timings if t.strategy == "factored")
     assert factored.speedup_ci is not None and factored.busy_rounds == factored.rounds  # an answer, flagged
+    said = capsys.readouterr().err
+    assert ("wisdom: the next plan uses this run's 4 measurements taken while the machine was busy (svdvals: "
+            "numpy, factored), those only until quiet measurements replace them") in " ".join(said.split())
+    learned = wisdom.load(tmp_path / "wisdom", probe()).observations
+    assert len(learned) == 4 and all(o.busy is not None for o in learned)  # two strategies on two groups
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
     monkeypatch.setattr(noise, "condition_reasons", lambda conditions: [])
+    monkeypatch.setattr(measure, "judge", lambda samples, conditions: [])  # steady, whatever this machine runs
     assert main(["run", SMOKE, "-o", str(tmp_path / "b"), "--no-cache", *ONE]) == 0
     second = load_record(tmp_path / "b")
     assert second.bench is not None and second.bench.rounds_pooled > 0 and second.bench.rounds >= 1
     factored = next(t for t in second.analyses[0].timings if t.strategy == "factored")
     assert factored.busy_rounds == 0 and factored.runs == 1  # its own quiet rounds outweigh the busy run's
+    assert "wisdom: the next plan" not in capsys.readouterr().err  # quiet measurements are simply used
+    assert all(o.busy is None for o in wisdom.load(tmp_path / "wisdom", probe()).observations)  # and replace them
 
 
 @pytest.mark.parametrize("cut", ["every group", "the second group"])
