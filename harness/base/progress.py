@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     ProgressBar,
+    ProgressColumn,
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
@@ -96,7 +97,7 @@ class Phrases:
         return Measurement(min(cell_len(self.fitted(0)), options.max_width), cell_len(str(self)))
 
 
-class _Item(TextColumn):
+class _Item(ProgressColumn):
     """The phase's item: Phrases fitted to the column, any other object's str() read at each
     redraw (as text: a label's brackets are not markup)."""
 
@@ -172,7 +173,7 @@ class Display:
                 TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 _Bar(bar_width=8),
                 MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
-                _Item("", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+                _Item(table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,
