@@ -286,7 +286,8 @@ class BenchPhase:
     def _speedups(self, timings: list[StrategyTiming], line: dict[str, Line], baseline: str | None,
                   spreads: dict[str, float | None], subjects: dict[str, list[Subject]],
                   lines: dict[int, Timeline]) -> None:
-        """Each timing's speedup over the baseline, with the rounds and runs behind it."""
+        """Each timing's speedup over the baseline, with the rounds and runs behind it, and the
+        interval its earlier runs' rounds gave alone (whether this run's narrowed it or widened it)."""
         bench = self.plan.bench
         assert bench is not None
         for t in timings:
@@ -300,6 +301,9 @@ class BenchPhase:
                 continue
             found = speedup(line[baseline], own, spread=spreads.get(t.label), pooled=pooled, busy=busy)
             t.store(found, bench.target, baseline)
+            before = speedup(*({r: x for r, x in side.items() if run_of(r) != self.run_id} for side in (line[baseline], own)),
+                             spread=spreads.get(t.label), pooled=pooled, busy=busy)
+            t.earlier_ci = (before.low, before.high) if before is not None and math.isfinite(before.high) else None
             self.counts["unresolved" if t.unresolved else "resolved"] += 1
 
     def _group(self, step: Step, s: Subject, line: Timeline, rounds: Rounds) -> GroupTiming:
