@@ -102,6 +102,7 @@ class StrategyTiming(Variant):
     busy_rounds: Tally = 0  # of the rounds, measured while the machine was busy (used: quiet ones were too few)
     spread: NonNegative | None = None  # the between-run log sd its single-process interval was widened by
     pooled_since: str | None = None  # schema 4: the date of the earliest pooled round
+    earlier_ci: tuple[Positive, Positive] | None = None  # the interval earlier runs' rounds gave alone, before this run's
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
     reused_from: str | None = None  # cached: when the newest of those rounds was timed (ISO 8601)
     cut: str | None = None  # the rounds the plan gave it, in words
@@ -259,10 +260,8 @@ class AnalysisRecord(BaseModel):
         return t.strategy == self.strategy and (not t.variant or (t.precision == self.precision and not t.compiled))
 
 
-def analysis_record(
-    step: Step, n_matrices: int, wall_s: float, timings: list[StrategyTiming],
-    verification: list[Verification], **extra: Any,
-) -> AnalysisRecord:
+def analysis_record(step: Step, n_matrices: int, wall_s: float, timings: list[StrategyTiming],
+                    verification: list[Verification], **extra: Any) -> AnalysisRecord:
     """The record of a planned step: what the plan said, and what running it measured."""
     return AnalysisRecord(
         name=step.analysis,

@@ -26,9 +26,25 @@ def significance(t: StrategyTiming) -> Significance:
     return "faster" if low > 1 else "slower" if high < 1 else "not significant"
 
 
+UNREADABLE_SPAN = 1e3  # an interval whose ends are this far apart gives no figure for its far end
+
+
+def readable_interval(ci: tuple[float, float] | None) -> str:
+    """`1,050-1,210`, `no interval`; ends over UNREADABLE_SPAN apart give what they still say: `≥13.79`
+    wholly above 1, `≤0.50` wholly below, `interval too wide to say` around 1 ("1.17x (4.5e-05-30,147)"
+    read as numbers; it is none). The one rule of every table, export and verdict line."""
+    if ci is None:
+        return "no interval"
+    low, high = ci
+    if low > 0 and high / low > UNREADABLE_SPAN:
+        return f"≥{format_speedup(low)[:-1]}" if low > 1 else f"≤{format_speedup(high)[:-1]}" if high < 1 else (
+            "interval too wide to say")
+    return format_interval(low, high)
+
+
 def with_interval(t: StrategyTiming) -> str:
-    """`1.51x (1.42-1.60)`, `2,945x (no interval)`."""
-    return f"{format_speedup(t.speedup)} ({format_interval(*t.speedup_ci) if t.speedup_ci else 'no interval'})"
+    """`1.51x (1.42-1.60)`, `2,945x (no interval)`, `1,453x (≥13.79)` (readable_interval)."""
+    return f"{format_speedup(t.speedup)} ({readable_interval(t.speedup_ci)})"
 
 
 def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
@@ -56,6 +72,9 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     # symmetric in log space (711-3,862 around 1,657): a factor either way, never "±134%" below zero
     factor = max(ci[1] / head.speedup, head.speedup / ci[0])
     left = "; what is left is this machine's own spread" if head.settled else ""
+    if ci[1] / ci[0] > UNREADABLE_SPAN:  # the table's `1,453x (≥13.79) ?`, in words: its far end is no figure
+        return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
+                f"({ratio}; the interval is too wide to say more{left})")
     return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
             f"({ratio}, {format_interval(low, high)}: x{_factor(factor)} either way{left})")
 

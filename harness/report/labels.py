@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_interval, format_seconds, format_share, format_speedup
+from harness.base.units import format_seconds, format_share, format_speedup
 from harness.bench.noise import group_reasons
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
-from harness.record.verdict import choice_check, verdict
+from harness.record.verdict import choice_check, readable_interval, verdict
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
 from harness.strategies.registry import APPROXIMATE
@@ -27,7 +27,7 @@ UNRESOLVED_MARK = "?"
 COMPUTE_TOTAL = "compute total"
 COMPUTE_TOTAL_FIELD = COMPUTE_TOTAL.replace(" ", "_") + "_s"
 UNSTABLE_MARK = "!"
-APART_MARK = "≠"  # the speedup and the rows' times point opposite ways (apart_footnote says why)
+APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
@@ -107,13 +107,9 @@ def precision_text(record: RunRecord, t: StrategyTiming) -> str:
     return SHORT.get(t.precision or record.plan.dtype, t.precision or record.plan.dtype) + ("+c" if t.compiled else "")
 
 
-UNREADABLE_SPAN = 1e3  # an interval whose ends are this far apart says nothing of the speedup
-
-
 def speedup_text(t: StrategyTiming) -> str:
     """`1,130x (1,050-1,210)`, `0.94x (0.73-1.22) ?` when unresolved, `1x (baseline)`, and
-    `4.36x (1 round) ?` where one round gave no interval, `1.17x (interval too wide to say) ?`
-    where its ends are over UNREADABLE_SPAN apart."""
+    `4.36x (no interval) ?` where one round gave none; ends too far apart as with_interval says."""
     if t.role == "baseline":
         return "1x (baseline)"
     if t.speedup is None:
@@ -122,29 +118,28 @@ def speedup_text(t: StrategyTiming) -> str:
 
 
 def with_interval(speedup: float, ci: tuple[float, float] | None) -> str:
-    """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page writes them (the run
-    report's tables, the history's), `(no interval)` without one, `(interval too wide to say)`
-    where its ends are over UNREADABLE_SPAN apart."""
-    interval = f" ({format_interval(*ci)})" if ci else " (no interval)"
-    if ci and ci[0] > 0 and ci[1] / ci[0] > UNREADABLE_SPAN:
-        interval = " (interval too wide to say)"  # "1.17x (4.5e-05-30,147)" reads as numbers; it is none
-    return format_speedup(speedup) + interval
+    """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page and the verdict lines
+    write them (the run report's tables, the history's), `(no interval)` without one; ends too far
+    apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (interval too wide
+    to say)` (record.verdict.readable_interval)."""
+    return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
 def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:
-    """Whether the rows' compute totals and the speedup point opposite ways (one says faster, the
-    other slower): the speedup pairs the rounds that timed both, earlier runs' too, while each
-    row's times are the median over all its own rounds, so a baseline timed anew on a quieter
-    machine reads faster than a strategy whose paired rounds all came from a slower run."""
+    """Whether the rows' compute totals disagree with the speedup: their ratio (baseline over
+    strategy) lies outside its 95% interval, which the paired rounds exclude. The speedup pairs the
+    rounds that timed both, earlier runs' too, while each row's times are the median over all its
+    own rounds, so a baseline timed anew on a quieter machine can read faster than the pairs say.
+    Without an interval nothing is excluded (61 µs against 62 µs beside 1.05x was flagged)."""
     base = next((b for b in analysis.timings if b.role == "baseline"), None)
-    if base is None or t is base or t.speedup is None:
+    if base is None or t is base or t.speedup_ci is None:
         return False
-    ratio = base.estimate_total_s / t.estimate_total_s
-    return (ratio - 1.0) * (t.speedup - 1.0) < 0
+    low, high = t.speedup_ci
+    return not low <= base.estimate_total_s / t.estimate_total_s <= high
 
 
 def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming) -> str:
-    """speedup_text, with APART_MARK where the rows' times point the other way."""
+    """speedup_text, with APART_MARK where the rows' times fall outside its interval."""
     return speedup_text(t) + (f" {APART_MARK}" if times_disagree(analysis, t) else "")
 
 
@@ -152,9 +147,9 @@ def apart_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
     """The line under a table (of `analyses`) with an APART_MARK, naming those rows and which figure to trust."""
     apart = [f"{a.name} {t.label}" for a in analyses for t in a.timings if times_disagree(a, t)]
     return None if not apart else (
-        f"{APART_MARK} ({', '.join(apart)}): the speedup and the {COMPUTE_TOTAL}s point opposite ways: the speedup "
-        "pairs the rounds that timed both (earlier runs' too), the times are each row's median over all its own "
-        "rounds; the paired speedup, with its interval, is the comparison")
+        f"{APART_MARK} ({', '.join(apart)}): the ratio of the {COMPUTE_TOTAL}s lies outside the speedup's 95% "
+        "interval: the speedup pairs the rounds that timed both (earlier runs' too), the times are each row's "
+        "median over all its own rounds; the paired speedup, with its interval, is the comparison")
 
 
 def rounds_text(t: StrategyTiming) -> str:
@@ -230,18 +225,26 @@ def unstable_why(reasons: Iterable[Sequence[str]]) -> str:
 
 
 def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:
-    """Why an analysis that compares strategies has no verdict: nothing timed, or no baseline."""
+    """Why an analysis that compares strategies has no verdict: nothing timed, no baseline, or a
+    timed baseline beside which no compared strategy has a speedup (the chosen one's why first)."""
     if not a.timings and not a.skipped:
         return None  # nothing was compared
     untimed = [s.strategy for s in a.skipped if s.reason == UNTIMED]
     why = UNTIMED.split(": ", 1)[1]
     if not a.timings:
         return f"{a.name}: no speedup: " + (f"not timed ({why})" if untimed else "no strategy could be timed")
-    if not any(t.role == "baseline" for t in a.timings):
+    base = next((t for t in a.timings if t.role == "baseline"), None)
+    if base is None:
         if baseline is None:  # the plan could not time it: a row `not run` says why
             return f"{a.name}: no speedup: its baseline cannot run here (why: the rows not run)"
         return f"{a.name}: no speedup: its baseline {baseline} was not timed" + (f" ({why})" if baseline in untimed else "")
-    return None
+    others = sorted((t for t in a.timings if t is not base), key=lambda t: not a.computed(t))
+    if not others and not untimed:
+        return None  # the baseline alone: nothing to compare
+    head = (f"{others[0].label} has no speedup over {base.label}: {others[0].unresolved_reason or 'no interval'}"
+            if others else f"no strategy was timed beside {base.label}")
+    return (f"{a.name}: {head}; 0 of {len(others) + len(untimed)} speedups resolved"
+            + (f" ({len(untimed)} not timed)" if untimed else ""))
 
 
 def verdicts(record: RunRecord) -> list[tuple[str, AnalysisRecord, str]]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from harness.base.units import format_bytes, format_rate, format_seconds, format_share, plural
+from harness.base.units import format_bytes, format_interval, format_rate, format_seconds, format_share, plural
 from harness.bench.budget import OVERRUN
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
@@ -159,9 +159,10 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
                      f"({', '.join(retried)}): the results are whole; --verbose says where each analysis ran")
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved]
     if unresolved and not verbose:
-        lines.append(_unresolved_line(record, [t for _, t in unresolved]))
+        lines.append(_unresolved_line(record, unresolved))
     lines += [f"unresolved {shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
-              for name, t in unresolved if verbose]
+              + (f"; widened with this run's rounds, {widening(t)}: runs under different loads disagree"
+                 if widened(t) else "") for name, t in unresolved if verbose]
     unstable = unstable_measurements(record)
     if unstable and not verbose:
         lines.append(_unstable_line(record, unstable))
@@ -190,23 +191,45 @@ def more_runs(t: StrategyTiming, target: float) -> float | None:
     return t.runs * (half / target) ** 2 - t.runs
 
 
-def _unresolved_line(record: RunRecord, unresolved: list[StrategyTiming]) -> str:
-    """What to do about unresolved speedups: a re-run adds a run, which narrows an interval; but
-    where every one pools STALLED_RUNS runs or more and would need over STALLED_MORE more, the
-    machine's load dominates and another run as is does not help (issue 48: "a re-run adds a run"
-    after five runs of ±120%)."""
+def widened(t: StrategyTiming) -> bool:
+    """This run's rounds widened the interval earlier runs' gave alone (its ends further apart):
+    runs under different loads disagree, and more of them need not narrow it (more_runs assumes
+    they do)."""
+    if t.earlier_ci is None or t.speedup_ci is None:
+        return False
+    return t.speedup_ci[1] / t.speedup_ci[0] > t.earlier_ci[1] / t.earlier_ci[0]
+
+
+def widening(t: StrategyTiming) -> str:
+    """`0.77-48.69 before this run, 0.46-185 with it`."""
+    assert t.earlier_ci is not None and t.speedup_ci is not None  # widened
+    return f"{format_interval(*t.earlier_ci)} before this run, {format_interval(*t.speedup_ci)} with it"
+
+
+def _unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTiming]]) -> str:
+    """What to do about unresolved speedups: a re-run adds a run, which narrows an interval on a
+    steady machine; but where every one widened with this run's rounds, or pools STALLED_RUNS runs
+    or more and would need over STALLED_MORE more, the machine's load dominates and another run as
+    is does not help (issue 48: "a re-run adds a run" after five runs of ±120%, and after
+    2.87-19.99 became 0.77-48.69 and then 0.46-185)."""
     b = record.bench
     target = f"±{format_share(b.precision)}" if b is not None else "the target asked for"
     head = (f"{plural(len(unresolved), 'speedup')} unresolved ({UNRESOLVED_MARK}): "
             f"{'its interval is' if len(unresolved) == 1 else 'their intervals are'} wider than {target}")
-    more = [more_runs(t, b.precision) for t in unresolved] if b is not None else [None]
-    if all(m is not None and m > STALLED_MORE for m in more):
-        least = min(m for m in more if m is not None)
-        return (f"{head} after {min(t.runs for t in unresolved)} or more runs pooled, and runs narrow them too slowly "
-                f"to help (the nearest would need ~{least:,.0f} more): the machine's load dominates; re-run on a "
-                "quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s) "
-                "rather than as is; --verbose says why each")
-    return f"{head}; a re-run adds a run (intervals narrow with runs, not with one run's rounds), --verbose says why each"
+    wider = [(name, t) for name, t in unresolved if widened(t)]
+    more = [m for _name, t in unresolved if not widened(t) and b is not None
+            and (m := more_runs(t, b.precision)) is not None and m > STALLED_MORE]
+    said = (f"{plural(len(wider), 'interval')} widened with this run's rounds, {wider[0][0]} {wider[0][1].label}: "
+            f"{widening(wider[0][1])}" if wider else "")
+    if len(wider) + len(more) == len(unresolved):
+        slow = (f" after {min(t.runs for _name, t in unresolved if not widened(t))} or more runs pooled, and runs "
+                f"narrow {'the others' if wider else 'them'} too slowly to help (the nearest would need "
+                f"~{min(more):,.0f} more)" if more else "")
+        return (f"{head}{f': {said}' if said else ''}{';' if said and slow else ''}{slow}: the machine's load dominates; re-run on a quieter machine "
+                "(`harness system` names what is busy) or with more time for rounds (--budget 30s) rather than as is; "
+                "--verbose says why each")
+    return (f"{head}; a re-run adds a run (on a steady machine intervals narrow with runs, not with one run's rounds"
+            + (f"; here {said}" if said else "") + "), --verbose says why each")
 
 
 def bench_summary(record: RunRecord) -> str | None:

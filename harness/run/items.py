@@ -1,20 +1,23 @@
-"""What a timed point's rounds are pooled under (an Item), and whether pooled rounds are plausible
-beside what this machine expects or measures: the pool is data from elsewhere."""
+"""What a timed point's rounds are pooled under (an Item), its rounds pooled and new (a Timeline),
+and whether pooled rounds are plausible beside what this machine expects or measures: the pool is
+data from elsewhere."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from harness.bench.budget import Allocation
-from harness.bench.series import Round
+from harness.bench.series import Line, Round, workload_totals
 from harness.data.layout import AdapterLayout
 from harness.data.workload import ShapeGroup
 from harness.machine.measurements import Item
 from harness.machine.wisdom import width
 from harness.plan.candidates import position_shape
 from harness.plan.model import Plan, Step, Timed
+from harness.run.subjects import Subject
 from harness.store.keys import TIMING_PACKAGES, source_digest
 from harness.strategies.registry import STRATEGIES
 
@@ -66,3 +69,37 @@ def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str
         return None
     return (f"{len(pooled)} rounds at {median * 1e3:.3g} ms a call, {factor:,.0f}x off the "
             f"{expected_s * 1e3:.3g} ms {what}")
+
+
+def disagreeing(pooled: Sequence[Round], new: Sequence[Round]) -> str | None:
+    """Why a point's pooled rounds are not to be believed beside the rounds this run timed of it
+    (WILD_RUN off their median), or None: also None before this run timed it."""
+    return plausible(pooled, float(np.median([r.seconds for r in new])), WILD_RUN, "this run measured") if new else None
+
+
+@dataclass
+class Timeline:
+    """One subject's rounds: earlier runs' (pooled) first, then this run's."""
+
+    pooled: list[Round]
+    new: list[Round] = field(default_factory=list)
+    calls: int = 0
+    warmed: set[int] = field(default_factory=set)  # the slots whose worker has run its warm-ups
+    first_call: float | None = None  # a process's untimed first call over its block's mean, where measured
+    threads: dict[str, int] = field(default_factory=dict)  # the thread pools its worker timed with
+
+    @property
+    def rounds(self) -> list[Round]:
+        return self.pooled + self.new
+
+
+def line_of(subjects: list[Subject], lines: dict[int, Timeline]) -> Line:
+    """Round id -> a point's workload total (its subjects are its groups), over the rounds that
+    timed every group."""
+    return workload_totals(([r.round for r in lines[id(s)].rounds], [r.seconds for r in lines[id(s)].rounds],
+                            s.allocation.matrices, s.total) for s in subjects)
+
+
+def busy_of(subjects: list[Subject], lines: dict[int, Timeline]) -> set[str]:
+    """The ids of the rounds of these subjects timed while the machine was busy."""
+    return {r.round for s in subjects for r in lines[id(s)].rounds if r.busy}

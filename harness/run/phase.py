@@ -40,8 +40,8 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
-from harness.run.items import WILD_PLAN, WILD_RUN, plausible, placed
-from harness.run.rounds import Pace, Rounds, Timeline, busy_of, line_of
+from harness.run.items import WILD_PLAN, Timeline, busy_of, line_of, placed, plausible
+from harness.run.rounds import Pace, Rounds
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
 from harness.run.timings import group_timing, strategy_timing
@@ -256,7 +256,7 @@ class BenchPhase:
         finally:
             self.budget.close(step.analysis)
         self.counts["rounds"] += rounds.count
-        self._drop_disagreeing(subjects, lines)
+        self.notes += rounds.set_aside
         timings, checks = [], []
         for t in step.timed:
             if t.label in rounds.failures:  # no timing, and nothing pooled: a re-run tries again
@@ -282,21 +282,11 @@ class BenchPhase:
         keep_compiled(timings)
         return timings, checks
 
-    def _drop_disagreeing(self, subjects: dict[str, list[Subject]], lines: dict[int, Timeline]) -> None:
-        """Pooled rounds wildly off what this run measured itself are discarded, with a note: a
-        planted or corrupted pool must not outvote the run's own measurement."""
-        for group in subjects.values():
-            for s in group:
-                line = lines[id(s)]
-                if line.pooled and line.new and (why := plausible(line.pooled, float(np.median(
-                        [r.seconds for r in line.new])), WILD_RUN, "this run measured")):
-                    self.notes.append(f"{s.step.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
-                    line.pooled = []
-
     def _speedups(self, timings: list[StrategyTiming], line: dict[str, Line], baseline: str | None,
                   spreads: dict[str, float | None], subjects: dict[str, list[Subject]],
                   lines: dict[int, Timeline]) -> None:
-        """Each timing's speedup over the baseline, with the rounds and runs behind it."""
+        """Each timing's speedup over the baseline, with the rounds and runs behind it, and the
+        interval its earlier runs' rounds gave alone (whether this run's narrowed it or widened it)."""
         bench = self.plan.bench
         assert bench is not None
         for t in timings:
@@ -310,6 +300,9 @@ class BenchPhase:
                 continue
             found = speedup(line[baseline], own, spread=spreads.get(t.label), pooled=pooled, busy=busy)
             t.store(found, bench.target, baseline)
+            before = speedup(*({r: x for r, x in side.items() if run_of(r) != self.run_id} for side in (line[baseline], own)),
+                             spread=spreads.get(t.label), pooled=pooled, busy=busy)
+            t.earlier_ci = (before.low, before.high) if before is not None and math.isfinite(before.high) else None
             self.counts["unresolved" if t.unresolved else "resolved"] += 1
 
     def _group(self, step: Step, s: Subject, line: Timeline, rounds: Rounds) -> GroupTiming:

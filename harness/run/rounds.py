@@ -8,7 +8,11 @@ number (Google Benchmark's random interleaving), so that drift and load favour n
 earlier runs measured count from the start; whether a point wants more is bench.series.settlement.
 
 The first round always times the baseline and the chosen strategy in slot 0: even a busy machine
-answers every analysis; their other slots are the floor (on a quiet machine, whatever the budget). Further blocks and rounds start only as the budget allows (bench.budget.Budget);
+answers every analysis; their other slots are the floor (on a quiet machine, whatever the budget).
+Pooled rounds wildly off what this run measured of the same point are set aside after each round
+(run.items.plausible); a point whose speedup stood on them (its earlier rounds now pair with none
+of the baseline's) is timed anew in slot 0 of the next round, beside the baseline, whatever the
+budget. Further blocks and rounds start only as the budget allows (bench.budget.Budget);
 a round's conditions are kept with it (busy or quiet), never a reason to throw it away. A fast
 point's first calls are untimed warm-ups; every answer on a matrix a round visits for the first
 time is verified against the float64 references. A point that raises is recorded as failed and
@@ -32,10 +36,11 @@ from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
 from harness.bench.threads import pinned
 from harness.bench.series import (Line, Round, round_id, run_of, settlement, speedup, unit_id, unit_of,
-                                  within_half_width, workload_totals)
+                                  within_half_width)
 from harness.bench.worker import ONE_OFF_S, Request, TimingWorker, Work, WorkerDied, answer_deadline
 from harness.data.workload import DataError
 from harness.record.verification import Verification
+from harness.run.items import Timeline, busy_of, disagreeing, line_of
 from harness.run.subjects import Subject
 from harness.run.warming import rewarm, warmups_before
 
@@ -53,22 +58,6 @@ def failure_reason(exc: BaseException) -> str:
 
 
 @dataclass
-class Timeline:
-    """One subject's rounds: earlier runs' (pooled) first, then this run's."""
-
-    pooled: list[Round]
-    new: list[Round] = field(default_factory=list)
-    calls: int = 0
-    warmed: set[int] = field(default_factory=set)  # the slots whose worker has run its warm-ups
-    first_call: float | None = None  # a process's untimed first call over its block's mean, where measured
-    threads: dict[str, int] = field(default_factory=dict)  # the thread pools its worker timed with
-
-    @property
-    def rounds(self) -> list[Round]:
-        return self.pooled + self.new
-
-
-@dataclass
 class Pace:
     """How much longer than planned the phase's blocks ran so far (1 before any): a block not yet
     timed is estimated at that pace. Under two busy processes the main job's spectrum rounds took
@@ -80,18 +69,6 @@ class Pace:
     @property
     def factor(self) -> float:
         return max(self.took_s / self.planned_s, PACE_FLOOR) if self.planned_s > 0 else 1.0
-
-
-def line_of(subjects: list[Subject], lines: dict[int, Timeline]) -> Line:
-    """Round id -> a point's workload total (its subjects are its groups), over the rounds that
-    timed every group."""
-    return workload_totals(([r.round for r in lines[id(s)].rounds], [r.seconds for r in lines[id(s)].rounds],
-                            s.allocation.matrices, s.total) for s in subjects)
-
-
-def busy_of(subjects: list[Subject], lines: dict[int, Timeline]) -> set[str]:
-    """The ids of the rounds of these subjects timed while the machine was busy."""
-    return {r.round for s in subjects for r in lines[id(s)].rounds if r.busy}
 
 
 @dataclass
@@ -118,6 +95,7 @@ class Rounds:
     lost: dict[str, str] = field(default_factory=dict)  # point label -> how its worker was lost (died, stopped answering)
     untimed: list[str] = field(default_factory=list)  # points a busy machine's limit left without a round
     notes: dict[str, dict[str, object]] = field(default_factory=dict)  # point label -> its worker's notes
+    set_aside: list[str] = field(default_factory=list)  # pooled rounds discarded, and why, one line each
     count: int = 0  # rounds this run timed
     conditions: Conditions | None = None
     workers: dict[Slot, TimingWorker] = field(default_factory=dict)
@@ -152,7 +130,7 @@ class Rounds:
         slot), then rounds until it settles or the rounds inside this run's processes spread
         within WITHIN_SHARE of the target (more of them cannot narrow the rest of its interval):
         the budget says how many it gets."""
-        if self._out(label) or label in self.untimed:
+        if self._out(label) or (label in self.untimed and not self._unpaired(label)):
             return False
         mine = sum(run_of(r) == self.run_id for r in self.line(label))
         if not self._pairs(label):  # nothing to pair with: its own rounds, none when earlier runs timed it
@@ -174,10 +152,25 @@ class Rounds:
             return False
         return any(run_of(r) != self.run_id for r in self.line(self.baseline))
 
+    def _unpaired(self, label: str) -> bool:
+        """The point has earlier rounds, none of them paired with the baseline's: its or the
+        baseline's pooled rounds were set aside (here, or by the phase against the plan), and the
+        speedup that stood on them is gone until it is timed beside the baseline again."""
+        if not self._pairs(label) or self._out(label):
+            return False
+        assert self.baseline is not None  # _pairs
+        own, base = self.line(label), self.line(self.baseline)
+        return bool(own) and not any(r in base for r in own)
+
     def _mandatory(self, label: str, slot: int) -> bool:
-        """Timed in the first round whatever the budget: slot 0 of the baseline, the chosen point
-        and a point an earlier run cut."""
-        return self.count == 0 and slot == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label))
+        """Timed whatever the budget, in slot 0: in the first round the baseline, the chosen point
+        and a point an earlier run cut; in any round a point left unpaired (_unpaired), and the
+        baseline beside it (a pair is one round id)."""
+        if slot != 0:
+            return False
+        if self.count == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label)):
+            return True
+        return self._unpaired(label) or (label == self.baseline and any(map(self._unpaired, self.subjects)))
 
     def _blocks(self) -> list[Slot]:
         """The blocks of the next round, slot by slot in a shuffled order of slots (slot 0 first in
@@ -201,7 +194,7 @@ class Rounds:
 
         def rank(block: Slot) -> tuple[float, ...]:
             label, k = block
-            first = label == self.baseline or (self.count == 0 and (label == self.chosen or self._mandatory(label, k)))
+            first = label == self.baseline or self._mandatory(label, k) or (self.count == 0 and label == self.chosen)
             behind = runs[label] if self.count == 0 else 0
             return (order.index(k), label != self.baseline, not first, behind, shuffled[block])
 
@@ -212,10 +205,12 @@ class Rounds:
         before = snapshot()
         try:
             while blocks := self._blocks():
-                if self.count and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self._quiet()):
+                if (self.count and not any(self._mandatory(*b) for b in blocks)
+                        and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self._quiet())):
                     break
                 self._start(blocks)
                 self._round(blocks)
+                self._set_aside_wild()
             self.conditions = between(before, snapshot(), self.cores)
             for label in self.subjects:
                 if not self._out(label):
@@ -224,6 +219,17 @@ class Rounds:
         finally:
             for worker in self.workers.values():
                 worker.close()
+
+    def _set_aside_wild(self) -> None:
+        """Pooled rounds wildly off what this run measured of the same point are discarded, with a
+        note: a planted or corrupted pool, or rounds of another load, must not outvote the run's own
+        measurement. Done after each round, so that the points they leave unpaired are timed anew."""
+        for group in self.subjects.values():
+            for s in group:
+                line = self.lines[id(s)]
+                if line.pooled and (why := disagreeing(line.pooled, line.new)):
+                    self.set_aside.append(f"{self.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
+                    line.pooled = []
 
     def _floor(self, blocks: list[Slot]) -> bool:
         return any(self._paired(s, k) < MIN_ROUNDS for s, k in blocks)
@@ -278,8 +284,10 @@ class Rounds:
                     phase.item(Phrases((label, f"on {subject.group}", *([f"in process {k + 1}"] if self.processes > 1 else []))))
                     self._guarded(label, lambda: timed.append(self._block(subject, k, rid, r)))  # noqa: B023 - run now
                     phase.advance()
-        self.untimed += [s for s in dict.fromkeys(s for s, _k in blocks) if not self._out(s)
-                         and s not in self.untimed and not any(self.lines[id(x)].new for x in self.subjects[s])]
+        timed_now = {s for s in self.subjects if any(self.lines[id(x)].new for x in self.subjects[s])}
+        self.untimed = [s for s in self.untimed if s not in timed_now] + [
+            s for s in dict.fromkeys(s for s, _k in blocks) if not self._out(s) and s not in self.untimed
+            and s not in timed_now]
         busy = condition_reasons(between(before, snapshot(), self.cores))
         for round_ in timed:
             round_.busy = busy

@@ -14,7 +14,7 @@ from harness.bench.series import Round, by_run
 from harness.bench.statistics import run_spread
 from harness.plan.model import Timed
 from harness.record.run_record import GroupTiming, StrategyTiming
-from harness.run.rounds import Timeline
+from harness.run.items import Timeline
 from harness.run.subjects import Subject
 
 

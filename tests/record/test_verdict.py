@@ -109,3 +109,45 @@ def test_an_unresolved_interval_is_a_factor_either_way_never_a_symmetric_percent
     assert "(92.93x, 44.50-194: x2.1 either way); " in verdict(a)
     head.speedup_ci = (head.speedup / 1.054, head.speedup * 1.054)
     assert "x1.05 either way" in verdict(a)  # not "x1.1", nor the "x1.0" a factor above 1 never is
+
+
+def test_an_interval_too_wide_to_read_says_in_the_table_and_the_verdict_what_it_still_says() -> None:
+    """Issue 48: the verdict said `at least 13.79x faster (1,453x, 13.79-152,983: ...)` while the
+    table's cell read `1,453x (interval too wide to say) ?`: one rule and one figure in both."""
+    from harness.report.labels import speedup_text
+
+    cases = [  # (speedup, interval, the table's cell, the verdict's words)
+        (1453.0, (13.79, 152983.0), "1,453x (≥13.79) ?",
+         "factored is at least 13.79x faster than numpy (1,453x; the interval is too wide to say more)"),
+        (0.02, (0.0001, 0.5), "0.02x (≤0.50) ?",
+         "factored is at least 2.00x slower than numpy (50.00x; the interval is too wide to say more)"),
+        (1.17, (4.5e-05, 30147.0), "1.17x (interval too wide to say) ?",
+         "factored is not significantly faster or slower than numpy: 1.17x (interval too wide to say)"),
+        (45.57, (17.27, 120.0), "45.57x (17.27-120) ?",  # readable: both ends, as before
+         "factored is at least 17.27x faster than numpy (45.57x, 17.27-120: x2.6 either way)"),
+    ]
+    for speedup, ci, cell, said in cases:
+        t = timing("factored", "compare", speedup, ci, unresolved=True)
+        assert speedup_text(t) == cell
+        assert verdict(analysis("factored", [timing("numpy", "baseline", 1.0, None), t])) == (
+            f"spectrum: {said}; 0 of 1 speedups resolved")
+
+
+def test_a_timed_baseline_with_no_speedup_beside_it_still_gets_a_line_saying_why() -> None:
+    """Issue 48: pooled rounds set aside left the chosen point with no round beside the baseline,
+    and the run printed no line at all for the analysis."""
+    from harness.record.run_record import Skipped, UNTIMED
+    from harness.report.labels import no_verdict
+
+    chosen = timing("factored_gram", "chosen", 1.0, None)
+    chosen.speedup, chosen.unresolved, chosen.unresolved_reason = None, True, "no round timed it beside the baseline"
+    other = chosen.model_copy(update={"strategy": "dual_gram", "role": "compare"})
+    a = analysis("factored_gram", [timing("gram_pairwise", "baseline", 1.0, None), other, chosen])
+    assert verdict(a) is None
+    assert no_verdict(a, "gram_pairwise") == ("spectrum: factored_gram has no speedup over gram_pairwise: no round "
+                                              "timed it beside the baseline; 0 of 2 speedups resolved")
+    alone = analysis("factored_gram", [timing("gram_pairwise", "baseline", 1.0, None)])
+    alone.skipped = [Skipped(strategy="factored_gram", reason=UNTIMED)]
+    assert no_verdict(alone, "gram_pairwise") == ("spectrum: no strategy was timed beside gram_pairwise; 0 of 1 "
+                                                  "speedups resolved (1 not timed)")
+    assert no_verdict(analysis("numpy", [timing("numpy", "baseline", 1.0, None)]), "numpy") is None  # nothing compared

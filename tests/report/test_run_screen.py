@@ -206,3 +206,34 @@ def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_pa
             f"would need ~{nearest:,.0f} more): the machine's load dominates") in stalled
     assert "quieter machine" in stalled and "--budget" in stalled
     assert "a re-run adds a run" in footer(STALLED_RUNS - 1)  # too few runs to tell how fast they narrow
+
+
+def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_narrow_it(tmp_path: Path) -> None:
+    """smoke's svd_topk went 2.87-19.99, 0.77-48.69, 0.46-185 over three runs while the footer said
+    "a re-run adds a run (intervals narrow with runs ...)" each time (issue 48, walk-through 2)."""
+    from harness.report.terminal import warning_lines
+
+    record = real("main_job", tmp_path)
+    unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved and t.speedup_ci]
+    for _name, t in unresolved:
+        t.runs = 1  # too few runs for more_runs: only the widening can say the load dominates
+        t.earlier_ci = t.speedup_ci
+
+    def footer(verbose: bool = False) -> list[str]:
+        return [line for line in warning_lines(record, verbose) if "unresolved" in line]
+
+    (steady,) = footer()
+    assert "a re-run adds a run (on a steady machine intervals narrow with runs" in steady and "widened" not in steady
+    name, t = unresolved[0]
+    assert t.speedup_ci is not None
+    t.earlier_ci = (t.speedup_ci[0] * 2, t.speedup_ci[1] / 2)  # this run's rounds widened it
+    (one,) = footer()
+    assert f"; here 1 interval widened with this run's rounds, {name} {t.label}: " in one
+    for _name, other in unresolved:
+        assert other.speedup_ci is not None
+        other.earlier_ci = (other.speedup_ci[0] * 2, other.speedup_ci[1] / 2)
+    (every,) = footer()
+    assert "a re-run adds a run" not in every and "narrow with runs" not in every
+    assert f"{len(unresolved)} intervals widened with this run's rounds" in every and "load dominates" in every
+    verbose = footer(verbose=True)
+    assert len(verbose) == len(unresolved) and all("widened with this run's rounds" in line for line in verbose)

@@ -81,6 +81,8 @@ def test_rounds_are_pooled_into_the_next_run_unless_fresh(tmp_path: Path, quiet:
     last = load_record(tmp_path / "d")
     pooled = next(t for t in last.analyses[0].timings if t.role != "baseline")
     assert pooled.rounds_pooled > 0 and last.bench is not None
+    assert all(t.earlier_ci is None for t in first)  # no earlier run: nothing this run could widen
+    assert pooled.earlier_ci is not None and (last.bench.rounds or pooled.earlier_ci == pooled.speedup_ci)
     if last.bench.rounds:  # a, c and d: the rounds of b's run were a's
         assert pooled.runs == 3
     else:  # a and c settled it: their pooled interval held to 1%, or only the machine's spread is left

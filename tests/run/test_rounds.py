@@ -16,11 +16,12 @@ from harness.bench import budget as budgeting
 from harness.bench.budget import MEDIAN_CALL_S, MEDIAN_CALLS, MIN_ROUNDS, PROCESSES, SPREAD_ROUNDS, Allocation, Budget
 from harness.bench.conditions import snapshot
 from harness.bench.measure import Block
-from harness.bench.series import Round, unit_of
+from harness.bench.series import Round, speedup, unit_of
 from harness.bench.environment import CannotStart
 from harness.bench.worker import Reply, Request, WorkerDied
 from harness.run import rounds as rounding
-from harness.run.rounds import Pace, Rounds, Timeline
+from harness.run.items import Timeline
+from harness.run.rounds import Pace, Rounds
 from harness.run.subjects import Subject
 
 
@@ -213,9 +214,11 @@ def test_a_point_a_busy_machine_cut_in_one_run_is_timed_first_in_the_next(busy: 
     spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
     r, asked = rounds(["base", "old", "new", "chosen"], {"base": [1.0], "old": [0.5], "new": [0.5], "chosen": [0.1]},
                       budget=spent, chosen="chosen")
-    old = r.subjects["old"][0]
-    r.lines[id(old)] = Timeline(pooled=[Round(round=f"earlier{i}#a#0", seconds=0.5) for i in range(2)])
-    assert [label for label, k in r._blocks() if k == 0] == ["base", "chosen", "new", "old"]
+    for label, seconds in (("base", [0.5, 0.5]), ("old", [0.5, 0.05])):  # an earlier run timed old beside the baseline
+        r.lines[id(r.subjects[label][0])] = Timeline(pooled=[Round(round=f"earlier{i}#a#0", seconds=s)
+                                                             for i, s in enumerate(seconds)])
+    first = [label for label, k in r._blocks() if k == 0]
+    assert first[0] == "base" and set(first[1:3]) == {"chosen", "new"} and first[3] == "old"
 
 
 def test_a_point_an_earlier_busy_run_cut_is_timed_once_whatever_the_limit(busy: None) -> None:
@@ -303,3 +306,26 @@ def test_a_first_call_like_the_others_is_timed_in_the_other_processes(
     for label, request in asked:  # each worker's first request, in the order asked
         firsts.setdefault(label, []).append(request.warmups)
     assert all(w[0] == 1 and w[1:PROCESSES] == [later] * (PROCESSES - 1) for w in firsts.values()), firsts
+
+
+def test_pooled_rounds_set_aside_are_timed_anew_whatever_the_limit(busy: None) -> None:
+    """Issue 48: the pool settled the chosen point, so a busy run timed only the baseline; its
+    rounds came out 7x off the pooled ones, which were discarded, and the chosen point and a
+    compared one were left with no round beside the baseline: no speedup, no verdict. Every point
+    left unpaired is timed anew in slot 0 of the next round, beside the baseline, past the limit."""
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    subjects = {label: subject(label) for label in ["base", "chosen", "x"]}
+    r, _ = rounds(list(subjects), {"base": [7.0], "chosen": [0.15], "x": [1.0]}, budget=spent, chosen="chosen",
+                  subjects=subjects, target=0.25)
+    pooled = {"base": [1.0] * 3, "chosen": [0.1] * 3, "x": [0.5, 0.05, 5.0]}  # chosen settled, x not
+    for label, seconds in pooled.items():
+        r.lines[id(subjects[label])].pooled = [Round(round=f"earlier.{k}#a#0", seconds=s) for k, s in enumerate(seconds)]
+    assert not r._wants("chosen", 0) and r._wants("x", 0)  # the state the walk-through met
+    r.run()
+    assert r.set_aside == ["a: pooled rounds of base on g discarded: 3 rounds at 1e+03 ms a call, 7x off the "
+                           "7e+03 ms this run measured"]
+    new = {label: {x.round for x in r.lines[id(s)].new} for label, s in subjects.items()}
+    assert new["chosen"] and new["chosen"] <= new["base"] and new["x"] and new["x"] <= new["base"]
+    assert {unit_of(x) for x in new["chosen"] | new["x"]} == {"run.0"} and not r.untimed
+    found = speedup(r.line("base"), r.line("chosen"))  # what the record's speedup and verdict stand on
+    assert found is not None and found.rounds == 1 and found.estimate == pytest.approx(7.0 / 0.15)
