@@ -42,3 +42,21 @@ def test_this_runs_quiet_rounds_beside_busy_earlier_ones_have_no_reason_of_their
 def test_quiet_reused_rounds_are_not_marked() -> None:
     group = group_timing(_subject(), Timeline(pooled=[_round(1, []), _round(2, [])]), None, [])
     assert not group.measurement.unstable
+
+
+def test_each_sample_row_says_when_its_own_round_was_timed() -> None:
+    """timings.csv gave every pooled row this run's `started`; `timed` is each round's own time."""
+    from harness.record.exports import _group_rows
+
+    line = Timeline(pooled=[_round(1, [], "2026-11-28T08:01:00+00:00")], new=[_round(2, [], "2026-11-28T08:06:53+00:00")])
+    group = group_timing(_subject(), line, QUIET, [])
+    record = cast(Any, SimpleNamespace(experiment="e", started="2026-11-28T08:06:00+00:00", bench=None,
+                                       machine=SimpleNamespace(hostname="h"), plan=SimpleNamespace(dtype="float32")))
+    analysis = cast(Any, SimpleNamespace(name="svd", op="svd", k=None, computed=lambda t: False))
+    timing = cast(Any, SimpleNamespace(strategy="numpy", role="baseline", device="numpy", precision="float32", compiled=False,
+                                       compile_s=None, speedup=None, speedup_ci=None, unresolved=False,
+                                       unresolved_reason=None, runs=1, rounds=2, busy_rounds=0, spread=None, env={},
+                                       pooled_since=None, cached=False, cut=None))
+    rows = list(_group_rows(record, analysis, timing, group))
+    assert [(r["pooled"], r["timed"]) for r in rows] == [(True, "2026-11-28T08:01:00+00:00"),
+                                                        (False, "2026-11-28T08:06:53+00:00")]
