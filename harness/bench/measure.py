@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -97,10 +97,11 @@ def measure(
 
 
 def summarised(samples: list[float], warmup: int, conditions: Conditions | None,
-               threads: dict[str, int]) -> Measurement:
+               threads: dict[str, int], earlier: Iterable[Sequence[str]] = ()) -> Measurement:
     """The measurement of a strategy's rounds in time order: their median and IQR, the thread
-    counts they were timed with, and every reason they are unreliable (noise.judge)."""
+    counts they were timed with, and every reason they are unreliable (noise.judge, `earlier`
+    the busy reasons of the rounds earlier runs timed)."""
     q1, median, q3 = quartiles(samples)
-    reasons = judge(samples, conditions)
+    reasons = judge(samples, conditions, earlier)
     return Measurement(samples_s=samples, median_s=median, iqr_s=q3 - q1, warmup=warmup,
                        threads=threads, conditions=conditions, unstable=bool(reasons), reasons=reasons)

@@ -4,7 +4,7 @@ measurement gets `unstable` with every reason that applies, in words a user can 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -53,11 +53,24 @@ def condition_reasons(c: Conditions) -> list[str]:
     return reasons
 
 
-def judge(samples: list[float], conditions: Conditions | None) -> list[str]:
+EARLIER = "earlier runs' rounds: "  # a reason that pooled rounds brought, not this run's conditions
+
+
+def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable[Sequence[str]] = ()) -> list[str]:
     """Why the measurement is unreliable (samples in time order: calls, or rounds); empty when
-    it is not."""
+    it is not. `earlier`: the busy reasons of the rounds earlier runs timed, so that a time keeps
+    its mark when a later run reuses its rounds (a reused `263.8 ms !` lost it, issue 48)."""
     drift = drift_reason(samples)
-    return dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
+    by_cause: dict[str, list[str]] = {}
+    for reason in (r for busy in earlier for r in busy):
+        by_cause.setdefault(_cause(reason), []).append(reason)
+    return (dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
+            + [EARLIER + reason_range(same) for same in by_cause.values()])
+
+
+def own_reasons(reasons: Sequence[str]) -> list[str]:
+    """The reasons a measurement's own rounds and this run's conditions gave (not `earlier`'s)."""
+    return [r for r in reasons if not r.startswith(EARLIER)]
 
 
 NUMBER = r"\d+(?:\.\d+)?"  # a figure in a reason

@@ -51,7 +51,7 @@ TIMING_COLUMNS: tuple[str, ...] = (
     "flops", "bytes", "gflops_per_s", "gbytes_per_s",
     "speedup", "speedup_low", "speedup_high", "unresolved", "unresolved_reason", "speedup_runs", "speedup_rounds",
     "speedup_busy_rounds", "speedup_spread", "env",
-    "rounds", "rounds_this_run", "rounds_pooled", "pooled_since", "run", "busy",
+    "rounds", "rounds_this_run", "rounds_pooled", "pooled_since", "run", "timed", "busy",
     "cached", "cut", "unstable", "unstable_reasons",
     *(f"cond_{name}" for name in CONDITION_FIELDS),
 )
@@ -84,6 +84,7 @@ def _group_rows(
             "sample": i,
             "round": group.rounds[i] if i < len(group.rounds) else None,
             "run": run_of(group.rounds[i]) if i < len(group.rounds) else None,
+            "timed": group.timed[i] or None if i < len(group.timed) else None,  # `started` is this record's run
             "busy": i < len(group.rounds) and group.rounds[i] in busy,
             "pooled": i < group.pooled,
             "seconds": seconds,

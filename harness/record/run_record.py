@@ -46,6 +46,7 @@ class GroupTiming(BaseModel):
     rounds: list[str] = []  # each sample's round id ("<run>.<process>#<analysis>#<n>"), in order
     pooled: Tally = 0  # the leading samples that earlier runs measured
     busy: list[str] = []  # the round ids measured while the machine was busy (kept, and flagged)
+    timed: list[str] = []  # when each round was timed (ISO 8601; "" unknown): earlier runs' too
     spread: NonNegative | None = None  # between-run log sd of its seconds, as this machine's stored runs showed it
     calls: Tally = 0  # timed calls this run made (a fast call repeats within a round)
     # per matrix (op pca: per position): operations, and the least bytes moved (cost.Work)
@@ -169,9 +170,8 @@ class StrategyTiming(Variant):
 
     @property
     def quartile_totals(self) -> tuple[float, float]:
-        """The 25th and 75th percentiles of the workload total: each group's sample quartiles per
-        matrix, scaled to the group's size and summed (as estimate_total_s is). Here, not in the
-        charts, so that the terminal shows the same interval without importing matplotlib."""
+        """The 25th and 75th percentiles of the workload total: each group's sample quartiles per matrix,
+        scaled to its size and summed (as estimate_total_s is); here, so the terminal needs no matplotlib."""
         scaled = [(q1 * g.total / g.sampled, q3 * g.total / g.sampled)
                   for g in self.groups for q1, _, q3 in [quartiles(g.measurement.samples_s)]]
         return sum(q for q, _ in scaled), sum(q for _, q in scaled)

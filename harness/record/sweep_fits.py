@@ -70,12 +70,23 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
     return fits
 
 
+def exponent_text(x: float) -> str:
+    """An exponent as every view writes it, two decimals: `1.80`, `-0.01` (not `-0.0071` in one
+    place and `-0.01` in another)."""
+    return f"{x:.2f}"
+
+
+def exponent_interval(low: float, high: float) -> str:
+    """`1.40 to 2.20`: an exponent's interval; "to", never "-", since an end may be negative."""
+    return f"{exponent_text(low)} to {exponent_text(high)}" if math.isfinite(high - low) else "no interval: two points"
+
+
 def growth(fit: ScalingFit) -> str:
-    """`spectrum, factored: cost grows as rank^1.9 (1.7-2.1)` (at data.adapters=4 on a grid)."""
+    """`spectrum, factored: cost grows as rank^1.90 (1.70 to 2.10)` (at data.adapters=4 on a grid)."""
     p = fit.power
     where = "".join(f" at {key}={json.dumps(value)}" for key, value in fit.fixed.items())
-    interval = f" ({p.low:.2g}{' to ' if p.low < 0 else '-'}{p.high:.2g})" if math.isfinite(p.high - p.low) else " (no interval: two points)"
-    return f"{fit.analysis}, {fit.strategy}: cost grows as {axis_name(fit.axis)}^{p.exponent:.2g}{interval}{where}"
+    interval = f" ({exponent_interval(p.low, p.high)})"
+    return f"{fit.analysis}, {fit.strategy}: cost grows as {axis_name(fit.axis)}^{exponent_text(p.exponent)}{interval}{where}"
 
 
 def crossings(fits: list[ScalingFit]) -> list[SweepCrossover]:

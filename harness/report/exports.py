@@ -12,6 +12,8 @@ import io
 import json
 from typing import Any
 
+from rich.text import Text
+
 from harness.base.units import format_seconds
 from harness.record.run_record import RunRecord, StrategyTiming
 from harness.record.verification import Verification
@@ -19,13 +21,14 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   apart_footnote, device_library, printable, speedup_cell, times_disagree,
+                                   apart_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
                                    verdict_lines, verdicts)
-from harness.report.terminal import untimed_rows, verified
+from harness.report.terminal import untimed_lines, untimed_rows, verified, warning_lines
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
-           "significance", "unresolved", "times_disagree", "unstable", "values_error", "vectors_error", "max_error", "passed",
+           "significance", "unresolved", "times_disagree", "unstable", "rounds", "rounds_this_run", "rounds_pooled",
+           "values_error", "vectors_error", "max_error", "passed",
            "status", "reason")
 
 
@@ -48,6 +51,7 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
+                "rounds": rounds_text(t), "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
             })
@@ -127,7 +131,7 @@ def _markdown_row(row: dict[str, Any], speedup: str) -> str:
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
              ("~" if row["extrapolated"] else "") + format_seconds(row[COMPUTE_TOTAL_FIELD]) if timed else "-",
-             speedup, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
+             speedup, row["rounds"] or "-", _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
@@ -135,7 +139,7 @@ def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
     timing says why below the table) and the notes its marks need."""
     header = ["analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL,
-              "speedup (95% CI)", "error (values / vectors)", "status"]
+              "speedup (95% CI)", "rounds", "error (values / vectors)", "status"]
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
@@ -149,12 +153,14 @@ def results_markdown(record: RunRecord) -> str:
         if row["reason"] is not None:
             why.setdefault((row["status"], row["reason"]), []).append(f"{row['analysis']} {row['strategy']}")
     untimed = [f"- {status} ({reason}): {', '.join(named)}" for (status, reason), named in why.items()]
-    lines += ["", *untimed, "" if untimed else None,
+    warned = [f"- {Text.from_markup(line).plain}" for line in warning_lines(record)[len(untimed_lines(record)):]]
+    lines += ["", *untimed, *warned, "" if untimed or warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "
               "one round gave none); `~` extrapolated from a sample. "
               f"{COMPUTE_TOTAL.capitalize()}: per-matrix medians scaled to every "
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
-              "and the singular triplets' worst residual where the op has vectors.", apart_footnote(record.analyses)]
+              "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal.",
+              apart_footnote(record.analyses)]
     return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from typing import Any
@@ -33,6 +33,8 @@ class Fitted:
     optional: tuple[str, ...] = ()
     note: bool = True  # the caption names what the width left out
     footnotes: tuple[tuple[str, str], ...] = ()
+    # the caption of the table as drawn, given the columns the width left out: it explains only what is shown
+    explain: Callable[[tuple[str, ...]], str] | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
         yield self.fit(console, options.max_width)
@@ -51,7 +53,8 @@ class Fitted:
         notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
             notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)")
-        table.caption = "\n".join([*([str(table.caption)] if table.caption else []), *notes]) or None
+        caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
+        table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table
 
 

@@ -35,8 +35,10 @@ SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the compute total ove
                "n=1: timed once, no spread to show")
 SPEEDUP_NOTE = (f"Speedup: the baseline's compute total over the strategy's, the geometric mean over the rounds "
                 f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
-                "is wider than the precision asked for; an interval that holds 1 is not significant. Rounds: "
-                "this run's + earlier runs' (pooled).")
+                "is wider than the precision asked for; an interval that holds 1 is not significant.")
+ROUNDS_NOTE = ("Rounds behind each speedup: 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
+               "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
+               "the benchmark line's 1+2/1 lists an analysis' differing counts, one per strategy.")
 ABOVE_ROOF = ">100%"
 PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM peak, bandwidth x flops/byte), both "
              f"measured on this machine; - where there is no roof; {ABOVE_ROOF} where the timing sits above its roof, "

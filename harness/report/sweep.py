@@ -13,7 +13,7 @@ from harness.base.atomic import write_atomic
 from harness.base.units import format_seconds, plural
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import axis_name, growth, planner_picks
+from harness.record.sweep_fits import axis_name, exponent_text, growth, planner_picks
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
 from harness.report.labels import UNSTABLE_MARK, unstable_why
 
@@ -28,7 +28,7 @@ def _writes(data: bytes) -> Callable[[IO[bytes]], object]:
 
 def fit_sentence(fit: ScalingFit) -> str:
     """`spectrum, factored: cost grows as rank^1.9 (1.7-2.1), its cost model says 2; class n^2 (RMS 4%)`."""
-    model = f", its cost model says {fit.model.exponent:.2g}" if fit.model is not None else ""
+    model = f", its cost model says {exponent_text(fit.model.exponent)}" if fit.model is not None else ""
     return f"{growth(fit)}{model}; class {fit.complexity} (RMS {fit.rms:.0%})"
 
 
@@ -100,6 +100,11 @@ def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
              "finding": f.finding} for f in record.fits]
 
 
+def seconds_interval(low: float, high: float) -> str:
+    """`31.7 ms-72.8 ms`: a point's 95% interval as the md and the HTML page both write it."""
+    return f"{format_seconds(low)}-{format_seconds(high) if math.isfinite(high) else 'inf'}"
+
+
 def sweep_markdown(record: SweepRecord) -> str:
     lines = [f"# Sweep {record.experiment}", "", f"`{record.command}`", ""]
     lines += [f"- {line}" for line in sweep_lines(record)]
@@ -108,7 +113,7 @@ def sweep_markdown(record: SweepRecord) -> str:
         lines += [f"| {' | '.join(_cell(row[c]) for c in PICK_COLUMNS)} |" for row in picks]
     lines += ["", "| point | analysis | strategy | per matrix | 95% interval | model |", "|---|---|---|---|---|---|"]
     for r in point_rows(record):
-        interval = f"{format_seconds(r['low'])}-{format_seconds(r['high']) if math.isfinite(r['high']) else 'inf'}"
+        interval = seconds_interval(r["low"], r["high"])
         model = format_seconds(r["model_s"]) if r["model_s"] is not None else "-"
         lines.append(f"| {_cell(r['point'])} | {_cell(r['analysis'])} | {_cell(r['strategy'])} | "
                      f"{format_seconds(r['seconds'])} | {interval} | {model} |")

@@ -14,11 +14,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.base.atomic import write_atomic
-from harness.record.sweep_fits import axis_name, size_of
+from harness.record.sweep_fits import axis_name, exponent_interval, exponent_text, size_of
 from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, load_sweep
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
-from harness.report.sweep import pick_rows, point_rows, sweep_lines
+from harness.report.sweep import pick_rows, point_rows, seconds_interval, sweep_lines
 
 REPORT = "report.html"
 CHART_INCHES = (9.0, 4.2)  # 864 x 403 px at 96 dpi: inside the page's 1280 px
@@ -65,7 +65,7 @@ def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
         below = [t.seconds - t.low for _, t, _ in timed]
         above = [(t.high - t.seconds) if math.isfinite(t.high) else 0.0 for _, t, _ in timed]
         fit = fitted.get(strategy)
-        label = f"{strategy}: ^{fit.power.exponent:.2g}" if fit else f"{strategy}: too few points to fit"
+        label = f"{strategy}: ^{exponent_text(fit.power.exponent)}" if fit else f"{strategy}: too few points to fit"
         bars = ax.errorbar(x, y, yerr=[below, above], fmt=MARKERS[i % len(MARKERS)], capsize=3, label=label)
         if fit is not None:
             lo, hi = min(fit.sizes), max(fit.sizes)
@@ -109,9 +109,11 @@ def render_sweep(record: SweepRecord) -> str:
         charts.append({"title": f"{analysis}: cost against {axis_name(axis)}{held}",
                        "svg": Markup(to_svg(scaling_figure(record, fits)))})
     rows = point_rows(record)
-    return environment().get_template("sweep.html.j2").render(record=record, lines=sweep_lines(record),
-                                                               charts=charts, rows=rows,
-                                                               picks=pick_rows(record))
+    env = environment()
+    env.filters["exponent"] = exponent_text  # the headline's numbers, in the headline's form
+    return env.get_template("sweep.html.j2").render(record=record, lines=sweep_lines(record),
+                                                    exponent_interval=exponent_interval, seconds_interval=seconds_interval,
+                                                    charts=charts, rows=rows, picks=pick_rows(record))
 
 
 def write_sweep_report(folder: Path) -> Path:

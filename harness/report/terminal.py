@@ -15,7 +15,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.labels import (COMPUTE_TOTAL, PEAK_NOTE, check_of, ROLES_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, check_of, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
                                    rounds_text, speedup_cell, strategy_label, apart_footnote, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
@@ -25,7 +25,8 @@ from harness.report.labels import (COMPUTE_TOTAL, PEAK_NOTE, check_of, ROLES_NOT
 # which); the default table leaves them silently, so it widens with the terminal
 RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", COMPUTE_TOTAL, "speedup (95% CI)",
                "rounds", "GFLOP/s", "% of peak", "max error", "status")
-RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", COMPUTE_TOTAL, "rounds", "dtype")
+# rounds last: it says how much data lies behind each speedup (a long speedup cell dropped it first, issue 48)
+RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", COMPUTE_TOTAL, "dtype", "rounds")
 ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it never costs the default a column
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
@@ -33,19 +34,29 @@ STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error"
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
 
 
-def _caption(record: RunRecord, wide: bool) -> str:
-    """What the table's columns and marks mean (`--explain`; the HTML report always explains)."""
-    return (f"{ROLES_NOTE} {UNSTABLE_MARK} measured under unreliable conditions (below). "
-            "Per matrix: median over the rounds" + (
-                f"; {COMPUTE_TOTAL}: scaled to the workload (~ = extrapolated), compute only (the wall time of each "
-                "analysis, loading included, is in --verbose)" if wide else "") + f". {SPEEDUP_NOTE} "
-            + ("GFLOP/s: achieved; " + PEAK_NOTE + (
-                "" if record.roofs else " (none measured: `harness calibrate`)") + ". " if wide else "")
-            + ("Device (library): where and with what it ran; dtype: its arithmetic (f32, bf16, +c compiled). "
-               if wide else "") + "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
-            "residual where the op has vectors (the worse of the two" + ("; the last column gives each" if wide else "") + ")"
-            + ". Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
-            "not timed still had its answer checked).")
+def _caption(record: RunRecord, columns: tuple[str, ...]) -> str:
+    """What the drawn `columns` and their marks mean (`--explain`; the HTML report always explains):
+    a column the width left out is not explained (its note said "the last column gives each" of a
+    column a 100-column terminal had just dropped)."""
+    notes = {
+        "role": ROLES_NOTE, "strategy": COMPUTED_NOTE + ".",
+        "per matrix": f"{UNSTABLE_MARK} measured under unreliable conditions (below). Per matrix: median over the rounds.",
+        COMPUTE_TOTAL: f"{COMPUTE_TOTAL.capitalize()}: scaled to the workload (~ = extrapolated), compute only (the wall "
+                       "time of each analysis, loading included, is in --verbose).",
+        "speedup (95% CI)": SPEEDUP_NOTE, "rounds": ROUNDS_NOTE,
+        "GFLOP/s": "GFLOP/s: achieved.",
+        "% of peak": PEAK_NOTE + ("" if record.roofs else " (none measured: `harness calibrate`)") + ".",
+        "device": "Device (library): where and with what it ran.",
+        "dtype": "dtype: its arithmetic (f32, bf16, +c compiled).",
+        "max error": "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
+                     "residual where the op has vectors (the worse of the two" + (
+                         f"; {ERRORS_APART} gives each" if ERRORS_APART in columns else "") + ").",
+        "status": "Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
+                  "not timed still had its answer checked).",
+    }
+    if "role" in columns:
+        notes.pop("strategy")  # the roles' note says it
+    return " ".join(note for column, note in notes.items() if column in columns)
 
 
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:
@@ -97,7 +108,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
     below it say why a row has no timing): every column the width holds, at least COMPACT_COLUMNS;
     `wide` says what the width left out, and gives the values' and the vectors' errors apart."""
     columns = RUN_COLUMNS + ((ERRORS_APART,) if wide else ())
-    table = rule_table(caption=_caption(record, wide) if explain else None)
+    table = rule_table()
     for column in columns:
         table.add_column(column)
     for a in record.analyses:
@@ -107,7 +118,8 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
     notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("% of peak", roof_footnote(record, record.analyses)))
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide,
-                  footnotes=tuple((column, shown(line)) for column, line in notes if line))
+                  footnotes=tuple((column, shown(line)) for column, line in notes if line),
+                  explain=(lambda out: _caption(record, tuple(c for c in columns if c not in out))) if explain else None)
 
 
 def run_screen(record: RunRecord, wide: bool = False, explain: bool = False,

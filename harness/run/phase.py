@@ -26,6 +26,7 @@ from harness.base.units import now
 from harness.bench.budget import Allocation, Budget, floors
 from harness.bench.conditions import Snapshot, snapshot
 from harness.bench.series import Line, Round, pair_spread, run_of, settlement, speedup, workload_totals
+from harness.bench.noise import own_reasons
 from harness.bench.worker import Work, WorkerPool
 from harness.compute.references import References
 from harness.compute.verify import combine
@@ -322,7 +323,7 @@ class BenchPhase:
         quiet = [r for r in line.new if not r.busy]
         if not all(v.passed for v in s.checks.values()):
             return group
-        if quiet and not group.measurement.unstable:
+        if quiet and not own_reasons(group.measurement.reasons):  # pooled rounds' load is not this run's
             self.observations.append(self._observation(step, s, quiet, line.calls))
         elif line.new:  # busy or unsteady: kept apart, for the plan until a quiet one exists
             others = rounds.conditions.others_cpu if rounds.conditions is not None else None

@@ -19,14 +19,15 @@ from harness.run.subjects import Subject
 
 
 def group_timing(s: Subject, line: Timeline, conditions: Conditions | None, stored: Sequence[Round]) -> GroupTiming:
-    """A subject's rounds, earlier runs' first; the conditions are this run's, when it timed any;
-    the between-run spread of its seconds, as the machine's `stored` rounds of its item show it."""
+    """A subject's rounds, earlier runs' first; the conditions are this run's, when it timed any,
+    and the earlier runs' rounds bring the reasons they were busy; the between-run spread of its
+    seconds, as the machine's `stored` rounds of its item show it; when each round was timed."""
     rounds = line.rounds
     measurement = summarised([r.seconds for r in rounds], s.allocation.warmup, conditions if line.new else None,
-                             line.threads)  # the worker's pools, not this process's
+                             line.threads, [r.busy for r in line.pooled])  # the worker's pools, not this process's
     return GroupTiming(group=s.group, sampled=s.allocation.matrices, total=s.total, measurement=measurement,
                        flops=s.flops, bytes=s.bytes, rounds=[r.round for r in rounds], pooled=len(line.pooled),
-                       busy=[r.round for r in rounds if r.busy], calls=line.calls,
+                       busy=[r.round for r in rounds if r.busy], calls=line.calls, timed=[r.when or "" for r in rounds],
                        spread=run_spread(by_run({r.round: math.log(r.seconds) for r in stored})))
 
 

@@ -77,3 +77,21 @@ def test_csv_and_json_hold_the_same_rows(busy: Path, capsys: pytest.CaptureFixtu
         assert json_row["vectors_error"] == v.vectors_error is not None
     timed = [r for r in rows if r["status"] == "passed"]
     assert all(float(r["per_matrix_s"]) > 0 and r["significance"] for r in timed)
+
+
+def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> None:
+    """Issue 48: the md kept only `not timed`, dropping the unresolved and unstable lines (and their
+    load figures); no export had the rounds column."""
+    from pathlib import Path
+
+    from harness.record.run_record import load_record
+    from harness.report.exports import result_rows, results_markdown
+    from harness.report.labels import rounds_text
+
+    record = load_record(Path(__file__).parent / "records" / "busy_run.json")
+    md = results_markdown(record)
+    assert "speedups unresolved (?)" in md and "measurements unstable (!): other processes took" in md
+    assert "| rounds |" in md
+    timed = [r for r in result_rows(record) if r["per_matrix_s"] is not None]
+    texts = [rounds_text(t) for a in record.analyses for t in a.timings]
+    assert [r["rounds"] for r in timed] == texts and all(isinstance(r["rounds_pooled"], int) for r in timed)

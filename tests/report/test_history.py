@@ -290,3 +290,18 @@ def test_the_roof_shares_are_points_on_their_log_axis_hollow_over_the_roof() -> 
     assert set(drawn) == {5.0, 180.0}
     assert drawn[5.0].get_facecolors()[0][3] > 0 and drawn[180.0].get_facecolors().size == 0  # hollow
     assert any(list(line.get_xdata()) == [100, 100] for line in ax.get_lines())
+
+
+def test_a_lone_commit_with_no_speedup_does_not_say_its_speedups_are_below(tmp_path: Path) -> None:
+    """Issue 48: "Its speedups are below" stood right above "No speedup measured at any commit"."""
+    root = tmp_path / "none"
+    points = ["e:svd_topk/gone"]
+    names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
+    write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
+                                       "params": [[repr(p) for p in points]], "version": "1"} for name in names.values()})
+    write_run(root, "vm-cpu", 0, {names[t]: [[None], [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
+                                  for t in TRACKS})
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    headline = page[page.index('id="headline"'):page.index("<nav>")]
+    assert "Its speedups are below" not in headline and "It has no speedup measured (below says why)" in headline
+    assert "No speedup measured at any commit" in page

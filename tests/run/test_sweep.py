@@ -240,3 +240,19 @@ def test_harness_report_takes_a_sweeps_folder(tiny_sweep: tuple[Path, str, str],
         assert cli.main(["report", str(folder), "--format", form]) == 2
         said = capsys.readouterr().err.strip()
         assert said.count("\n") == 0 and "points.csv and fits.csv here" in said
+
+
+def test_exponents_and_intervals_read_alike_in_the_headline_the_page_and_the_md() -> None:
+    """Issue 48: `rank^-0.0071 (-0.03 to 0.016)` in the headline, `-0.01 (-0.03 to 0.02)` in the
+    page's fits table; `31.7 ms-72.8 ms` in the md, `31.7 ms to 72.8 ms` on the page."""
+    from harness.record.sweep_fits import exponent_interval, exponent_text
+    from harness.report.sweep import seconds_interval, sweep_lines, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()
+    page, headline = render_sweep(record), " ".join(sweep_lines(record))
+    for fit in record.fits:
+        said = f"{exponent_text(fit.power.exponent)} ({exponent_interval(fit.power.low, fit.power.high)})"
+        assert f"^{said}" in headline and f">{said}<" in page
+    p = record.points[0].timings[0]
+    assert seconds_interval(p.low, p.high) in page and seconds_interval(p.low, p.high) in sweep_markdown(record)
