@@ -222,6 +222,11 @@ def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecor
     assert out.splitlines()[-1].startswith("INCONCLUSIVE: 0 of")
     assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive"]) == 0
     assert cli.main(["compare", a, b]) == 0  # no gate: nothing to be inconclusive about
+    capsys.readouterr()
+    assert cli.main(["compare", a, b, "--fail-on-regression", "1.2", "--json"]) == 4
+    judged = json.loads(capsys.readouterr().out)  # it said "passed": true with nothing gated
+    assert (judged["passed"], judged["verdict"], judged["n_gated"]) == (False, "inconclusive", 0)
+    assert judged["inconclusive"] and all(why.startswith(f"{b}: ") for why in judged["inconclusive"])
 
 
 def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRecord], tmp_path: Path,
@@ -233,7 +238,7 @@ def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRe
     assert cli.main(["compare", a, b, "--fail-on-regression", "--json"]) == 4
     captured = capsys.readouterr()
     verdict = CompareOutput.model_validate(json.loads(captured.out))
-    assert verdict.passed and verdict.n_gated > 0
+    assert not verdict.passed and verdict.verdict == "inconclusive" and verdict.n_gated > 0  # as exit 4 says
     assert verdict.inconclusive == [f"{b}: B did not finish (its record is marked incomplete)"]
     assert "inconclusive: B did not finish" in captured.err
 
@@ -246,7 +251,7 @@ def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
     assert cli.main(["compare", a, noise, slow, "--json", "--fail-on-regression", "1.2"]) == 1
     captured = capsys.readouterr()
     verdict = CompareOutput.model_validate(json.loads(captured.out))  # stdout: the JSON alone
-    assert verdict.gate == 1.2 and not verdict.passed
+    assert verdict.gate == 1.2 and not verdict.passed and verdict.verdict == "regression"
     assert [c.passed for c in verdict.comparisons] == [True, False]
     assert [c.factor for c in verdict.comparisons] == [1.2, 1.2]
     rows = verdict.comparisons[1].rows
@@ -258,6 +263,7 @@ def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
     assert cli.main(["compare", a, noise, "--json"]) == 0
     plain = json.loads(capsys.readouterr().out)
     assert plain["gate"] is None and plain["passed"] and plain["comparisons"][0]["gate"] is None
+    assert plain["verdict"] is None  # no gate, no verdict
 
 
 def test_bad_ratio_is_a_usage_error(base: tuple[str, RunRecord]) -> None:
