@@ -40,7 +40,7 @@ def test_a_run_that_is_not_quiet_prints_the_verdicts_and_the_table(tmp_path: Pat
     shown = capsys.readouterr()
     assert "speedup (95% CI)" in shown.out and "faster than" in shown.out or "not significantly" in shown.out
     assert "loading the spec" in shown.err  # the progress, on stderr
-    with pytest.raises(api.SpecProblem, match="output folder exists"):
+    with pytest.raises(api.FolderProblem, match="output folder exists"):  # not the spec's problem
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2)
     again = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, force=True, data__adapters=2)
     assert (again.folder / RECORD).is_file() and again.record.complete
@@ -62,7 +62,7 @@ def test_a_bad_override_raises_with_its_key_and_one_line(tmp_path: Path) -> None
     assert not (tmp_path / "run").exists()
     with pytest.raises(api.SpecProblem) as raised:  # what the plan refuses carries its key too
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, **{"analysis[2].k": 100})
-    assert raised.value.key == "analysis[2].strategy" and "k=100" in raised.value.message
+    assert raised.value.key == "analysis[2].k" and "100 exceeds min(m, n)" in raised.value.message  # k's fault
 
 
 def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
