@@ -4,7 +4,9 @@ opens a run folder; both give a Run: its record, and its results as tidy rows (a
 when pandas is installed, else a list of dicts: pandas is not a dependency).
 
 A spec or an override the harness refuses raises SpecProblem, a ValueError whose message is one
-line and whose `key` names the spec key (`data.adapters`); a bad input file raises DataError."""
+line and whose `key` names the spec key (`data.adapters`); an output folder it refuses, FolderProblem;
+a bad input file, DataError; a folder without a readable run, RecordError: each a ValueError of one
+line, in the API's words (`output=`, `force=True`, not the command line's flags)."""
 
 from __future__ import annotations
 
@@ -20,18 +22,22 @@ from typing import Any
 from rich.console import Console
 
 from harness.base.progress import Display
+from harness.data.workload import DataError
 from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
-from harness.record.run_record import RunRecord, load_record
+from harness.record.run_record import RecordError, RunRecord, load_record
 from harness.report.exports import result_rows
 from harness.report.fitting import wrapped
 from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen
-from harness.run.session import RunOptions, command_line, prepare_session
+from harness.run.session import RunOptions, check_run_folder, command_line, places, prepare_session
 from harness.specs.reading import SpecError
 
 
+__all__ = ["DataError", "FolderProblem", "RecordError", "Run", "SpecProblem", "open_run", "run"]
+
 SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`
+FLAGS = {"leave -o out": "leave output out", "-o": "output=", "--force": "force=True"}  # the engine's words -> ours
 
 
 class SpecProblem(ValueError):
@@ -46,6 +52,15 @@ class SpecProblem(ValueError):
         self.problems = problems
         more = f" (and {len(problems) - 1} more: .problems)" if len(problems) > 1 else ""
         super().__init__(f"{spec}: {first}{more}")
+
+
+class FolderProblem(ValueError):
+    """An output folder `run` refuses (one that holds files, or cannot be written), in one line."""
+
+
+def _our_words(line: str) -> str:
+    flags = "|".join(re.escape(flag) for flag in FLAGS)  # a flag as a word of its own, never inside a path
+    return re.sub(rf"(?<!\S)(?:{flags})\b", lambda m: FLAGS[m.group(0)], line)
 
 
 def _columns() -> int:
@@ -123,8 +138,11 @@ class Run:
 
 
 def open_run(folder: str | Path) -> Run:
-    """The run in `folder` (RecordError when it holds no readable record)."""
-    return Run(Path(folder), load_record(Path(folder)))
+    """The run in `folder`; RecordError, one line, when it holds no readable record."""
+    try:
+        return Run(Path(folder), load_record(Path(folder)))
+    except RecordError as exc:
+        raise RecordError(str(exc)) from None  # its traceback ends here, not in the record's internals
 
 
 def override(key: str, value: Any) -> str:
@@ -144,6 +162,11 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
     options = RunOptions(output=Path(output) if output is not None else None, force=force, no_cache=no_cache,
                          fresh=fresh)
     console = Console(file=io.StringIO()) if quiet else Console(stderr=True)
+    try:
+        if options.output is not None:  # as prepare_session checks it first, but said in the API's words
+            check_run_folder(options.output, force, places(spec))
+    except PlanError as exc:
+        raise FolderProblem(_our_words(exc.lines[0])) from None
     try:
         with Display(console, live=False if quiet else None) as display:
             session = prepare_session(spec, sets, options, display, command_line(spec, sets, options, report))

@@ -40,7 +40,7 @@ def test_a_run_that_is_not_quiet_prints_the_verdicts_and_the_table(tmp_path: Pat
     shown = capsys.readouterr()
     assert "speedup (95% CI)" in shown.out and "faster than" in shown.out or "not significantly" in shown.out
     assert "loading the spec" in shown.err  # the progress, on stderr
-    with pytest.raises(api.SpecProblem, match="output folder exists"):
+    with pytest.raises(api.FolderProblem, match="output folder exists"):  # not the spec's problem
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2)
     again = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, force=True, data__adapters=2)
     assert (again.folder / RECORD).is_file() and again.record.complete
@@ -62,7 +62,7 @@ def test_a_bad_override_raises_with_its_key_and_one_line(tmp_path: Path) -> None
     assert not (tmp_path / "run").exists()
     with pytest.raises(api.SpecProblem) as raised:  # what the plan refuses carries its key too
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, **{"analysis[2].k": 100})
-    assert raised.value.key == "analysis[2].strategy" and "k=100" in raised.value.message
+    assert raised.value.key == "analysis[2].k" and "100 exceeds min(m, n)" in raised.value.message  # k's fault
 
 
 def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,3 +87,27 @@ def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: 
         assert all(" ".join(text.split()) in words for text in texts), shown  # every word whole, in order
         # a continuation hangs under its line, never at column 0
         assert all(line.startswith("  ") for line in lines[1:]), shown
+
+
+def test_its_errors_are_its_own_and_speak_its_words(tmp_path: Path) -> None:
+    """`except api.DataError` failed (not exported); open_run's RecordError came through the
+    record's internals; a folder clash quoted `-o` and `--force`, the command line's flags."""
+    import traceback
+
+    from harness.data.workload import DataError
+    from harness.record.run_record import RecordError
+
+    assert (api.DataError, api.RecordError) == (DataError, RecordError)
+    with pytest.raises(api.RecordError) as missing:
+        api.open_run(tmp_path / "nothing-o")
+    assert str(missing.value) == f"{tmp_path / 'nothing-o'}: no {RECORD} here; is this a run folder from `harness run`?"
+    assert traceback.extract_tb(missing.tb)[-1].name == "open_run"
+    taken = tmp_path / "taken-o"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    with pytest.raises(api.FolderProblem) as clash:
+        api.run(CONFIGS / "smoke.toml", output=taken, quiet=True)
+    said = str(clash.value)
+    assert said.startswith(f"{taken}: output folder exists and is not empty; choose another with output=, leave "
+                           "output out") and said.endswith("or force=True to replace the run in it")
+    assert " -o" not in said and "--force" not in said and (taken / "notes.txt").read_text() == "mine"

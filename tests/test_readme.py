@@ -160,3 +160,13 @@ def test_the_readme_sample_is_a_100_column_terminals_and_claims_only_what_it_sho
     assert all(name in columns for name in header), header  # the run table's own columns, in its order
     assert any(line[:1].islower() and ":" not in line.split()[0] for line in lines[:4])  # a verdict wrapped
     assert "fits a 100-column terminal" not in text
+
+
+def test_what_the_readme_writes_is_ignored_by_git() -> None:
+    """The tutorial left `?? runs/` in `git status`: every folder the README writes (-o, output=) is ignored."""
+    import subprocess
+
+    written = set(re.findall(r'(?:-o |output=")(runs/[\w.-]+|results/[\w.-]+)', README.read_text()))
+    assert written and {"runs/first", "runs/nb"} <= written
+    ignored = subprocess.run(["git", "check-ignore", *sorted(written)], cwd=ROOT, capture_output=True, text=True)
+    assert sorted(ignored.stdout.split()) == sorted(written)

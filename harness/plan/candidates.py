@@ -149,9 +149,6 @@ def evaluate(
     inputs = {g.label: workload.source.load_bytes(g.refs[:1], size) for g in groups}  # one matrix's
     ahead = reads_ahead(spec, workload) and all(needs[g] + inputs[g] <= budget for g in needs)
     for group in groups:
-        if op.k is not None and op.k > min(group.shape):
-            reason = f"k={op.k} exceeds min(m, n) of the {group.label} group"
-            return Candidate(**found, estimate_s=None, reason=reason)
         per = needs[group.label]
         if per > budget:
             reason = (

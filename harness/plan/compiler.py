@@ -87,6 +87,9 @@ def _choose(
         sizes = {POSITIONS: len(layout.positions)}
     else:
         sizes = {g.label: len(g) for g in workload.groups()}
+        if op.k is not None and (small := [g for g in workload.groups() if op.k > min(g.shape)]):  # the k's fault
+            raise ValueError(f"analysis[{i}].k: {op.k} exceeds min(m, n) of the {small[0].label} group (at most "
+                             f"{min(small[0].shape)} there)")
     with _planning_for(costing):
         candidates = _candidates(analysis, op, spec, workload, layout, costing)
     try:

@@ -161,7 +161,8 @@ class CompareOutput(BaseModel):
     """What `harness compare --json` prints: every comparison and the gate's overall verdict."""
 
     gate: float | None
-    passed: bool
+    passed: bool  # false on a regression and when the gate could not judge (--allow-inconclusive: exit 0, still false)
+    verdict: Literal["passed", "regression", "inconclusive"] | None = None  # the gate's; null without one
     inconclusive: list[str] = []  # why the gate could not judge (each "B: why" per comparison)
     n_gated: int = 0
     comparisons: list[Comparison]

@@ -21,7 +21,8 @@ CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few r
 # read 57 -> 73 µs beside B/A 0.962
 TIME_A, TIME_B = "A geo. mean", "B geo. mean"
 # what a narrow terminal leaves out first: the test's figures before the times a reader compares first
-COMPARE_OPTIONAL = ("p", "rounds A, B", "group", TIME_A, TIME_B)
+P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter
+COMPARE_OPTIONAL = (P_VALUE, "rounds A, B", "group", TIME_A, TIME_B)
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:
@@ -50,7 +51,7 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
             f"{c.factor}x either way. rounds A, B: each run's rounds in the test (a round times each strategy once); "
             "rounds B pooled from a run A holds count for A only (\"pooled\"). A point pairs only with the same "
             "strategy, precision, compilation and environment.")
-    for column in ("analysis", "strategy", "group", TIME_A, TIME_B, f"B / A ({c.level} CI)", "rounds A, B", "p",
+    for column in ("analysis", "strategy", "group", TIME_A, TIME_B, f"B / A ({c.level} CI)", "rounds A, B", P_VALUE,
                    "change"):
         table.add_column(column)
     for i, r in enumerate(c.rows):

@@ -146,7 +146,7 @@ def untimed_lines(record: RunRecord) -> list[str]:
     untimed = [f"{a.name}: {s.strategy}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
     if untimed:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
-                     "times each of them once whatever its limit, and --budget 30s gives more")
+                     "(without --fresh) times each of them once whatever its limit, and --budget 30s gives more")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]
     return lines

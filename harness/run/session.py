@@ -47,11 +47,11 @@ class RunOptions:
 
 
 def command_line(spec_path: str | Path, overrides: list[str], options: RunOptions, report: bool = False) -> str:
-    """The command line that reproduces the run, its output folder and flags included: the report
-    shows it verbatim, so what it leaves out a reader cannot know (a run from Python records the
-    command that does the same)."""
-    words = ["harness", "run", str(spec_path), *(f"--set={s}" for s in overrides)]
-    words += (["-o", str(options.output)] if options.output else []) + ["--report"] * report
+    """The command line that reproduces the run, its overrides and flags included: the report shows
+    it verbatim. It has no `-o`: run as shown it writes a fresh folder under results/ (the run's own
+    folder would be refused, or with --force replaced), so a reader can paste it as it is (a run
+    from Python records the command that does the same)."""
+    words = ["harness", "run", str(spec_path), *(f"--set={s}" for s in overrides)] + ["--report"] * report
     return shlex.join(words + ["--no-cache"] * options.no_cache + ["--fresh"] * options.fresh)
 
 

@@ -52,8 +52,8 @@ def test_validate_lists_what_plan_refuses_all_at_once(tmp_path: Path, capsys: py
     said = capsys.readouterr().err.strip().splitlines()
     assert said[:1] == [f"{spec}: execution.device: 'cuda' requested but {cuda_missing_reason()}"] or not cuda
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in said]
-    assert keys[int(cuda):] == ["analysis[1].strategy", "analysis[2].components"]
-    assert "k=100 exceeds min(m, n) of the 48x32 group (" in said[int(cuda)]
+    assert keys[int(cuda):] == ["analysis[1].k", "analysis[2].components"]  # the k's fault, not the strategy's
+    assert said[int(cuda)].endswith("analysis[1].k: 100 exceeds min(m, n) of the 48x32 group (at most 32 there)")
     assert cli.main(["plan", str(spec)]) == 2 and capsys.readouterr().err.strip().splitlines() == said
 
 
@@ -96,4 +96,22 @@ def test_the_plans_refusals_join_the_specs_own(tmp_path: Path, capsys: pytest.Ca
     assert cli.main(["validate", str(spec)]) == 2
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
     assert keys == ["experiment.seed", "analysis[0].strategy", "execution.workers",  # the spec's own, then the plan's
-                    "analysis[1].strategy", "analysis[2].components"]
+                    "analysis[1].k", "analysis[2].components"]
+
+
+def test_every_problem_in_one_pass_each_under_its_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad key of [data] or of an analysis hid the plan's refusals: the k beyond the matrices and
+    the components beyond the adapters came only after the other problems were fixed. A refusal
+    that would quote a default in place of a bad value (components against data.adapters) waits."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(DENSE.replace('device = "cuda"', 'dtype = "float12"').replace("layers = 1", "layers = 1\ntypo = 1")
+                    .replace('op = "svd"', 'op = "svdz"').replace("k = 100", 'k = 100\ncompare = ["nosuch"]'))
+    assert cli.main(["validate", str(spec)]) == 2
+    keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
+    assert keys == ["data.typo", "analysis[0].op", "analysis[1].compare", "execution.dtype",
+                    "analysis[1].k", "analysis[2].components"]
+    spec.write_text(spec.read_text().replace("adapters = 2", "adapters = 0"))
+    assert cli.main(["validate", str(spec)]) == 2
+    keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
+    assert keys == ["data.adapters", "data.typo", "analysis[0].op", "analysis[1].compare", "execution.dtype",
+                    "analysis[1].k"]

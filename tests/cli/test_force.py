@@ -149,3 +149,16 @@ def test_force_replaces_an_earlier_runs_files_and_keeps_the_users(smoke_run: tup
     record = load_record(folder)
     assert record.started != smoke_run[1].started and record.producer == "spectral-harness"
     assert not (folder / "report.html").exists() and not list(folder.glob(".*.tmp"))  # the earlier run's, gone
+
+
+def test_the_recorded_command_runs_again_as_shown_into_a_fresh_folder() -> None:
+    """The report's "Reproduce" command had `-o runs/first` without `--force`: pasted, it was refused
+    (the folder holds the run), and with --force it would have replaced the run it reproduces."""
+    import shlex
+
+    from harness.run.session import RunOptions, command_line
+
+    options = RunOptions(output=Path("runs/first"), force=True, fresh=True)
+    words = shlex.split(command_line("configs/smoke.toml", ["data.adapters=2", 'benchmark.budget="30s"'], options))
+    assert words == ["harness", "run", "configs/smoke.toml", "--set=data.adapters=2", '--set=benchmark.budget="30s"',
+                     "--fresh"]

@@ -12,6 +12,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.report.compare import CompareOutput, compare_records, compare_rounds
+from harness.base.units import format_ratio
 from harness.report import charts
 from harness.record.run_record import RECORD, RecordError, RunRecord, load_record, save_record
 
@@ -146,6 +147,9 @@ def test_cli_table_and_html(smoke_run: tuple[Path, RunRecord], tmp_path: Path,
     assert "slower" in capsys.readouterr().out
     page = html.read_text()
     assert record.spec_hash in page and '<td class="slower">slower</td>' in page
+    c = compare_records(a, b, (str(folder), str(slow)))
+    r = next(r for r in c.rows if r.ratio_ci)  # the terminal's interval form, not "0.883 to 9.66"
+    assert f'<td class="num">{format_ratio(r.ratio_ci[0])}-{format_ratio(r.ratio_ci[1])}</td>' in page
 
 
 # The CI gate: `--fail-on-regression` exits 1 on a significant slowdown beyond RATIO of a stable
@@ -220,8 +224,16 @@ def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecor
     out = capsys.readouterr().out
     assert "groups have fewer than 2 rounds on a side" in out and "--budget 30s" in out
     assert out.splitlines()[-1].startswith("INCONCLUSIVE: 0 of")
-    assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive"]) == 0
+    page = tmp_path / "few.html"  # the page gives the terminal's next step too
+    assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive", "--html", str(page)]) == 0
+    step = next(line for line in out.splitlines() if "--budget 30s" in line)
+    assert f'<p class="muted">{step}</p>' in page.read_text()
     assert cli.main(["compare", a, b]) == 0  # no gate: nothing to be inconclusive about
+    capsys.readouterr()
+    assert cli.main(["compare", a, b, "--fail-on-regression", "1.2", "--json"]) == 4
+    judged = json.loads(capsys.readouterr().out)  # it said "passed": true with nothing gated
+    assert (judged["passed"], judged["verdict"], judged["n_gated"]) == (False, "inconclusive", 0)
+    assert judged["inconclusive"] and all(why.startswith(f"{b}: ") for why in judged["inconclusive"])
 
 
 def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRecord], tmp_path: Path,
@@ -233,7 +245,7 @@ def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRe
     assert cli.main(["compare", a, b, "--fail-on-regression", "--json"]) == 4
     captured = capsys.readouterr()
     verdict = CompareOutput.model_validate(json.loads(captured.out))
-    assert verdict.passed and verdict.n_gated > 0
+    assert not verdict.passed and verdict.verdict == "inconclusive" and verdict.n_gated > 0  # as exit 4 says
     assert verdict.inconclusive == [f"{b}: B did not finish (its record is marked incomplete)"]
     assert "inconclusive: B did not finish" in captured.err
 
@@ -246,7 +258,7 @@ def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
     assert cli.main(["compare", a, noise, slow, "--json", "--fail-on-regression", "1.2"]) == 1
     captured = capsys.readouterr()
     verdict = CompareOutput.model_validate(json.loads(captured.out))  # stdout: the JSON alone
-    assert verdict.gate == 1.2 and not verdict.passed
+    assert verdict.gate == 1.2 and not verdict.passed and verdict.verdict == "regression"
     assert [c.passed for c in verdict.comparisons] == [True, False]
     assert [c.factor for c in verdict.comparisons] == [1.2, 1.2]
     rows = verdict.comparisons[1].rows
@@ -258,6 +270,7 @@ def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
     assert cli.main(["compare", a, noise, "--json"]) == 0
     plain = json.loads(capsys.readouterr().out)
     assert plain["gate"] is None and plain["passed"] and plain["comparisons"][0]["gate"] is None
+    assert plain["verdict"] is None  # no gate, no verdict
 
 
 def test_bad_ratio_is_a_usage_error(base: tuple[str, RunRecord]) -> None:

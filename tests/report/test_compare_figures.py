@@ -96,7 +96,7 @@ def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Pa
     record = real("main_job", tmp_path)
     c = compare_records(_timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5]), ("a", "b"))
     columns = {str(col.header): [str(cell) for cell in col._cells] for col in compare_table(c).table.columns}
-    for r, ratio, p in zip(c.rows, columns["B / A (99% CI)"], columns["p"]):
+    for r, ratio, p in zip(c.rows, columns["B / A (99% CI)"], columns["p-value"]):
         assert r.ratio_ci and ratio == f"{format_ratio(r.ratio)} ({format_ratio(r.ratio_ci[0])}-"\
                                       f"{format_ratio(r.ratio_ci[1])})" and p == format_p(r.p_value)
         assert "e" not in ratio + p and len(ratio.split()[0].replace(".", "").lstrip("0")) == 3
@@ -113,10 +113,12 @@ def test_a_narrow_terminal_keeps_the_times_and_leaves_the_tests_figures_first(tm
     fitted = compare_table(compare_records(a, b, ("runs/a", "runs/b")))
     console = Console(width=200)
     full = [str(col.header) for col in fitted.fit(console, 200).columns]
-    assert {"p", "rounds A, B", "A geo. mean", "B geo. mean"} <= set(full)
+    assert {"p-value", "rounds A, B", "A geo. mean", "B geo. mean"} <= set(full)
     kept_at = {w: {str(col.header) for col in fitted.fit(console, w).columns} for w in range(160, 50, -2)}
     assert {"A geo. mean", "B geo. mean"} <= kept_at[100]
     for kept in kept_at.values():
         if not {"A geo. mean", "B geo. mean"} <= kept:
-            assert not {"p", "rounds A, B", "group"} & kept, kept
+            assert not {"p-value", "rounds A, B", "group"} & kept, kept
     assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached
+    narrow = next(w for w, kept in kept_at.items() if "p-value" not in kept)
+    assert "(left out at this width: p-value;" in str(fitted.fit(console, narrow).caption)  # not a bare "p"

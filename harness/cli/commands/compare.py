@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Literal
 from pathlib import Path
 
 from harness.base.progress import Display
@@ -58,22 +59,26 @@ def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, 
     return lines
 
 
-def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bool) -> tuple[str, str, int]:
-    """The gate's headline, its style and the exit code: 1 on a regression, 4 when inconclusive
-    (0 with --allow-inconclusive), else 0."""
+Verdict = tuple[str, str, int, Literal["passed", "regression", "inconclusive"]]
+
+
+def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bool) -> Verdict:
+    """The gate's headline, its style, the exit code (1 on a regression, 4 when inconclusive, 0 with
+    --allow-inconclusive, else 0) and the verdict --json gives beside it."""
     regressions = sum(len(c.regressions) for c in comparisons)
     alpha = comparisons[0].alpha
     gated = sum(c.n_gated for c in comparisons)
     total = sum(len(c.rows) for c in comparisons)
     if regressions:
         return (f"FAILED: {regressions} regression(s): slower than {ratio:g}x with p < {alpha}", "bold red",
-                EXIT_REGRESSION)
+                EXIT_REGRESSION, "regression")
     if any(c.inconclusive for c in comparisons):
         code = 0 if allow_inconclusive else EXIT_INCONCLUSIVE
         return (f"INCONCLUSIVE: {gated} of {total} groups gated; the gate could not judge (see above)"
-                + (" — allowed by --allow-inconclusive" if allow_inconclusive else ""), "bold yellow", code)
+                + (" — allowed by --allow-inconclusive" if allow_inconclusive else ""), "bold yellow", code,
+                "inconclusive")
     return (f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green",
-            0)
+            0, "passed")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -107,13 +112,14 @@ def main(args: argparse.Namespace) -> int:
             written = write_compare(comparisons, page)
         human.print(f"report: {written}")
     passed = all(c.passed for c in comparisons)
-    code = 0 if passed else EXIT_REGRESSION
+    code, verdict = (0 if passed else EXIT_REGRESSION), None
     if gate:
-        text, style, code = _verdict(comparisons, ratio, args.allow_inconclusive)
+        text, style, code, verdict = _verdict(comparisons, ratio, args.allow_inconclusive)
         human.print(text, style=style, markup=False, highlight=False, soft_wrap=not human.is_terminal)
+        passed = verdict == "passed"  # an inconclusive gate did not pass, whatever its exit code
     if args.json:
         inconclusive = [f"{c.b.folder}: {why}" for c in comparisons for why in c.inconclusive]
-        print(CompareOutput(gate=ratio if gate else None, passed=passed, inconclusive=inconclusive,
+        print(CompareOutput(gate=ratio if gate else None, passed=passed, verdict=verdict, inconclusive=inconclusive,
                             n_gated=sum(c.n_gated for c in comparisons), comparisons=comparisons)
               .model_dump_json(indent=2))
     return code
