@@ -79,6 +79,12 @@ def format_p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.2g}"
 
 
+def p_clause(p: float | None) -> str:
+    """`p=0.012`, or `p<0.001` (not `p=<0.001`), as a sentence writes it."""
+    text = format_p(p)
+    return f"p{text}" if text.startswith("<") else f"p={text}"
+
+
 def format_rate(x: float | None) -> str:
     """GFLOP/s as format_ratio writes it, one rule wherever the column is printed: 15.0, 19.4,
     0.195, 0.0239, 118, 51,200 (not 15, 9.2 and 51234 beside 19.4 and 0.0239)."""

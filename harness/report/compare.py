@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from harness.base.units import format_p, format_ratio
+from harness.base.units import format_ratio, p_clause
 from harness.bench.measure import Measurement
 from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
@@ -88,7 +88,7 @@ class GroupComparison(BaseModel):
 
     def describe(self) -> str:
         """`analysis/strategy on group: B/A 1.42 (1.30-1.55), p=0.003`."""
-        p = "" if self.p_value is None else f", p={format_p(self.p_value)}"
+        p = "" if self.p_value is None else f", {p_clause(self.p_value)}"
         return f"{self.label}: B/A {self.ratio_text}{p}"
 
     @property

@@ -25,7 +25,8 @@ from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, roof_footnote,
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
-from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup)
+from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup,
+                                 p_clause)
 
 REPORT = "report.html"
 
@@ -46,6 +47,7 @@ def environment() -> Environment:
     env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
     env.filters["ratio"] = format_ratio
     env.filters["p"] = format_p
+    env.filters["p_clause"] = p_clause
     env.filters["rate"] = format_rate
     return env
 

@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from harness.base.units import format_p, format_ratio, format_speedup
+from harness.base.units import format_ratio, format_speedup, p_clause
 from harness.bench.statistics import lower_tail, quantile
 from harness.report.compare import ALPHA, FACTOR
 from harness.report.history import Series
@@ -83,7 +83,7 @@ class Judged(BaseModel):
 
         ratio = "" if self.ratio is None or self.low is None or self.high is None else (
             f" ({format_ratio(self.ratio)}x, {100 * self.level:.3g}% interval {format_ratio(self.low)}-{format_ratio(self.high)}; "
-            f"p={format_p(self.p)})")
+            f"{p_clause(self.p)})")
         runs = "".join(f"; {side.commit[:8]} runs " + ", ".join(speedup(s) for s in sides)
                        for side, sides in zip((self.before, self.after), self.runs))
         return (f"{self.point} on {self.machine}: {speedup(self.before)} -> {speedup(self.after)}{ratio}: "

@@ -11,3 +11,9 @@ def test_an_intervals_ends_keep_the_same_significant_figures() -> None:
 
 def test_shares_below_ten_percent_keep_two_significant_figures() -> None:
     assert [format_share(x) for x in (0.03, 0.0082, 0.028, 0.41, 0.0)] == ["3.0%", "0.82%", "2.8%", "41%", "0%"]
+
+
+def test_a_p_value_in_a_sentence_reads_p_below_or_p_equals() -> None:
+    from harness.base.units import p_clause
+
+    assert [p_clause(p) for p in (0.0004, 0.012, 0.33)] == ["p<0.001", "p=0.012", "p=0.33"]

@@ -29,7 +29,7 @@ def test_a_consistent_slowdown_is_a_regression_and_names_its_runs() -> None:
     slow, steady = sorted(judged, key=lambda j: j.point != "e:a/torch")
     assert slow.verdict == "regression" and slow.ratio == pytest.approx(0.66, rel=0.02) and slow.high < 1
     assert slow.level == pytest.approx(1 - 2 * 0.05 / 2)  # one-sided, Bonferroni over the 2 points judged
-    assert "aaaaaaaa runs 2.21x, 2.16x, 2.29x; bbbbbbbb runs 1.46x, 1.42x, 1.5x" in slow.describe()
+    assert "aaaaaaaa runs 2.21x, 2.16x, 2.29x; bbbbbbbb runs 1.46x, 1.42x, 1.50x" in slow.describe()
     assert steady.verdict == "no change" and 1 / 1.5 < steady.low < steady.high < 1.5
     faster = judge_runs("m", {"p": (runs("a", 1.46, 1.42, 1.5), runs("b", 2.21, 2.16, 2.29))}, "a" * 40, "b" * 40)
     assert faster[0].verdict == "improvement"
