@@ -87,13 +87,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return cli.parser().parse_args(argv)
 
 
-def test_the_recorded_command_has_the_output_folder_and_the_flags() -> None:
+def test_the_recorded_command_has_the_flags_and_leaves_the_output_folder_out() -> None:
+    """The report's Reproduce command runs as shown: with the run's -o it was refused, the folder
+    holding the run (a newcomer's walk-through); without it, it writes a fresh folder under results/."""
     argv = ["run", SMOKE, "--set", "data.adapters=4", "--budget", "5s", "-o", "out dir", "--report", "--no-cache"]
     command = run_command._run_command(parse(argv))
     assert shlex.split(command) == ["harness", "run", SMOKE, "--set=data.adapters=4", '--set=benchmark.budget="5s"',
-                                    "-o", "out dir", "--report", "--no-cache"]
-    # without -o a run writes a fresh folder under results/: nothing to repeat
+                                    "--report", "--no-cache"]
     assert shlex.split(run_command._run_command(parse(["run", SMOKE]))) == ["harness", "run", SMOKE]
-    # and the command parses back to the same arguments
+    # and the command parses back to the same arguments, a fresh folder's
     again = parse(shlex.split(command)[1:])
-    assert (again.output, again.report, again.no_cache) == ("out dir", True, True)
+    assert (again.output, again.report, again.no_cache) == (None, True, True)
