@@ -21,13 +21,13 @@ from typing import Any
 
 from rich.console import Console
 
+from harness.base.lines import wrapped
 from harness.base.progress import Display
 from harness.data.workload import DataError
 from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
 from harness.record.run_record import RecordError, RunRecord, load_record
 from harness.report.exports import result_rows
-from harness.report.fitting import wrapped
 from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen
 from harness.run.session import RunOptions, check_run_folder, command_line, places, prepare_session

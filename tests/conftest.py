@@ -21,6 +21,13 @@ from harness.record.run_record import RunRecord, load_record
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 
+# pytest imports readline, which on a terminal sets COLUMNS and LINES in the C environment (not in
+# os.environ): every harness process a test starts would read COLUMNS=80 as a width asked for and
+# wrap its lines; a COLUMNS the tests were given, or a test sets, stays.
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
+
 
 def kernel_route(route: str, monkeypatch: pytest.MonkeyPatch, module: ModuleType, kernel: str) -> str:
     """A test's route: "compiled" through harness.linalg's numba `kernel` (skipped without

@@ -30,6 +30,7 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
+from harness.base.lines import print_line
 from harness.base.units import format_seconds
 
 REFRESH_PER_S = 4
@@ -213,10 +214,11 @@ class Display:
                                markup=False, highlight=False)
 
     def note(self, text: str) -> None:
-        """A line that stays (a warning, a note), above the live display."""
-        self.console.print(text)
+        """A line that stays (a warning, a note, markup read), above the live display, wrapped as
+        `plain` is."""
+        print_line(self.console, text, markup=True, highlight=True)
 
     def plain(self, text: str) -> None:
-        """A line that stays, as it is: no markup read into its brackets; on a terminal wrapped
-        between words at its width (the terminal itself would cut a word), elsewhere kept whole."""
-        self.console.print(text, markup=False, highlight=False, soft_wrap=not self.console.is_terminal)
+        """A line that stays, as it is: no markup read into its brackets; wrapped between words
+        where the width is known (harness.base.lines), elsewhere kept whole."""
+        print_line(self.console, text)

@@ -22,12 +22,12 @@ from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    apart_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
-                                   verdict_lines, verdicts)
+                                   unstable_why, verdict_lines, verdicts)
 from harness.report.terminal import untimed_lines, untimed_rows, verified, warning_lines
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
-           "significance", "unresolved", "times_disagree", "unstable", "rounds", "rounds_this_run", "rounds_pooled",
+           "significance", "unresolved", "times_disagree", "unstable", "unstable_why", "rounds", "rounds_this_run", "rounds_pooled",
            "values_error", "vectors_error", "max_error", "passed",
            "status", "reason")
 
@@ -51,6 +51,7 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
+                "unstable_why": unstable_why(g.measurement.reasons for g in t.groups if g.measurement.reasons) or None,
                 "rounds": rounds_text(t), "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": "passed" if v is None or v.passed else "FAILED", "reason": None,

@@ -1,12 +1,11 @@
 """Tables drawn at the width they get without splitting a value: a cell made with `value()`
 ("415.1 ms !", "0.90x (0.49-1.67) ?") is never broken across lines, the others (names, headers)
 wrap between words; what does not fit leaves, optional columns first, and the caption says so.
-Lines of text wrap between words, a continuation hanging under its item (`wrapped`)."""
+(Lines of text wrap in harness.base.lines.)"""
 
 from __future__ import annotations
 
 import copy
-import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -113,14 +112,3 @@ def _laid_out(console: Console, table: Table, width: int) -> list[Column]:
         column._index = i  # rich pads by position: the edge column is the last one left, not the last made
         laid.append(column)
     return laid
-
-
-def wrapped(text: str, width: int, hang: int = 2) -> str:
-    """Plain `text` wrapped between words at `width`, each line's continuations indented `hang`
-    columns past the line's own indent, so a continuation never reads as a new item (a terminal,
-    or a REPL showing a repr, would cut mid-word at column 0); only a word longer than a line is cut."""
-    lines: list[str] = []
-    for line in text.splitlines() or [""]:
-        indent = " " * min(len(line) - len(line.lstrip(" ")) + hang, width // 2)
-        lines += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [line]
-    return "\n".join(lines)

@@ -1,7 +1,9 @@
 """Number formats: both ends of an interval, and every cell of a share column, follow one
 significant-figure rule (issue 48: `0.01-0.071`, `3%` beside `0.82%`)."""
 
-from harness.base.units import format_interval, format_share, format_speedup
+import pytest
+
+from harness.base.units import format_interval, format_seconds, format_share, format_speedup
 
 
 def test_an_intervals_ends_keep_the_same_significant_figures() -> None:
@@ -17,3 +19,11 @@ def test_a_p_value_in_a_sentence_reads_p_below_or_p_equals() -> None:
     from harness.base.units import p_clause
 
     assert [p_clause(p) for p in (0.0004, 0.012, 0.33)] == ["p<0.001", "p=0.012", "p=0.33"]
+
+
+@pytest.mark.parametrize("seconds, text", [(466.37, "466 s"), (46.637, "46.6 s"), (4.6637, "4.66 s"), (1234.5, "1,234 s"),
+                                           (0.307, "307 ms"), (0.0307, "30.7 ms"), (0.0011, "1.10 ms"),
+                                           (0.000088, "88 µs"), (0.99996, "1.00 s"), (0.0009996, "1.00 ms")])
+def test_times_have_three_significant_figures_whole_from_100(seconds: float, text: str) -> None:
+    """Issue 48 (exports): the md wrote `~466.37 s` beside `~307.0 ms`."""
+    assert format_seconds(seconds) == text

@@ -1,6 +1,6 @@
 """The consoles' width without a terminal: what COLUMNS asks for (a pipe into `tee` in a 100-column
-terminal), else 160; a terminal's own width is rich's to read; a line wrapped on a terminal hangs
-under its item."""
+terminal), else 160; a terminal's own width is rich's to read; a line wrapped on a terminal, or in
+a pipe at the COLUMNS asked for, hangs under its item."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harness.machine.info import probe
 from harness.plan.compiler import compile_plan
 from harness.report.plan_view import plan_lines
 from harness.specs.reading import load_spec
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, ROOT
 
 
 @pytest.mark.parametrize("columns, expected", [("100", 100), (None, WIDE), ("", WIDE), ("wide", WIDE), ("0", WIDE),
@@ -62,3 +62,20 @@ def test_a_wrapped_plan_line_hangs_under_its_item() -> None:
         assert " ".join([first, *rest]).split() == line.replace("\\[", "[").split()
         wrapped += bool(rest)
     assert wrapped >= 3  # the case asked about: the plan's long sub-lines do wrap at 100 columns
+
+
+def test_a_pipe_wraps_lines_at_the_columns_asked_for_and_keeps_them_whole_without() -> None:
+    """Issue 48 (piped output): `COLUMNS=100 harness plan ... | cat` fitted its table to 100 columns
+    but printed ~300-character reason lines; without COLUMNS a pipe keeps each line whole (grep)."""
+    lines = {}
+    for columns in ("100", None):
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | ({"COLUMNS": columns} if columns else {})
+        done = subprocess.run([sys.executable, "-m", "harness", "plan", str(CONFIGS / "smoke.toml")], cwd=ROOT,
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        lines[columns] = done.stdout.splitlines()
+    assert max(map(len, lines["100"])) <= 100
+    assert max(map(len, lines[None])) > 200  # the same reasons, each on one line
+    long = next(line for line in lines[None] if len(line) > 200)
+    at = next(i for i, line in enumerate(lines["100"]) if line.startswith(long[:40]))  # wrapped, hanging under it:
+    assert lines["100"][at + 1].startswith("  ") and lines["100"][at + 1].split()[0] in long.split()

@@ -95,3 +95,21 @@ def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> No
     timed = [r for r in result_rows(record) if r["per_matrix_s"] is not None]
     texts = [rounds_text(t) for a in record.analyses for t in a.timings]
     assert [r["rounds"] for r in timed] == texts and all(isinstance(r["rounds_pooled"], int) for r in timed)
+
+
+def test_csv_and_json_rows_say_why_a_measurement_was_unstable(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 48 (exports 2): `unstable` was a bare boolean; the row says why, with its load figures."""
+    from harness.report.labels import unstable_why
+
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    data = json.loads(exported(busy, "json", capsys))["results"]
+    timings = {(a.name, t.label): t for a in load_record(busy).analyses for t in a.timings}
+    assert any(r["unstable"] == "True" for r in rows)
+    for csv_row, json_row in zip(rows, data, strict=True):
+        t = timings.get((json_row["analysis"], json_row["strategy"]))
+        if not json_row["unstable"]:
+            assert json_row["unstable_why"] is None and csv_row["unstable_why"] == ""
+            continue
+        assert t is not None and csv_row["unstable_why"] == json_row["unstable_why"]
+        assert json_row["unstable_why"] == unstable_why(g.measurement.reasons for g in t.groups)
+        assert json_row["unstable_why"].startswith("other processes took 7")  # the record's figure

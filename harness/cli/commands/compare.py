@@ -8,6 +8,7 @@ import math
 from typing import Literal
 from pathlib import Path
 
+from harness.base.lines import print_line
 from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
@@ -99,11 +100,11 @@ def main(args: argparse.Namespace) -> int:
     human = err if args.json else out
     several = len(comparisons) > 1
     for c in comparisons:
-        human.print(summary_line(c, several), markup=False, highlight=False, soft_wrap=not human.is_terminal)
+        print_line(human, summary_line(c, several))
         if not args.json:
             out.print(compare_table(c, explain=args.explain))
         for text, style in _gate_lines(c, several, args.verbose):
-            human.print(text, style=style, markup=False, highlight=False, soft_wrap=not human.is_terminal)
+            print_line(human, text, style=style)
     if page is not None:
         from harness.report.html import write_compare  # matplotlib: only for the chart
 
@@ -115,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
     code, verdict = (0 if passed else EXIT_REGRESSION), None
     if gate:
         text, style, code, verdict = _verdict(comparisons, ratio, args.allow_inconclusive)
-        human.print(text, style=style, markup=False, highlight=False, soft_wrap=not human.is_terminal)
+        print_line(human, text, style=style)
         passed = verdict == "passed"  # an inconclusive gate did not pass, whatever its exit code
     if args.json:
         inconclusive = [f"{c.b.folder}: {why}" for c in comparisons for why in c.inconclusive]

@@ -1,0 +1,34 @@
+"""Lines wrapped between words keep a number with its unit (issue 48: at 160 columns a line broke
+between `near 173` and `µs`), in the plain helper and on a console, with no NBSP written out."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from harness.base.lines import NBSP, print_line, wrapped
+
+LINE = "bimodal: 19 samples near 173 µs, 2 near 527 µs; est. 4.66 s, took 73 % of 2.5 GiB at 19.4 GFLOP/s"
+UNITS = ("173 µs", "527 µs", "4.66 s", "73 %", "2.5 GiB", "19.4 GFLOP/s")
+
+
+@pytest.mark.parametrize("width", range(16, len(LINE) + 1))
+def test_a_wrapped_line_keeps_each_number_with_its_unit(width: int) -> None:
+    lines = wrapped(LINE, width).splitlines()
+    assert NBSP not in "".join(lines) and " ".join(lines).split() == LINE.split()
+    assert all(len(line) <= width for line in lines)
+    joined = [line.strip() for line in lines]
+    for pair in UNITS:
+        assert any(pair in line for line in joined), (pair, lines)
+
+
+@pytest.mark.parametrize("width", [30, 40, 47, 60])
+def test_a_console_line_keeps_each_number_with_its_unit_and_its_style(width: int) -> None:
+    terminal = Console(file=io.StringIO(), width=width, force_terminal=True, color_system=None)
+    print_line(terminal, f"[yellow]note:[/] {LINE}", markup=True)
+    lines = terminal.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert NBSP not in "".join(lines) and lines[0].startswith("note: bimodal")
+    assert all(len(line) <= width for line in lines)
+    assert all(any(pair in line for line in lines) for pair in UNITS), lines
