@@ -181,4 +181,5 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
         shown = Console()
         for item in run_screen(record):
             shown.print(item, highlight=False)
+        shown.print(f"results: {session.folder}", markup=False, highlight=False, soft_wrap=True)  # as the CLI ends
     return Run(session.folder, record)

@@ -40,6 +40,7 @@ def test_a_run_that_is_not_quiet_prints_the_verdicts_and_the_table(tmp_path: Pat
     shown = capsys.readouterr()
     assert "speedup (95% CI)" in shown.out and "faster than" in shown.out or "not significantly" in shown.out
     assert "loading the spec" in shown.err  # the progress, on stderr
+    assert shown.out.splitlines()[-1] == f"results: {tmp_path / 'run'}"  # where it wrote, as the CLI ends
     with pytest.raises(api.FolderProblem, match="output folder exists"):  # not the spec's problem
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2)
     again = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, force=True, data__adapters=2)

@@ -234,8 +234,9 @@ class Wisdom(BaseModel):
 
 def taught(observations: Sequence[Observation]) -> str | None:
     """What a run taught the next plan, when some of it was measured while the machine was busy
-    (None otherwise: quiet measurements are simply used): those are named, since the plan uses
-    them only until quiet ones replace them."""
+    (None otherwise: quiet measurements are simply used): one line, since it comes before the
+    verdicts (it said "the next plan uses this run's 14 measurements taken while the machine was
+    busy ..." over three lines at 100 columns, above every busy run's verdicts)."""
     busy: dict[str, list[str]] = {}
     for o in observations:
         if o.busy is not None and o.strategy not in (names := busy.setdefault(o.op, [])):
@@ -243,10 +244,8 @@ def taught(observations: Sequence[Observation]) -> str | None:
     if not (n_busy := sum(o.busy is not None for o in observations)):
         return None
     named = "; ".join(f"{op}: {', '.join(names)}" for op, names in busy.items())
-    quiet = (f"{plural(len(observations) - n_busy, 'quiet measurement')} and " if n_busy < len(observations)
-             else "")
-    return (f"wisdom: the next plan uses this run's {quiet}{plural(n_busy, 'measurement')} taken while the machine "
-            f"was busy ({named}), those only until quiet measurements replace them")
+    return (f"wisdom: {plural(n_busy, 'measurement')} taken while busy ({named}) inform the next plan until "
+            "quiet ones replace them")
 
 
 def identity(machine: MachineInfo) -> dict[str, str]:

@@ -291,9 +291,8 @@ def test_a_run_says_what_it_taught_when_the_machine_was_busy() -> None:
     line = wisdom.taught([quiet, observation("numpy", (32, 48), 1e-3, busy=0.7),
                           observation("process_pool", (32, 48), 1e-3, busy=0.7), observation("torch", (9, 9), 1.0,
                                                                                              op="svd", busy=0.7)])
-    assert line == ("wisdom: the next plan uses this run's 1 quiet measurement and 3 measurements taken while the "
-                    "machine was busy (svdvals: numpy, process_pool; svd: torch), those only until quiet "
-                    "measurements replace them")
+    assert line == ("wisdom: 3 measurements taken while busy (svdvals: numpy, process_pool; svd: torch) inform "
+                    "the next plan until quiet ones replace them")
 
 
 def test_a_wisdom_file_of_before_busy_measurements_still_loads(tmp_path: Path) -> None:

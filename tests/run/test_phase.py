@@ -188,8 +188,8 @@ def test_rounds_measured_under_load_are_kept_flagged_and_outweighed_by_quiet_one
     factored = next(t for t in first.analyses[0].timings if t.strategy == "factored")
     assert factored.speedup_ci is not None and factored.busy_rounds == factored.rounds  # an answer, flagged
     said = capsys.readouterr().err
-    assert ("wisdom: the next plan uses this run's 4 measurements taken while the machine was busy (svdvals: "
-            "numpy, factored), those only until quiet measurements replace them") in " ".join(said.split())
+    assert ("wisdom: 4 measurements taken while busy (svdvals: numpy, factored) inform the next plan until quiet "
+            "ones replace them") in " ".join(said.split())
     learned = wisdom.load(tmp_path / "wisdom", probe()).observations
     assert len(learned) == 4 and all(o.busy is not None for o in learned)  # two strategies on two groups
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
