@@ -237,3 +237,14 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
     assert f"{len(unresolved)} intervals widened with this run's rounds" in every and "load dominates" in every
     verbose = footer(verbose=True)
     assert len(verbose) == len(unresolved) and all("widened with this run's rounds" in line for line in verbose)
+
+
+def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_path: Path) -> None:
+    """`1.67-11.62 before this run, 0.0000053-13,360,295 with it` (walk-through 3): an interval
+    whose ends are too far apart to read is written as the table's cell writes it."""
+    from harness.report.terminal import widening
+
+    record = real("main_job", tmp_path)
+    t = next(t for a in record.analyses for t in a.timings if t.speedup_ci)
+    t.earlier_ci, t.speedup_ci = (1.67, 11.62), (0.0000053, 13_360_295.0)
+    assert widening(t) == "1.67-11.62 before this run, interval too wide to say with it"
