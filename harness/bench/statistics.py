@@ -55,6 +55,7 @@ LEVEL = 0.95
 # run's own processes could see (top-3's: 0.07); one or two runs' intervals are then +-42% or more.
 DEFAULT_SPREAD = 0.15
 MIN_RUNS_SEEN = 3  # runs from which their own spread replaces the assumed one
+PRIOR_DOF = MIN_RUNS_SEEN - 1  # ...which, before, counts as much as the runs that replace it (_pooled)
 MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs or processes a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last
@@ -127,6 +128,14 @@ def _between(means: list[list[float]]) -> tuple[float, float]:
     return max(squares / dof, MIN_SPREAD**2), float(dof)
 
 
+def _pooled(seen: float, dof: float, prior: float) -> tuple[float, float]:
+    """Runs too few to show their own spread (under MIN_RUNS_SEEN) pool the variance they show with
+    the spread assumed before them, worth PRIOR_DOF runs, and its degrees of freedom: two runs that
+    disagreed took Student's t on one (12.7), and a speedup of 1.67-11.62 from one run became
+    0.0000053-13,360,295 with a second (walk-through 3) where the assumed spread had said x2."""
+    return (PRIOR_DOF * prior**2 + dof * seen) / (PRIOR_DOF + dof), PRIOR_DOF + dof
+
+
 def _interval(mean: float, half: float, floor_log: float, n: int, runs: int, processes: int,
               run_share: float = 1.0) -> Interval:
     return Interval(estimate=float(np.exp(mean)), low=float(np.exp(mean - half)), high=float(np.exp(mean + half)),
@@ -150,9 +159,11 @@ def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL, r
     c = float(np.mean([1 / len(m) for m in means]))
     seen = max(0.0, float(np.var(run_means, ddof=1)) - sp2 * c) if r >= 2 else 0.0
     known = run_sd**2 > seen
-    sr2 = max(seen, run_sd**2)
+    sr2, run_dof = max(seen, run_sd**2), r - 1.0
+    if not known and run_sd > 0 and r < MIN_RUNS_SEEN:
+        sr2, run_dof = _pooled(seen, run_dof, run_sd)
     a, b = sr2 * (1 + 1 / r), sp2 * (1 / p + c / r)
-    df = (a + b) ** 2 / ((a**2 / (r - 1) if a and not known else 0.0) + b**2 / dof)
+    df = (a + b) ** 2 / ((a**2 / run_dof if a and not known else 0.0) + b**2 / dof)
     q = quantile(df, level)
     # run_share: of the run effect these runs showed, not of one assumed (series.settlement)
     return _interval(float(np.mean(run_means)), q * math.sqrt(a + b), q * math.sqrt(sr2 + sp2 / p), n, r, j,
@@ -164,7 +175,10 @@ def _per_run(runs: Sequence[Sequence[float]], spread: float, level: float) -> In
     n = sum(len(r) for r in runs)
     if len(runs) >= 2:
         means = [float(np.mean(r)) for r in runs]
-        s, q = float(np.std(means, ddof=1)), quantile(len(runs) - 1.0, level)
+        s2, dof = float(np.var(means, ddof=1)), len(runs) - 1.0
+        if len(runs) < MIN_RUNS_SEEN and spread > 0:
+            s2, dof = _pooled(s2, dof, spread)
+        s, q = math.sqrt(s2), quantile(dof, level)
         return _interval(float(np.mean(means)), q * s * math.sqrt(1 + 1 / len(runs)), q * s, n, len(runs), len(runs))
     x = np.asarray(runs[0], dtype=float)
     within = float(x.var(ddof=1)) / len(x) if len(x) >= 2 else 0.0

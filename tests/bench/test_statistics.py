@@ -85,16 +85,44 @@ def test_what_more_processes_would_leave_is_the_machines_own_spread() -> None:
     assert one.half_width > 1.25 * one.floor  # one run: more processes would still narrow it
 
 
-@pytest.mark.parametrize("runs", [2, 3, 5, 10])
+def test_two_runs_cover_the_next_runs_ratio_with_the_assumed_spread_right_or_half_the_truth() -> None:
+    """Two runs pool their spread with the assumed one (statistics._pooled): with it right they
+    cover at least 95% (the prior counts as runs that could have varied, so more), and with the
+    truth twice the assumed spread still 90% (91.5% here): the price of not taking two runs 24x
+    apart to 0.0000053-13,360,295, which a third run (MIN_RUNS_SEEN) no longer pays."""
+    for between, seed in ((BETWEEN, 2), (2 * BETWEEN, 20)):
+        rng = np.random.default_rng(seed)
+        trials, covered = 2000, 0
+        for _ in range(trials):
+            runs = [math.log(TRUE) + rng.normal(0, between) + rng.normal(0, WITHIN, rng.integers(2, 9)) for _ in range(2)]
+            found = run_interval(runs, spread=BETWEEN)
+            covered += found.low <= TRUE * math.exp(rng.normal(0, between)) <= found.high
+        assert covered / trials >= (0.95 if between == BETWEEN else 0.90)
+
+
+@pytest.mark.parametrize("runs", [3, 5, 10])
 def test_the_interval_covers_the_true_ratio_of_the_next_run_in_93_to_97_percent_of_trials(runs: int) -> None:
     """The true ratio a run gets: the population's, shifted by that run's own effect (its process
-    state), which no number of earlier runs removes."""
+    state), which no number of earlier runs removes. The machine's spread between runs is known, as
+    a run passes it: fewer than MIN_RUNS_SEEN runs pool theirs with it (statistics._pooled)."""
     rng = np.random.default_rng(runs)
     trials, covered = 2000, 0
     for _ in range(trials):
-        interval = run_interval(runs_of(rng, runs))
+        interval = run_interval(runs_of(rng, runs), spread=BETWEEN)
         covered += interval.low <= TRUE * math.exp(rng.normal(0, BETWEEN)) <= interval.high
     assert 0.93 <= covered / trials <= 0.97
+
+
+def test_a_second_run_that_disagrees_widens_the_interval_within_reason() -> None:
+    """One run of 7.3x says x2 either way on a busy machine; a second of 0.3x (the machine's load
+    changed) widens it, but Student's t on one degree of freedom made 0.0000053-13,360,295 of it
+    (walk-through 3): the spread assumed before the second run counts as PRIOR_DOF runs."""
+    one = run_interval([[math.log(7.3)]], spread=0.35)
+    two = run_interval([[math.log(7.3)], [math.log(0.3)]], spread=0.35)
+    assert two.low < one.low and two.high > 7.3 and two.low < 0.3
+    assert 1e-3 < two.low and two.high < 1e3  # wide, as two runs 24x apart are; not astronomically so
+    alike = run_interval([[math.log(5.0)], [math.log(5.2)]], spread=0.15)  # two runs that agree
+    assert alike.low < 5.0 / math.exp(1.96 * 0.15) and alike.high > 5.2 * math.exp(1.96 * 0.15)  # never under the spread
 
 
 def test_more_runs_narrow_the_interval_only_down_to_the_spread_between_runs() -> None:
