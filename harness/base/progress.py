@@ -128,8 +128,9 @@ class _Bar(BarColumn):
 class _Remaining(TimeRemainingColumn):
     """`ETA 0:00:03`: rich's remaining time once the phase has a pace; before that, the plan's
     estimate less the time spent (`estimate_s` of the phase), and past it how late the phase runs
-    ("ETA ~0:00:00" stood for 25 s of a busy run); with neither, nothing (rich wrote "ETA -:--:--",
-    which reads as a fault)."""
+    ("ETA ~0:00:00" stood for 25 s of a busy run); after one step of several, the pace of that step
+    (rich has none before a second, and the ETA vanished mid-run); with none, nothing (rich wrote
+    "ETA -:--:--", which reads as a fault)."""
 
     def render(self, task: Task) -> Text:
         estimate = task.fields.get("estimate_s")
@@ -138,8 +139,11 @@ class _Remaining(TimeRemainingColumn):
             if left < 0:
                 return Text(f"late {timedelta(seconds=-left)}", style="progress.remaining")
             return Text(f"ETA ~{timedelta(seconds=left)}", style="progress.remaining")  # as rich writes it, marked as an estimate
-        if task.time_remaining is None:
-            return Text("")
+        if task.time_remaining is None:  # rich's pace needs two steps done: after the first, its mean so far
+            if not (task.completed and task.total and task.elapsed):
+                return Text("")
+            left = round(task.elapsed / task.completed * (task.total - task.completed))
+            return Text(f"ETA ~{timedelta(seconds=left)}", style="progress.remaining")
         return Text("ETA ") + super().render(task)
 
 

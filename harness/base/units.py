@@ -51,12 +51,16 @@ def format_speedup(x: float | None) -> str:
 
 
 def format_interval(low: float | None, high: float | None) -> str:
-    """A speedup's interval without its unit, as format_speedup writes its ends: "1,050-1,210"."""
+    """A speedup's interval without its unit, as format_speedup writes its ends ("1.42-1.60",
+    "1,050-1,210"), but beside a whole end the other keeps 3 significant figures: "21.3-148", not
+    "21.25-148" (two decimals one side, none the other)."""
     if low is None or high is None:
         return "no interval"
     if high == float("inf"):
         return f"{format_speedup(low)[:-1]}-inf"
-    return f"{format_speedup(low)[:-1]}-{format_speedup(high)[:-1]}"
+    end = (lambda x: f"{x:,.0f}" if x >= 99.95 else significant(x, 3)) if high >= 99.95 else (
+        lambda x: format_speedup(x)[:-1])
+    return f"{end(low)}-{end(high)}"
 
 
 def significant(x: float, figures: int) -> str:

@@ -27,18 +27,20 @@ def significance(t: StrategyTiming) -> Significance:
 
 
 UNREADABLE_SPAN = 1e3  # an interval whose ends are this far apart gives no figure for its far end
+# such an interval around 1: short, so that it does not widen a table's speedup column and push a
+# column out (issue 48: `24.22x (interval too wide to say) ?` dropped dtype); the tables' footnote says it
+TOO_WIDE = "too wide"
 
 
 def readable_interval(ci: tuple[float, float] | None) -> str:
     """`1,050-1,210`, `no interval`; ends over UNREADABLE_SPAN apart give what they still say: `≥13.79`
-    wholly above 1, `≤0.50` wholly below, `interval too wide to say` around 1 ("1.17x (4.5e-05-30,147)"
+    wholly above 1, `≤0.50` wholly below, TOO_WIDE around 1 ("1.17x (4.5e-05-30,147)"
     read as numbers; it is none). The one rule of every table, export and verdict line."""
     if ci is None:
         return "no interval"
     low, high = ci
     if low > 0 and high / low > UNREADABLE_SPAN:
-        return f"≥{format_speedup(low)[:-1]}" if low > 1 else f"≤{format_speedup(high)[:-1]}" if high < 1 else (
-            "interval too wide to say")
+        return f"≥{format_speedup(low)[:-1]}" if low > 1 else f"≤{format_speedup(high)[:-1]}" if high < 1 else TOO_WIDE
     return format_interval(low, high)
 
 

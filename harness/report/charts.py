@@ -210,7 +210,10 @@ def tick_seconds(x: float) -> str:
 
 def tick_number(x: float) -> str:
     """A tick's number as the tables write numbers (format_ratio), its trailing zeros dropped:
-    0.5, 1, 20, 1,000, 100,000 (not 1000 and 1e+05 beside a table's 1,130x)."""
+    0.5, 1, 20, 1,000, 100,000 (not 1000 and 1e+05 beside a table's 1,130x); below 0.001 a power,
+    1e-7 (a spectrum's axis read 0.000000001)."""
+    if 0 < x < 0.000995:
+        return f"{x:.0e}".replace("e-0", "e-")
     text = format_ratio(x)
     return text.rstrip("0").rstrip(".") if "." in text else text
 

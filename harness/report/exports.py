@@ -21,7 +21,7 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   apart_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
+                                   apart_footnote, too_wide_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
                                    unstable_why, verdict_lines, verdicts)
 from harness.report.terminal import untimed_lines, untimed_rows, verified, warning_lines
 
@@ -163,5 +163,5 @@ def results_markdown(record: RunRecord) -> str:
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
               "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal.",
-              apart_footnote(record.analyses)]
+              apart_footnote(record.analyses), too_wide_footnote(record.analyses)]
     return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

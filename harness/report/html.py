@@ -19,7 +19,7 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
+from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
                                    measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label,
                                    unstable_causes, unstable_measurements, verdict_lines)
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
@@ -175,7 +175,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
             "frontier": _frontier(record, a),
             "spectra": _spectra(bands, a.name),
-            "footnotes": [note for note in (apart_footnote([a]), roof_footnote(record, [a])) if note],
+            "footnotes": [note for note in (apart_footnote([a]), too_wide_footnote([a]), roof_footnote(record, [a])) if note],
         }
         for a in record.analyses
     ]

@@ -13,7 +13,7 @@ from harness.base.units import format_seconds, format_share, format_speedup
 from harness.bench.noise import group_reasons
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
-from harness.record.verdict import choice_check, readable_interval, verdict
+from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
 from harness.strategies.registry import APPROXIMATE
@@ -122,8 +122,8 @@ def speedup_text(t: StrategyTiming) -> str:
 def with_interval(speedup: float, ci: tuple[float, float] | None) -> str:
     """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page and the verdict lines
     write them (the run report's tables, the history's), `(no interval)` without one; ends too far
-    apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (interval too wide
-    to say)` (record.verdict.readable_interval)."""
+    apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (too wide)`
+    (record.verdict.readable_interval; too_wide_footnote says what that means)."""
     return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
@@ -152,6 +152,14 @@ def apart_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
         f"{APART_MARK} ({', '.join(apart)}): the ratio of the {COMPUTE_TOTAL}s lies outside the speedup's 95% "
         "interval: the speedup pairs the rounds that timed both (earlier runs' too), the times are each row's "
         "median over all its own rounds; the paired speedup, with its interval, is the comparison")
+
+
+def too_wide_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under a table (of `analyses`) with a `(too wide)` speedup: what the cell is too short to say."""
+    wide = [f"{a.name} {t.label}" for a in analyses for t in a.timings if readable_interval(t.speedup_ci) == TOO_WIDE]
+    return None if not wide else (
+        f"{TOO_WIDE} ({', '.join(wide)}): the speedup's 95% interval holds 1 and its ends are over "
+        f"{UNREADABLE_SPAN:,.0f}x apart, so neither end is a figure; more rounds narrow it")
 
 
 def rounds_text(t: StrategyTiming) -> str:

@@ -18,7 +18,7 @@ from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, check_of, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
-                                   rounds_text, speedup_cell, strategy_label, apart_footnote, unstable_measurements, unstable_why,
+                                   rounds_text, speedup_cell, strategy_label, apart_footnote, too_wide_footnote, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
 
 
@@ -117,7 +117,8 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
         rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed_rows(record, a)]
         for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
-    notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("% of peak", roof_footnote(record, record.analyses)))
+    notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("speedup (95% CI)", too_wide_footnote(record.analyses)),
+             ("% of peak", roof_footnote(record, record.analyses)))
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide,
                   footnotes=tuple((column, shown(line)) for column, line in notes if line),
                   explain=(lambda out: _caption(record, tuple(c for c in columns if c not in out))) if explain else None)

@@ -8,6 +8,9 @@ from harness.base.units import format_interval, format_seconds, format_share, fo
 
 def test_an_intervals_ends_keep_the_same_significant_figures() -> None:
     assert format_interval(0.01, 0.071) == "0.010-0.071"
+    # issue 48: a verdict read `21.25-148` beside `13.73-95.55`: beside a whole end, 3 figures
+    assert format_interval(21.26, 148.0) == "21.3-148" and format_interval(13.73, 95.55) == "13.73-95.55"
+    assert format_interval(1050.0, 1210.0) == "1,050-1,210" and format_interval(1.2, float("inf")) == "1.20-inf"
     assert format_speedup(0.027) == "0.027x" and format_speedup(0.0999) == "0.10x"
 
 

@@ -55,3 +55,24 @@ def test_explain_says_what_each_form_of_rounds_means(tmp_path: Path) -> None:
     _, caption = _drawn(_record(tmp_path, False), 160)
     for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", "1+2/1 lists"):
         assert form in caption
+
+
+def _too_wide(record: RunRecord) -> RunRecord:
+    """The walk-through's second main run: the fastest's interval around 1, its ends 1,000x apart."""
+    fastest = max(record.analyses[0].timings, key=lambda t: t.speedup or 0)
+    fastest.speedup_ci, fastest.unresolved = (0.01, 100 * fastest.speedup), True
+    return record
+
+
+@pytest.mark.parametrize("width", range(80, 201, 4))
+def test_the_columns_stay_when_an_interval_is_too_wide_to_read(width: int, tmp_path: Path) -> None:
+    """Issue 48: `24.22x (interval too wide to say) ?` widened the speedup column, and the second
+    run of the same spec at 100 columns lost its dtype column; `--wide` never shows less."""
+    headers, _ = _drawn(_record(tmp_path, False), width)
+    assert set(_drawn(_too_wide(_record(tmp_path, False)), width)[0]) >= set(headers)  # the cell costs no column
+    assert set(_drawn(_too_wide(_record(tmp_path, False)), width, wide=True)[0]) >= set(headers)
+
+
+def test_a_too_wide_interval_is_explained_under_the_table(tmp_path: Path) -> None:
+    _, caption = _drawn(_too_wide(_record(tmp_path, False)), 100)
+    assert "too wide (" in caption and "holds 1 and its ends are over 1,000x apart" in caption
