@@ -58,6 +58,7 @@ RESULTS = ROOT / "results" / "asv"  # asv.conf.json's results_dir
 RUNS = 3  # of each commit, interleaved: the spread of three and three runs, t with 4 degrees of freedom
 BENCH = r"^speedups\.MainJob\."  # the main job; `--bench '^speedups\.'` adds the dense case
 ASV = [sys.executable, "-m", "asv"]
+PROG = "harness gate"  # what the user ran, which starts this engine: its errors' prefix
 GRACE = 5.0  # seconds asv's processes have to end after SIGTERM, before SIGKILL
 
 
@@ -74,7 +75,11 @@ def git(*args: str, binary: bool = False) -> str | bytes:
 
 
 def commit(ref: str) -> str:
-    return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
+    """`ref`'s hash; a ref that names no commit is said in the user's words, not git's command."""
+    try:
+        return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
+    except CannotRun:
+        raise CannotRun(f"no commit {ref!r} in this repository (a branch, tag or hash that `git log` lists)") from None
 
 
 def uncommitted(folder: str) -> str | None:
@@ -257,7 +262,7 @@ def gate(args: argparse.Namespace) -> int:
                 print(f"{phases[-1][0]}: {phases[-1][1]:.0f} s, load average {load_average()}", flush=True)
         judged = judge_runs(machine, runs, base, head)
     except (CannotRun, HistoryError) as exc:
-        print(f"continuous: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     if skipped:  # every run reads every file again
         print(skipped_line(list(dict.fromkeys(skipped))), file=sys.stderr)
@@ -284,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return gate(args)
     except KeyboardInterrupt as exc:
-        print(f"continuous: {stopped(exc)}; asv's processes ended, the temporary folder removed", file=sys.stderr)
+        print(f"{PROG}: {stopped(exc)}; asv's processes ended, the temporary folder removed", file=sys.stderr)
         return exit_code(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)

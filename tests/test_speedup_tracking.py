@@ -68,7 +68,8 @@ def test_the_gate_unpacks_only_a_commits_harness(tmp_path: Path) -> None:
 def test_a_commit_that_is_not_one_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert continuous.main(["no-such-ref-40", "HEAD"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("continuous: git rev-parse") and "\n" not in err
+    # in the user's words: it said `continuous: git rev-parse --verify --quiet no-such-ref-40^{commit}: failed`
+    assert err.startswith("harness gate: no commit 'no-such-ref-40' in this repository") and "\n" not in err
 
 
 def side(commit: str, speedup: float, interval: float = 1.2) -> object:
