@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -227,13 +228,16 @@ def arguments() -> argparse.ArgumentParser:
     return parser
 
 
-def timed(machine: str, sha: str, skipped: list[str]) -> dict[str, Side]:
-    """Point -> the speedup asv recorded for `sha` on `machine` (its latest run); what asv's
-    results hold that is not usable goes to `skipped`."""
+def timed(machine: str, sha: str, skipped: list[str], bench: str = BENCH) -> dict[str, Side]:
+    """Point -> the speedup asv recorded for `sha` on `machine` (its latest run) by a benchmark
+    `bench` selects (as asv's --bench does: re.search on its name), so that what an earlier `asv
+    run` left of other suites under the commit is not judged; what asv's results hold that is not
+    usable goes to `skipped`."""
     from harness.report.history import load
     from harness.report.regressions import sides
 
-    return {point: by_commit[sha] for (line, point), by_commit in sides(load(RESULTS, skipped)).items()
+    chosen = [s for s in load(RESULTS, skipped) if re.search(bench, s.benchmark)]
+    return {point: by_commit[sha] for (line, point), by_commit in sides(chosen).items()
             if line.split(" (")[0] == machine and sha in by_commit}
 
 
@@ -256,7 +260,7 @@ def gate(args: argparse.Namespace) -> int:
             for n, (side, sha) in enumerate([("base", base), ("head", head)] * RUNS):
                 began = time.monotonic()
                 measure_commit(sha, trees[sha], machine, args.bench)
-                for point, found in timed(machine, sha, skipped).items():
+                for point, found in timed(machine, sha, skipped, args.bench).items():
                     runs.setdefault(point, ([], []))[side == "head"].append(found)
                 phases.append((f"{side} {sha[:8]} run {n // 2 + 1}", time.monotonic() - began))
                 print(f"{phases[-1][0]}: {phases[-1][1]:.0f} s, load average {load_average()}", flush=True)

@@ -60,8 +60,10 @@ def judge_runs(machine: str, runs: dict[str, tuple[Sequence[Side], Sequence[Side
         if point not in judgeable:
             named = [(f"{c[:8]} run {i + 1}", s) for c, sides in ((base, before), (head, after))
                      for i, s in enumerate(sides)]
+            fewest, runs_of = min(((base, before), (head, after)), key=lambda pair: len(pair[1]))
+            few = f"{fewest[:8]} " + ("has no run of it" if not runs_of else "ran it once: no spread to judge by")
             why = next((f"{name} did not time it (skipped on a busy machine, or failed)" for name, s in named
-                        if s.speedup is None), unmeasured(named) or "a commit ran it once: no spread to judge by")
+                        if s.speedup is None), unmeasured(named) or few)
             judged.append(shown.model_copy(update={"why": why}))
             continue
         diff, error, df = difference(before, after)

@@ -85,7 +85,7 @@ class Judged(BaseModel):
             f" ({format_ratio(self.ratio)}x, {100 * self.level:.3g}% interval {format_ratio(self.low)}-{format_ratio(self.high)}; "
             f"{p_clause(self.p)})")
         runs = "".join(f"; {side.commit[:8]} runs " + ", ".join(speedup(s) for s in sides)
-                       for side, sides in zip((self.before, self.after), self.runs))
+                       for side, sides in zip((self.before, self.after), self.runs) if sides)
         return (f"{self.point} on {self.machine}: {speedup(self.before)} -> {speedup(self.after)}{ratio}: "
                 f"{self.verdict}, {self.why}{runs}")
 
