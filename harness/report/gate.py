@@ -17,7 +17,7 @@ into "inconclusive" instead of raising an alarm.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def difference(before: Sequence[Side], after: Sequence[Side]) -> tuple[float, fl
     return float(b.mean() - a.mean()), math.sqrt(pooled * (1 / len(a) + 1 / len(b))), df
 
 
-def judge_runs(machine: str, runs: dict[str, tuple[Sequence[Side], Sequence[Side]]], base: str,
+def judge_runs(machine: str, runs: Mapping[str, tuple[Sequence[Side], Sequence[Side]]], base: str,
                head: str) -> list[Judged]:
     """Every point: HEAD's runs against BASE's (`runs[point]` = (BASE's runs, HEAD's runs))."""
     judgeable = [p for p, (before, after) in runs.items() if measured(before) and measured(after)]
