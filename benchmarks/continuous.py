@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,7 @@ RESULTS = ROOT / "results" / "asv"  # asv.conf.json's results_dir
 RUNS = 3  # of each commit, interleaved: the spread of three and three runs, t with 4 degrees of freedom
 BENCH = r"^speedups\.MainJob\."  # the main job; `--bench '^speedups\.'` adds the dense case
 ASV = [sys.executable, "-m", "asv"]
+PROG = "harness gate"  # what the user ran, which starts this engine: its errors' prefix
 GRACE = 5.0  # seconds asv's processes have to end after SIGTERM, before SIGKILL
 
 
@@ -74,7 +76,11 @@ def git(*args: str, binary: bool = False) -> str | bytes:
 
 
 def commit(ref: str) -> str:
-    return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
+    """`ref`'s hash; a ref that names no commit is said in the user's words, not git's command."""
+    try:
+        return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
+    except CannotRun:
+        raise CannotRun(f"no commit {ref!r} in this repository (a branch, tag or hash that `git log` lists)") from None
 
 
 def uncommitted(folder: str) -> str | None:
@@ -222,13 +228,16 @@ def arguments() -> argparse.ArgumentParser:
     return parser
 
 
-def timed(machine: str, sha: str, skipped: list[str]) -> dict[str, Side]:
-    """Point -> the speedup asv recorded for `sha` on `machine` (its latest run); what asv's
-    results hold that is not usable goes to `skipped`."""
+def timed(machine: str, sha: str, skipped: list[str], bench: str = BENCH) -> dict[str, Side]:
+    """Point -> the speedup asv recorded for `sha` on `machine` (its latest run) by a benchmark
+    `bench` selects (as asv's --bench does: re.search on its name), so that what an earlier `asv
+    run` left of other suites under the commit is not judged; what asv's results hold that is not
+    usable goes to `skipped`."""
     from harness.report.history import load
     from harness.report.regressions import sides
 
-    return {point: by_commit[sha] for (line, point), by_commit in sides(load(RESULTS, skipped)).items()
+    chosen = [s for s in load(RESULTS, skipped) if re.search(bench, s.benchmark)]
+    return {point: by_commit[sha] for (line, point), by_commit in sides(chosen).items()
             if line.split(" (")[0] == machine and sha in by_commit}
 
 
@@ -251,13 +260,13 @@ def gate(args: argparse.Namespace) -> int:
             for n, (side, sha) in enumerate([("base", base), ("head", head)] * RUNS):
                 began = time.monotonic()
                 measure_commit(sha, trees[sha], machine, args.bench)
-                for point, found in timed(machine, sha, skipped).items():
+                for point, found in timed(machine, sha, skipped, args.bench).items():
                     runs.setdefault(point, ([], []))[side == "head"].append(found)
                 phases.append((f"{side} {sha[:8]} run {n // 2 + 1}", time.monotonic() - began))
                 print(f"{phases[-1][0]}: {phases[-1][1]:.0f} s, load average {load_average()}", flush=True)
         judged = judge_runs(machine, runs, base, head)
     except (CannotRun, HistoryError) as exc:
-        print(f"continuous: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     if skipped:  # every run reads every file again
         print(skipped_line(list(dict.fromkeys(skipped))), file=sys.stderr)
@@ -284,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return gate(args)
     except KeyboardInterrupt as exc:
-        print(f"continuous: {stopped(exc)}; asv's processes ended, the temporary folder removed", file=sys.stderr)
+        print(f"{PROG}: {stopped(exc)}; asv's processes ended, the temporary folder removed", file=sys.stderr)
         return exit_code(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)

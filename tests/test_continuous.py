@@ -70,7 +70,7 @@ def test_the_gate_refuses_what_it_would_not_measure_in_one_line(
     monkeypatch.setattr(continuous, "asv", asv)
     assert continuous.main([*argv, "--machine", "m"]) == 2
     captured = capsys.readouterr()
-    assert captured.err.strip().count("\n") == 0 and captured.err.startswith(f"continuous: {said}")
+    assert captured.err.strip().count("\n") == 0 and captured.err.startswith(f"harness gate: {said}")
     assert (note in captured.out) if note else "note:" not in captured.out
 
 
@@ -136,7 +136,7 @@ def test_a_stopped_gate_ends_asvs_session_and_removes_its_folder(signum: int, co
         gate.send_signal(signum)
         _out, err = gate.communicate(timeout=120)
         assert gate.returncode == code and "Traceback" not in err, err
-        assert err.strip().splitlines()[-1].startswith(f"continuous: {word}")
+        assert err.strip().splitlines()[-1].startswith(f"harness gate: {word}")
         assert list(tmp.iterdir()) == []
         assert wait_for(lambda: not any(alive(p) for p in pids), 30), [p for p in pids if alive(p)]
     finally:

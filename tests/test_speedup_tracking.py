@@ -68,13 +68,26 @@ def test_the_gate_unpacks_only_a_commits_harness(tmp_path: Path) -> None:
 def test_a_commit_that_is_not_one_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert continuous.main(["no-such-ref-40", "HEAD"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("continuous: git rev-parse") and "\n" not in err
+    # in the user's words: it said `continuous: git rev-parse --verify --quiet no-such-ref-40^{commit}: failed`
+    assert err.startswith("harness gate: no commit 'no-such-ref-40' in this repository") and "\n" not in err
 
 
 def side(commit: str, speedup: float, interval: float = 1.2) -> object:
     from harness.report.regressions import Side
 
     return Side(commit=commit, speedup=speedup, interval=interval, busy=0.0)
+
+
+def test_the_gate_takes_only_the_suites_it_timed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """asv's results for a commit hold what an earlier `asv run` timed too (the dense case): the gate
+    judged those stored points, not asked for, as inconclusive "runs 1.26x, 1.26x, 1.26x"."""
+    from benchmarks.history_page import write_results
+
+    commits = write_results(tmp_path, commits=2)
+    monkeypatch.setattr(continuous, "RESULTS", tmp_path)
+    main_job = continuous.timed(MACHINES[0], commits[-1], [])  # the default --bench: the main job's
+    assert main_job and set(main_job) <= set(MainJob.params) and not set(main_job) & set(Dense.params)
+    assert set(continuous.timed(MACHINES[0], commits[-1], [], r"^speedups\.")) & set(Dense.params)
 
 
 @pytest.mark.parametrize("head_runs, code, verdict", [
@@ -92,7 +105,7 @@ def test_the_gate_interleaves_three_runs_and_exits_with_its_verdict(
     monkeypatch.setattr(continuous, "unpack", lambda sha, into: into)
     monkeypatch.setattr(continuous, "measure_commit", lambda sha, tree, machine, bench: order.append(sha))
 
-    def timed(machine: str, sha: str, skipped: list[str]) -> dict[str, object]:
+    def timed(machine: str, sha: str, skipped: list[str], bench: str) -> dict[str, object]:
         n = order.count(sha) - 1
         runs = head_runs if sha == "b" * 40 else base_runs
         return {SLOW: side(sha, runs[n]), "e:a/steady": side(sha, 10.0 * (1 + 0.01 * n))}

@@ -18,6 +18,7 @@ import sys
 from types import ModuleType
 
 import harness
+from harness.base.lines import wrapped
 from harness.cli.console import err, say
 from harness.cli.exit_codes import EXIT_USER_ERROR, exit_code, stopped
 
@@ -57,6 +58,15 @@ EXAMPLES = """examples:
 `harness COMMAND --help` says more; README.md is the manual."""
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """A description's and an epilog's own line breaks kept (the examples' columns), each line
+    wrapped between words at argparse's width (COLUMNS, else the terminal's), which a pipe's
+    `COLUMNS=100 harness gate --help` overran."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(indent + wrapped(line, max(width, 20)) if line else "" for line in text.splitlines())
+
+
 def command_module(name: str) -> ModuleType:
     return importlib.import_module(f"harness.cli.commands.{name.replace('-', '_')}")
 
@@ -65,13 +75,13 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's arguments, or with `only` that command's alone (the others listed by name
     and help, so `harness --help` is whole and a command imports only its own module)."""
     p = argparse.ArgumentParser(prog="harness", description=DESCRIPTION, epilog=EXAMPLES,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=_Help)
     p.add_argument("--version", action="version", version=f"%(prog)s {harness.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
         module = command_module(name) if only is None or only == name else None
         command = sub.add_parser(name, help=help_text, description=help_text, epilog=getattr(module, "EPILOG", None),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 formatter_class=_Help)
         if module is not None:
             module.arguments(command)
     return p

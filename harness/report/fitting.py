@@ -51,7 +51,8 @@ class Fitted:
         table.columns = _laid_out(console, table, width)
         notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
-            notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows them)")
+            them = "them" if len(left_out) > 1 else "it"
+            notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows {them})")
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table

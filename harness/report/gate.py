@@ -17,7 +17,7 @@ into "inconclusive" instead of raising an alarm.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def difference(before: Sequence[Side], after: Sequence[Side]) -> tuple[float, fl
     return float(b.mean() - a.mean()), math.sqrt(pooled * (1 / len(a) + 1 / len(b))), df
 
 
-def judge_runs(machine: str, runs: dict[str, tuple[Sequence[Side], Sequence[Side]]], base: str,
+def judge_runs(machine: str, runs: Mapping[str, tuple[Sequence[Side], Sequence[Side]]], base: str,
                head: str) -> list[Judged]:
     """Every point: HEAD's runs against BASE's (`runs[point]` = (BASE's runs, HEAD's runs))."""
     judgeable = [p for p, (before, after) in runs.items() if measured(before) and measured(after)]
@@ -60,8 +60,10 @@ def judge_runs(machine: str, runs: dict[str, tuple[Sequence[Side], Sequence[Side
         if point not in judgeable:
             named = [(f"{c[:8]} run {i + 1}", s) for c, sides in ((base, before), (head, after))
                      for i, s in enumerate(sides)]
+            fewest, runs_of = min(((base, before), (head, after)), key=lambda pair: len(pair[1]))
+            few = f"{fewest[:8]} " + ("has no run of it" if not runs_of else "ran it once: no spread to judge by")
             why = next((f"{name} did not time it (skipped on a busy machine, or failed)" for name, s in named
-                        if s.speedup is None), unmeasured(named) or "a commit ran it once: no spread to judge by")
+                        if s.speedup is None), unmeasured(named) or few)
             judged.append(shown.model_copy(update={"why": why}))
             continue
         diff, error, df = difference(before, after)

@@ -70,7 +70,7 @@ class Judged(BaseModel):
     low: float | None = None  # its interval, at `level`
     high: float | None = None
     p: float | None = None
-    level: float = 0.95
+    level: float | None = None  # set with the interval: a point not judged has neither
     verdict: Verdict
     why: str
     runs: list[list[Side]] = []  # the gate's: each commit's runs (before's, after's), when it ran several
@@ -81,11 +81,11 @@ class Judged(BaseModel):
         def speedup(side: Side) -> str:
             return "n/a" if side.speedup is None else format_speedup(side.speedup)
 
-        ratio = "" if self.ratio is None or self.low is None or self.high is None else (
+        ratio = "" if self.ratio is None or self.low is None or self.high is None or self.level is None else (
             f" ({format_ratio(self.ratio)}x, {100 * self.level:.3g}% interval {format_ratio(self.low)}-{format_ratio(self.high)}; "
             f"{p_clause(self.p)})")
         runs = "".join(f"; {side.commit[:8]} runs " + ", ".join(speedup(s) for s in sides)
-                       for side, sides in zip((self.before, self.after), self.runs))
+                       for side, sides in zip((self.before, self.after), self.runs) if sides)
         return (f"{self.point} on {self.machine}: {speedup(self.before)} -> {speedup(self.after)}{ratio}: "
                 f"{self.verdict}, {self.why}{runs}")
 

@@ -31,6 +31,7 @@ from harness.run.folder import Place, check_name, check_places, earlier_run, emp
 from harness.run.output import OutputError
 from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 from harness.run.runner import Runner
+from harness.specs.reading import SpecError, load_spec
 from harness.specs.sections import Spec
 from harness.store.cache import ResultCache
 
@@ -182,13 +183,31 @@ class Session:
         return self.record
 
 
+def _check_spec_and_folder(spec_path: str | Path, overrides: list[str], folder: Path, force: bool) -> None:
+    """The -o folder's refusal and the spec's own problems (read and validated: cheap) in one
+    answer: a wrong -o alone hid a wrong --set until the next try."""
+    try:
+        load_spec(spec_path, overrides)
+        problems: list[str] = []
+    except SpecError as exc:
+        problems = exc.lines
+    try:
+        check_run_folder(folder, force, places(spec_path))
+    except PlanError as exc:
+        if not problems:
+            raise
+        problems = [*problems, *exc.lines]
+    if problems:
+        raise SpecError(problems)
+
+
 def prepare_session(spec_path: str | Path, overrides: list[str], options: RunOptions, display: Display,
                     command: str, notes: list[str] | None = None) -> Session:
     """Everything before the work: the spec, workload, machine and plan (SpecError, PlanError:
     the user's to fix), the folder checked, the inputs fingerprinted, the record begun. `notes`
     gathers the lines a caller shows before the work (disk space, inputs left out)."""
-    if options.output is not None:  # before anything is loaded: a wrong -o is the whole answer
-        check_run_folder(options.output, options.force, places(spec_path))
+    if options.output is not None:  # before the workload is loaded: a wrong -o is the answer, with the spec's
+        _check_spec_and_folder(spec_path, overrides, options.output, options.force)
     notes = [] if notes is None else notes
     with display.phase("loading the spec, the workload and the machine") as phase:
         phase.item(str(spec_path))

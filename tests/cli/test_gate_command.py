@@ -40,13 +40,16 @@ def test_this_checkout_is_found() -> None:
 
 
 def test_its_help_says_what_it_needs_how_long_it_takes_and_its_exit_codes(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """`harness gate --help` had the usage line and options only."""
-    from harness.cli.main import main
-
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`harness gate --help` had the usage line and options only; then it said exit 4 meant
+    "nothing could be judged" (it means a point could not be), in lines past a pipe's COLUMNS=100."""
+    monkeypatch.setenv("COLUMNS", "100")  # argparse wraps at the terminal's width: a fixed one here
     with pytest.raises(SystemExit) as done:
         main(["gate", "--help"])
-    shown = " ".join(capsys.readouterr().out.split())
+    printed = capsys.readouterr().out
+    shown = " ".join(printed.split())
     assert done.value.code == 0
     assert "the regression gate" in shown and "needs: a git checkout" in shown and "107-110 s measured at load 1.7-1.9" in shown
-    assert "exit codes: 0 no regression, 1 a regression" in shown and "4 nothing could be judged" in shown
+    assert "exit codes: 0 no regression, every point judged; 1 a regression" in shown
+    assert "4 no regression, but at least one point could not be judged" in shown
+    assert max(map(len, printed.splitlines())) <= 100

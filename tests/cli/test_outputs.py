@@ -124,3 +124,15 @@ def test_a_stopped_run_resumes_into_its_own_folder(tmp_path: Path, capsys: pytes
             assert load_record(folder).complete and not list(folder.glob(".*.tmp")), case
         else:
             assert code == 2 and said in err.strip().splitlines()[-1] and "Traceback" not in err, case
+
+
+def test_a_taken_folder_does_not_hide_a_wrong_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run SPEC --set data.adapters=two -o TAKEN` said only that the folder was taken; the
+    wrong value showed on the next try."""
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    assert main(["run", SMOKE, "--set", "data.adapters=two", "-o", str(tmp_path / "taken")]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert any("data.adapters: 'two'" in line for line in said), said
+    assert any("output folder exists and is not empty" in line for line in said), said
+    assert (tmp_path / "taken" / "notes.txt").read_text() == "mine" and len(list((tmp_path / "taken").iterdir())) == 1

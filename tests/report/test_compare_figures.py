@@ -121,4 +121,6 @@ def test_a_narrow_terminal_keeps_the_times_and_leaves_the_tests_figures_first(tm
             assert not {"p-value", "rounds A, B", "group"} & kept, kept
     assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached
     narrow = next(w for w, kept in kept_at.items() if "p-value" not in kept)
-    assert "(left out at this width: p-value;" in str(fitted.fit(console, narrow).caption)  # not a bare "p"
+    # not a bare "p"; one column is "it", not "them"
+    assert "(left out at this width: p-value; a wider terminal shows it)" in str(fitted.fit(console, narrow).caption)
+    assert "a wider terminal shows them)" in str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption)

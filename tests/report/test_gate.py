@@ -40,6 +40,14 @@ def test_a_point_a_run_did_not_time_is_inconclusive_and_not_counted() -> None:
                                                    "y": (runs("a", 3.0, 3.1, 2.9), runs("b", 2.0, 2.1, 1.9))},
                                              "a" * 40, "b" * 40)}
     assert judged["x"].verdict == "inconclusive" and judged["x"].ratio is None
+    assert judged["x"].level is None  # --json said 0.95 beside no interval, and 90-99% beside the others
     assert judged["x"].why == "bbbbbbbb run 2 did not time it (skipped on a busy machine, or failed)"
     assert judged["y"].level == pytest.approx(0.90)  # the one point judged: alpha 0.05, one-sided
     assert judged["y"].verdict == "regression"
+
+
+def test_a_point_one_commit_never_ran_says_so_without_an_empty_list_of_runs() -> None:
+    """It said "a commit ran it once" beside "aaaaaaaa runs ;" and three runs of the other."""
+    [point] = judge_runs("m", {"x": ([], runs("b", 1.26, 1.26, 1.26))}, "a" * 40, "b" * 40)
+    assert point.verdict == "inconclusive" and point.why == "aaaaaaaa has no run of it"
+    assert "runs ;" not in point.describe() and point.describe().endswith("; bbbbbbbb runs 1.26x, 1.26x, 1.26x")

@@ -15,15 +15,17 @@ from harness.cli.console import err
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_USER_ERROR
 
 ENGINE = Path("benchmarks") / "continuous.py"
-EPILOG = """\
-needs: a git checkout of this repository with BASE (default main) and HEAD committed (harness/ as
-committed: uncommitted changes there are refused), asv (pip install -e '.[bench]'), and 2-3
-minutes on 2 cores (107-110 s measured at load 1.7-1.9, 140-150 s at load 3.2-3.4; longer on a busier
-machine): each commit's speedups suite runs three times, interleaved.
-
-exit codes: 0 no regression, 1 a regression (a speedup of HEAD fell beyond what the runs' spread
-explains), 2 a refused command (BASE is HEAD, uncommitted harness/, no checkout), 4 nothing could
-be judged (0 with --allow-inconclusive, as compare's). docs/tracking.md says how each point is judged, and the whole workflow."""
+# a paragraph a line: the help's formatter wraps them at the reader's width (harness.cli.main)
+EPILOG = (
+    "needs: a git checkout of this repository with BASE (default main) and HEAD committed (harness/ as committed: "
+    "uncommitted changes there are refused), asv (pip install -e '.[bench]'), and 2-3 minutes on 2 cores "
+    "(107-110 s measured at load 1.7-1.9, 140-150 s at load 3.2-3.4; longer on a busier machine): each commit's "
+    "speedups suite runs three times, interleaved.\n\n"
+    "exit codes: 0 no regression, every point judged; 1 a regression (a speedup of HEAD fell beyond what the runs' "
+    "spread explains); 2 a refused command (BASE is HEAD, uncommitted harness/, no checkout); 4 no regression, "
+    "but at least one point could not be judged (its runs too far apart, or a run did not time it) or none was "
+    "found (0 with --allow-inconclusive, as compare's). docs/tracking.md says how each point is judged, and the whole "
+    "workflow.")
 
 
 def checkout() -> Path | None:
@@ -39,7 +41,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="also write every point's verdict and runs here (a CI artifact)")
     parser.add_argument("--bench", help="asv's --bench: the suites timed (default the main job's speedups)")
     parser.add_argument("--allow-inconclusive", action="store_true",
-                        help="exit 0 instead of 4 when the gate could not judge (as compare's)")
+                        help="exit 0 instead of 4 when a point could not be judged (as compare's)")
 
 
 def engine_argv(args: argparse.Namespace) -> list[str]:
