@@ -227,14 +227,17 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
                  for n in names[side] if n not in names[other]]
     points = {side: {(an.name, _point(t, r.plan.dtype)): t for an in r.analyses for t in an.timings}
               for side, r in (("A", a), ("B", b))}
+    picks = {side: {an.name: an.strategy for an in r.analyses} for side, r in (("A", a), ("B", b))}
     pairs = []
     for side, other in (("A", "B"), ("B", "A")):
         for (analysis, point), t in points[side].items():
             if analysis not in names[other]:
                 continue  # said once, for the analysis
             theirs = points[other].get((analysis, point))
-            if theirs is None:
-                unmatched.append(f"{analysis}/{point.label}: only in {side}")
+            if theirs is None:  # a pick that changed between the runs says so: each plan timed its own
+                mine, its = picks[side][analysis], picks[other][analysis]
+                why = f" (the pick of {side}'s plan; {other}'s picked {its})" if t.strategy == mine != its else ""
+                unmatched.append(f"{analysis}/{point.label}: only in {side}{why}")
                 continue
             groups = {g.group: g for g in theirs.groups}
             unmatched += [f"{analysis}/{point.label} on {g.group}: only in {side}" for g in t.groups if g.group not in groups]
