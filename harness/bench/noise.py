@@ -74,11 +74,12 @@ def own_reasons(reasons: Sequence[str]) -> list[str]:
 
 
 NUMBER = r"\d+(?:\.\d+)?"  # a figure in a reason
+FIGURE = f"({NUMBER})(?:-({NUMBER}))?"  # ...or a range of them already ("load 4.8-5.2": earlier runs'), one figure
 
 
 def _cause(reason: str) -> str:
     """A reason with its numbers blanked: `load # on # cores`, the cause it shares with others."""
-    return re.sub(NUMBER, "#", reason)
+    return re.sub(FIGURE, "#", reason)
 
 
 def _worst(reasons: list[str]) -> str:
@@ -102,12 +103,13 @@ def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
 
 def reason_range(reasons: list[str]) -> str:
     """Reasons of one cause (_cause) as one, each figure the range it spans over them: `load
-    7.6-8.1 on 2 cores`, where the worst alone claimed 8.1 for all."""
-    figures = zip(*([m.group() for m in re.finditer(NUMBER, r)] for r in reasons))
-    spans = iter([(min(f, key=float), max(f, key=float)) for f in figures])
+    7.6-8.1 on 2 cores`, where the worst alone claimed 8.1 for all; a figure that is a range
+    already spans its ends (`4.8-5.2` and `4.9-5.7` are `4.8-5.7`, not `4.8-5.2-4.9-5.7`)."""
+    figures = zip(*([(m.group(1), m.group(2) or m.group(1)) for m in re.finditer(FIGURE, r)] for r in reasons))
+    spans = iter([(min((low for low, _ in f), key=float), max((high for _, high in f), key=float)) for f in figures])
 
     def span(_: re.Match[str]) -> str:
         low, high = next(spans)
         return low if float(low) == float(high) else f"{low}-{high}"
 
-    return re.sub(NUMBER, span, reasons[0])
+    return re.sub(FIGURE, span, reasons[0])

@@ -228,6 +228,8 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
     points = {side: {(an.name, _point(t, r.plan.dtype)): t for an in r.analyses for t in an.timings}
               for side, r in (("A", a), ("B", b))}
     picks = {side: {an.name: an.strategy for an in r.analyses} for side, r in (("A", a), ("B", b))}
+    skipped = {side: {(an.name, s.strategy): s.reason for an in r.analyses for s in an.skipped}
+               for side, r in (("A", a), ("B", b))}
     pairs = []
     for side, other in (("A", "B"), ("B", "A")):
         for (analysis, point), t in points[side].items():
@@ -237,6 +239,10 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
             if theirs is None:  # a pick that changed between the runs says so: each plan timed its own
                 mine, its = picks[side][analysis], picks[other][analysis]
                 why = f" (the pick of {side}'s plan; {other}'s picked {its})" if t.strategy == mine != its else ""
+                untimed = skipped[other].get((analysis, t.label), skipped[other].get((analysis, t.strategy)))
+                if untimed is not None:  # the other run has it, untimed (or not run, and why)
+                    unmatched.append(f"{analysis}/{point.label}: timed in {side} only ({other}: {untimed})")
+                    continue
                 unmatched.append(f"{analysis}/{point.label}: only in {side}{why}")
                 continue
             groups = {g.group: g for g in theirs.groups}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main as cli
-from harness.record.run_record import RECORD
+from harness.record.run_record import RECORD, UNTIMED
 from harness.report.compare import CompareOutput
 from tests.report.test_run_screen import RECORDS
 
@@ -65,6 +65,13 @@ def _picked_torch(raw: Raw) -> None:
     an["strategy"], an["timings"] = "torch", [t for t in an["timings"] if t["strategy"] != "factored"]
 
 
+def _untimed_torch(raw: Raw) -> None:
+    """B's run ran out of time before torch's first round: it lists torch as not timed."""
+    an = next(a for a in raw["analyses"] if a["name"] == "spectrum")
+    an["timings"] = [t for t in an["timings"] if t["strategy"] != "torch"]
+    an["skipped"] = [*an.get("skipped", []), {"strategy": "torch", "reason": UNTIMED}]
+
+
 NUMPY, TORCH = "spectrum/numpy@float32", "spectrum/torch@float32"
 # (edit of A, edit of B, what is listed as not compared, the rows left out ("analysis/label" or
 # "analysis/label on group"), and rows whose B/A is not 1 with theirs (by label))
@@ -81,6 +88,8 @@ CASES: dict[str, tuple[Callable[[Raw], None] | None, Callable[[Raw], None], list
     "B's plan picked another strategy": (  # a newcomer's compare listed A's pick "only in A", no why
         None, _picked_torch, ["spectrum/factored@float32: only in A (the pick of A's plan; B's picked torch)"],
         {"spectrum/factored"}, {}),
+    "B ran out of time for torch": (  # it said "only in A" of a strategy B has, untimed
+        None, _untimed_torch, [f"{TORCH}: timed in A only (B: {UNTIMED})"], {"spectrum/torch"}, {}),
     "two precisions a side, B's float64 3x slower": (
         _two_precisions(1.0), _two_precisions(3.0), [], set(), {"numpy@float64": 3.0}),
 }
