@@ -71,7 +71,8 @@ def main(args: argparse.Namespace) -> int:
             raise  # before the run folder has a record: harness.cli.main says nothing was written
         finished = (recorded(session.folder) or {}).get("complete") is True  # stopped while keeping its measurements
         held = ("its finished record (its measurements were not kept)" if finished else
-                "a record marked incomplete; the same command again resumes it, skipping the finished work")
+                "a record marked incomplete; the same command again resumes it: what it computed comes back from the "
+                "cache, and the speedups not yet settled are timed again")
         say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
