@@ -87,7 +87,7 @@ def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
     agree (the pick's estimate the fastest), and if not by how much."""
     rows = []
     for pick in planner_picks(record):
-        agrees = "yes" if pick.agrees else f"no: {pick.slower}"
+        agrees = "yes" if pick.agrees else f"{'not told apart' if pick.overlap else 'no'}: {pick.slower}"
         rows.append(dict(zip(PICK_COLUMNS, (SweepPoint(values=pick.values).label, pick.analysis, pick.chosen,
                                             pick.fastest, agrees))))
     return rows
