@@ -215,10 +215,10 @@ def widened(t: StrategyTiming) -> bool:
 
 
 def widening(t: StrategyTiming) -> str:
-    """`0.77-48.69 before this run, 0.46-185 with it`; ends too far apart to read as the tables say
-    them (`1.67-11.62 before this run, interval too wide to say with it`, not `0.0000053-13,360,295`)."""
+    """`0.77-48.69 before this run; with it, 0.46-185`; ends too far apart to read as the tables say
+    them (`1.67-11.62 before this run; with it, too wide`, not `0.0000053-13,360,295`)."""
     assert t.earlier_ci is not None and t.speedup_ci is not None  # widened
-    return f"{readable_interval(t.earlier_ci)} before this run, {readable_interval(t.speedup_ci)} with it"
+    return f"{readable_interval(t.earlier_ci)} before this run; with it, {readable_interval(t.speedup_ci)}"
 
 
 def _unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTiming]]) -> str:
