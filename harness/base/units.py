@@ -56,11 +56,17 @@ def format_interval(low: float | None, high: float | None) -> str:
     "21.25-148" (two decimals one side, none the other)."""
     if low is None or high is None:
         return "no interval"
+    return "-".join(interval_ends(low, high))
+
+
+def interval_ends(low: float, high: float) -> tuple[str, str]:
+    """The two ends as format_interval writes them: what a sentence quotes of one end ("at least
+    21.3x") reads as the interval beside it does, not "at least 21.25x" beside "21.3-148"."""
     if high == float("inf"):
-        return f"{format_speedup(low)[:-1]}-inf"
+        return format_speedup(low)[:-1], "inf"
     end = (lambda x: f"{x:,.0f}" if x >= 99.95 else significant(x, 3)) if high >= 99.95 else (
         lambda x: format_speedup(x)[:-1])
-    return f"{end(low)}-{end(high)}"
+    return end(low), end(high)
 
 
 def significant(x: float, figures: int) -> str:

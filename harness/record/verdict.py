@@ -9,7 +9,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.base.units import format_interval, format_speedup
+from harness.base.units import format_interval, format_speedup, interval_ends
 from harness.record.run_record import UNTIMED, AnalysisRecord, StrategyTiming
 
 Significance = Literal["baseline", "faster", "slower", "not significant", "no interval"]
@@ -77,7 +77,7 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     if ci[1] / ci[0] > UNREADABLE_SPAN:  # the table's `1,453x (≥13.79) ?`, in words: its far end is no figure
         return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
                 f"({ratio}; the interval is too wide to say more{left})")
-    return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
+    return (f"{head.label} is at least {interval_ends(low, high)[0]}x {way} than {baseline.label} "
             f"({ratio}, {format_interval(low, high)}: x{_factor(factor)} either way{left})")
 
 

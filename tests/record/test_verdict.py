@@ -124,7 +124,7 @@ def test_an_interval_too_wide_to_read_says_in_the_table_and_the_verdict_what_it_
         (1.17, (4.5e-05, 30147.0), "1.17x (too wide) ?",
          "factored is not significantly faster or slower than numpy: 1.17x (too wide)"),
         (45.57, (17.27, 120.0), "45.57x (17.3-120) ?",  # readable: both ends, 3 figures beside a whole one
-         "factored is at least 17.27x faster than numpy (45.57x, 17.3-120: x2.6 either way)"),
+         "factored is at least 17.3x faster than numpy (45.57x, 17.3-120: x2.6 either way)"),
     ]
     for speedup, ci, cell, said in cases:
         t = timing("factored", "compare", speedup, ci, unresolved=True)
