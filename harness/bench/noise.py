@@ -61,11 +61,8 @@ def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable
     it is not. `earlier`: the busy reasons of the rounds earlier runs timed, so that a time keeps
     its mark when a later run reuses its rounds (a reused `263.8 ms !` lost it, issue 48)."""
     drift = drift_reason(samples)
-    by_cause: dict[str, list[str]] = {}
-    for reason in (r for busy in earlier for r in busy):
-        by_cause.setdefault(_cause(reason), []).append(reason)
     return (dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
-            + [EARLIER + reason_range(same) for same in by_cause.values()])
+            + [EARLIER + reason_range(same) for same in _by_cause(r for busy in earlier for r in busy).values()])
 
 
 def own_reasons(reasons: Sequence[str]) -> list[str]:
@@ -82,6 +79,14 @@ def _cause(reason: str) -> str:
     return re.sub(FIGURE, "#", reason)
 
 
+def _by_cause(reasons: Iterable[str]) -> dict[str, list[str]]:
+    """Reasons by their cause (_cause), in first-seen order."""
+    by_cause: dict[str, list[str]] = {}
+    for reason in reasons:
+        by_cause.setdefault(_cause(reason), []).append(reason)
+    return by_cause
+
+
 def _worst(reasons: list[str]) -> str:
     """The reason of a cause with the largest first number: the one to quote for all of them."""
     def first_number(reason: str) -> float:
@@ -95,10 +100,7 @@ def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
     """(how many, the worst instance) per cause, most frequent first: 17 measurements under a
     busy machine are one line, `17 x load 3.2 on 2 cores`, not 17 lines that push the table off
     the screen. Causes are reasons alike but for their numbers."""
-    by_cause: dict[str, list[str]] = {}
-    for reason in reasons:
-        by_cause.setdefault(_cause(reason), []).append(reason)
-    return sorted(((len(same), _worst(same)) for same in by_cause.values()), key=lambda x: -x[0])
+    return sorted(((len(same), _worst(same)) for same in _by_cause(reasons).values()), key=lambda x: -x[0])
 
 
 def reason_range(reasons: list[str]) -> str:

@@ -44,9 +44,12 @@ def readable_interval(ci: tuple[float, float] | None) -> str:
     return format_interval(low, high)
 
 
-def with_interval(t: StrategyTiming) -> str:
-    """`1.51x (1.42-1.60)`, `2,945x (no interval)`, `1,453x (≥13.79)` (readable_interval)."""
-    return f"{format_speedup(t.speedup)} ({readable_interval(t.speedup_ci)})"
+def with_interval(speedup: float | None, ci: tuple[float, float] | None) -> str:
+    """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page and the verdict lines
+    write them (the run report's tables, the history's), `(no interval)` without one; ends too far
+    apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (too wide)`
+    (readable_interval; labels.too_wide_footnote says what that means)."""
+    return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
 def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
@@ -58,7 +61,8 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     assert head.speedup is not None
     said = significance(head)
     if said == "not significant":
-        return f"{head.label} is not significantly faster or slower than {baseline.label}: {with_interval(head)}"
+        return (f"{head.label} is not significantly faster or slower than {baseline.label}: "
+                f"{with_interval(head.speedup, head.speedup_ci)}")
     faster = head.speedup >= 1
     way = "faster" if faster else "slower"
     ratio = format_speedup(head.speedup if faster else 1 / head.speedup)
@@ -149,12 +153,13 @@ def choice_check(a: AnalysisRecord, approximate: Container[str]) -> str | None:
     chosen, t = found
     assert chosen.speedup is not None  # overtaken compares only a chosen one with a speedup
     if chosen.role == "baseline":  # its speedup over the one that ran is its own, with its interval
-        by = f"{with_interval(t)} faster than it"
+        by = f"{with_interval(t.speedup, t.speedup_ci)} faster than it"
     elif t.role == "baseline" and chosen.speedup_ci is not None:  # the chosen one's, turned round
         low, high = chosen.speedup_ci
         by = f"{format_speedup(1 / chosen.speedup)} ({format_interval(1 / high, 1 / low)}) faster than it"
     else:
-        by = f"faster than it ({with_interval(t)} against {with_interval(chosen)} over the baseline)"
+        by = (f"faster than it ({with_interval(t.speedup, t.speedup_ci)} against "
+              f"{with_interval(chosen.speedup, chosen.speedup_ci)} over the baseline)")
     if named_in_spec(a):
         return (f"{a.name}: the spec names {chosen.label}, but {t.label} measured {by}; "
                 f"name {t.label} (or auto) to run it")

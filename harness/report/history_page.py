@@ -6,7 +6,7 @@ time ratio asv tracks), 95% interval bands (a bar at a lone commit), changes jud
 consecutive commits marked (report.regressions), a line style per machine, a strategy with no value
 at a commit named under its chart, and CPU and GPU machines side by side; a table of each
 strategy's latest speedup and share of the roof on each machine, numbers written as run reports
-write them (labels.with_interval); then every other series (raw seconds, errors, the kernel
+write them (record.verdict.with_interval); then every other series (raw seconds, errors, the kernel
 suites) folded below, asv's steps marked."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from harness.base.units import format_share
 from harness.report.history import SIGNED_UNITS, Series
 from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
-from harness.report.labels import with_interval
+from harness.record.verdict import with_interval
 from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"

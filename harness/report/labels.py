@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_seconds, format_share, format_speedup
+from harness.base.units import format_seconds, format_share
 from harness.bench.noise import group_reasons
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
-from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict
+from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
 from harness.strategies.registry import APPROXIMATE
@@ -117,14 +117,6 @@ def speedup_text(t: StrategyTiming) -> str:
     if t.speedup is None:
         return f"- {UNRESOLVED_MARK}"
     return with_interval(t.speedup, t.speedup_ci) + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
-
-
-def with_interval(speedup: float, ci: tuple[float, float] | None) -> str:
-    """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page and the verdict lines
-    write them (the run report's tables, the history's), `(no interval)` without one; ends too far
-    apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (too wide)`
-    (record.verdict.readable_interval; too_wide_footnote says what that means)."""
-    return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
 def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:
