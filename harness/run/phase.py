@@ -335,18 +335,15 @@ class BenchPhase:
             self.observations.append(self._observation(step, s, line.new, line.calls, busy=others or 0.0))
         return group
 
-    def _threads(self) -> int:
-        bench = self.plan.bench
-        assert bench is not None
-        return bench.threads
-
     def _observation(self, step: Step, s: Subject, kept: Sequence[Round], calls: int,
                      busy: float | None = None) -> Observation:
         """This run's rounds of a subject as one observation for the planner's wisdom: its quiet
         ones, or (`busy`: the share of the CPUs other processes took) all of a busy run's."""
+        bench = self.plan.bench
+        assert bench is not None
         return Observation(
             strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape, rank=s.item.rank,
-            dtype=str(s.item.dtype), device=s.timed.device, threads=self._threads(), width=s.item.width,
+            dtype=str(s.item.dtype), device=s.timed.device, threads=bench.threads, width=s.item.width,
             seconds=float(np.median([r.seconds for r in kept])) / s.allocation.matrices, flops=s.flops,
             samples=calls, when=now(), source=self.source, precision=s.arithmetic, compiled=s.timed.compiled,
             busy=busy)
