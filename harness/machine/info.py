@@ -147,8 +147,8 @@ def probe() -> MachineInfo:
                 version=p.get("version"),
                 threads=p["num_threads"],
             )
-            for p in threadpool_info()
-        ],
+            for p in sorted(threadpool_info(), key=lambda p: (p["internal_api"], p["filepath"]))
+        ],  # in load order, `harness system` listed openblas and openmp one way, then the other
         numpy_blas=_numpy_blas(),
         thread_env=thread_environment(),
     )

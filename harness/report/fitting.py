@@ -6,8 +6,8 @@ wrap between words; what does not fit leaves, optional columns first, and the ca
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 
 from typing import Any
 
@@ -20,7 +20,7 @@ from rich.text import Text
 UNBOUNDED = 1 << 20
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Fitted:
     """A table drawn at the width it gets: while its narrowest layout (every value whole, every
     other column as wide as its longest word) is wider than the terminal, the optional columns
@@ -34,6 +34,10 @@ class Fitted:
     footnotes: tuple[tuple[str, str], ...] = ()
     # the caption of the table as drawn, given the columns the width left out: it explains only what is shown
     explain: Callable[[tuple[str, ...]], str] | None = None
+    # a column's width is never under its floor: what a width shows then hangs on the width, not on
+    # the values one run happened to give (a 100-column terminal drew a run with the compute total
+    # and the next run of the same spec without it, two characters apart)
+    floors: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
         yield self.fit(console, options.max_width)
@@ -42,13 +46,13 @@ class Fitted:
         """The table as drawn `width` columns wide: fewer columns, fixed widths."""
         table, left_out = self.table, []
         for name in self.optional:
-            if least_width(console, table) <= width:
+            if least_width(console, table, self.floors) <= width:
                 break
             table = copy.copy(table)
             table.columns = [c for c in table.columns if c.header != name]
             left_out.append(name)
         table = copy.copy(table)
-        table.columns = _laid_out(console, table, width)
+        table.columns = _laid_out(console, table, width, self.floors)
         notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
             them = "them" if len(left_out) > 1 else "it"
@@ -58,12 +62,13 @@ class Fitted:
         return table
 
 
-def _spans(console: Console, column: Column) -> tuple[int, int]:
+def _spans(console: Console, column: Column, floor: int = 0) -> tuple[int, int]:
     """(least, most) width of a column: a value is never narrower than itself, a header or a
-    name may wrap between words."""
+    name may wrap between words; neither is under the column's floor."""
     unbounded = console.options.update_width(UNBOUNDED)  # rich clamps a measurement to the width given
     spans = [(Measurement.get(console, unbounded, cell), is_value(cell)) for cell in [column.header, *column._cells]]
-    return max(m.maximum if whole else m.minimum for m, whole in spans), max(m.maximum for m, _ in spans)
+    least = max(floor, *(m.maximum if whole else m.minimum for m, whole in spans))
+    return least, max(least, *(m.maximum for m, _ in spans))
 
 
 def rule_table(*headers: str, **options: Any) -> Table:
@@ -90,15 +95,15 @@ def _chrome(table: Table) -> int:
     return table._extra_width + sum(table._get_padding_width(i) for i in range(len(table.columns)))
 
 
-def least_width(console: Console, table: Table) -> int:
-    return _chrome(table) + sum(_spans(console, c)[0] for c in table.columns)
+def least_width(console: Console, table: Table, floors: Mapping[str, int]) -> int:
+    return _chrome(table) + sum(_spans(console, c, floors.get(str(c.header), 0))[0] for c in table.columns)
 
 
-def _laid_out(console: Console, table: Table, width: int) -> list[Column]:
+def _laid_out(console: Console, table: Table, width: int, floors: Mapping[str, int]) -> list[Column]:
     """Columns of fixed widths: each its least, and what the width leaves shared max-min fairly
     (a column that wants little more gets it whole; the rest share what is left). Rich narrows the
     widest columns first when a table is too wide, which splits words even where they would fit."""
-    spans = [_spans(console, c) for c in table.columns]
+    spans = [_spans(console, c, floors.get(str(c.header), 0)) for c in table.columns]
     spare = max(0, width - _chrome(table) - sum(least for least, _ in spans))
     wants = [most - least for least, most in spans]
     extra = [0] * len(spans)

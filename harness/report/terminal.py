@@ -31,6 +31,9 @@ RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", COMPUTE_TOTAL, "dtype"
 ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it never costs the default a column
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
+# the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
+# timed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors)
+FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, "speedup (95% CI)": 22, "max error": 7, "status": 9}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
 
@@ -117,9 +120,12 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
         rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed_rows(record, a)]
         for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
+    labels = [shown(strategy_label(a, name, True)) for a in record.analyses
+              for name in [*(t.label for t in a.timings), *(u[0] for u in untimed_rows(record, a))]]
+    floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}  # the pick's mark on any of them
     notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("speedup (95% CI)", too_wide_footnote(record.analyses)),
              ("% of peak", roof_footnote(record, record.analyses)))
-    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide,
+    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide, floors=floors,
                   footnotes=tuple((column, shown(line)) for column, line in notes if line),
                   explain=(lambda out: _caption(record, tuple(c for c in columns if c not in out))) if explain else None)
 
