@@ -39,8 +39,14 @@ class Fitted:
     # and the next run of the same spec without it, two characters apart)
     floors: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
-        yield self.fit(console, options.max_width)
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table | Text]:
+        """The table, then its caption wrapped at the terminal's width, not the table's (a 153-column
+        table wrapped its notes at 153 in a 160-column terminal)."""
+        table = copy.copy(self.fit(console, options.max_width))
+        caption, table.caption = table.caption, None
+        yield table
+        if caption:
+            yield Text.from_markup(str(caption))
 
     def fit(self, console: Console, width: int) -> Table:
         """The table as drawn `width` columns wide: fewer columns, fixed widths."""
