@@ -62,6 +62,7 @@ class Runner:
         wisdom_folder: Path | None = None,
         pool: Measurements | None = None,
         fresh: bool = False,
+        kept: dict[str, AnalysisRecord] | None = None,
     ) -> None:
         self.record = record
         self.plan = record.plan
@@ -84,7 +85,7 @@ class Runner:
         self._executor = run_executor(self.plan, display)  # where full analyses fan out
         self._local = timing_executor(self.plan, self._executor, display)  # what this process fans out over
         self.bench = BenchPhase(self.plan, self.workload, seed, display, record.machine.cores, cache, self.keys,
-                                source=record.experiment, pool=pool, fresh=fresh)
+                                source=record.experiment, pool=pool, fresh=fresh, kept=kept or {})
         self.wisdom_folder = wisdom_folder
 
     def _context(self, device: str) -> ExecContext:
