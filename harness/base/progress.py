@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -35,6 +35,11 @@ from harness.base.units import format_seconds
 
 REFRESH_PER_S = 4
 PLANNED_CAP = 0.9  # of a unit its planned time alone may fill: the rest only its end does
+# How much an ETA trusts the run's pace against the plan: its finished units' seconds count against
+# their planned seconds as if this share of the whole plan had gone as planned (one slow first unit
+# doubled the ETA of a 3-analysis run, which then ended sooner), and the pace stays within PACE_RANGE.
+PACE_PRIOR = 0.25
+PACE_RANGE = (0.5, 3.0)
 
 
 @dataclass
@@ -50,9 +55,11 @@ class Phase:
     summary: str = ""  # what the one line of a finished phase says, when set
 
     def advance(self, n: int = 1) -> None:
+        """Count `n` units done, noting when (the ETA's pace is that of finished units: eta_s)."""
         self.done += n
         if self.task is not None and self.display.progress is not None:
-            self.display.progress.update(self.task, advance=n)
+            task = next(t for t in self.display.progress.tasks if t.id == self.task)
+            self.display.progress.update(self.task, advance=n, finished_s=task.elapsed or 0.0)
 
     def within(self, share: Callable[[], float]) -> None:
         """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
@@ -114,6 +121,23 @@ def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> C
     return lambda: min(PLANNED_CAP, (clock() - start) / seconds) if seconds > 0 else 0.0
 
 
+def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float) -> float:
+    """Seconds left of a phase of planned units (`units_s`, the plan's seconds of each, its
+    estimate_s spread over them in proportion), `done` of them under way (whole ones finished, the
+    fraction the share of the next one's plan spent), the last finished at `finished_s`: what the
+    plan leaves, at the pace the finished units ran against their plan (PACE_PRIOR). Within a unit
+    it only falls or holds, however long the unit runs; it moves up only as a unit ends slower than
+    planned (a pace from the mean unit so far rose from 34 to 49 s as a busy run neared its end)."""
+    scale = estimate_s / sum(units_s) if sum(units_s) > 0 else 0.0
+    whole = min(int(done), len(units_s))
+    planned_done = sum(units_s[:whole]) * scale
+    prior = PACE_PRIOR * estimate_s
+    pace = (finished_s + prior) / (planned_done + prior) if planned_done + prior > 0 else 1.0
+    pace = min(max(pace, PACE_RANGE[0]), PACE_RANGE[1])
+    under_way = units_s[whole] * min(done - whole, 1.0) if whole < len(units_s) else 0.0
+    return max(0.0, pace * (sum(units_s[whole:]) - under_way) * scale)
+
+
 class _Bar(BarColumn):
     """The count's bar, filled also within the unit under way by the phase's `within`."""
 
@@ -133,7 +157,12 @@ class _Remaining(TimeRemainingColumn):
     "ETA -:--:--", which reads as a fault)."""
 
     def render(self, task: Task) -> Text:
-        estimate = task.fields.get("estimate_s")
+        estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
+        if units and estimate and task.elapsed is not None and not task.finished:
+            within = task.fields.get("within")
+            share = min(PLANNED_CAP, max(0.0, within())) if within is not None else 0.0
+            left = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0))
+            return Text(f"ETA ~{timedelta(seconds=round(left))}", style="progress.remaining")
         if estimate and not task.completed and task.elapsed is not None:
             left = round(estimate - task.elapsed)
             if left < 0:
@@ -197,13 +226,16 @@ class Display:
             self.progress = None
 
     @contextmanager
-    def phase(self, description: str, total: int | None = None, estimate_s: float | None = None) -> Iterator[Phase]:
+    def phase(self, description: str, total: int | None = None, estimate_s: float | None = None,
+              units_s: Sequence[float] | None = None) -> Iterator[Phase]:
         """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`);
-        `estimate_s`, the plan's, gives its ETA before it has a pace of its own."""
+        `estimate_s`, the plan's, gives its ETA before it has a pace of its own; with `units_s`,
+        the plan's seconds of each unit of the count, its ETA throughout is eta_s's."""
         start = time.perf_counter()
         task = None
         if self.progress is not None:
-            task = self.progress.add_task(description, total=total, item="", estimate_s=estimate_s)
+            task = self.progress.add_task(description, total=total, item="", estimate_s=estimate_s,
+                                          units_s=list(units_s) if units_s else None)
         phase = Phase(self, description, total, task)
         try:
             yield phase

@@ -106,6 +106,7 @@ class StrategyTiming(Variant):
     earlier_ci: tuple[Positive, Positive] | None = None  # the interval earlier runs' rounds gave alone, before this run's
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
     reused_from: str | None = None  # cached: when the newest of those rounds was timed (ISO 8601)
+    resumed: bool = False  # taken over as it was from the stopped run this one resumed in its folder: not timed again
     cut: str | None = None  # the rounds the plan gave it, in words
     compile_s: NonNegative | None = None  # compiling it (with one call each time), never inside a timed call
     compile_note: str | None = None  # what compiling produced, and whether it was kept

@@ -19,7 +19,7 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
+from harness.report.labels import (COMPUTE_TOTAL, RESUMED, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
                                    measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label,
                                    unstable_causes, unstable_measurements, verdict_lines)
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
@@ -71,6 +71,7 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),
                 # (unstable?, text): what was reused or cut, and why a measurement is unreliable
                 "notes": ([(False, "reused from an earlier run on this machine")] if t.cached else [])
+                + ([(False, RESUMED)] if t.resumed else [])
                 + ([(False, f"planned: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
                 "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
                 "gflops": t.gflops_per_s,

@@ -29,6 +29,7 @@ COMPUTE_TOTAL_FIELD = COMPUTE_TOTAL.replace(" ", "_") + "_s"
 UNSTABLE_MARK = "!"
 APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
+RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
 SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the compute total over the samples; "
@@ -155,12 +156,15 @@ def too_wide_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
 
 
 def rounds_text(t: StrategyTiming) -> str:
-    """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were)."""
+    """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
+    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were."""
     pooled = min((g.pooled for g in t.groups), default=0)
     own = min((len(g.rounds) for g in t.groups), default=0) - pooled
     if own <= 0 and pooled:
-        return f"{pooled} reused"
-    return f"{own}+{pooled}" if pooled else str(own)
+        text = f"{pooled} reused"
+    else:
+        text = f"{own}+{pooled}" if pooled else str(own)
+    return f"{text} resumed" if t.resumed else text
 
 
 def spread(t: StrategyTiming) -> str:

@@ -16,7 +16,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, check_of, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
                                    rounds_text, speedup_cell, strategy_label, apart_footnote, too_wide_footnote, unstable_measurements, unstable_why,
                                    shown, verdict_lines, worst_error)
@@ -322,6 +322,8 @@ def _cache_note(analysis: AnalysisRecord) -> str:
     if any(t.cached for t in analysis.timings):
         when = max((t.reused_from for t in analysis.timings if t.cached and t.reused_from), default=None)
         notes.append("timings reused from earlier runs on this machine" + (f", timed {when[:10]}" if when else ""))
+    if any(t.resumed for t in analysis.timings):
+        notes.append(RESUMED)
     return f" ({'; '.join(notes)})" if notes else ""
 
 

@@ -12,9 +12,10 @@ import os
 from pathlib import Path
 
 from harness.base.bounded import read_capped
-from harness.plan.model import PlanError
+from harness.base.units import plural
+from harness.plan.model import PlanError, Step
 from harness.record.exports import TIMINGS, VERIFICATION
-from harness.record.run_record import FEATURES, RECORD, RECORD_CAP, SPECTRA, written_by_us
+from harness.record.run_record import FEATURES, RECORD, RECORD_CAP, SPECTRA, AnalysisRecord, RunRecord, written_by_us
 
 NAME_MAX, PATH_MAX = 255, 4096  # Linux's, where pathconf cannot say
 REPORT_FILE = "report.html"  # what --report writes (report.html's REPORT: that stage sits above this one)
@@ -109,17 +110,45 @@ def empty_run(folder: Path) -> None:
             entry.unlink()
 
 
-def resume(folder: Path, spec_hash: str) -> str:
-    """Empty the folder of a stopped run of the same spec for this run; PlanError otherwise. The
-    line to say: how far the stopped run got (its chunks come back from the cache)."""
+def resume(folder: Path, spec_hash: str) -> RunRecord:
+    """Empty the folder of a stopped run of the same spec for this run, and return that run's
+    record, checked whole (RunRecord: untrusted data, validated before a number is read from
+    it); PlanError when the folder holds anything else."""
     stopped = stopped_run(folder)
     if stopped is None:
         raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
     if stopped.get("spec_hash") != spec_hash:
         raise PlanError([f"{folder}: holds a stopped run of another spec (or other --set values); choose another "
                          "folder with -o"])
-    analyses = stopped.get("analyses")
+    record = RunRecord.model_validate(stopped)  # stopped_run checked it validates
     empty_run(folder)
-    done = len(analyses) if isinstance(analyses, list) else 0
-    return (f"resuming into {folder}: a run of this spec stopped there after {done} analyses; what it computed "
-            "comes back from the cache")
+    return record
+
+
+def _timed_alike(mine: Step, theirs: Step) -> bool:
+    """Whether two plans time an analysis alike: its op, strategy and tolerance, and the same
+    compared points (a wisdom the stopped run taught may have changed the plan's choice)."""
+    fields = ("op", "k", "strategy", "device", "precision", "tolerance")
+    return (all(getattr(mine, f) == getattr(theirs, f) for f in fields)
+            and [t.label for t in mine.timed] == [t.label for t in theirs.timed])
+
+
+def finished_analyses(stopped: RunRecord, record: RunRecord) -> dict[str, AnalysisRecord]:
+    """The analyses of a stopped run that this run (`record`, just begun) takes over as they are,
+    their rounds not timed again: those it finished, of the same input files, harness and machine,
+    which this run's plan times alike (_timed_alike). Every other analysis is timed anew."""
+    if (stopped.workload_fingerprint, stopped.harness_version, stopped.machine.identity) != (
+            record.workload_fingerprint, record.harness_version, record.machine.identity):
+        return {}
+    theirs = {s.analysis: s for s in stopped.plan.steps}
+    mine = {s.analysis: s for s in record.plan.steps}
+    return {a.name: a for a in stopped.analyses
+            if a.name in mine and a.name in theirs and _timed_alike(mine[a.name], theirs[a.name])}
+
+
+def resume_line(folder: Path, kept: int, steps: int) -> str:
+    """What resuming into `folder` does, said before it does it."""
+    now = steps - kept
+    return (f"resuming into {folder}: a run of this spec stopped there; {plural(kept, 'finished analysis', 'finished analyses')} "
+            f"{'is' if kept == 1 else 'are'} kept as timed, {now} {'is' if now == 1 else 'are'} timed now "
+            "(what the stopped run computed comes back from the cache)")

@@ -38,7 +38,7 @@ from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements
 from harness.machine.wisdom import MeasuredError, Observation
 from harness.plan.model import Plan, Step, Timed
-from harness.record.run_record import UNTIMED, BenchRecord, GroupTiming, Skipped, StrategyTiming
+from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
 from harness.run.items import WILD_PLAN, Timeline, busy_of, line_of, placed, plausible
@@ -104,6 +104,7 @@ class BenchPhase:
     untimed: dict[str, list[Skipped]] = field(default_factory=dict)  # analysis -> what the limit left untimed
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
     pace: Pace = field(default_factory=Pace)
+    kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
 
     def __post_init__(self) -> None:
         bench = self.plan.bench
@@ -111,6 +112,7 @@ class BenchPhase:
         per_analysis = floors({(s.analysis, t.label, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
         settled, floored = self._settled()
+        settled |= set(self.kept)  # taken over as timed: nothing of the budget is theirs
         self.budget = Budget(bench.budget_s - bench.references_s, bench.limit_s - bench.references_s,
                              {a: 0.0 if a in floored else f for a, (f, _r) in per_analysis.items() if a not in settled},
                              {a: r for a, (_f, r) in per_analysis.items() if a not in settled})
@@ -228,15 +230,34 @@ class BenchPhase:
 
     def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared point of a per-matrix op, on every shape group."""
+        if (taken := self._taken_over(step)) is not None:
+            return taken
         made = {t.label: matrix_subjects(step, t, self._groups, self._source, self.references,
                                          self._context(t), self._items(step, t)) for t in step.timed}
         return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
 
     def time_pca(self, step: Step, analysis: PcaAnalysis) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared Gram point, one position a round, loading included; totals scaled by positions."""
+        if (taken := self._taken_over(step)) is not None:
+            return taken
         made = {t.label: pca_subjects(step, analysis, t, self._layout, self._source, self.references, self._context(t),
                                       self.plan.memory_budget, self._items(step, t)) for t in step.timed}
         return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
+
+    def _taken_over(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]] | None:
+        """An analysis the stopped run this one resumes finished: its timings and verdicts as that
+        run recorded them, each timing marked `resumed`, nothing timed again; its rounds are neither
+        pooled nor taught twice (the stopped run kept them) nor counted as this run's."""
+        kept = self.kept.get(step.analysis)
+        if kept is None:
+            return None
+        timings = [t.model_copy(update={"resumed": True}) for t in kept.timings]
+        for t in timings:
+            if t.role != "baseline" and t.speedup is not None:
+                self.counts["unresolved" if t.unresolved else "resolved"] += 1
+        if kept.skipped:
+            self.untimed[step.analysis] = list(kept.skipped)
+        return timings, list(kept.verification)
 
     def _pooled_lines(self, subjects: dict[str, list[Subject]]) -> dict[int, Timeline]:
         return {id(s): Timeline(pooled=self._pooled(s.step, s.timed, s.allocation, s.item))

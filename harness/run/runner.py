@@ -62,6 +62,7 @@ class Runner:
         wisdom_folder: Path | None = None,
         pool: Measurements | None = None,
         fresh: bool = False,
+        kept: dict[str, AnalysisRecord] | None = None,
     ) -> None:
         self.record = record
         self.plan = record.plan
@@ -84,7 +85,7 @@ class Runner:
         self._executor = run_executor(self.plan, display)  # where full analyses fan out
         self._local = timing_executor(self.plan, self._executor, display)  # what this process fans out over
         self.bench = BenchPhase(self.plan, self.workload, seed, display, record.machine.cores, cache, self.keys,
-                                source=record.experiment, pool=pool, fresh=fresh)
+                                source=record.experiment, pool=pool, fresh=fresh, kept=kept or {})
         self.wisdom_folder = wisdom_folder
 
     def _context(self, device: str) -> ExecContext:
@@ -101,11 +102,13 @@ class Runner:
                 assert self.plan.bench is not None
                 self._warm_chosen()
                 self.bench.imported()  # the timing workers' imports, beside the chosen strategies' and before any analysis
+                units = [self.plan.busy_s(s.estimate_s + sum(t.estimate_s for t in s.timed)) for s in self.plan.steps]
                 with pinned(self.plan.bench.threads), self.display.phase(
-                        self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s) as run:
+                        self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s,
+                        units_s=units) as run:
                     for i, step in enumerate(self.plan.steps):
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s))  # 1/3: the count
-                        run.within(planned(self.plan.busy_s(step.estimate_s + sum(t.estimate_s for t in step.timed))))  # bar: within it
+                        run.within(planned(units[i]))  # bar: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))

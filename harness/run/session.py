@@ -25,9 +25,10 @@ from harness.data.workload import Census, DataError, Workload
 from harness.machine import measurements
 from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
-from harness.record.run_record import RECORD, RunRecord
+from harness.record.run_record import RECORD, AnalysisRecord, RunRecord
 from harness.run.calibrate import run_roofs
-from harness.run.folder import Place, check_name, check_places, earlier_run, empty_run, resume, stopped_run
+from harness.run.folder import (Place, check_name, check_places, earlier_run, empty_run, finished_analyses, resume,
+                                resume_line, stopped_run)
 from harness.run.output import OutputError
 from harness.run.prepare import RunContext, prepare_spec, skipped_warning
 from harness.run.runner import Runner
@@ -114,20 +115,22 @@ def check_run_folder(folder: Path, force: bool = False, refused: list[Place] | N
 
 
 @contextmanager
-def _claimed(folder: Path, force: bool, spec_hash: str, display: Display) -> Iterator[None]:
+def _claimed(folder: Path, force: bool, spec_hash: str) -> Iterator[RunRecord | None]:
     """The run folder, this run's alone (base.atomic.exclusive_folder): a second run given the
     same folder ends in one line; so does one that finds it filled since it was checked, unless
-    what fills it is a stopped run of the same spec, which this run takes over (and says so)."""
+    what fills it is a stopped run of the same spec, which this run takes over (its record is
+    yielded, for what the new run keeps of it)."""
     try:
         with exclusive_folder(folder):
+            stopped = None
             if any(folder.iterdir()):
                 if stopped_run(folder) is not None and not force:
-                    display.plain(resume(folder, spec_hash))
+                    stopped = resume(folder, spec_hash)
                 elif not force or not earlier_run(folder):
                     raise PlanError([_taken(folder)])
                 else:
                     empty_run(folder)
-            yield
+            yield stopped
     except FolderTaken as exc:
         raise PlanError([f"{exc}; choose another with -o"]) from None
 
@@ -166,11 +169,12 @@ class Session:
             self.record.roofs = run_roofs(where, context.wisdom, self.record.machine, backends(context.plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in self.record.roofs.values()) or "wisdom is off"
         pool = measurements.load(where, context.machine, say=self.display.plain) if where is not None else None
-        runner = Runner(self.record, context.workload, folder, seed=context.spec.experiment.seed, display=self.display,
-                        cache=self.cache, wisdom_folder=where, pool=pool, fresh=self.options.fresh)
         created = not folder.exists()
         try:
-            with _claimed(folder, self.options.force, self.record.spec_hash, self.display):
+            with _claimed(folder, self.options.force, self.record.spec_hash) as stopped:
+                runner = Runner(self.record, context.workload, folder, seed=context.spec.experiment.seed,
+                                display=self.display, cache=self.cache, wisdom_folder=where, pool=pool,
+                                fresh=self.options.fresh, kept=self._kept(stopped))
                 runner.run()
         except DataError:
             if created:  # a bad input file found while loading: leave nothing behind
@@ -181,6 +185,14 @@ class Session:
                 shutil.rmtree(folder, ignore_errors=True)
             raise
         return self.record
+
+    def _kept(self, stopped: RunRecord | None) -> dict[str, AnalysisRecord]:
+        """What this run keeps of a stopped run it resumes (run.folder.finished_analyses), said."""
+        if stopped is None:
+            return {}
+        kept = finished_analyses(stopped, self.record)
+        self.display.plain(resume_line(self.folder, len(kept), len(self.context.plan.steps)))
+        return kept
 
 
 def _check_spec_and_folder(spec_path: str | Path, overrides: list[str], folder: Path, force: bool) -> None:

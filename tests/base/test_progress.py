@@ -111,3 +111,50 @@ def test_an_item_drops_whole_phrases_to_fit_100_columns() -> None:
     short = line("svdvals: round 1", Phrases(("numpy", "on 48x32r4", "in process 1")))
     assert "numpy on 48x32r4 in process 1" in short  # room enough: nothing dropped
     assert str(Phrases(("numpy", "on 48x32r4"))) == "numpy on 48x32r4"  # a log's line keeps it whole
+
+
+def _scripted(units_s: list[float], took: list[float], estimate_s: float, step: float = 0.5) -> list[tuple[int, float, float]]:
+    """(units finished, elapsed, ETA) at every `step` seconds of a run whose units took `took`
+    seconds each, their bars moving by their planned time (capped, as the run's are)."""
+    from harness.base.progress import PLANNED_CAP, eta_s
+
+    out, start, finished = [], 0.0, 0.0
+    for i, (plan, real) in enumerate(zip(units_s, took)):
+        t = start
+        while t < start + real:
+            share = min(PLANNED_CAP, (t - start) / plan)
+            out.append((i, t, eta_s(t, i + share, units_s, estimate_s, finished)))
+            t += step
+        start = finished = start + real
+    return out
+
+
+def test_the_run_eta_never_rises_within_an_analysis_and_ends_near_the_finish() -> None:
+    """Walk-through: on a busy machine the run's ETA read 0:00:34 at 10 s, 0:00:35 at 17 s and
+    0:00:49 at 24 s, and the run ended at 42 s: its pace was the mean analysis so far, and it rose
+    as the job neared its end. The ETA is the plan's remaining seconds at the pace of the finished
+    analyses against their plan: within an analysis it never rises, whatever the analysis takes."""
+    units, estimate = [20.0, 6.0, 4.0], 33.0
+    for took in ([30.0, 9.0, 6.0], [20.0, 6.0, 4.0], [14.0, 20.0, 12.0], [60.0, 4.0, 3.0]):
+        script = _scripted(units, took, estimate)
+        finish = sum(took)
+        for (i, _t, before), (j, _u, after) in zip(script, script[1:]):
+            assert i != j or after <= before + 1e-9, (took, i)  # rises only as an analysis ends
+        last = [(t, eta) for i, t, eta in script if i == len(units) - 1]
+        assert all(abs(t + eta - finish) <= 0.25 * finish for t, eta in last), (took, last[0], finish)
+    busy = _scripted(units, [30.0, 9.0, 6.0], estimate)  # 1.5x the plan throughout, as the walk-through's
+    assert all(abs(t + eta - 45.0) <= 0.15 * 45.0 for i, t, eta in busy if i >= 1)
+
+
+def test_a_phase_of_planned_units_shows_their_eta() -> None:
+    """The run's phase (units_s: each analysis' planned seconds) shows eta_s's figure, its pace
+    taken when a unit is counted done."""
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Display(console, live=True) as display, display.phase("run", 2, estimate_s=600.0, units_s=[300.0, 100.0]) as phase:
+        assert display.progress is not None
+        task = display.progress.tasks[0]
+        phase.within(lambda: 0.0)
+        assert display.progress.columns[-1].render(task).plain == "ETA ~0:10:00"  # type: ignore[union-attr]
+        phase.advance()
+        assert 0.0 <= display.progress.tasks[0].fields["finished_s"] < 60
+        assert display.progress.columns[-1].render(display.progress.tasks[0]).plain.startswith("ETA ~0:0")  # type: ignore[union-attr]

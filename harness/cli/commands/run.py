@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from harness.base.progress import Display
+from harness.base.units import plural
 from harness.cli.commands.spec_args import budget_argument, overrides, spec_arguments
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED, exit_code, stopped
@@ -69,10 +70,15 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.cli.entry)
         if session is None or not (session.folder / RECORD).is_file():
             raise  # before the run folder has a record: harness.cli.main says nothing was written
-        finished = (recorded(session.folder) or {}).get("complete") is True  # stopped while keeping its measurements
+        raw = recorded(session.folder) or {}
+        finished = raw.get("complete") is True  # stopped while keeping its measurements
+        analyses = raw.get("analyses")  # untrusted: the count alone is read
+        done = len(analyses) if isinstance(analyses, list) else 0
+        steps = len(session.context.plan.steps)
+        kept = f"the {done} finished keep their timings and only the other {steps - done} are timed; " if done else ""
         held = ("its finished record (its measurements were not kept)" if finished else
-                "a record marked incomplete; the same command again resumes it: what it computed comes back from the "
-                "cache, and the speedups not yet settled are timed again")
+                f"a record marked incomplete after {done} of {plural(steps, 'analysis', 'analyses')}; the same command "
+                f"again resumes it: {kept}what it computed comes back from the cache")
         say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
