@@ -144,6 +144,7 @@ def evaluate(
     found = dict(**point.model_dump(), device=backend, error=costing.error(point, op.op, backend))
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
+    models: dict[str, float] = {}
     basis: dict[str, str] = {}
     needs = {g.label: strategy.bytes_per_matrix(op, g, size) for g in groups}
     inputs = {g.label: workload.source.load_bytes(g.refs[:1], size) for g in groups}  # one matrix's
@@ -159,12 +160,12 @@ def evaluate(
         if ahead:  # the next chunk's inputs beside this chunk's
             per += inputs[group.label]
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
-        model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
+        model = models[group.label] = strategy.seconds_per_matrix(op, group, costing.machine, backend)
         per_matrix[group.label], basis[group.label] = costing.seconds(
             strategy, op.op, backend, point, strategy.work(op, group, size), group.shape, model, len(group))
     total = sum(per_matrix[g.label] * len(g) for g in groups)
-    return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, basis=basis,
-                     reads_ahead=ahead)
+    return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, model_s=models,
+                     basis=basis, reads_ahead=ahead)
 
 
 def evaluate_gram(
@@ -184,14 +185,16 @@ def evaluate_gram(
         return Candidate(**found, estimate_s=None, reason=reason)
     count = len(layout.positions)
     work = strategy.work(layout, size)
+    model = strategy.seconds(layout, costing.machine, backend) / count
     per_position, basis = costing.seconds(
         strategy, "pca", backend, point, cost.Work(work.flops / count, work.bytes / count),
-        position_shape(layout), strategy.seconds(layout, costing.machine, backend) / count)
+        position_shape(layout), model)
     return Candidate(
         **found,
         estimate_s=per_position * count,
         batch_sizes=strategy.batch_sizes(layout, workload.source, dtype, budget),
         per_matrix_s={POSITIONS: per_position},
+        model_s={POSITIONS: model},
         basis={POSITIONS: basis},
     )
 

@@ -70,6 +70,8 @@ class Candidate(Variant):
     estimate_s: float | None
     batch_sizes: dict[str, int] = {}
     per_matrix_s: dict[str, float] = {}  # estimate per shape group (pca: per position)
+    model_s: dict[str, float] = {}  # the cost model's own figure per group, before measurements or scaling
+    scale: float | None = None  # what its modelled groups were scaled by (plan.calibration); None: not scaled
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
     reason: str | None = None  # why it cannot run, when it cannot
     reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)

@@ -199,7 +199,7 @@ def test_auto_follows_the_measurements_and_says_so() -> None:
         text = "\n".join(plan_lines(dense_plan(faked(fast, device))))
         measured = next(line for line in text.splitlines() if "estimates:" in line)
         assert "measured on this machine, 2026-11-23, 7 samples (numpy" in measured
-        assert "modelled: never measured on this machine (process_pool)" in measured
+        assert "modelled, scaled x31 by this machine's measurements: never measured on this machine (process_pool)" in measured
 
 
 # --- learning: runs and calibrations --------------------------------------------------------------
