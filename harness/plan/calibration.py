@@ -17,6 +17,7 @@ from harness.plan.variants import needs_measurement
 MIN_FAMILY = 3  # measured points a backend needs for a factor of its own (a median robust to one outlier)
 MODEL_ERROR = 1.5  # how far a modelled estimate is known to miss, scaled or not: a smaller margin is a tie
 AGREES = 0.05  # a factor within this of 1 is the model agreeing with the machine: estimates left as modelled
+SCALED = "the cost model's estimate scaled by this machine's measured/modelled ratio (busy measurements included)"
 MACHINE = "*"  # the factors' key for the machine-wide one
 
 
@@ -60,12 +61,18 @@ def calibrated(c: Candidate, sizes: dict[str, int], scale: dict[str, float]) -> 
     if factor is None or abs(factor - 1) <= AGREES or not modelled or c.estimate_s is None:
         return c
     per = {g: s * factor if g in modelled else s for g, s in c.per_matrix_s.items()}
-    basis = {g: b.replace(MODELLED, f"{MODELLED}, {scaled_text(factor)}", 1) if g in modelled else b
+    basis = {g: b.replace(MODELLED, f"{MODELLED} {scaled_text(factor)}", 1) if g in modelled else b
              for g, b in c.basis.items()}
     return c.model_copy(update={"per_matrix_s": per, "basis": basis, "scale": factor,
                                 "estimate_s": sum(per[g] * sizes[g] for g in per)})
 
 
 def scaled_text(factor: float) -> str:
-    """`scaled x2.4 by this machine's measurements`."""
-    return f"scaled x{factor:{'.2g' if factor < 100 else '.0f'}} by this machine's measurements"
+    """`x2.4`, as `modelled x2.4` says a scaled estimate (SCALED says what it means)."""
+    return f"x{factor:{'.2g' if factor < 100 else '.0f'}}"
+
+
+def scaled_note(scales: Iterable[float | None]) -> str | None:
+    """`modelled x4: scaled by ...`, once for every factor among `scales`; None where none is."""
+    shown = sorted({scaled_text(s) for s in scales if s is not None})
+    return f"modelled {', '.join(shown)}: {SCALED}" if shown else None

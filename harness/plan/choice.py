@@ -10,6 +10,8 @@ from harness.plan.model import Candidate
 from harness.plan.variants import needs_measurement
 from harness.strategies.registry import STRATEGIES
 
+WHOLE = "est. of the whole analysis"  # what the reason's first figure is, and the others after it
+
 
 def pca_note(workload: Workload) -> str:
     """Why the workload's form decides the PCA strategy, for the plan's reason."""
@@ -18,14 +20,16 @@ def pca_note(workload: Workload) -> str:
     return "dense deltas: dual_gram streams each (layer, module) once into a float64 Gram"
 
 
-def _measured(c: Candidate) -> str:
+def _measured(c: Candidate, full: bool = False) -> str:
     """Where an estimate comes from, for the plan's reason: this machine's measurements (while
-    busy), the model scaled by them, or the model."""
+    busy), the model scaled by them (`full`: saying by what, as the reason's first figure does), or
+    the model."""
     measured = sum(not b.startswith(MODELLED) for b in c.basis.values())
     busy = " while busy" if any(b.startswith(BUSY) for b in c.basis.values()) else ""
     if measured == len(c.basis):
         return f", measured{busy}"
-    scaled = f", {scaled_text(c.scale)}" if c.scale is not None else ""
+    scaled = "" if c.scale is None else f", scaled {scaled_text(c.scale)} by this machine's measurements" if full \
+        else f" {scaled_text(c.scale)}"
     return f", partly measured{busy}, the rest modelled{scaled}" if measured else f", modelled{scaled}"
 
 
@@ -91,7 +95,7 @@ def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str
     what = "strategy" if not best.variant else "(strategy, precision)"
     met = f"; measured error {best.error:.1e} within tolerance {tolerance:g}" if best.error is not None and best.variant else ""
     fastest = "fastest measured" if passed is not None else "fastest"
-    reason = f"auto: {fastest} exact {what} (est. {format_seconds(best.estimate_s)}{_measured(best)}{met})"
+    reason = f"auto: {fastest} exact {what} ({WHOLE} {format_seconds(best.estimate_s)}{_measured(best, True)}{met})"
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 
 
@@ -113,5 +117,5 @@ def choose(named: str, candidates: list[Candidate], op: str, workload: Workload,
                 (f"{c.variant.lstrip('@')}: " if c.variant else "") + str(c.reason or _unproven(c)) for c in mine))
         chosen = min(ready, key=lambda c: c.estimate_s or 0.0)
         at = f" at {chosen.precision}" if chosen.variant else ""
-        reason = f"named in the spec{at} (est. {format_seconds(chosen.estimate_s)})"
+        reason = f"named in the spec{at} ({WHOLE} {format_seconds(chosen.estimate_s)})"
     return chosen, f"{reason}; {pca_note(workload)}" if op == "pca" else reason

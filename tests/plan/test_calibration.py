@@ -5,6 +5,7 @@ runs of one spec, comparing busy measurements with an idle model)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -61,10 +62,13 @@ def test_busy_measurements_scale_the_model_and_the_unmeasured_does_not_win_on_it
     s = steps[0]
     assert s.strategy == "gram_eigh", s.reason
     assert s.reason.split(";")[0].endswith(", measured while busy)")
-    assert "torch est." in s.reason and "modelled, scaled x4 by this machine's measurements" in s.reason
+    assert re.search(r"; torch est\. [^;]*, modelled x4;", s.reason), s.reason
     scaled = next(c for c in s.candidates if c.strategy == "torch")
     assert scaled.scale == pytest.approx(4.0) and scaled.estimate_s == pytest.approx(4 * torch.estimate_s)
-    assert all(b.startswith(f"{MODELLED}, scaled x4") for b in scaled.basis.values())
+    assert all(b.startswith(f"{MODELLED} x4: ") for b in scaled.basis.values())
+    topk = _plan(w).steps[2]  # chosen on a scaled model: its figure says by what, in full
+    assert topk.reason.startswith("auto: fastest exact strategy (est. of the whole analysis ")
+    assert topk.reason.split(";")[0].endswith(", modelled, scaled x4 by this machine's measurements)")
     assert all(b.startswith(BUSY) for c in s.candidates if c.strategy == "gram_eigh" for b in c.basis.values())
 
 
