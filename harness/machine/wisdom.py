@@ -40,6 +40,7 @@ COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyon
 RECENT = 5  # measurements of one key whose median is its estimate
 MODELLED = "modelled"  # every estimate from the cost model begins so; measured ones do not
 BUSY = "measured while busy"  # an estimate from measurements taken on a busy machine begins so
+BUSY_USE = "used until a quiet measurement exists"  # what the planner does with one, said once per plan
 MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
 MISSED = 1e6  # an error no tolerance (at most 1, relative to sigma_1) accepts: what NaN or inf answers are kept as
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
@@ -134,6 +135,7 @@ def width(fans_out: bool, workers: int, matrices: int) -> int:
 class Estimate(NamedTuple):
     seconds: float
     basis: str  # "measured on this machine, <date>, <n> samples"
+    busy: float | None = None  # measured while busy: the largest share of the CPUs other processes took (0: unknown)
 
 
 def _orientation(shape: tuple[int, int]) -> int:
@@ -162,8 +164,7 @@ def _interpolated(near: list[Observation], flops: float, shape: tuple[int, int])
     busy = [o.busy for o in used if o.busy is not None]
     if not busy:
         return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
-    taken = f", other processes taking {100 * max(busy):.0f}% of the CPUs" if max(busy) > 0 else ""
-    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples{taken}; used until a quiet measurement exists)")
+    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy))
 
 
 class Wisdom(BaseModel):

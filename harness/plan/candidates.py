@@ -13,7 +13,7 @@ from harness.data.workload import ShapeGroup, Workload
 from harness.linalg.device import Backend, torch_module
 from harness.machine.cluster import ClusterInfo
 from harness.machine.info import MachineInfo
-from harness.machine.wisdom import MODELLED, Wisdom, width
+from harness.machine.wisdom import MODELLED, Estimate, Wisdom, width
 from harness.plan.model import Candidate, Variant
 from harness.plan.variants import itemsize, measured_miss, refusal
 from harness.specs.sections import Spec
@@ -98,7 +98,7 @@ class Costing(NamedTuple):
         return min(budget, cap) if cap else budget
 
     def seconds(self, strategy: StrategyBase, op: str, backend: Backend, point: Variant, work: cost.Work,
-                shape: tuple[int, int], model: float, count: int = 1) -> tuple[float, str]:
+                shape: tuple[int, int], model: float, count: int = 1) -> Estimate:
         """Measured seconds where this machine's wisdom covers the work, else the model's; a
         fan-out strategy's measurements count at the width it will run `count` matrices at."""
         wide = width(strategy.fans_out, self.workers, count)
@@ -108,9 +108,9 @@ class Costing(NamedTuple):
                 point.compiled)):
             return found
         if self.wisdom is None:
-            return model, f"{MODELLED}: no measurement"
-        return model, self.wisdom.unmeasured(strategy.name, op, backend, dtype, self.threads, point.precision,
-                                             point.compiled)
+            return Estimate(model, f"{MODELLED}: no measurement")
+        return Estimate(model, self.wisdom.unmeasured(strategy.name, op, backend, dtype, self.threads,
+                                                      point.precision, point.compiled))
 
     def error(self, point: Variant, op: str, backend: Backend) -> float | None:
         """The worst error this machine's wisdom measured for the point, or None."""
@@ -144,7 +144,9 @@ def evaluate(
     found = dict(**point.model_dump(), device=backend, error=costing.error(point, op.op, backend))
     batches: dict[str, int] = {}
     per_matrix: dict[str, float] = {}
+    models: dict[str, float] = {}
     basis: dict[str, str] = {}
+    busy: list[float] = []
     needs = {g.label: strategy.bytes_per_matrix(op, g, size) for g in groups}
     inputs = {g.label: workload.source.load_bytes(g.refs[:1], size) for g in groups}  # one matrix's
     ahead = reads_ahead(spec, workload) and all(needs[g] + inputs[g] <= budget for g in needs)
@@ -159,12 +161,13 @@ def evaluate(
         if ahead:  # the next chunk's inputs beside this chunk's
             per += inputs[group.label]
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
-        model = strategy.seconds_per_matrix(op, group, costing.machine, backend)
-        per_matrix[group.label], basis[group.label] = costing.seconds(
+        model = models[group.label] = strategy.seconds_per_matrix(op, group, costing.machine, backend)
+        per_matrix[group.label], basis[group.label], taken = costing.seconds(
             strategy, op.op, backend, point, strategy.work(op, group, size), group.shape, model, len(group))
+        busy += [] if taken is None else [taken]
     total = sum(per_matrix[g.label] * len(g) for g in groups)
-    return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, basis=basis,
-                     reads_ahead=ahead)
+    return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, model_s=models,
+                     basis=basis, busy=max(busy, default=None), reads_ahead=ahead)
 
 
 def evaluate_gram(
@@ -184,15 +187,18 @@ def evaluate_gram(
         return Candidate(**found, estimate_s=None, reason=reason)
     count = len(layout.positions)
     work = strategy.work(layout, size)
-    per_position, basis = costing.seconds(
+    model = strategy.seconds(layout, costing.machine, backend) / count
+    per_position, basis, busy = costing.seconds(
         strategy, "pca", backend, point, cost.Work(work.flops / count, work.bytes / count),
-        position_shape(layout), strategy.seconds(layout, costing.machine, backend) / count)
+        position_shape(layout), model)
     return Candidate(
         **found,
         estimate_s=per_position * count,
         batch_sizes=strategy.batch_sizes(layout, workload.source, dtype, budget),
         per_matrix_s={POSITIONS: per_position},
+        model_s={POSITIONS: model},
         basis={POSITIONS: basis},
+        busy=busy,
     )
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from harness.base.units import format_seconds
 from harness.data.workload import Workload
 from harness.machine.wisdom import BUSY, MODELLED
+from harness.plan.calibration import MODEL_ERROR, scaled_text
 from harness.plan.model import Candidate
 from harness.plan.variants import needs_measurement
 from harness.strategies.registry import STRATEGIES
+
+WHOLE = "est. of the whole analysis"  # what the reason's first figure is, and the others after it
 
 
 def pca_note(workload: Workload) -> str:
@@ -17,11 +20,37 @@ def pca_note(workload: Workload) -> str:
     return "dense deltas: dual_gram streams each (layer, module) once into a float64 Gram"
 
 
-def _measured(c: Candidate) -> str:
-    """A mark on estimates from this machine's measurements, for the plan's reason."""
+def _measured(c: Candidate, full: bool = False) -> str:
+    """Where an estimate comes from, for the plan's reason: this machine's measurements (while
+    busy), the model scaled by them (`full`: saying by what, as the reason's first figure does), or
+    the model."""
     measured = sum(not b.startswith(MODELLED) for b in c.basis.values())
     busy = " while busy" if any(b.startswith(BUSY) for b in c.basis.values()) else ""
-    return "" if not measured else f", measured{busy}" if measured == len(c.basis) else f", partly measured{busy}"
+    if measured == len(c.basis):
+        return f", measured{busy}"
+    scaled = "" if c.scale is None else f", scaled {scaled_text(c.scale)} by this machine's measurements" if full \
+        else f" {scaled_text(c.scale)}"
+    return f", partly measured{busy}, the rest modelled{scaled}" if measured else f", modelled{scaled}"
+
+
+def _wholly_measured(c: Candidate) -> bool:
+    return bool(c.basis) and not any(b.startswith(MODELLED) for b in c.basis.values())
+
+
+def _fastest(candidates: list[Candidate]) -> Candidate:
+    """The least estimate; equal ones by label, so the same inputs always give the same pick."""
+    return min(candidates, key=lambda c: (c.estimate_s or 0.0, c.label))
+
+
+def _pick(exact: list[Candidate]) -> tuple[Candidate, Candidate | None]:
+    """The fastest, unless its estimate is (partly) modelled and a measured one is within the
+    model's known error of it (MODEL_ERROR): a measured strategy does not lose on a margin the
+    model cannot tell. Returns the pick, and the faster modelled one it was preferred to, if any."""
+    fastest = _fastest(exact)
+    if _wholly_measured(fastest):
+        return fastest, None
+    near = [c for c in exact if _wholly_measured(c) and (c.estimate_s or 0.0) <= (fastest.estimate_s or 0.0) * MODEL_ERROR]
+    return (_fastest(near), fastest) if near else (fastest, None)
 
 
 def _unproven(c: Candidate) -> str | None:
@@ -47,10 +76,12 @@ def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str
         for c in candidates:
             why.setdefault(str(c.reason or _unproven(c)), []).append(c.label)
         raise LookupError("; ".join(f"{reason} ({', '.join(labels)})" for reason, labels in why.items()))
-    best = min(exact, key=lambda c: c.estimate_s or 0.0)
-    notes = []
+    best, passed = _pick(exact)
+    notes = [] if passed is None else [
+        f"{passed.label} est. {format_seconds(passed.estimate_s)}{_measured(passed)}, within the model's "
+        f"{MODEL_ERROR:g}x of it, so the measured one runs"]
     for c in sorted(candidates, key=lambda c: (c.estimate_s is None, c.estimate_s or 0.0)):
-        if c is best:
+        if c is best or c is passed:
             continue
         if not c.available:
             notes.append(f"{c.label} not possible: {c.reason}")
@@ -63,7 +94,8 @@ def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str
             notes.append(f"{c.label} est. {format_seconds(c.estimate_s)}{_measured(c)}")
     what = "strategy" if not best.variant else "(strategy, precision)"
     met = f"; measured error {best.error:.1e} within tolerance {tolerance:g}" if best.error is not None and best.variant else ""
-    reason = f"auto: fastest exact {what} (est. {format_seconds(best.estimate_s)}{_measured(best)}{met})"
+    fastest = "fastest measured" if passed is not None else "fastest"
+    reason = f"auto: {fastest} exact {what} ({WHOLE} {format_seconds(best.estimate_s)}{_measured(best, True)}{met})"
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 
 
@@ -85,5 +117,5 @@ def choose(named: str, candidates: list[Candidate], op: str, workload: Workload,
                 (f"{c.variant.lstrip('@')}: " if c.variant else "") + str(c.reason or _unproven(c)) for c in mine))
         chosen = min(ready, key=lambda c: c.estimate_s or 0.0)
         at = f" at {chosen.precision}" if chosen.variant else ""
-        reason = f"named in the spec{at} (est. {format_seconds(chosen.estimate_s)})"
+        reason = f"named in the spec{at} ({WHOLE} {format_seconds(chosen.estimate_s)})"
     return chosen, f"{reason}; {pca_note(workload)}" if op == "pca" else reason

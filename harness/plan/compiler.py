@@ -1,5 +1,6 @@
 """compile(spec, workload, machine) -> Plan, in passes that each build their objects once:
-candidates and a choice per analysis, what each timed item wants, the budget shared across
+candidates per analysis, their modelled estimates put on the footing of this machine's measurements
+(plan.calibration) and a choice per analysis, what each timed item wants, the budget shared across
 them, then the steps and the plan. Nothing is mutated after it is built."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from harness.machine.cluster import LOCAL_CLUSTER, ClusterInfo, local_cluster
 from harness.machine.info import MachineInfo
 from harness.machine.wisdom import Wisdom
 from harness.plan.benchmark import reference_seconds, share_budget, want
+from harness.plan.calibration import calibrated, factors
 from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
 from harness.plan.model import MAX_SLOWDOWN, BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
@@ -70,13 +72,19 @@ def _candidates(analysis: Analysis, op: OpRequest, spec: Spec, workload: Workloa
             for s in serving for p in points(s.name, analysis, spec)]
 
 
-def _choose(
-    i: int, analysis: Analysis, spec: Spec, workload: Workload, layout: AdapterLayout | None, costing: Costing,
-    timing: Costing | None = None,
-) -> Choice:
-    """Pass 1 for one analysis: the choice among the candidates where the work runs (`costing`),
-    the timed ones on this machine (`timing`, where that is another); ValueError names the
-    problem with the analysis' key."""
+@dataclass(frozen=True)
+class Evaluated:
+    """One analysis' candidates as costed, before the machine's calibration and the choice."""
+
+    op: OpRequest
+    sizes: dict[str, int]  # group label (pca: POSITIONS) -> how many matrices (positions)
+    candidates: list[Candidate]
+
+
+def _evaluate(i: int, analysis: Analysis, spec: Spec, workload: Workload, layout: AdapterLayout | None,
+              costing: Costing) -> Evaluated:
+    """Pass 1, for one analysis: its candidates where the work runs; ValueError names a k or a
+    components the workload cannot have, with the analysis' key."""
     op = OpRequest(analysis.op, getattr(analysis, "k", None))
     if isinstance(analysis, PcaAnalysis):
         assert layout is not None
@@ -91,7 +99,18 @@ def _choose(
             raise ValueError(f"analysis[{i}].k: {op.k} exceeds min(m, n) of the {small[0].label} group (at most "
                              f"{min(small[0].shape)} there)")
     with _planning_for(costing):
-        candidates = _candidates(analysis, op, spec, workload, layout, costing)
+        return Evaluated(op, sizes, _candidates(analysis, op, spec, workload, layout, costing))
+
+
+def _choose(
+    i: int, analysis: Analysis, found: Evaluated, scale: dict[str, float], spec: Spec, workload: Workload,
+    layout: AdapterLayout | None, timing: Costing | None = None,
+) -> Choice:
+    """Pass 1, continued: one analysis' modelled estimates scaled by the machine's measurements
+    (`scale`, plan.calibration), the choice among them, the timed ones on this machine (`timing`,
+    where that is another); ValueError names the problem with the analysis' key."""
+    op, sizes = found.op, found.sizes
+    candidates = [calibrated(c, sizes, scale) for c in found.candidates]
     try:
         chosen, reason = choose(analysis.strategy, candidates, op.op, workload, analysis.tolerance)
     except ValueError as exc:
@@ -103,6 +122,28 @@ def _choose(
     if roles[chosen.label] == "compare":  # named in the compare list too: the pick is what a reader looks for
         roles[chosen.label] = "chosen"
     return Choice(analysis, op, candidates + own, timed + own, chosen, reason, roles, sizes)
+
+
+def _choices(spec: Spec, workload: Workload, layout: AdapterLayout | None, costing: Costing,
+             local: Costing) -> tuple[list[Choice], list[str]]:
+    """Pass 1 over every analysis: the choices, and every problem in the analyses' order.
+    The machine's measured/modelled factors are taken over every analysis' candidates at once."""
+    found: dict[int, Evaluated] = {}
+    problems: dict[int, str] = {}
+    for i, analysis in enumerate(spec.analysis):
+        try:
+            found[i] = _evaluate(i, analysis, spec, workload, layout, costing)
+        except ValueError as exc:
+            problems[i] = str(exc)
+    scale = factors(c for f in found.values() for c in f.candidates)
+    choices = []
+    for i, f in found.items():
+        try:
+            choices.append(_choose(i, spec.analysis[i], f, scale, spec, workload, layout,
+                                   None if costing is local else local))
+        except ValueError as exc:
+            problems[i] = str(exc)
+    return choices, [problems[i] for i in sorted(problems)]
 
 
 def _planning_for(costing: Costing) -> AbstractContextManager[None]:
@@ -231,12 +272,8 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     if problems and spec.execution.device == "cuda":  # the analyses' own problems are still found, as on "auto"
         spec = spec.model_copy(update={"execution": spec.execution.model_copy(update={"device": "auto"})})
     layout = _layout(spec, workload)
-    choices = []
-    for i, analysis in enumerate(spec.analysis):
-        try:
-            choices.append(_choose(i, analysis, spec, workload, layout, costing, None if costing is local else local))
-        except ValueError as exc:
-            problems.append(str(exc))
+    choices, refused = _choices(spec, workload, layout, costing, local)
+    problems += refused
     if problems:
         raise PlanError(problems)
     wants = _wants(choices, spec, workers)

@@ -70,7 +70,10 @@ class Candidate(Variant):
     estimate_s: float | None
     batch_sizes: dict[str, int] = {}
     per_matrix_s: dict[str, float] = {}  # estimate per shape group (pca: per position)
+    model_s: dict[str, float] = {}  # the cost model's own figure per group, before measurements or scaling
+    scale: float | None = None  # what its modelled groups were scaled by (plan.calibration); None: not scaled
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
+    busy: float | None = None  # measured while busy: the largest share of the CPUs others took then (0: unknown)
     reason: str | None = None  # why it cannot run, when it cannot
     reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)
     error: float | None = None  # the worst error this machine's wisdom measured for it, relative to sigma_1

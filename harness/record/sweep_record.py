@@ -16,6 +16,7 @@ from harness.bench.scaling import Crossover, PowerLaw, log_variance
 from harness.bench.statistics import DEFAULT_SPREAD, LEVEL, quantile, run_interval
 from harness.plan.model import Plan
 from harness.machine.stored import first_problem
+from harness.machine.wisdom import MODELLED
 from harness.record.run_record import RecordError, RunRecord, StrategyTiming
 
 SWEEP_SCHEMA_VERSION = 1
@@ -117,7 +118,11 @@ def _model_s(plan: Plan, analysis: str, t: StrategyTiming) -> tuple[float | None
         return None, ""
     matrices = sum(g.total for g in t.groups)
     basis = {found.basis.get(g.group, "modelled") for g in t.groups}
-    return sum(found.per_matrix_s[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis))
+    # a modelled figure as the cost model gave it, not scaled by the plan's measurements (plan.calibration):
+    # each point's plan scales by its own factor, which would bend the model's exponent
+    per = {g: found.model_s.get(g, s) if found.basis.get(g, "modelled").startswith(MODELLED) else s
+           for g, s in found.per_matrix_s.items()}
+    return sum(per[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis))
 
 
 def point_timings(record: RunRecord) -> list[PointTiming]:

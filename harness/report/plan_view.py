@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from harness.base.units import format_bytes, format_seconds, format_share, plural
 from harness.bench.budget import MIN_ROUNDS
+from harness.machine.wisdom import BUSY, BUSY_USE
+from harness.plan.calibration import scaled_note
 from harness.plan.model import Candidate, Plan, Timed
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import device_library, shown
+
+
+WHOLE = "est. (whole analysis)"  # the table's estimate, as the reason's is: the full analysis
+TIMED = "est. of each one's rounds on the timed sample"
+BUSY_MARK = "*"  # an estimate measured while busy, its caveat said once per plan
 
 
 def executor_label(plan: Plan) -> str:
@@ -60,7 +67,7 @@ def plan_table(plan: Plan) -> Fitted:
     """One row per analysis: what runs it, where, in what batches, how long (the why and what is
     timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines)."""
     table = rule_table()
-    for column in ("analysis", "op", "strategy", "device", "est. time", "batch"):
+    for column in ("analysis", "op", "strategy", "device", WHOLE, "batch"):
         table.add_column(column)
     for step in plan.steps:
         batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
@@ -79,23 +86,33 @@ def plan_title(plan: Plan) -> str:
 
 def plan_lines(plan: Plan) -> list[str]:
     """Below the plan's table, per analysis: why its strategy, what the benchmark phase times, and
-    where each estimate comes from; then the benchmark line."""
+    where each estimate comes from; then the busy measurements' caveat, once, and the benchmark
+    line. Each figure says what it is of: the whole analysis (the table, the reason) or the rounds
+    of the timed sample (`timed:`), which a reader took for the same quantity."""
     lines = []
     for step in plan.steps:
         lines.append(f"{step.analysis}: {step.reason}")
-        lines.append(f"  timed: {', '.join(_timed_label(t) for t in step.timed)}"
+        lines.append(f"  timed ({TIMED}): {', '.join(_timed_label(t) for t in step.timed)}"
                      + "".join(f"; skipped {c.label}: {c.reason}" for c in step.skipped))
         bases = grouped([(c.strategy, _basis(c)) for c in step.candidates if c.available])
         lines.append("  estimates: " + "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases))
+    available = [c for s in plan.steps for c in s.candidates if c.available]
+    if (note := scaled_note(c.scale for c in available)) is not None:
+        lines.append(note)
+    busy = [c.busy for c in available if c.busy is not None]
+    if busy:
+        taken = f": other processes took up to {format_share(max(busy))} of the CPUs then" if max(busy) > 0 else ""
+        lines.append(f"{BUSY_MARK} {BUSY}{taken}; {BUSY_USE}")
     return [shown(line) for line in lines] + [shown(bench_plan_line(plan))]
 
 
 def _basis(c: Candidate) -> str:
-    """`measured on this machine, 2026-11-23, 14 samples`, per group where groups differ."""
-    texts = set(c.basis.values())
-    if len(texts) == 1:
-        return texts.pop()
-    return "; ".join(f"{group}: {text}" for group, text in c.basis.items())
+    """`measured on this machine, 2026-11-23, 14 samples`, per group where groups differ; a busy
+    measurement marked, its caveat said once below the analyses."""
+    texts = {g: t.replace(BUSY, BUSY + BUSY_MARK, 1) for g, t in c.basis.items()}
+    if len(set(texts.values())) == 1:
+        return next(iter(texts.values()))
+    return "; ".join(f"{group}: {text}" for group, text in texts.items())
 
 
 def grouped(pairs: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:

@@ -30,7 +30,8 @@ from harness.run.calibrate import run_roofs
 from harness.run.folder import (Place, check_name, check_places, earlier_run, empty_run, finished_analyses, resume,
                                 resume_line, stopped_run)
 from harness.run.output import OutputError
-from harness.run.prepare import RunContext, prepare_spec, skipped_warning
+from harness.run.prepare import RunContext, skipped_warning
+from harness.run.validation import every_problem, validate
 from harness.run.runner import Runner
 from harness.specs.reading import SpecError, load_spec
 from harness.specs.sections import Spec
@@ -202,7 +203,7 @@ def _check_spec_and_folder(spec_path: str | Path, overrides: list[str], folder: 
         load_spec(spec_path, overrides)
         problems: list[str] = []
     except SpecError as exc:
-        problems = exc.lines
+        problems = every_problem(spec_path, overrides, exc).lines
     try:
         check_run_folder(folder, force, places(spec_path))
     except PlanError as exc:
@@ -223,7 +224,7 @@ def prepare_session(spec_path: str | Path, overrides: list[str], options: RunOpt
     notes = [] if notes is None else notes
     with display.phase("loading the spec, the workload and the machine") as phase:
         phase.item(str(spec_path))
-        context = prepare_spec(spec_path, overrides)
+        context = validate(spec_path, overrides)
         if options.output is not None and options.force:  # in the phase: its refusal is the whole answer
             check_places(options.output, cache_places(context))
     if context.plan.skipped_inputs:

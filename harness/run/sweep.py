@@ -16,7 +16,8 @@ from harness.plan.sweep import SweepPoint, shared_problems, sweep_points
 from harness.record.sweep_fits import fit_sweep
 from harness.record.run_record import RunRecord
 from harness.record.sweep_record import PointRecord, SweepRecord, point_record, write_sweep
-from harness.run.prepare import RunContext, prepare_spec
+from harness.run.prepare import RunContext
+from harness.run.validation import validate
 from harness.run.session import RunOptions, check_run_folder, command_line, default_folder, prepare_session
 from harness.specs.reading import SpecError, load_spec
 
@@ -60,7 +61,7 @@ def plan_sweep(spec_path: str | Path, overrides: list[str], budget: str | None =
     planning = False
     for point, point_sets in zip(points, sets):
         try:
-            contexts.append(prepare_spec(spec_path, point_sets))
+            contexts.append(validate(spec_path, point_sets))
         except (SpecError, PlanError) as exc:
             planning |= isinstance(exc, PlanError)
             for line in exc.lines:

@@ -84,21 +84,28 @@ def _renumbered(line: str, kept: list[int]) -> str:
 
 def validate(spec_path: str | Path, overrides: list[str]) -> RunContext:
     """The run's context when nothing is refused; else SpecError with every problem: the spec's,
-    then what the plan refuses of the parts of it that are valid."""
+    then what the plan refuses of the parts of it that are valid. `validate`, `plan`, `run` and a
+    sweep's points all prepare through it, so each lists the same problems (plan once left out
+    the k beyond a group that validate said)."""
     try:
         return prepare_spec(spec_path, overrides)
     except SpecError as refused:
-        salvaged = _salvaged(read_raw(spec_path, overrides))
-        if salvaged is None:
-            raise
-        spec, salvage = salvaged
-        try:
-            prepare(spec_path, overrides, spec=spec)
-        except PlanError as plan:
-            said = {line.removeprefix(f"{spec_path}: ").split(": ")[0] for line in refused.lines}  # a key's own first
-            more = [line for line in (_renumbered(line, salvage.kept) for line in plan.lines)
-                    if salvage.said(line) and line.split(": ")[0] not in said]
-            raise SpecError(refused.lines + [f"{spec_path}: {line}" for line in more]) from None
-        except PathError:
-            pass  # the data paths were said with the spec's problems, or have none
-        raise
+        raise every_problem(spec_path, overrides, refused) from None
+
+
+def every_problem(spec_path: str | Path, overrides: list[str], refused: SpecError) -> SpecError:
+    """`refused` (the spec's own problems) with what the plan refuses of its valid parts."""
+    salvaged = _salvaged(read_raw(spec_path, overrides))
+    if salvaged is None:
+        return refused
+    spec, salvage = salvaged
+    try:
+        prepare(spec_path, overrides, spec=spec)
+    except PlanError as plan:
+        said = {line.removeprefix(f"{spec_path}: ").split(": ")[0] for line in refused.lines}  # a key's own first
+        more = [line for line in (_renumbered(line, salvage.kept) for line in plan.lines)
+                if salvage.said(line) and line.split(": ")[0] not in said]
+        return SpecError(refused.lines + [f"{spec_path}: {line}" for line in more])
+    except PathError:
+        pass  # the data paths were said with the spec's problems, or have none
+    return refused

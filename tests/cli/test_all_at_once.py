@@ -115,3 +115,20 @@ def test_every_problem_in_one_pass_each_under_its_key(tmp_path: Path, capsys: py
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
     assert keys == ["data.adapters", "data.typo", "analysis[0].op", "analysis[1].compare", "execution.dtype",
                     "analysis[1].k"]
+
+
+def test_plan_and_run_list_every_problem_validate_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A walk-through: `plan broken.toml` said 8 problems where `validate` said 9, leaving out the
+    k beyond a group (the plan's refusal of the spec's valid parts); `run` did the same."""
+    spec = tmp_path / "broken.toml"
+    spec.write_text(Path(SMOKE).read_text().replace("k = 2", "k = 100")
+                    .replace('compare = ["numpy", "torch"]', 'compare = ["numpy", "nosuch"]')
+                    .replace("sample = 2", "sample = 2\nbudget = -1"))
+    assert cli.main(["validate", str(spec)]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in said]
+    assert keys == ["analysis[0].compare", "benchmark.budget", "analysis[2].k"]
+    for command in (["plan", str(spec)], ["run", str(spec)], ["run", str(spec), "-o", str(tmp_path / "r")]):
+        assert cli.main(command) == 2
+        assert capsys.readouterr().err.strip().splitlines() == said, command
+    assert not (tmp_path / "r").exists()

@@ -36,7 +36,7 @@ def test_a_signal_before_the_run_folder_exists_is_one_line(
     def planning(*args: object) -> None:
         raise raised
 
-    monkeypatch.setattr(session, "prepare_spec", planning)
+    monkeypatch.setattr(session, "validate", planning)
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "r")]) == code
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"{word}: nothing was written" and not any("Traceback" in line for line in err)

@@ -10,7 +10,8 @@ from rich.markup import escape
 
 from harness.cli.console import err, out, say
 from harness.report.plan_view import plan_lines, plan_table, plan_title
-from harness.run.prepare import RunContext, prepare_spec, skipped_warning
+from harness.run.prepare import RunContext, skipped_warning
+from harness.run.validation import validate
 
 
 
@@ -21,9 +22,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare_context(args: argparse.Namespace) -> RunContext:
-    """The run's context (run.prepare.prepare_spec), and the one warning line of input tensors
-    the run leaves out."""
-    context = prepare_spec(args.spec, overrides(args))
+    """The run's context (run.validation.validate: every problem, as `validate` lists them), and
+    the one warning line of input tensors the run leaves out."""
+    context = validate(args.spec, overrides(args))
     if context.plan.skipped_inputs:
         say(escape(skipped_warning(context.plan.skipped_inputs)), err)
     return context
