@@ -57,7 +57,7 @@ def test_a_run_that_pooled_the_others_rounds_is_judged_on_its_own(tmp_path: Path
     assert c.not_judged is None
     text, _words, values = draw([summary_line(c), compare_table(c)], 160)
     assert "not judged" not in text and "too few" not in text and "2, 2 (+2 pooled)" in values
-    assert "B / A (99% CI)" in text  # the interval's level is the test's own
+    assert "B / A (paired rounds, 99% CI)" in text  # the interval's level is the test's own
 
 
 def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> None:
