@@ -138,7 +138,9 @@ class Comparison(BaseModel):
             return []
         why = [f"{side} did not finish (its record is marked incomplete)" for side in self.incomplete]
         if not self.n_gated:
-            why.append(f"none of {len(self.rows)} groups could be gated (unstable, or too few rounds)")
+            counts = [f"{n} {what}" for n, what in ((sum(bool(r.unstable) for r in self.rows), "unstable"),
+                                                     (len(self.too_few), "with too few rounds")) if n]
+            why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
         return why
 
     @property

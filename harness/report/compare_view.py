@@ -29,13 +29,18 @@ COMPARE_OPTIONAL = (P_VALUE, ROUNDS, "group", TIME_A, TIME_B)
 FEW_ROUNDS_OPTIONAL = (P_VALUE, "group", TIME_A, TIME_B, ROUNDS)
 
 
+NAMED = 3  # rows a footnote names; beyond, it counts them (18 names filled 6 lines)
+
+
 def ratio_header(c: Comparison) -> str:
     return f"B / A (paired rounds, {c.level} CI)"
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:
     """`B against A, 16 groups: 2 slower, 1 faster, 13 not significantly different`, asv compare's
-    count; the groups the test could not judge are named as such, never a count of "too few"."""
+    count; the groups the test could not judge are named as such, never a count of "too few". A gate
+    that could not judge leads the line: `gate INCONCLUSIVE, none of 11 groups could be gated (11
+    unstable); ungated: 8 not significantly different, ...`."""
     counts = Counter(r.change for r in c.rows)
     judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
     if counts["not significant"]:
@@ -45,7 +50,9 @@ def summary_line(c: Comparison, several: bool = False) -> str:
                       else "none judged (too few rounds, below)")
     where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
     unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
-    return f"{where}, {plural(len(c.rows), 'group')}: {', '.join(judged) or 'nothing to compare'}{unmatched}"
+    # a gate that cannot judge says so first: "8 not significantly different" read as a pass
+    gate = f"gate INCONCLUSIVE, {'; '.join(c.inconclusive)}; ungated: " if c.inconclusive else ""
+    return f"{where}, {plural(len(c.rows), 'group')}: {gate}{', '.join(judged) or 'nothing to compare'}{unmatched}"
 
 
 def _caption(c: Comparison) -> str:
@@ -62,8 +69,9 @@ def _caption(c: Comparison) -> str:
 def apart_note(c: Comparison) -> str | None:
     """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why."""
     apart = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows if r.times_apart]
+    named = ", ".join(apart) if len(apart) <= NAMED else f"{len(apart)} of {plural(len(c.rows), 'row')}"
     return None if not apart else (
-        f"{APART_MARK} ({', '.join(apart)}): the medians' ratio lies outside B / A's interval (or, without one, over "
+        f"{APART_MARK} ({named}): the medians' ratio lies outside B / A's interval (or, without one, over "
         f"{c.factor:g}x from it): the medians are over every round each record holds, pooled ones too; B / A pairs "
         "each run's own rounds, and is the comparison")
 

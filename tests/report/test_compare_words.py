@@ -76,6 +76,18 @@ def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> Non
                               "run SPEC -o FOLDER --force --fresh --budget 30s")
 
 
+def test_a_gate_that_cannot_judge_says_so_in_its_first_line(tmp_path: Path) -> None:
+    """`--fail-on-regression` began `8 not significantly different` and ended `INCONCLUSIVE: 0 of 11
+    groups gated` (exit 4): every group was unstable, and the first line read as a pass."""
+    a = real("main_job", tmp_path)  # every measurement of it unstable, as the walk-through's
+    c = compare_records(a, _pooled(a), ("runs/a", "runs/b"), gate=True)
+    n = len(c.rows)
+    assert not c.n_gated and c.inconclusive
+    assert summary_line(c).startswith(f"B against A, {n} groups: gate INCONCLUSIVE, none of {n} groups could be "
+                                      f"gated ({n} unstable); ungated: ")
+    assert not summary_line(compare_records(a, _pooled(a), ("runs/a", "runs/b"))).count("gate")  # no gate: as ever
+
+
 def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:
     """"factored is 1,490x (565-3,932) faster than numpy (unresolved)": at least 565x is settled."""
     from .test_run_screen import RECORDS
