@@ -96,7 +96,7 @@ def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:
     for name in ("main_job", "busy_run"):
         record = RunRecord.model_validate_json((RECORDS / f"{name}.json").read_text())
         lines += [line for a in record.analyses if (line := verdict(a))]
-    assert lines[1] == ("top3: factored is at least 44.5x faster than scipy_svds (92.93x, 44.5-194: x2.1 either way); "
+    assert lines[1] == ("top3: factored is at least 44.5x faster than scipy_svds (92.9x, 44.5-194: x2.1 either way); "
                         "0 of 3 speedups resolved")  # why it is wide: --verbose
     assert lines[3] == ("spectrum: factored@float32 measured 3,057x faster than numpy@float32 (1 round: no interval); "
                         "0 of 4 speedups resolved")
