@@ -49,8 +49,9 @@ def with_interval(speedup: float | None, ci: tuple[float, float] | None) -> str:
     write them (the run report's tables, the history's), `(no interval)` without one; ends too far
     apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (too wide)`
     (readable_interval; labels.too_wide_footnote says what that means)."""
-    readable = ci is not None and ci[0] > 0 and ci[1] / ci[0] <= UNREADABLE_SPAN
-    return f"{speedup_within(speedup, ci[1]) if readable and speedup else format_speedup(speedup)} ({readable_interval(ci)})"
+    if speedup is not None and ci is not None and ci[0] > 0 and ci[1] / ci[0] <= UNREADABLE_SPAN:
+        return f"{speedup_within(speedup, ci[1])} ({format_interval(*ci)})"  # one rounding: 45.6x (17.3-120)
+    return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
 def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
