@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -64,9 +65,20 @@ def interval_ends(low: float, high: float) -> tuple[str, str]:
     21.3x") reads as the interval beside it does, not "at least 21.25x" beside "21.3-148"."""
     if high == float("inf"):
         return format_speedup(low)[:-1], "inf"
-    end = (lambda x: f"{x:,.0f}" if x >= 99.95 else significant(x, 3)) if high >= 99.95 else (
-        lambda x: format_speedup(x)[:-1])
-    return end(low), end(high)
+    return _end(high)(low), _end(high)(high)
+
+
+def _end(high: float) -> Callable[[float], str]:
+    """How a figure reads beside an interval up to `high`: 3 significant figures once it reaches 100."""
+    if high >= 99.95 and high != float("inf"):
+        return lambda x: f"{x:,.0f}" if x >= 99.95 else significant(x, 3)
+    return lambda x: format_speedup(x)[:-1]
+
+
+def speedup_within(x: float, high: float) -> str:
+    """A speedup as the ends of its interval beside it read (interval_ends): `92.9x` beside `44.5-194`,
+    not `92.93x`, so that one sentence or cell has one rounding."""
+    return _end(max(x, high))(x) + "x"
 
 
 def significant(x: float, figures: int) -> str:

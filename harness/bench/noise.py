@@ -18,6 +18,7 @@ BIMODAL_GAP = 1.3  # consecutive sorted samples this far apart split two modes
 MAX_OTHERS_CPU = 0.25  # share of the machine's CPU time other processes may take
 MAX_STEAL = 0.05
 LOAD_PER_CORE = 1.5  # the load average counts this process too
+BIMODAL = "bimodal: "  # a reason's start: its figures are the samples' (per call), which a summary says
 
 
 def dispersion_reasons(samples: list[float]) -> list[str]:
@@ -36,7 +37,7 @@ def dispersion_reasons(samples: list[float]) -> list[str]:
         cut = int(np.argmax(gaps)) + 1
         if gaps[cut - 1] > BIMODAL_GAP and min(cut, len(s) - cut) >= 2:
             low, high = np.median(s[:cut]), np.median(s[cut:])
-            reasons.append(f"bimodal: {cut} samples near {format_seconds(low)}, "
+            reasons.append(f"{BIMODAL}{cut} samples near {format_seconds(low)}, "
                            f"{len(s) - cut} near {format_seconds(high)}")
     return reasons
 

@@ -9,7 +9,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.base.units import format_interval, format_speedup, interval_ends
+from harness.base.units import format_interval, format_speedup, interval_ends, speedup_within
 from harness.record.run_record import UNTIMED, AnalysisRecord, StrategyTiming
 
 Significance = Literal["baseline", "faster", "slower", "not significant", "no interval"]
@@ -49,6 +49,8 @@ def with_interval(speedup: float | None, ci: tuple[float, float] | None) -> str:
     write them (the run report's tables, the history's), `(no interval)` without one; ends too far
     apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (too wide)`
     (readable_interval; labels.too_wide_footnote says what that means)."""
+    if speedup is not None and ci is not None and ci[0] > 0 and ci[1] / ci[0] <= UNREADABLE_SPAN:
+        return f"{speedup_within(speedup, ci[1])} ({format_interval(*ci)})"  # one rounding: 45.6x (17.3-120)
     return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
@@ -71,6 +73,8 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
         why = f" ({head.unresolved_reason})" if head.unresolved_reason else " (no interval)"
         return f"{head.label} measured {ratio} {way} than {baseline.label}{why}"
     low, high = ci if faster else (1 / ci[1], 1 / ci[0])
+    if ci[1] / ci[0] <= UNREADABLE_SPAN:  # one rounding with its interval: 92.9x beside 44.5-194, not 92.93x
+        ratio = speedup_within(head.speedup if faster else 1 / head.speedup, high)
     if not head.unresolved:
         return f"{head.label} is {ratio} ({format_interval(low, high)}) {way} than {baseline.label}"
     # the interval's width, not its whole story: the verdict is one line a reader takes in at once;

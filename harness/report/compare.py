@@ -67,14 +67,14 @@ class GroupComparison(BaseModel):
     strategy: str
     variant: str = ""  # the point's label beside its analysis' others ("@float32"): as the run's tables show it
     group: str
-    time_a_s: float  # per matrix: the geometric mean of A's rounds in the test (over its runs), B/A's own
-    time_b_s: float  # statistic: ratio is time_b_s / time_a_s (the median stood beside it and disagreed)
+    time_a_s: float  # per matrix: the record's median over all its rounds, pooled ones too, the figure its
+    time_b_s: float  # run table shows for the row (a geometric mean of B's own rounds read 381 ms beside its 246 ms)
     n_a: int  # rounds of A in the test
     n_b: int  # rounds of B in the test: those of runs A also holds are left out
     runs_a: int = 1  # the runs those rounds came from: the test's replicates
     runs_b: int = 1
     shared: int = 0  # rounds of B from runs A holds (pooled): tested on A's side only
-    ratio: float  # B over A per matrix (time_b_s / time_a_s): above 1 is slower
+    ratio: float  # B over A per matrix from the paired rounds (each run's geometric mean): above 1 is slower
     ratio_ci: tuple[float, float] | None  # its interval at Comparison.level (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
     change: Change
@@ -90,6 +90,16 @@ class GroupComparison(BaseModel):
         """`analysis/strategy on group: B/A 1.42 (1.30-1.55), p=0.003`."""
         p = "" if self.p_value is None else f", {p_clause(self.p_value)}"
         return f"{self.label}: B/A {self.ratio_text}{p}"
+
+    @property
+    def times_apart(self) -> bool:
+        """Whether the shown times' ratio disagrees with B/A: outside its interval, or without one
+        over FACTOR from it. The times are each record's median over all its rounds, pooled ones
+        too; B/A pairs each run's own rounds, so a pooled or skewed side can set them apart."""
+        shown = self.time_b_s / self.time_a_s
+        if self.ratio_ci is not None:
+            return not self.ratio_ci[0] <= shown <= self.ratio_ci[1]
+        return not 1 / FACTOR <= shown / self.ratio <= FACTOR
 
     @property
     def ratio_text(self) -> str:
@@ -128,7 +138,9 @@ class Comparison(BaseModel):
             return []
         why = [f"{side} did not finish (its record is marked incomplete)" for side in self.incomplete]
         if not self.n_gated:
-            why.append(f"none of {len(self.rows)} groups could be gated (unstable, or too few rounds)")
+            counts = [f"{n} {what}" for n, what in ((sum(bool(r.unstable) for r in self.rows), "unstable"),
+                                                     (len(self.too_few), "with too few rounds")) if n]
+            why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
         return why
 
     @property
@@ -262,19 +274,14 @@ def _group(
     shared = set(rb) - set(b)
     spreads = [x for x in (ga.spread, gb.spread) if x is not None]
     ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
-    # B/A's statistic; when B's rounds were all pooled from A, over all of them (untested), and for
-    # a record before rounds, the medians
-    if a and rb:
-        time_a, time_b = (math.exp(log_mean(by_run(_logs(side)))) for side in (a, b or rb))
-    else:
-        time_a, time_b = ga.measurement.median_s / ga.sampled, gb.measurement.median_s / gb.sampled
-    if math.isnan(ratio):
-        ratio = time_b / time_a
+    if math.isnan(ratio):  # B's rounds all pooled from A (untested), or a record before rounds
+        ratio = (math.exp(log_mean(by_run(_logs(rb))) - log_mean(by_run(_logs(a)))) if a and rb
+                 else gb.seconds_per_matrix / ga.seconds_per_matrix)
     unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
     gated = not unstable and change != "too few rounds"
     return GroupComparison(
         analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
-        time_a_s=time_a, time_b_s=time_b, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
+        time_a_s=ga.seconds_per_matrix, time_b_s=gb.seconds_per_matrix, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
         runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
     )

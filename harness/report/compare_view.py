@@ -11,23 +11,36 @@ from rich.markup import escape
 from harness.base.units import format_p, format_seconds, plural
 from harness.bench.noise import _cause, reason_range  # noise's own notion of one cause
 from harness.report.fitting import Fitted, rule_table, value
+from harness.report.labels import APART_MARK
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Change, Comparison
 
 CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
 CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few rounds")
-# The time columns hold B/A's own statistic (compare.GroupComparison.time_a_s): medians beside it
-# read 57 -> 73 µs beside B/A 0.962
-TIME_A, TIME_B = "A geo. mean", "B geo. mean"
+# The time columns hold each row's figure as its run's table shows it (the median over every round
+# its record holds, pooled ones too); the ratio is the test's, from each run's own rounds, and says so
+TIME_A, TIME_B = "A median", "B median"
+ROUNDS = "rounds A, B"
 # what a narrow terminal leaves out first: the test's figures before the times a reader compares first
 P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter
-COMPARE_OPTIONAL = (P_VALUE, "rounds A, B", "group", TIME_A, TIME_B)
+COMPARE_OPTIONAL = (P_VALUE, ROUNDS, "group", TIME_A, TIME_B)
+# ...but rows "too few rounds" keep the column that explains them to the last
+FEW_ROUNDS_OPTIONAL = (P_VALUE, "group", TIME_A, TIME_B, ROUNDS)
+
+
+NAMED = 3  # rows a footnote names; beyond, it counts them (18 names filled 6 lines)
+
+
+def ratio_header(c: Comparison) -> str:
+    return f"B / A (paired rounds, {c.level} CI)"
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:
     """`B against A, 16 groups: 2 slower, 1 faster, 13 not significantly different`, asv compare's
-    count; the groups the test could not judge are named as such, never a count of "too few"."""
+    count; the groups the test could not judge are named as such, never a count of "too few". A gate
+    that could not judge leads the line: `gate INCONCLUSIVE, none of 11 groups could be gated (11
+    unstable); ungated: 8 not significantly different, ...`."""
     counts = Counter(r.change for r in c.rows)
     judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
     if counts["not significant"]:
@@ -37,22 +50,38 @@ def summary_line(c: Comparison, several: bool = False) -> str:
                       else "none judged (too few rounds, below)")
     where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
     unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
-    return f"{where}, {plural(len(c.rows), 'group')}: {', '.join(judged) or 'nothing to compare'}{unmatched}"
+    # a gate that cannot judge says so first: "8 not significantly different" read as a pass
+    gate = f"gate INCONCLUSIVE, {'; '.join(c.inconclusive)}; ungated: " if c.inconclusive else ""
+    return f"{where}, {plural(len(c.rows), 'group')}: {gate}{', '.join(judged) or 'nothing to compare'}{unmatched}"
+
+
+def _caption(c: Comparison) -> str:
+    """--explain's: which statistic each column is, and the test."""
+    return (f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nA, B median: per matrix, the median "
+            "over every round the run's record holds, pooled ones too: the figure its run table shows. B / A (paired "
+            "rounds): the geometric mean of B's own rounds in the test over A's (each run a replicate), with a "
+            f"{c.level} interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} (so the interval "
+            f"excludes 1) and B/A beyond {c.factor}x either way. {ROUNDS}: each run's rounds in the test (a round "
+            "times each strategy once); rounds B pooled from a run A holds count for A only (\"pooled\"). A point "
+            "pairs only with the same strategy, precision, compilation and environment.")
+
+
+def apart_note(c: Comparison) -> str | None:
+    """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why."""
+    apart = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows if r.times_apart]
+    named = ", ".join(apart) if len(apart) <= NAMED else f"{len(apart)} of {plural(len(c.rows), 'row')}"
+    return None if not apart else (
+        f"{APART_MARK} ({named}): the medians' ratio lies outside B / A's interval (or, without one, over "
+        f"{c.factor:g}x from it): the medians are over every round each record holds, pooled ones too; B / A pairs "
+        "each run's own rounds, and is the comparison")
 
 
 def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
     c = comparison
     table = rule_table()
     if explain:
-        table.caption = (
-            f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nA, B geo. mean: per matrix, the "
-            f"geometric mean of each run's rounds in the test; B / A: their ratio, with a {c.level} interval; changed: "
-            f"Welch's t on the rounds' log seconds p < {c.alpha} (so the interval excludes 1) and B/A beyond "
-            f"{c.factor}x either way. rounds A, B: each run's rounds in the test (a round times each strategy once); "
-            "rounds B pooled from a run A holds count for A only (\"pooled\"). A point pairs only with the same "
-            "strategy, precision, compilation and environment.")
-    for column in ("analysis", "strategy", "group", TIME_A, TIME_B, f"B / A ({c.level} CI)", "rounds A, B", P_VALUE,
-                   "change"):
+        table.caption = _caption(c)
+    for column in ("analysis", "strategy", "group", TIME_A, TIME_B, ratio_header(c), ROUNDS, P_VALUE, "change"):
         table.add_column(column)
     for i, r in enumerate(c.rows):
         style = CHANGE_STYLE[r.change]
@@ -60,13 +89,16 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
         first = i == 0 or c.rows[i - 1].analysis != r.analysis
         table.add_row(
             escape(r.analysis) if first else "", escape(r.strategy + r.variant), escape(r.group),
-            *map(value, (format_seconds(r.time_a_s), format_seconds(r.time_b_s), r.ratio_text,
+            *map(value, (format_seconds(r.time_a_s), format_seconds(r.time_b_s),
+                         r.ratio_text + (f" {APART_MARK}" if r.times_apart else ""),
                          f"{r.n_a}, {r.n_b}" + (f" (+{r.shared} pooled)" if r.shared else ""),
                          format_p(r.p_value),
                          f"[{style}]{r.change}[/]" if style else r.change)),
             end_section=last,
         )
-    return Fitted(table, COMPARE_OPTIONAL)
+    note = apart_note(c)
+    return Fitted(table, FEW_ROUNDS_OPTIONAL if c.too_few else COMPARE_OPTIONAL,
+                  footnotes=((ratio_header(c), escape(note)),) if note else ())
 
 
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:

@@ -21,7 +21,8 @@ from harness.report.artifacts import decay_bands, feature_grids, read_features, 
 from harness.record.verdict import significance
 from harness.report.labels import (COMPUTE_TOTAL, RESUMED, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
                                    measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label,
-                                   unstable_causes, unstable_measurements, verdict_lines)
+                                   unstable_causes, unstable_measurements, summary_reasons,
+                                   verdict_lines)
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
@@ -141,7 +142,8 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     none: never timed, no baseline), and its unreliable measurements by cause, counted as the
     terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
-    return {"verdicts": verdict_lines(record), "unstable": unstable_causes(u.reasons for u in unstable),
+    said = [summary_reasons(u) for u in unstable]  # as the terminal's line says them
+    return {"verdicts": verdict_lines(record), "unstable": unstable_causes(said),
             "unstable_count": len(unstable), "measurements": measurement_count(record)}
 
 

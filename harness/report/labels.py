@@ -4,13 +4,15 @@ charts and the exports never disagree (one count of unstable measurements, one v
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import groupby
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.markup import escape
 
 from harness.base.units import format_seconds, format_share
-from harness.bench.noise import group_reasons
+from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
@@ -217,17 +219,48 @@ def measurement_count(record: RunRecord) -> int:
     return sum(len(t.groups) for a in record.analyses for t in a.timings)
 
 
+def _causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str, str]]:
+    """(measurements, the cause with each figure's range over them, whose rounds gave it) per cause of
+    measurements (each its reasons), most frequent first; a measurement counts once under each cause,
+    whether this run's conditions or earlier runs' pooled rounds gave it: `load 5.2-5.7 on 2 cores`,
+    where each was a cause of its own and "earlier runs' rounds:" was said five times in one line."""
+    mine = [[r.removeprefix(EARLIER) for r in each] for each in reasons]
+    counts = Counter(cause for each in mine for cause in {_cause(r) for r in each})
+    pooled = {_cause(r.removeprefix(EARLIER)) for each in reasons for r in each if r.startswith(EARLIER)}
+    own = {_cause(r) for each in reasons for r in each if not r.startswith(EARLIER)}
+    sources = {cause: POOLED_SOURCE if cause not in own else BOTH_SOURCES if cause in pooled else ""
+               for cause in counts}
+    return sorted(((counts[cause], reason_range(same), sources[cause]) for cause, same in
+                   _by_cause(r for each in mine for r in each).items()), key=lambda x: -x[0])
+
+
+POOLED_SOURCE, BOTH_SOURCES = "earlier runs' pooled rounds", "this run and earlier runs' pooled rounds"
+
+
 def unstable_causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str]]:
-    """(measurements, the worst instance) per cause of measurements (each its reasons), most
-    frequent first: a measurement counts once under each cause it has."""
-    return group_reasons(r for mine in reasons for r in dict.fromkeys(mine))
+    """(measurements, the cause and whose rounds gave it where earlier runs' did) per cause, most frequent first."""
+    return [(n, cause + (f" ({source})" if source else "")) for n, cause, source in _causes(reasons)]
 
 
 def unstable_why(reasons: Iterable[Sequence[str]]) -> str:
-    """Why measurements were unstable, as a run's and a sweep's warning say it: the worst instance
-    of the one cause, or each cause with its count."""
-    causes = unstable_causes(reasons)
-    return causes[0][1] if len(causes) == 1 else ", ".join(f"{cause} ({n})" for n, cause in causes)
+    """Why measurements were unstable, as a run's and a sweep's warning say it: each cause with the
+    range of its figures, counted where not every measurement has it, and once after causes of the
+    same rounds whose they were: `other processes took 68-70% of the 2 CPUs, load 5.2-5.7 on 2 cores
+    (this run and earlier runs' pooled rounds)`."""
+    reasons = [tuple(each) for each in reasons]
+    said = []
+    for source, causes in groupby(_causes(reasons), key=lambda c: c[2]):
+        said.append(", ".join(cause + (f" ({n})" if n < len(reasons) else "") for n, cause, _ in causes)
+                    + (f" ({source})" if source else ""))
+    return ", ".join(said)
+
+
+def summary_reasons(u: Unstable) -> tuple[str, ...]:
+    """Its reasons as a summary under a table of per-matrix times says them: a bimodal set of calls
+    names its row and says its figures are per call (`bimodal: svdvals gram_eigh's calls: 7 near
+    558 µs, 2 near 970 µs`); "7 samples near 558 µs" matched no row's time."""
+    return tuple(f"{BIMODAL}{u.analysis} {u.strategy}'s calls: {r.removeprefix(BIMODAL).replace(' samples near', ' near')}"
+                 if r.startswith(BIMODAL) else r for r in u.reasons)
 
 
 def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:

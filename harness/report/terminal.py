@@ -19,6 +19,7 @@ from harness.report.plan_view import grouped, threads_text
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
                                    rounds_text, speedup_cell, strategy_label, apart_footnote, too_wide_footnote, unstable_measurements, unstable_why,
+                                   summary_reasons,
                                    shown, verdict_lines, worst_error)
 
 
@@ -161,7 +162,7 @@ def untimed_lines(record: RunRecord) -> list[str]:
 
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
-    why = unstable_why(u.reasons for u in unstable)
+    why = unstable_why(summary_reasons(u) for u in unstable)
     pooled = " (some from earlier runs' rounds; --fresh measures anew)" if any(u.pooled for u in unstable) else ""
     return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} unstable[/] "
             f"({UNSTABLE_MARK}): {shown(why)}{pooled}; compare their speedups with care, or re-run on a quiet "

@@ -106,7 +106,7 @@ def test_an_unresolved_interval_is_a_factor_either_way_never_a_symmetric_percent
     head = next(t for t in a.timings if t.label == "factored")
     low, high = head.speedup_ci
     assert round(high / head.speedup, 3) == round(head.speedup / low, 3) == 2.088  # symmetric in log space
-    assert "(92.93x, 44.5-194: x2.1 either way); " in verdict(a)
+    assert "(92.9x, 44.5-194: x2.1 either way); " in verdict(a)
     head.speedup_ci = (head.speedup / 1.054, head.speedup * 1.054)
     assert "x1.05 either way" in verdict(a)  # not "x1.1", nor the "x1.0" a factor above 1 never is
 
@@ -123,8 +123,8 @@ def test_an_interval_too_wide_to_read_says_in_the_table_and_the_verdict_what_it_
          "factored is at least 2.00x slower than numpy (50.00x; the interval is too wide to say more)"),
         (1.17, (4.5e-05, 30147.0), "1.17x (too wide) ?",
          "factored is not significantly faster or slower than numpy: 1.17x (too wide)"),
-        (45.57, (17.27, 120.0), "45.57x (17.3-120) ?",  # readable: both ends, 3 figures beside a whole one
-         "factored is at least 17.3x faster than numpy (45.57x, 17.3-120: x2.6 either way)"),
+        (45.57, (17.27, 120.0), "45.6x (17.3-120) ?",  # readable: every figure 3 significant ones beside a whole end
+         "factored is at least 17.3x faster than numpy (45.6x, 17.3-120: x2.6 either way)"),
     ]
     for speedup, ci, cell, said in cases:
         t = timing("factored", "compare", speedup, ci, unresolved=True)

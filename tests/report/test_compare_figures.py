@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
 
 from harness.base.units import format_p, format_ratio
 from harness.record.run_record import RunRecord
@@ -44,23 +45,44 @@ def test_one_interval_level_on_every_label(tmp_path: Path) -> None:
         c = compare_records(a, b, ("runs/a", "runs/b"), alpha=alpha)
         assert c.level == level
         table = compare_table(c, explain=True)
-        assert f"B / A ({level} CI)" in _header(table) and f"with a {level} interval" in str(table.table.caption)
+        assert f"B / A (paired rounds, {level} CI)" in _header(table) and f"with a {level} interval" in str(table.table.caption)
         assert f"{level} interval (bar)" in charts.ratio_figure(c).axes[0].get_xlabel()
         html = write_compare([c], tmp_path / f"{alpha}.html").read_text()
         assert f"<th>{level} interval</th>" in html and f"with a {level} interval" in html
         assert f"the bar its {level} interval" in html and other not in html
 
 
-def test_the_time_columns_are_the_statistic_b_over_a_is_built_from(tmp_path: Path) -> None:
-    """57 -> 73 µs beside B/A 0.962: medians beside a ratio of geometric means. A's median (1)
-    is below B's (1.2), its geometric mean (1.68) above: the columns now say what B/A says."""
-    record = real("main_job", tmp_path)
-    c = compare_records(_timed(record, "A", [1.0, 1.0, 1.0, 8.0]), _timed(record, "B", [1.2] * 4), ("a", "b"))
-    assert c.rows
-    for r in c.rows:
-        assert r.ratio < 1 and r.ratio == r.time_b_s / r.time_a_s
-        assert abs(r.time_a_s - 8 ** 0.25) < 1e-12 and abs(r.time_b_s - 1.2) < 1e-12
-    assert _header(compare_table(c))[3:6] == ["A geo. mean", "B geo. mean", "B / A (99% CI)"]
+def test_the_time_columns_show_the_run_tables_figure_and_the_ratio_says_it_pairs_rounds(tmp_path: Path) -> None:
+    """runs/main2's table said `geometry dual_gram 246 ms !`, compare `247 ms  381 ms  1.55`: B's
+    column was the geometric mean of its own rounds, the table's the median over all of them, pooled
+    too. Now the columns are the table's figures, the ratio is labelled as paired rounds, and a row
+    whose medians' ratio disagrees with it is marked, with one line under the table saying why."""
+    from .test_run_screen import table_rows
+
+    a = real("main_job", tmp_path)
+    b = a.model_copy(deep=True)  # B as a second run makes it: A's rounds pooled, then 1 round of its own, slower
+    for g in (g for an in b.analyses for t in an.timings for g in t.groups):
+        g.rounds, g.pooled = g.rounds + [g.rounds[0].replace("2026", "2027")], len(g.rounds)
+        g.measurement.samples_s = g.measurement.samples_s + [3 * max(g.measurement.samples_s)]
+        g.measurement.median_s = float(np.median(g.measurement.samples_s))
+    c = compare_records(a, b, ("runs/main", "runs/main2"))
+    table = compare_table(c)
+    columns = {str(col.header): [str(cell) for cell in col._cells] for col in table.table.columns}
+    for record, column in ((a, "A median"), (b, "B median")):
+        shown = {r["strategy"].removesuffix(" *"): r["per matrix"].removesuffix(" !") for r in table_rows(record)
+                 if r["analysis"] == "geometry"}
+        assert shown  # one group each: the row's figure is the group's
+        for r, cell in zip(c.rows, columns[column]):
+            if r.analysis == "geometry":
+                assert cell == shown[r.strategy]
+    assert "B / A (paired rounds, 99% CI)" in columns
+    assert all(r.ratio > 2 and r.times_apart for r in c.rows)  # B's own round, 3x; its median, all but A's
+    assert all(cell.endswith(" ≠") for cell in columns["B / A (paired rounds, 99% CI)"])
+    fitted = table.fit(Console(width=200), 200)
+    assert "the medians are over every round each record holds, pooled ones too" in str(fitted.caption)
+    assert "B / A (paired rounds): the geometric mean of B's own rounds" in str(compare_table(c, True).table.caption)
+    html = write_compare([c], tmp_path / "c.html").read_text()
+    assert "<th>A median</th><th>B median</th><th>B / A (paired rounds)</th>" in html and "&ne;" in html
 
 
 def test_an_unstable_summary_gives_each_runs_own_figures(tmp_path: Path) -> None:
@@ -96,31 +118,50 @@ def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Pa
     record = real("main_job", tmp_path)
     c = compare_records(_timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5]), ("a", "b"))
     columns = {str(col.header): [str(cell) for cell in col._cells] for col in compare_table(c).table.columns}
-    for r, ratio, p in zip(c.rows, columns["B / A (99% CI)"], columns["p-value"]):
+    for r, ratio, p in zip(c.rows, columns["B / A (paired rounds, 99% CI)"], columns["p-value"]):
         assert r.ratio_ci and ratio == f"{format_ratio(r.ratio)} ({format_ratio(r.ratio_ci[0])}-"\
                                       f"{format_ratio(r.ratio_ci[1])})" and p == format_p(r.p_value)
         assert "e" not in ratio + p and len(ratio.split()[0].replace(".", "").lstrip("0")) == 3
 
 
+def _kept(fitted: object) -> dict[int, set[str]]:
+    """The columns drawn at each width from 160 down to 52."""
+    console = Console(width=200)
+    return {w: {str(col.header) for col in fitted.fit(console, w).columns} for w in range(160, 50, -2)}  # type: ignore[attr-defined]
+
+
 def test_a_narrow_terminal_keeps_the_times_and_leaves_the_tests_figures_first(tmp_path: Path) -> None:
     """At 100 columns compare left out A's and B's times, what a reader compares first, and kept
     `rounds A, B (+3 pooled)` and p (issue 48, Compare 5): now p, rounds and the group leave first."""
-    from rich.console import Console
-
     record = real("main_job", tmp_path)
     a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
-    b.analyses[0].timings[0].groups[0].rounds[:2] = ["A#x#0", "A#x#1"]  # two of A's rounds pooled in B
     fitted = compare_table(compare_records(a, b, ("runs/a", "runs/b")))
     console = Console(width=200)
     full = [str(col.header) for col in fitted.fit(console, 200).columns]
-    assert {"p-value", "rounds A, B", "A geo. mean", "B geo. mean"} <= set(full)
-    kept_at = {w: {str(col.header) for col in fitted.fit(console, w).columns} for w in range(160, 50, -2)}
-    assert {"A geo. mean", "B geo. mean"} <= kept_at[100]
+    assert {"p-value", "rounds A, B", "A median", "B median"} <= set(full)
+    kept_at = _kept(fitted)
+    assert {"A median", "B median"} <= kept_at[100]
     for kept in kept_at.values():
-        if not {"A geo. mean", "B geo. mean"} <= kept:
+        if not {"A median", "B median"} <= kept:
             assert not {"p-value", "rounds A, B", "group"} & kept, kept
     assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached
     narrow = next(w for w, kept in kept_at.items() if "p-value" not in kept)
     # not a bare "p"; one column is "it", not "them"
     assert "(left out at this width: p-value; a wider terminal shows it)" in str(fitted.fit(console, narrow).caption)
     assert "a wider terminal shows them)" in str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption)
+
+
+def test_rows_with_too_few_rounds_keep_the_rounds_column_to_the_last(tmp_path: Path) -> None:
+    """At 100 columns compare left out `rounds A, B` beside `too few rounds` verdicts, the column that
+    explains them; the p-value (`-` on those rows), the group and the times now leave before it."""
+    record = real("main_job", tmp_path)
+    a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
+    b.analyses[0].timings[0].groups[0].rounds[:2] = ["A#x#0", "A#x#1"]  # two of A's rounds pooled in B
+    c = compare_records(a, b, ("runs/a", "runs/b"))
+    assert c.too_few
+    kept_at = _kept(compare_table(c))
+    assert "rounds A, B" in kept_at[100] and "p-value" not in kept_at[100]
+    for kept in kept_at.values():
+        if {"p-value", "group", "A median", "B median"} & kept:
+            assert "rounds A, B" in kept, kept
+    assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached

@@ -57,7 +57,7 @@ def test_a_run_that_pooled_the_others_rounds_is_judged_on_its_own(tmp_path: Path
     assert c.not_judged is None
     text, _words, values = draw([summary_line(c), compare_table(c)], 160)
     assert "not judged" not in text and "too few" not in text and "2, 2 (+2 pooled)" in values
-    assert "B / A (99% CI)" in text  # the interval's level is the test's own
+    assert "B / A (paired rounds, 99% CI)" in text  # the interval's level is the test's own
 
 
 def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> None:
@@ -76,6 +76,18 @@ def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> Non
                               "run SPEC -o FOLDER --force --fresh --budget 30s")
 
 
+def test_a_gate_that_cannot_judge_says_so_in_its_first_line(tmp_path: Path) -> None:
+    """`--fail-on-regression` began `8 not significantly different` and ended `INCONCLUSIVE: 0 of 11
+    groups gated` (exit 4): every group was unstable, and the first line read as a pass."""
+    a = real("main_job", tmp_path)  # every measurement of it unstable, as the walk-through's
+    c = compare_records(a, _pooled(a), ("runs/a", "runs/b"), gate=True)
+    n = len(c.rows)
+    assert not c.n_gated and c.inconclusive
+    assert summary_line(c).startswith(f"B against A, {n} groups: gate INCONCLUSIVE, none of {n} groups could be "
+                                      f"gated ({n} unstable); ungated: ")
+    assert not summary_line(compare_records(a, _pooled(a), ("runs/a", "runs/b"))).count("gate")  # no gate: as ever
+
+
 def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:
     """"factored is 1,490x (565-3,932) faster than numpy (unresolved)": at least 565x is settled."""
     from .test_run_screen import RECORDS
@@ -84,7 +96,7 @@ def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:
     for name in ("main_job", "busy_run"):
         record = RunRecord.model_validate_json((RECORDS / f"{name}.json").read_text())
         lines += [line for a in record.analyses if (line := verdict(a))]
-    assert lines[1] == ("top3: factored is at least 44.5x faster than scipy_svds (92.93x, 44.5-194: x2.1 either way); "
+    assert lines[1] == ("top3: factored is at least 44.5x faster than scipy_svds (92.9x, 44.5-194: x2.1 either way); "
                         "0 of 3 speedups resolved")  # why it is wide: --verbose
     assert lines[3] == ("spectrum: factored@float32 measured 3,057x faster than numpy@float32 (1 round: no interval); "
                         "0 of 4 speedups resolved")
