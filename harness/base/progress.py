@@ -150,11 +150,10 @@ class _Bar(BarColumn):
 
 
 class _Remaining(TimeRemainingColumn):
-    """`ETA 0:00:03`: rich's remaining time once the phase has a pace; before that, the plan's
-    estimate less the time spent (`estimate_s` of the phase), and past it how late the phase runs
-    ("ETA ~0:00:00" stood for 25 s of a busy run); after one step of several, the pace of that step
-    (rich has none before a second, and the ETA vanished mid-run); with none, nothing (rich wrote
-    "ETA -:--:--", which reads as a fault)."""
+    """`ETA ~0:00:03`: a phase of planned units (the run's analyses) has eta_s's throughout, marked
+    as an estimate; any other, rich's remaining time once it has a pace, and after one step of
+    several the pace of that step (rich has none before a second, and the ETA vanished mid-run);
+    with none, nothing (rich wrote "ETA -:--:--", which reads as a fault)."""
 
     def render(self, task: Task) -> Text:
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
@@ -163,11 +162,6 @@ class _Remaining(TimeRemainingColumn):
             share = min(PLANNED_CAP, max(0.0, within())) if within is not None else 0.0
             left = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0))
             return Text(f"ETA ~{timedelta(seconds=round(left))}", style="progress.remaining")
-        if estimate and not task.completed and task.elapsed is not None:
-            left = round(estimate - task.elapsed)
-            if left < 0:
-                return Text(f"late {timedelta(seconds=-left)}", style="progress.remaining")
-            return Text(f"ETA ~{timedelta(seconds=left)}", style="progress.remaining")  # as rich writes it, marked as an estimate
         if task.time_remaining is None:  # rich's pace needs two steps done: after the first, its mean so far
             if not (task.completed and task.total and task.elapsed):
                 return Text("")
