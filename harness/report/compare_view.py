@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import _cause, reason_range  # noise's own notion of one cause
+from harness.bench.noise import EARLIER, _cause, reason_range  # noise's own notion of one cause
 from harness.report.fitting import Fitted, rule_table, value
-from harness.report.labels import APART_MARK
+from harness.report.labels import APART_MARK, POOLED_SOURCE
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Change, Comparison
@@ -108,13 +108,18 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    by: dict[str, tuple[set[int], dict[str, list[str]]]] = {}  # cause: its groups, its instances by run
+    # cause: its groups, its instances by run, whether earlier runs' pooled rounds gave some (one
+    # cause, said once: "A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2")
+    by: dict[str, tuple[set[int], dict[str, list[str]], list[bool]]] = {}
     for i, r in enumerate(c.rows):
         for flagged in r.unstable:
             side, _, reason = flagged.partition(": ")
-            groups, sides = by.setdefault(_cause(reason), (set(), {}))
+            groups, sides, pooled = by.setdefault(_cause(reason.removeprefix(EARLIER)), (set(), {}, []))
             groups.add(i)
-            sides.setdefault(side, []).append(reason)
+            sides.setdefault(side, []).append(reason.removeprefix(EARLIER))
+            pooled.append(reason.startswith(EARLIER))
     ranked = sorted(by.values(), key=lambda cause: -len(cause[0]))
     return [f"{plural(len(groups), 'group')} unstable{gated}: "
-            + "; ".join(f"{side}: {reason_range(sides[side])}" for side in sorted(sides)) for groups, sides in ranked]
+            + "; ".join(f"{side}: {reason_range(sides[side])}" for side in sorted(sides))
+            + (f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else "")
+            for groups, sides, pooled in ranked]

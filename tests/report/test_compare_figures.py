@@ -165,3 +165,15 @@ def test_rows_with_too_few_rounds_keep_the_rounds_column_to_the_last(tmp_path: P
         if {"p-value", "group", "A median", "B median"} & kept:
             assert "rounds A, B" in kept, kept
     assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached
+
+
+def test_a_cause_earlier_runs_rounds_gave_is_said_once_with_this_runs(tmp_path: Path) -> None:
+    """Walk-through 3: `A: earlier runs' rounds: load 4.8-5.2-4.9-5.7 on 2 cores` stood in one
+    line and `A: load 5.2 on 2 cores` in another: one cause, its range over both, its source said."""
+    record = real("main_job", tmp_path)
+    a = _timed(record, "A", [1.0, 1.1, 1.2], [["load 5.2 on 2 cores"], ["earlier runs' rounds: load 4.8 on 2 cores"]])
+    b = _timed(record, "B", [1.0, 1.1, 1.2], [["earlier runs' rounds: load 7.4 on 2 cores"],
+                                              ["earlier runs' rounds: load 10.3 on 2 cores"]])
+    c = compare_records(a, b, ("a", "b"))
+    assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A: load 4.8-5.2 on 2 cores; B: load 7.4-10.3 on 2 "
+                                 "cores (some from earlier runs' pooled rounds)"]
