@@ -184,7 +184,7 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 1, 2, 3, not 1.25
     ax.set_xlabel("index i")
     ax.set_ylabel("singular value s_i")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, wrap=True)
     ax.legend(fontsize=8)
     return fig
 
@@ -304,7 +304,8 @@ def ratio_figure(c: Comparison) -> Figure:
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
     ax.set_xlabel(f"B / A per matrix, log scale: geometric means of the rounds (point), {c.level} interval (bar)")
     # the folders' names: their paths are on the page, and a long one ran past the chart's edge
-    ax.set_title(f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}", fontsize=9)
+    ax.set_title(f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}", fontsize=9,
+                 wrap=True)
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
     handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
     for change in CHANGE_COLOR:
@@ -346,7 +347,7 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
     _log_axis(ax.yaxis)
     ax.set_xlabel(f"{COMPUTE_TOTAL} (compute only: loading excluded)")
     ax.set_ylabel("max error / sigma_1")
-    ax.set_title(f"{analysis.name}: accuracy/time frontier", fontsize=9)
+    ax.set_title(f"{analysis.name}: accuracy/time frontier", fontsize=9, wrap=True)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return fig
 

@@ -121,7 +121,7 @@ def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dty
     ax.set_xlabel("arithmetic intensity, flops per byte moved")
     ax.set_ylabel("achieved throughput, GFLOP/s")
     ax.set_title(f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"),
-                 fontsize=9)
+                 fontsize=9, wrap=True)
     ax.grid(True, which="major", lw=0.4, color="#ddd")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return fig
