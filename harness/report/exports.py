@@ -22,7 +22,7 @@ from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    apart_footnote, too_wide_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
-                                   unstable_why, verdict_lines, verdicts)
+                                   total_text, unstable_why, verdict_lines, verdicts)
 from harness.report.terminal import untimed_lines, untimed_rows, verified, warning_lines
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
@@ -131,7 +131,7 @@ def _markdown_row(row: dict[str, Any], speedup: str) -> str:
              f"{row['device']} ({row['library']})" if timed else "-",
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
-             ("~" if row["extrapolated"] else "") + format_seconds(row[COMPUTE_TOTAL_FIELD]) if timed else "-",
+             total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
              speedup, row["rounds"] or "-", _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 

@@ -20,7 +20,7 @@ from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
 from harness.report.labels import (COMPUTE_TOTAL, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_NOTE, device_library,
-                                   measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label,
+                                   measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    unstable_causes, unstable_measurements, verdict_lines)
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
@@ -41,6 +41,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["seconds"] = format_seconds
+    env.filters["total"] = total_text
     env.filters["bytes"] = format_bytes
     env.filters["speedup"] = format_speedup
     env.filters["rounds_text"] = rounds_text

@@ -46,6 +46,12 @@ PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM pe
              "so there is no share to give")
 
 
+def total_text(seconds: float, extrapolated: bool) -> str:
+    """A compute total as every table writes it: `~` where it is extrapolated from a sample (the
+    frontier table wrote `485 µs` beside the results table's `~485 µs`)."""
+    return ("~" if extrapolated else "") + format_seconds(seconds)
+
+
 def printable(text: str) -> str:
     """`text` with its control characters written out (`\\x1b`): a label from a record (an older or
     edited one; a spec refuses them) must never reach the terminal raw."""
