@@ -31,7 +31,9 @@ APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
-SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the compute total over the samples; "
+# the spread is of the compute total, not of the per-matrix median the walk-through read it beside
+SPREAD_HEADER = f"{COMPUTE_TOTAL} [q1, q3]"
+SPREAD_NOTE = (f"{SPREAD_HEADER}: the 25th and 75th percentiles of the {COMPUTE_TOTAL} over the samples; "
                "n=1: timed once, no spread to show")
 SPEEDUP_NOTE = (f"Speedup: the baseline's compute total over the strategy's, the geometric mean over the rounds "
                 f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
