@@ -15,7 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from harness.base.units import format_seconds
-from harness.record.run_record import RunRecord, StrategyTiming
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
@@ -59,9 +59,22 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
         for label, role, status, why in untimed_rows(record, a):
             v = verified(a, label, status)  # the limit cut its rounds, not the check of its answer
             rows.append({**dict.fromkeys(COLUMNS), "analysis": a.name, "op": a.op, "strategy": label, "role": role,
-                         "status": status, "reason": why, "passed": False if status == "error" else None,
-                         **({} if v is None else _errors(v))})
+                         **_planned(record, a, label), "status": status, "reason": why,
+                         "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
+
+
+def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
+    """What the plan knew of a point that has no timing (its precision, device and library): the
+    CSV of a point the limit cut left them empty."""
+    steps = [s for s in record.plan.steps if s.analysis == a.name]
+    point = next((p for s in steps for p in [*s.timed, *s.candidates] if p.label == label), None)
+    if point is None:
+        return {}
+    fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled}
+    if point.device:  # a candidate that cannot run here may have none
+        fields["device"], fields["library"] = device_library(point.device)
+    return fields
 
 
 def _errors(v: Verification) -> dict[str, Any]:
