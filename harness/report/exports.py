@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from harness.base.units import format_seconds
+from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.statistics import LEVEL
@@ -68,7 +69,8 @@ def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]
     """What the plan knew of a point that has no timing (its precision, device and library): the
     CSV of a point the limit cut left them empty."""
     steps = [s for s in record.plan.steps if s.analysis == a.name]
-    point = next((p for s in steps for p in [*s.timed, *s.candidates] if p.label == label), None)
+    point: Timed | Candidate | None = (next((t for s in steps for t in s.timed if t.label == label), None)
+                                       or next((c for s in steps for c in s.candidates if c.label == label), None))
     if point is None:
         return {}
     fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled}
