@@ -6,6 +6,8 @@ the command line is right, not how long the job takes."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import re
 import shlex
 from pathlib import Path
@@ -44,10 +46,29 @@ def test_the_notebook_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_WISDOM", "off")
     [example] = [block for page in PAGES for block in marked_python(page.read_text())]
+    names: dict[str, object] = {}  # one namespace, as a notebook's
     for _ in range(2):
-        exec(compile(example, "README.md", "exec"), {})
+        exec(compile(example, "README.md", "exec"), names)
     assert capsys.readouterr() == ("", "")  # quiet=True: nothing printed
     assert (tmp_path / "runs" / "nb" / "record.json").is_file()
+    for code, shown in illustrated(example):  # `[12.6]` beside a value printed as [9.559537163516493]
+        assert decimals(eval(code, names)) == decimals(shown), (code, shown)
+
+
+def illustrated(example: str) -> list[tuple[str, object]]:
+    """The example's lines whose comment ends in the value they give (`...: [12.6]`), as (code, value)."""
+    found = []
+    for line in example.splitlines():
+        code, _, comment = line.partition("  # ")
+        with contextlib.suppress(ValueError, SyntaxError):
+            found.append((code.strip(), ast.literal_eval(comment.rsplit(": ", 1)[-1])))
+    assert found
+    return found
+
+
+def decimals(value: object) -> list[int]:
+    """The decimals of each number in a value (a list of them): what the example rounds to."""
+    return [len(repr(x).partition(".")[2]) for x in (value if isinstance(value, list) else [value])]
 
 
 def test_the_readme_marks_its_tutorial_for_testing() -> None:

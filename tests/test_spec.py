@@ -185,3 +185,14 @@ def test_the_target_is_a_share_the_schema_and_the_spec_agree_on() -> None:
     from harness.specs.sections import Benchmark
 
     assert Benchmark.model_validate({"precision": "25%"}).target == Benchmark.model_validate({"target": 0.25}).target
+
+
+def test_a_lora_rank_above_its_layers_is_refused_with_the_specs_other_problems(tmp_path: Path) -> None:
+    """rank 1000 of 3072x768 layers was accepted: a B @ A delta has rank min(m, n, r) at most."""
+    text = GOOD.replace('source = "synthetic"', 'source = "synthetic"\nrank = 1000\nmodules = { up = [3072, 768], '
+                        'down = [768, 3072], q = [1024, 1024] }') + '\n[execution]\ndevice = "tpu"\n'
+    lines = problems(tmp_path, text)
+    assert "data.rank: 1000 exceeds min(m, n) = 768 of the 3072x768 layers (up)" in lines
+    assert any(line.startswith("execution.device: ") for line in lines) and len(lines) == 2
+    load_spec(write(tmp_path, GOOD.replace('source = "synthetic"', 'source = "synthetic"\nform = "dense"\nrank = 1000')))
+    load_spec(write(tmp_path, GOOD.replace('source = "synthetic"', 'source = "synthetic"\nrank = 64')))  # 64x256 layers

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationInfo, field_validator
 
 from harness.data.pages import small_pages
 from harness.data.workload import Census, Factors, MatrixRef, Source
@@ -57,6 +57,19 @@ class SyntheticData(BaseModel):
             if not (1 <= m <= MAX_SIDE and 1 <= n <= MAX_SIDE):
                 raise ValueError(f"module {name!r} has shape [{m}, {n}]; both must be 1 to {MAX_SIDE}")
         return modules
+
+    @field_validator("rank")
+    @classmethod
+    def _rank_fits(cls, rank: int, info: ValidationInfo) -> int:
+        """A LoRA delta B @ A of rank r above min(m, n) is no LoRA: B is m x r and A r x n, so
+        the delta's rank is min(m, n, r) and r buys nothing but memory and time."""
+        modules = info.data.get("modules") or {}
+        if info.data.get("form") != "lora" or not modules:
+            return rank
+        name, (m, n) = min(modules.items(), key=lambda item: min(item[1]))
+        if rank > min(m, n):
+            raise ValueError(f"{rank} exceeds min(m, n) = {min(m, n)} of the {m}x{n} layers ({name})")
+        return rank
 
     @property
     def scale(self) -> float:

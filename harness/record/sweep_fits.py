@@ -70,7 +70,7 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
                          complexity=best.name, rms=best.rms, model=model)
         if model is not None and not power.covers(model.exponent):
             fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
-                           f"says {model.exponent:.2g}")
+                           f"says {exponent_text(model.exponent)}")  # as fit_sentence says it
         fits.append(fit)
     return fits
 

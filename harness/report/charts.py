@@ -47,6 +47,13 @@ def to_svg(fig: Figure) -> str:
     return text[text.index("<svg"):]
 
 
+def set_title(ax: Axes, title: str) -> None:
+    """The title, wrapped at draw time where it would pass the figure's edge (the main job's
+    spectrum title was cut there). The wrap measures a line holding two $ as mathtext whatever
+    parse_math says (matplotlib 3.11), so every $ is escaped: drawn as typed, never parsed."""
+    ax.set_title(title.replace("$", r"\$"), fontsize=FONT_POINTS, wrap=True, parse_math=True)
+
+
 def _figure(width: float, height: float) -> Figure:
     with matplotlib.rc_context(SVG_RC):
         return Figure(figsize=(width, height), layout="constrained")
@@ -184,7 +191,7 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 1, 2, 3, not 1.25
     ax.set_xlabel("index i")
     ax.set_ylabel("singular value s_i")
-    ax.set_title(title, fontsize=9)
+    set_title(ax, title)
     ax.legend(fontsize=8)
     return fig
 
@@ -304,7 +311,7 @@ def ratio_figure(c: Comparison) -> Figure:
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
     ax.set_xlabel(f"B / A per matrix, log scale: geometric means of the rounds (point), {c.level} interval (bar)")
     # the folders' names: their paths are on the page, and a long one ran past the chart's edge
-    ax.set_title(f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}", fontsize=9)
+    set_title(ax, f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}")
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
     handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
     for change in CHANGE_COLOR:
@@ -346,7 +353,7 @@ def frontier_figure(record: RunRecord, analysis: AnalysisRecord) -> Figure:
     _log_axis(ax.yaxis)
     ax.set_xlabel(f"{COMPUTE_TOTAL} (compute only: loading excluded)")
     ax.set_ylabel("max error / sigma_1")
-    ax.set_title(f"{analysis.name}: accuracy/time frontier", fontsize=9)
+    set_title(ax, f"{analysis.name}: accuracy/time frontier")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return fig
 

@@ -15,14 +15,15 @@ from typing import Any
 from rich.text import Text
 
 from harness.base.units import format_seconds
-from harness.record.run_record import RunRecord, StrategyTiming
+from harness.plan.model import Candidate, Timed
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    apart_footnote, too_wide_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
-                                   unstable_why, verdict_lines, verdicts)
+                                   total_text, unstable_why, verdict_lines, verdicts)
 from harness.report.terminal import untimed_lines, untimed_rows, verified, warning_lines
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
@@ -59,9 +60,23 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
         for label, role, status, why in untimed_rows(record, a):
             v = verified(a, label, status)  # the limit cut its rounds, not the check of its answer
             rows.append({**dict.fromkeys(COLUMNS), "analysis": a.name, "op": a.op, "strategy": label, "role": role,
-                         "status": status, "reason": why, "passed": False if status == "error" else None,
-                         **({} if v is None else _errors(v))})
+                         **_planned(record, a, label), "status": status, "reason": why,
+                         "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
+
+
+def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
+    """What the plan knew of a point that has no timing (its precision, device and library): the
+    CSV of a point the limit cut left them empty."""
+    steps = [s for s in record.plan.steps if s.analysis == a.name]
+    point: Timed | Candidate | None = (next((t for s in steps for t in s.timed if t.label == label), None)
+                                       or next((c for s in steps for c in s.candidates if c.label == label), None))
+    if point is None:
+        return {}
+    fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled}
+    if point.device:  # a candidate that cannot run here may have none
+        fields["device"], fields["library"] = device_library(point.device)
+    return fields
 
 
 def _errors(v: Verification) -> dict[str, Any]:
@@ -131,7 +146,7 @@ def _markdown_row(row: dict[str, Any], speedup: str) -> str:
              f"{row['device']} ({row['library']})" if timed else "-",
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
-             ("~" if row["extrapolated"] else "") + format_seconds(row[COMPUTE_TOTAL_FIELD]) if timed else "-",
+             total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
              speedup, row["rounds"] or "-", _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 

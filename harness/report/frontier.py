@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.base.units import format_seconds
 from harness.record.run_record import AnalysisRecord, RunRecord
+from harness.report.labels import total_text
 
 # A slower point is on the frontier only when its error is under 1/TIE of every faster point's:
 # errors are measured on a few sampled matrices (4 for one point, 8 for another in one run), and the
@@ -25,6 +25,7 @@ class Point:
     precision: str
     compiled: bool
     seconds: float  # the workload total, compute only
+    extrapolated: bool  # `seconds` scaled up from a sample of the matrices
     error: float  # the worst of values' and vectors' errors, relative to sigma_1
     passed: bool
     computed: bool  # the point that computed the analysis' results
@@ -40,8 +41,8 @@ def points(record: RunRecord, analysis: AnalysisRecord) -> list[Point]:
         if v is None or v.reason is not None:
             continue
         error = max(v.values_error, v.vectors_error or 0.0)
-        found.append(Point(t.label, t.precision or record.plan.dtype, t.compiled, t.estimate_total_s, error, v.passed,
-                           analysis.computed(t)))
+        found.append(Point(t.label, t.precision or record.plan.dtype, t.compiled, t.estimate_total_s, t.extrapolated, error,
+                           v.passed, analysis.computed(t)))
     found.sort(key=lambda p: (p.seconds, p.error))
     best, marked = float("inf"), []
     for p in found:  # fastest first: on the frontier when clearly more accurate than every faster point
@@ -75,5 +76,5 @@ def frontier_lines(record: RunRecord) -> list[str]:
         for p in front:
             meets = "meets the tolerance" if p.passed else "misses the tolerance"
             mark = " *" if p.computed else ""
-            lines.append(f"  {p.label}{mark}: {format_seconds(p.seconds)}, error {p.error:.1e}, {meets}")
+            lines.append(f"  {p.label}{mark}: {total_text(p.seconds, p.extrapolated)}, error {p.error:.1e}, {meets}")
     return lines

@@ -34,7 +34,9 @@ COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
-SPREAD_NOTE = ("[q1, q3]: the 25th and 75th percentiles of the compute total over the samples; "
+# the spread is of the compute total, not of the per-matrix median the walk-through read it beside
+SPREAD_HEADER = f"{COMPUTE_TOTAL} [q1, q3]"
+SPREAD_NOTE = (f"{SPREAD_HEADER}: the 25th and 75th percentiles of the {COMPUTE_TOTAL} over the samples; "
                "n=1: timed once, no spread to show")
 SPEEDUP_NOTE = (f"Speedup: the baseline's compute total over the strategy's, the geometric mean over the rounds "
                 f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
@@ -47,6 +49,12 @@ PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM pe
              f"measured on this machine; - where there is no roof; {ABOVE_ROOF} where the timing sits above its roof, "
              "which no kernel beats: its flop or byte count is the cost model's, and the model does not hold for it, "
              "so there is no share to give")
+
+
+def total_text(seconds: float, extrapolated: bool) -> str:
+    """A compute total as every table writes it: `~` where it is extrapolated from a sample (the
+    frontier table wrote `485 µs` beside the results table's `~485 µs`)."""
+    return ("~" if extrapolated else "") + format_seconds(seconds)
 
 
 def printable(text: str) -> str:

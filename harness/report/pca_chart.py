@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from harness.report.charts import SAMPLE, _figure, literal, to_svg
+from harness.report.charts import SAMPLE, _figure, literal, set_title, to_svg
 
 MARKER_SIZE = 18  # points squared, as scatter takes it
 # where a name may go, in points from its point, with the alignment that keeps it clear of it
@@ -33,7 +33,7 @@ def pca_figure(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | No
     pct = [f" ({100 * r:.0f}%)" for r in ratio[:2]] if ratio is not None and len(ratio) >= 2 else ["", ""]
     ax.set_xlabel("PC1" + pct[0])
     ax.set_ylabel("PC2" + pct[1])
-    ax.set_title(title, fontsize=9)
+    set_title(ax, title)
     centre = np.median(np.column_stack([x, y]), axis=0)
     order = np.argsort(-np.hypot(x - centre[0], y - centre[1]), kind="stable")  # outliers first: they have room
     names = [ax.annotate(labels[i], (x[i], y[i]), xytext=(4, 4), textcoords="offset points", fontsize=7,
@@ -48,7 +48,7 @@ def pca_figure(scores: np.ndarray, labels: Sequence[str], ratio: np.ndarray | No
         left = _place(fig, names, ax.transData.transform(np.column_stack([x, y])), ax.get_window_extent())
         if not left:
             break
-        ax.set_title(f"{title}\n({left} of {len(labels)} names left out where points crowd)", fontsize=9)
+        set_title(ax, f"{title}\n({left} of {len(labels)} names left out where points crowd)")
     return fig
 
 

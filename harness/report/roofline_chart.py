@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from harness.base.units import format_rate
 from harness.machine.roofline import Roof, roof_device
 from harness.record.run_record import RunRecord
-from harness.report.charts import MARKERS, _fixed, _inches, _log_axis, literal, to_svg
+from harness.report.charts import MARKERS, _fixed, _inches, _log_axis, literal, set_title, to_svg
 from harness.report.labels import COMPUTED_MARK
 
 
@@ -120,8 +120,7 @@ def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dty
     _log_axis(ax.yaxis)
     ax.set_xlabel("arithmetic intensity, flops per byte moved")
     ax.set_ylabel("achieved throughput, GFLOP/s")
-    ax.set_title(f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"),
-                 fontsize=9)
+    set_title(ax, f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"))
     ax.grid(True, which="major", lw=0.4, color="#ddd")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return fig

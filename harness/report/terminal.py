@@ -16,7 +16,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
                                    rounds_text, speedup_cell, strategy_label, apart_footnote, too_wide_footnote, unstable_measurements, unstable_why,
                                    summary_reasons,
@@ -72,7 +72,7 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     speedup = shown(speedup_cell(a, t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
     worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
-            shown(("~" if t.extrapolated else "") + format_seconds(t.estimate_total_s)), speedup,
+            shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
             rounds_text(t), format_rate(t.gflops_per_s), peak_text(record, t),
             "-" if worst is None else f"{worst:.1e}", STATUS[status], *([errors_text(a, t.label, "/")] if wide else [])]
 

@@ -63,6 +63,7 @@ class Runner:
         pool: Measurements | None = None,
         fresh: bool = False,
         kept: dict[str, AnalysisRecord] | None = None,
+        say_taught: bool = True,
     ) -> None:
         self.record = record
         self.plan = record.plan
@@ -87,6 +88,8 @@ class Runner:
         self.bench = BenchPhase(self.plan, self.workload, seed, display, record.machine.cores, cache, self.keys,
                                 source=record.experiment, pool=pool, fresh=fresh, kept=kept or {})
         self.wisdom_folder = wisdom_folder
+        self.say_taught = say_taught  # a sweep says what its points taught once, for them all
+        self.learned: list[wisdom.Observation] = []  # what this run added to the machine's wisdom
 
     def _context(self, device: str) -> ExecContext:
         """What a strategy computes with in this process: the benchmark phase's timings and the
@@ -161,7 +164,8 @@ class Runner:
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")
             return
-        if (line := wisdom.taught(self.bench.observations)) is not None:
+        self.learned = list(self.bench.observations)
+        if self.say_taught and (line := wisdom.taught(self.learned)) is not None:
             self.display.plain(line)
 
     def _save(self, final: bool = False) -> None:

@@ -12,7 +12,7 @@ import shlex
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from harness.data import content_hashes
 from harness.data.paths import reachable
 from harness.data.workload import Census, DataError, Workload
 from harness.machine import measurements
+from harness.machine.wisdom import Observation
 from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
 from harness.record.run_record import RECORD, AnalysisRecord, RunRecord
@@ -47,6 +48,7 @@ class RunOptions:
     force: bool = False
     no_cache: bool = False
     fresh: bool = False
+    say_taught: bool = True  # the wisdom line of measurements taken while busy (a sweep says it once)
 
 
 def command_line(spec_path: str | Path, overrides: list[str], options: RunOptions, report: bool = False) -> str:
@@ -162,6 +164,7 @@ class Session:
     options: RunOptions
     display: Display
     cache: ResultCache | None
+    learned: list[Observation] = field(default_factory=list)  # what the run added to the machine's wisdom
 
     def run(self) -> RunRecord:
         context, folder = self.context, self.folder
@@ -175,8 +178,9 @@ class Session:
             with _claimed(folder, self.options.force, self.record.spec_hash) as stopped:
                 runner = Runner(self.record, context.workload, folder, seed=context.spec.experiment.seed,
                                 display=self.display, cache=self.cache, wisdom_folder=where, pool=pool,
-                                fresh=self.options.fresh, kept=self._kept(stopped))
+                                fresh=self.options.fresh, kept=self._kept(stopped), say_taught=self.options.say_taught)
                 runner.run()
+            self.learned = runner.learned
         except DataError:
             if created:  # a bad input file found while loading: leave nothing behind
                 shutil.rmtree(folder, ignore_errors=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.base.progress import Display
 from harness.base.units import now, parse_duration, plural
+from harness.machine.wisdom import Observation, taught
 from harness.plan.model import PlanError
 from harness.plan.sweep import SweepPoint, shared_problems, sweep_points
 from harness.record.sweep_fits import fit_sweep
@@ -83,16 +84,20 @@ def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, displa
     record = SweepRecord(experiment=spec.experiment.name, spec_path=str(plan.spec_path), command=command,
                          started=now(), axes={k: list(v) for k, v in _axes(plan).items()})
     folder.mkdir(parents=True, exist_ok=True)
+    learned: list[Observation] = []
     for i, (point, sets) in enumerate(zip(plan.points, plan.overrides), 1):
         display.plain(f"sweep point {i} of {len(plan.points)}: {point.label}")
-        mine = RunOptions(output=folder / point.slug, no_cache=options.no_cache, fresh=options.fresh)
+        mine = RunOptions(output=folder / point.slug, no_cache=options.no_cache, fresh=options.fresh, say_taught=False)
         session = prepare_session(plan.spec_path, sets, mine, display, command_line(plan.spec_path, sets, mine))
         run = session.run()
+        learned += session.learned
         record.points.append(point_record(point.values, point.slug, run))
         display.plain(f"sweep point {i} of {len(plan.points)}, {point.label}: {point_summary(run, record.points[-1])}")
         write_sweep(record, folder)
     record = fit_sweep(record).model_copy(update={"finished": now(), "complete": True})
     write_sweep(record, folder)
+    if (line := taught(learned)) is not None:  # once, for every point (each point's said it again)
+        display.plain(line)
     return record, folder
 
 

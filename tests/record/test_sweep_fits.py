@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from harness.record.sweep_fits import fit_slice
+from harness.record.sweep_fits import exponent_text, fit_slice
 from harness.record.sweep_record import PointRecord, PointTiming
+from harness.report.sweep import fit_sentence
 
 MODELLED, MEASURED = "modelled: never measured on this machine", "measured on this machine, 2026-11-28, 5 samples"
 
@@ -23,3 +24,12 @@ def test_the_cost_models_exponent_is_fitted_only_over_its_own_estimates() -> Non
     assert mixed.model is None and mixed.finding is None
     (model,) = fit_slice("data.rank", {}, _points([MODELLED] * 4, [0.0564] * 4))
     assert model.model is not None and abs(model.model.exponent) < 1e-6
+
+
+def test_the_finding_and_the_fit_sentence_round_the_models_exponent_alike() -> None:
+    """A sweep said `the cost model says 0.2` in its finding and `its cost model says 0.20` beside it."""
+    (fit,) = fit_slice("data.rank", {}, _points([MODELLED] * 4, [0.01 * r ** 0.2 for r in (16, 32, 64, 128)]))
+    assert fit.model is not None and fit.finding is not None
+    said = exponent_text(fit.model.exponent)
+    assert said == "0.20" and fit.finding.endswith(f"the cost model says {said}")
+    assert f"its cost model says {said};" in fit_sentence(fit)

@@ -15,6 +15,7 @@ import pytest
 from harness.cli import main as cli
 from harness.record.run_record import RECORD, load_record
 from harness.report.exports import COLUMNS
+from harness.report.labels import device_library
 
 from .test_run_screen import RECORDS
 
@@ -78,6 +79,22 @@ def test_csv_and_json_hold_the_same_rows(busy: Path, capsys: pytest.CaptureFixtu
     timed = [r for r in rows if r["status"] == "passed"]
     assert all(float(r["per_matrix_s"]) > 0 and r["significance"] for r in timed)
 
+
+def test_an_untimed_row_says_the_precision_device_and_library_the_plan_gave_it(
+        busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The walk-through's CSV row `geometry,pca,dual_gram,compare,,,,,,...,not timed` left them empty."""
+    plan = load_record(busy).plan
+    planned = {(s.analysis, t.label): t for s in plan.steps for t in s.timed}
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    data = json.loads(exported(busy, "json", capsys))["results"]
+    untimed = [(r, j) for r, j in zip(rows, data) if r["status"] == "not timed"]
+    assert untimed
+    for row, fields in untimed:
+        t = planned[(row["analysis"], row["strategy"])]
+        device, library = device_library(t.device)  # the timed rows' words: cpu (numpy)
+        expected = {"precision": t.precision or plan.dtype, "device": device, "library": library, "compiled": t.compiled}
+        assert {k: fields[k] for k in expected} == expected
+        assert {k: row[k] for k in expected} == {k: str(v) for k, v in expected.items()}
 
 def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> None:
     """Issue 48: the md kept only `not timed`, dropping the unresolved and unstable lines (and their

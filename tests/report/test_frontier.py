@@ -3,11 +3,14 @@ record whose times and errors are set to a known configuration."""
 
 from __future__ import annotations
 
+import html as html_lib
 from pathlib import Path
 
+from harness.base.units import format_seconds
 from harness.record.run_record import RunRecord
 from harness.report.charts import frontier_figure
 from harness.report.frontier import frontier_lines, points
+from harness.report.html import render_report
 from harness.run.variants import keep_compiled
 
 
@@ -54,3 +57,21 @@ def test_a_slower_point_with_an_equal_error_is_not_on_the_frontier(smoke_run: tu
         checks[t.label].values_error, checks[t.label].vectors_error = error, None
     found = {p.seconds: p.on_frontier for p in points(record, a)}
     assert found == {s: {0.348: True, 702.73: False, 800.0: True}[s] for s, _ in known}
+
+
+def test_the_frontier_table_marks_an_extrapolated_total_as_the_results_table_does(
+        smoke_run: tuple[Path, RunRecord]) -> None:
+    """The walk-through's frontier table read `485 µs` where the results table above said `~485 µs`."""
+    folder, record = smoke_run[0], smoke_run[1].model_copy(deep=True)
+    a = next(a for a in record.analyses if points(record, a))
+    for t in a.timings:
+        t.extrapolated = True
+    a.timings[0].variant = a.timings[0].variant or "@float32"  # several points: the terminal prints the frontier
+    front = next(p for p in points(record, a) if p.on_frontier)
+    t = next(t for t in a.timings if t.label == front.label)
+    page = html_lib.unescape(render_report(record, folder))
+    frontier = page[page.index(f'id="analysis-{a.name}-frontier"'):]
+    frontier = frontier[:frontier.index("</table>")]
+    total = "~" + format_seconds(t.estimate_total_s)
+    assert f'<td class="num">{total}</td>' in frontier
+    assert any(f": {total}, error" in line for line in frontier_lines(record))

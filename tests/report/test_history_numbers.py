@@ -89,3 +89,19 @@ def test_a_strategy_with_no_value_at_a_commit_is_named_under_its_chart(tmp_path:
                      "to run here; asv&#39;s log of the run says which)"]
     table = page[page.index("<table", page.index(">e: top3</h3>")):]
     assert re.search(r"<td>torch</td><td class=\"num\">-</td>", table)  # its row, not left out
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_the_y_axis_labels_a_tick_at_or_above_the_highest_bar(log: bool) -> None:
+    """The bench_dense svd chart's bars reached about 3-4 with no tick label above 2."""
+    commits = ["c0", "c1", "c2"]
+    trends = [Trend(label="svd", machine="vm-cpu", values={"c0": 2.4, "c1": 3.1, "c2": 2.8},
+                    bands={"c0": (2.1, 2.9), "c1": (2.6, 4.3)}),
+              Trend(label="eigh", machine="vm-cpu", values={"c0": 0.9, "c2": 1.2}, bands={"c2": (1.0, 1.5)})]
+    fig = trend_figure(trends, commits, ["vm-cpu"], "seconds", log=log)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    labelled = [t.get_position()[1] for t in ax.yaxis.get_majorticklabels()
+                if t.get_text() and low <= t.get_position()[1] <= high]
+    assert max(labelled) >= 4.3 and high >= 4.3, (labelled, high)

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.record.run_record import RunRecord
 from harness.report import charts
 from harness.report.html import render_report
-from harness.report.labels import rounds_text
+from harness.report.labels import COMPUTED_MARK, PEAK_NOTE, ROLES_NOTE, SPREAD_NOTE, rounds_text
 
 
 def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord]) -> None:
@@ -142,3 +142,17 @@ def test_the_spectra_title_says_the_band_only_where_it_shows_and_coinciding_line
     ax = charts.decay_figure(wide, "svd_topk: singular values").axes[0]
     assert ax.get_title() == "svd_topk: singular values, median and 10-90% band"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["up", "down"]
+
+
+def test_the_tables_notes_are_said_once_and_a_name_keeps_its_mark(smoke_run: tuple[Path, RunRecord]) -> None:
+    """The walk-through's smoke report repeated the 12-line footnote (Role ... % of peak) under each
+    of its 4 analyses, and wrapped `gram_eigh *` to put the mark on a line of its own."""
+    folder, record = smoke_run
+    page = html_lib.unescape(render_report(record, folder))
+    assert sum(bool(a.timings) for a in record.analyses) >= 2
+    for note in (ROLES_NOTE, SPREAD_NOTE, PEAK_NOTE):
+        assert page.count(note) == 1, note
+    assert page.index('id="reading"') < page.index('id="analysis-')
+    marked = re.findall(rf"<td([^>]*)>[^<]* {re.escape(COMPUTED_MARK)}</td>", page)
+    assert marked and set(marked) == {' class="name"'}
+    assert re.search(r"td\.name \{ white-space: nowrap; \}", page)

@@ -110,7 +110,7 @@ def test_the_spread_is_the_interval_of_quartiles_or_n_1(smoke_run: tuple[Path, R
     page = render_report(record, smoke_run[0])
     assert f"| {interval} |" in html_row(page, strategy_label(a, t.strategy))
     assert "| n=1 |" in html_row(page, strategy_label(a, single.strategy))
-    assert "<th>[q1, q3]</th>" in page and SPREAD_NOTE in flat(page)
+    assert "<th>compute total [q1, q3]</th>" in page and SPREAD_NOTE in flat(page)  # it holds the total's quartiles
 
 
 def test_the_terminal_table_does_not_import_matplotlib() -> None:

@@ -51,7 +51,7 @@ def cells(record: RunRecord) -> list[dict[str, str]]:
 def html_row(page: str, strategy: str) -> str:
     """The timing table's row of `strategy`, unescaped."""
     rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
-    return html.unescape(next(r for r in rows if re.search(rf"<td>{re.escape(strategy)}( \*)?</td>", r)))
+    return html.unescape(next(r for r in rows if re.search(rf"<td[^>]*>{re.escape(strategy)}( \*)?</td>", r)))
 
 
 def contradicted(tmp_path: Path) -> tuple[RunRecord, str, str]:

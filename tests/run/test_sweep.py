@@ -256,3 +256,24 @@ def test_exponents_and_intervals_read_alike_in_the_headline_the_page_and_the_md(
         assert f"^{said}" in headline and f">{said}<" in page
     p = record.points[0].timings[0]
     assert seconds_interval(p.low, p.high) in page and seconds_interval(p.low, p.high) in sweep_markdown(record)
+
+
+def test_a_sweep_says_what_its_busy_points_taught_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of a sweep's 5 points reprinted `wisdom: 2 measurements taken while busy ...`: the
+    sweep says it once, counting every point's."""
+    from harness.bench import noise
+    from harness.machine import wisdom
+    from harness.machine.info import probe
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    busy = lambda conditions: ["load 18.4 on 2 cores"]  # noqa: E731
+    monkeypatch.setattr(rounding, "condition_reasons", busy)
+    monkeypatch.setattr(noise, "condition_reasons", busy)
+    two = [*TINY[:-3], "sweep.data.rank=[2, 4]", "--set", "benchmark.warmup=0"]
+    assert cli.main(["run", EXAMPLE, *two, "--budget", "1s", "-o", str(tmp_path / "out"), "--no-cache"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("wisdom: ")]
+    learned = [o for o in wisdom.load(tmp_path / "wisdom", probe()).observations if o.busy is not None]
+    assert len(learned) >= 2 and len(said) == 1, said
+    assert said[0].startswith(f"wisdom: {len(learned)} measurements taken while busy")
