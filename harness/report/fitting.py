@@ -14,6 +14,7 @@ from typing import Any
 from rich import box
 from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -39,14 +40,16 @@ class Fitted:
     # and the next run of the same spec without it, two characters apart)
     floors: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table | Text]:
-        """The table, then its caption wrapped at the terminal's width, not the table's (a 153-column
-        table wrapped its notes at 153 in a 160-column terminal)."""
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        """The table's lines without the blanks that pad them to its width (a copied or piped table
+        carried 100 trailing spaces on its blank rows), then its caption wrapped at the terminal's
+        width, not the table's (a 153-column table wrapped its notes at 153 in a 160-column terminal)."""
         table = copy.copy(self.fit(console, options.max_width))
         caption, table.caption = table.caption, None
-        yield table
-        if caption:
-            yield Text.from_markup(str(caption))
+        drawn: list[Table | Text] = [table, *([Text.from_markup(str(caption))] if caption else [])]
+        for line in (line for part in drawn for line in console.render_lines(part, options, pad=False)):
+            yield from _trimmed(line)
+            yield Segment.line()
 
     def fit(self, console: Console, width: int) -> Table:
         """The table as drawn `width` columns wide: fewer columns, fixed widths."""
@@ -66,6 +69,16 @@ class Fitted:
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table
+
+
+def _trimmed(line: list[Segment]) -> list[Segment]:
+    """A drawn line less its trailing blanks (unstyled ones: a coloured blank is drawn)."""
+    while line and not line[-1].control and not (line[-1].style and line[-1].style.bgcolor):
+        text = line[-1].text.rstrip(" ")
+        if text:
+            return [*line[:-1], Segment(text, line[-1].style)]
+        line = line[:-1]
+    return line
 
 
 def _spans(console: Console, column: Column, floor: int = 0) -> tuple[int, int]:

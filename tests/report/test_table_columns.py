@@ -101,3 +101,13 @@ def test_a_width_shows_the_same_columns_in_every_run_of_a_spec(width: int, tmp_p
     headers, _ = _drawn(_record(tmp_path, False), width)
     assert _drawn(_other_run(_record(tmp_path, False)), width)[0] == headers
     assert set(_drawn(_other_run(_record(tmp_path, False)), width, wide=True)[0]) >= set(headers)
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_no_line_of_a_drawn_table_ends_in_blanks(width: int, tmp_path: Path) -> None:
+    """Walk-through 3: the blank rows between analyses were 95-100 spaces, and every row carried the
+    padding of its last column, into a copy or a pipe."""
+    out = io.StringIO()
+    Console(width=width, file=out).print(run_table(_record(tmp_path, False), explain=True))
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 10 and not [line for line in lines if line != line.rstrip()]
