@@ -62,7 +62,8 @@ class SyntheticData(BaseModel):
     @classmethod
     def _rank_fits(cls, rank: int, info: ValidationInfo) -> int:
         """A LoRA delta B @ A of rank r above min(m, n) is no LoRA: B is m x r and A r x n, so
-        the delta's rank is min(m, n, r) and r buys nothing but memory and time."""
+        the delta's rank is min(m, n, r) and r buys nothing but memory and time. A rank written
+        out only: the default (16) left to small modules is their min(m, n) in effect, as ever."""
         modules = info.data.get("modules") or {}
         if info.data.get("form") != "lora" or not modules:
             return rank

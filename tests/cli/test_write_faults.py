@@ -99,6 +99,7 @@ name = "f"
 source = "synthetic"
 adapters = 3
 layers = 2
+rank = 4
 modules = {up = [40, 8], down = [8, 40], sq = [16, 16]}
 [[analysis]]
 op = "svdvals"
