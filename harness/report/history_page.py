@@ -83,7 +83,21 @@ def headline(found: dict[tuple[str, str], dict[str, Side]], axis: Axis, since: s
     listed = [(j, anchor(*split_point(j.point)[:2])) for j in judged if j.verdict in ("regression", "improvement")]
     measured = {machine for (machine, _), by in found.items() if axis.latest(by) is not None}
     return {"since": since, "counts": counts, "changes": listed, "judged": len(judged),
-            "machines": sorted(measured, key=axis.machines.index)}
+            "machines": sorted(measured, key=axis.machines.index), "busy": busy_shares(found, axis)}
+
+
+def busy_shares(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> list[tuple[str, str, float]]:
+    """(machine, its newest commit, the share of that run's rounds timed while the machine was busy)
+    where any were: a page of intervals from a busy run said nothing of the load (walk-through 5)."""
+    out = []
+    for machine in axis.machines:
+        mine = {c: side for (m, _), by in found.items() if m == machine for c, side in by.items()}
+        newest = [c for c in axis.commits if c in mine]
+        shares = [side.busy for (m, _), by in found.items() if m == machine and newest
+                  for c, side in by.items() if c == newest[-1] and side.busy is not None]
+        if shares and max(shares) > 0:
+            out.append((machine, newest[-1], sum(shares) / len(shares)))
+    return out
 
 
 def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> tuple[Trend, list[Judged]]:

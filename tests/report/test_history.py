@@ -307,3 +307,20 @@ def test_a_lone_commit_with_no_speedup_does_not_say_its_speedups_are_below(tmp_p
     headline = page[page.index('id="headline"'):page.index("<nav>")]
     assert "Its speedups are below" not in headline and "It has no speedup measured (below says why)" in headline
     assert "No speedup measured at any commit" in page
+
+
+@pytest.mark.parametrize("busy", [0.0, 0.75])
+def test_the_headline_says_when_the_newest_run_was_timed_on_a_busy_machine(busy: float, tmp_path: Path) -> None:
+    """Walk-through 5: a page of `0.86x (too wide)` from an `asv run` at load 5-7 never said the
+    machine was busy; the run's own report does (its `!` and unstable line)."""
+    root = tmp_path / "busy"
+    points = ["e:spectrum/fast"]
+    names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
+    write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
+                                       "params": [[repr(p) for p in points]], "version": "1"} for name in names.values()})
+    write_run(root, "vm-cpu", 0, {names[t]: [[v], [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
+                                  for t, v in zip(TRACKS, (0.5, 1.3, busy))})
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    headline = " ".join(page[page.index('id="headline"'):page.index("<nav>")].split())
+    said = "On vm-cpu, 75% of the rounds at <code>00ababab</code> were timed while the machine was busy"
+    assert (said in headline) == (busy > 0)
