@@ -153,6 +153,7 @@ def timing_chart(analysis: AnalysisRecord) -> str:
 
 
 SEEN = 1.05  # lines closer than 5% are one line on a log axis
+NUMERICAL_ZERO = float(np.finfo(np.float32).eps)  # per index of the spectrum, times its s_1
 SHOWN = 0.03  # a band under 3% of the log axis' height (~5 px) is hidden by its line
 
 
@@ -163,18 +164,22 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     band only where it shows, and a module whose line coincides with one drawn before it is dashed
     and named so in the legend (mlp_up hid under mlp_down, the legend listing both).
 
-    Exact zeros (the min(m, n) - r zeros of a rank-r LoRA spectrum) have no place on a log axis:
-    they are left out, so the line ends at the rank instead of the axis reaching 1e-300."""
+    Zeros (the min(m, n) - r zeros of a rank-r LoRA spectrum) have no place on a log axis: they are
+    left out, so the line ends at the rank instead of the axis reaching 1e-300, and so are values a
+    float32 SVD cannot tell from zero (under NUMERICAL_ZERO, numpy's matrix_rank tolerance): the
+    smoke spectra drew their 1e-7 to 1e-9 noise past rank 4 as if it were spectrum."""
     fig = _figure(6.0, 3.0)
     ax = fig.subplots()
     zeros, widest = False, 1.0
     drawn: dict[str, np.ndarray] = {}
-    ends = [float(f(np.where(a > 0, a, np.nan))) for b in bands.values() for a, f in ((b[1], np.nanmin), (b[2], np.nanmax))
-            if np.any(a > 0)]
+    ends = [float(f(np.where(a > cut, a, np.nan))) for b in bands.values()
+            for cut in [NUMERICAL_ZERO * len(b[0]) * float(np.max(b[0], initial=0.0))]
+            for a, f in ((b[1], np.nanmin), (b[2], np.nanmax)) if np.any(a > cut)]
     for module, (median, low, high) in bands.items():
         i = np.arange(1, len(median) + 1)
-        zeros |= bool(np.any(median <= 0))
-        median, low, high = (np.where(a > 0, a, np.nan) for a in (median, low, high))
+        floor = NUMERICAL_ZERO * len(median) * float(np.max(median, initial=0.0))
+        zeros |= bool(np.any(median <= floor))
+        median, low, high = (np.where(a > floor, a, np.nan) for a in (median, low, high))
         widest = max(widest, float(np.nanmax(high / low, initial=1.0)))
         under = next((m for m, line in drawn.items() if _coincide(line, median)), None)
         (line,) = ax.plot(i, median, lw=1.5, ls="-" if under is None else (0, (4, 3)),
@@ -185,7 +190,7 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     title += (", median and 10-90% band" if np.log(widest) >= SHOWN * span
               else ", median (10-90% band too thin to show)")
     if zeros:
-        title += " (exact zeros not drawn)"
+        title += " (zeros not drawn: values under s_1 x min(m, n) x float32's eps)"
     ax.set_yscale("log")
     _log_axis(ax.yaxis)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # 1, 2, 3, not 1.25

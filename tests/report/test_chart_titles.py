@@ -25,7 +25,7 @@ def assert_title_fits(fig: Figure) -> None:
 def test_the_longest_spectrum_title_wraps_inside_its_figure() -> None:
     s = np.concatenate([np.geomspace(2.0, 0.002, 14), [0.0, 0.0]])  # exact zeros, a band too thin to show
     fig = charts.decay_figure({"mlp_down": (s, s * 0.99, s * 1.01)}, f"{LONG}: singular values")
-    assert "exact zeros not drawn" in fig.axes[0].get_title() and "too thin" in fig.axes[0].get_title()
+    assert "zeros not drawn" in fig.axes[0].get_title() and "too thin" in fig.axes[0].get_title()
     assert_title_fits(fig)
 
 
@@ -42,3 +42,14 @@ def test_pca_roofline_frontier_and_comparison_titles_wrap_inside_their_figures(
     assert_title_fits(charts.frontier_figure(record, a))
     folders = (f"runs/{LONG}_before_the_change", f"runs/{LONG}_after_the_change")
     assert_title_fits(charts.ratio_figure(compare_records(smoke_run[1], smoke_run[1], folders)))
+
+
+def test_float_noise_past_a_lora_rank_is_not_drawn_as_spectrum() -> None:
+    """Walk-through 5: the smoke spectra (rank 4 of 48x32) drew their 1e-7 to 1e-9 float noise past
+    index 4 as if it were spectrum, under a title that said zeros were not drawn."""
+    s = np.concatenate([[2.0, 1.5, 1.0, 0.5], np.geomspace(3e-7, 1e-9, 28)])
+    fig = charts.decay_figure({"w": (s, s, s)}, "svdvals: singular values")
+    drawn = fig.axes[0].lines[0].get_ydata()
+    assert np.count_nonzero(np.isfinite(drawn)) == 4 and "zeros not drawn" in fig.axes[0].get_title()
+    dense = np.geomspace(2.0, 2e-3, 32)  # condition 1e3: every value is spectrum
+    assert np.all(np.isfinite(charts.decay_figure({"w": (dense, dense, dense)}, "t").axes[0].lines[0].get_ydata()))
