@@ -54,6 +54,11 @@ class Salvage:
         self.defaulted.add(key)
         return True
 
+    def worded(self, line: str) -> str:
+        """A plan refusal in the spec's own terms: a shape group's label quotes its rank
+        (`48x32r16`), which is the default's when the rank was refused (the spec said 100)."""
+        return re.sub(r"\b(\d+x\d+)r\d+\b", r"\1", line) if "rank" in self.defaulted else line
+
     def said(self, line: str) -> bool:
         """Whether a plan refusal may be said: not one about a value now at its default."""
         words = set(re.findall(r"[a-z_]+", line.split(": ", 1)[-1]))
@@ -103,7 +108,7 @@ def every_problem(spec_path: str | Path, overrides: list[str], refused: SpecErro
         prepare(spec_path, overrides, spec=spec)
     except PlanError as plan:
         said = {line.removeprefix(f"{spec_path}: ").split(": ")[0] for line in refused.lines}  # a key's own first
-        more = [line for line in (_renumbered(line, salvage.kept) for line in plan.lines)
+        more = [line for line in (salvage.worded(_renumbered(line, salvage.kept)) for line in plan.lines)
                 if salvage.said(line) and line.split(": ")[0] not in said]
         return SpecError(refused.lines + [f"{spec_path}: {line}" for line in more])
     except PathError:

@@ -132,3 +132,12 @@ def test_plan_and_run_list_every_problem_validate_lists(tmp_path: Path, capsys: 
         assert cli.main(command) == 2
         assert capsys.readouterr().err.strip().splitlines() == said, command
     assert not (tmp_path / "r").exists()
+
+
+def test_a_refused_rank_is_not_quoted_in_a_groups_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 5: with `rank = 100` refused, validate said `k: 50 exceeds min(m, n) of the
+    48x32r16 group`, quoting the default rank the plan's pass had fallen back to."""
+    assert cli.main(["validate", SMOKE, "--set", "data.rank=100", "--set", "analysis[2].k=50"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.endswith("data.rank: 100 exceeds min(m, n) = 32 of the 48x32 layers (up)") for line in lines)
+    assert any(line.endswith("analysis[2].k: 50 exceeds min(m, n) of the 48x32 group (at most 32 there)") for line in lines)
