@@ -196,3 +196,10 @@ def test_a_lora_rank_above_its_layers_is_refused_with_the_specs_other_problems(t
     assert any(line.startswith("execution.device: ") for line in lines) and len(lines) == 2
     load_spec(write(tmp_path, GOOD.replace('source = "synthetic"', 'source = "synthetic"\nform = "dense"\nrank = 1000')))
     load_spec(write(tmp_path, GOOD.replace('source = "synthetic"', 'source = "synthetic"\nrank = 64')))  # 64x256 layers
+
+
+def test_two_bad_compared_strategies_list_the_ones_that_fit_once(tmp_path: Path) -> None:
+    """Walk-through 5: `strategy 'numpy' does not do svd_topk; svd_topk strategies: cupy, ...;
+    unknown strategy 'nonesuch'; svd_topk strategies: cupy, ...`, the list twice in one line."""
+    (line,) = [p for p in problems(tmp_path, GOOD, ['analysis.0.compare=["nonesuch", "numpy"]']) if ".compare:" in p]
+    assert line.count("svd_topk strategies:") == 1 and "'nonesuch'" in line and "'numpy' does not do" in line

@@ -172,9 +172,11 @@ class _AnalysisBase(_Section):
     @field_validator("compare")
     @classmethod
     def _known_compared(cls, names: list[str]) -> list[str]:
-        problems = [check_strategy_name(name, cls.op_name()) for name in names]
-        if any(problems):
-            raise ValueError("; ".join(p for p in problems if p))
+        problems = [p for name in names if (p := check_strategy_name(name, cls.op_name())) is not None]
+        if problems:  # each its own words, the strategies that would fit said once, at the end
+            serving = f"{cls.op_name()} strategies: "
+            heads = [p.split(serving)[0].rstrip("; ") for p in problems]
+            raise ValueError("; ".join(heads) + "; " + serving + problems[0].split(serving)[1])
         return names
 
 
