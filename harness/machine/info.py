@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from threadpoolctl import threadpool_info
 
 import harness
+from harness.base.units import format_bytes
 from harness.linalg.device import cuda_available, torch_missing_reason, torch_version
 
 
@@ -55,7 +56,7 @@ class MachineInfo(BaseModel):
         gpu = f", {self.cuda_device}" if self.cuda_device else ", no CUDA"
         torch = f"torch {self.torch}" if self.torch else "no torch"
         return (
-            f"{self.cpu} ({self.cores} cores), {self.memory_total / 2**30:.0f} GiB, "
+            f"{self.cpu} ({self.cores} cores), {format_bytes(self.memory_total)}, "  # as the page says it
             f"numpy {self.numpy}, {torch}{gpu}"
         )
 

@@ -143,7 +143,7 @@ def _markdown_row(row: dict[str, Any], speedup: str) -> str:
     checked = row["status"] == "not timed" and row["passed"] is not None
     status = ("passed" if row["passed"] else "FAILED") if checked else row["status"]
     cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if row["computed_results"] else ""), row["role"],
-             f"{row['device']} ({row['library']})" if timed else "-",
+             f"{row['device']} ({row['library']})" if row["device"] else "-",  # a point not timed: the plan's
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
              total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",

@@ -5,12 +5,13 @@ the page is opened."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from harness.report.compare import MAX_SPAN, Comparison
 from harness.report import charts, pca_chart, roofline_chart
@@ -52,7 +53,14 @@ def environment() -> Environment:
     env.filters["p"] = format_p
     env.filters["p_clause"] = p_clause
     env.filters["rate"] = format_rate
+    env.filters["prose"] = prose
     return env
+
+
+def prose(text: str) -> Markup:
+    """A line of the terminal's prose as HTML: escaped, then each `code` span a <code> (the
+    terminal's backticks showed as typed in a page's headline)."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
 
 
 def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, Any]]:

@@ -95,6 +95,18 @@ def test_an_untimed_row_says_the_precision_device_and_library_the_plan_gave_it(
         expected = {"precision": t.precision or plan.dtype, "device": device, "library": library, "compiled": t.compiled}
         assert {k: fields[k] for k in expected} == expected
         assert {k: row[k] for k in expected} == {k: str(v) for k, v in expected.items()}
+    md = exported(busy, "md", capsys)  # walk 5: the md said `-` where the csv gave the plan's device
+    for row, _fields in untimed:
+        line = next(x for x in md.splitlines() if x.startswith(f"| {row['analysis']} | {row['strategy']} |"))
+        assert f"| {row['device']} ({row['library']}) |" in line, line
+
+
+def test_the_md_and_the_page_say_the_machines_memory_alike(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 5: the md's header said `24 GiB`, the HTML `23.5 GiB (22.6 GiB available)`."""
+    from harness.base.units import format_bytes
+
+    machine = load_record(busy).machine
+    assert f", {format_bytes(machine.memory_total)}, " in exported(busy, "md", capsys).splitlines()[0]
 
 def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> None:
     """Issue 48: the md kept only `not timed`, dropping the unresolved and unstable lines (and their

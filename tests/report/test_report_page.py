@@ -156,3 +156,15 @@ def test_the_tables_notes_are_said_once_and_a_name_keeps_its_mark(smoke_run: tup
     marked = re.findall(rf"<td([^>]*)>[^<]* {re.escape(COMPUTED_MARK)}</td>", page)
     assert marked and set(marked) == {' class="name"'}
     assert re.search(r"td\.name \{ white-space: nowrap; \}", page)
+
+
+def test_the_plans_timed_column_says_each_strategys_own_timing_and_its_calls_estimate(
+        smoke_run: tuple[Path, RunRecord]) -> None:
+    """Walk 5: `numpy (baseline, est. 210 ms): ... ~210 ms a round` stood for every strategy beside
+    a 140 us median; each names its own timing and its call's estimate, which the table checks."""
+    folder, record = smoke_run
+    text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
+    for t in (t for s in record.plan.steps for t in s.timed if t.allocations):
+        a = max(t.allocations, key=lambda x: x.block_s)
+        assert (f"{t.strategy} ({t.role}, timing est. {charts.format_seconds(t.estimate_s)}): "
+                f"{t.cut}") in text and f"a call (est. {charts.format_seconds(a.call_s)})" in t.cut

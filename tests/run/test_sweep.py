@@ -6,6 +6,7 @@ verified run, its record, fits, exports and chart."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,10 @@ def test_plan_shows_every_point_and_the_budget_bounds_the_whole_sweep(capsys: py
     assert [p["point"] for p in shown["points"]] == [{"data.rank": 2}, {"data.rank": 4}, {"data.rank": 8}]
     assert [p["plan"]["bench"]["budget_s"] for p in shown["points"]] == [1.0, 1.0, 1.0]
     assert shown["estimate_s"] == pytest.approx(sum(p["estimate_s"] for p in shown["points"]))
+    assert cli.main(["plan", EXAMPLE, *TINY, "--budget", "3s"]) == 0
+    drawn = capsys.readouterr().out.splitlines()
+    assert any("sweep of 3 points" in line for line in drawn)
+    assert [line for line in drawn if line != line.rstrip()] == []  # a table's lines end without padding blanks
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +129,8 @@ def test_a_sweep_says_each_points_pick_and_verdict_as_it_runs_in_the_runs_table_
     picks = shown.splitlines()
     header = next(i for i, line in enumerate(picks) if "planner's pick" in line and "fastest measured" in line)
     assert set(picks[header + 1].strip()) == {"─"}  # the header's rule, as under a run's table
+    # the picks table, its title and its rows, ends its lines as a run's table does: no padding blanks
+    assert [line for line in shown.splitlines() if line != line.rstrip()] == []
 
 
 def known_sweep() -> SweepRecord:
@@ -164,6 +171,10 @@ def test_the_planners_picks_and_the_crossover_are_shown_in_every_output(tmp_path
     page = render_sweep(record)
     assert 'id="planner"' in page and page.count("<tr>") == 1 + 5 + 1 + 2 + 1 + 10  # picks, fits, points
     assert "numpy overtakes factored (95%)" in page  # the crossover's band, in the chart's legend
+    # a tie is neither a pass nor a miss: not the miss's red
+    styles = {text: style for style, text in re.findall(r'<td class="(\w+)">((?:yes|no:|not told apart)[^<]*)</td>', page)}
+    assert {styles[r["agrees"]] for r in rows if r["agrees"].startswith("not told apart")} == {"muted"}
+    assert {styles[r["agrees"]] for r in rows if r["agrees"].startswith("no:")} == {"fail"}
 
 
 def test_the_sweep_chart_draws_every_strategy_the_plan_picked_and_rings_the_picks() -> None:
@@ -207,6 +218,8 @@ def test_unstable_measurements_are_said_as_a_run_says_them_and_an_unheld_fit_sho
     page = render_sweep(record)
     fits = page[page.index("<h2>Fits</h2>"):page.index("<h2>Points</h2>")]
     assert "{}" not in fits and fits.count("<td>-</td>") == len(record.fits) == 2
+    # the terminal's `code` is code on the page, not literal backticks
+    assert "re-run on a quiet machine (<code>harness system</code> names what is busy)" in page and "`" not in page
 
 
 @pytest.mark.browser
