@@ -2,7 +2,10 @@
 machine has not measured, scaled by how this machine's measurements compare with the model where
 it has both (busy measurements included, as the planner uses them). Unscaled, `auto` compared an
 idle model's 128 us with a busy machine's measured 485 us, picked the unmeasured strategy, which
-then took 42x its estimate, and the pick flipped from run to run (a walk-through)."""
+then took 42x its estimate, and the pick flipped from run to run (a walk-through). One factor does
+not mend the model's error per strategy (10-40x on some small-matrix kernels, where per-call
+overheads dominate): `model_error` is how far apart the measured/modelled ratios lie, the margin a
+modelled estimate must beat a measured one by (plan.choice)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from harness.plan.model import Candidate
 from harness.plan.variants import needs_measurement
 
 MIN_FAMILY = 3  # measured points a backend needs for a factor of its own (a median robust to one outlier)
-MODEL_ERROR = 1.5  # how far a modelled estimate is known to miss, scaled or not: a smaller margin is a tie
+MODEL_ERROR = 1.5  # how far a modelled estimate is known to miss, scaled or not, at least: a smaller margin is a tie
 AGREES = 0.05  # a factor within this of 1 is the model agreeing with the machine: estimates left as modelled
 SCALED = "the cost model's estimate scaled by this machine's measured/modelled ratio (busy measurements included)"
 MACHINE = "*"  # the factors' key for the machine-wide one
@@ -53,6 +56,15 @@ def factors(candidates: Iterable[Candidate]) -> dict[str, float]:
     return {device: _median(ratios) for device, ratios in by.items() if device == MACHINE or len(ratios) >= MIN_FAMILY}
 
 
+def model_error(candidates: Iterable[Candidate]) -> float:
+    """How far the model has missed on this machine: the largest measured/modelled ratio over the
+    smallest (a scaled estimate can be off by that much either way), at least MODEL_ERROR; MODEL_ERROR
+    where nothing was measured. In a walk-through the modelled dual_gram, picked at 3.7x below the
+    busy measured factored_gram, then took 10x what factored_gram had."""
+    ratios = _ratios(candidates).get(MACHINE)
+    return max(MODEL_ERROR, max(ratios) / min(ratios)) if ratios else MODEL_ERROR
+
+
 def calibrated(c: Candidate, sizes: dict[str, int], scale: dict[str, float]) -> Candidate:
     """`c` with its modelled groups scaled by its backend's factor (else the machine's), its
     estimate recomputed from `sizes` (matrices per group; pca: positions)."""
@@ -67,9 +79,14 @@ def calibrated(c: Candidate, sizes: dict[str, int], scale: dict[str, float]) -> 
                                 "estimate_s": sum(per[g] * sizes[g] for g in per)})
 
 
+def times(factor: float) -> str:
+    """`2.4`, `25`, `420`: a factor in two figures, or whole."""
+    return f"{factor:{'.2g' if factor < 100 else '.0f'}}"
+
+
 def scaled_text(factor: float) -> str:
     """`x2.4`, as `modelled x2.4` says a scaled estimate (SCALED says what it means)."""
-    return f"x{factor:{'.2g' if factor < 100 else '.0f'}}"
+    return f"x{times(factor)}"
 
 
 def scaled_note(scales: Iterable[float | None]) -> str | None:

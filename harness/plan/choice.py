@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.base.units import format_seconds
 from harness.data.workload import Workload
 from harness.machine.wisdom import BUSY, MODELLED
-from harness.plan.calibration import MODEL_ERROR, scaled_text
+from harness.plan.calibration import MODEL_ERROR, scaled_text, times
 from harness.plan.model import Candidate
 from harness.plan.variants import needs_measurement
 from harness.strategies.registry import STRATEGIES
@@ -42,14 +42,15 @@ def _fastest(candidates: list[Candidate]) -> Candidate:
     return min(candidates, key=lambda c: (c.estimate_s or 0.0, c.label))
 
 
-def _pick(exact: list[Candidate]) -> tuple[Candidate, Candidate | None]:
+def _pick(exact: list[Candidate], margin: float) -> tuple[Candidate, Candidate | None]:
     """The fastest, unless its estimate is (partly) modelled and a measured one is within the
-    model's known error of it (MODEL_ERROR): a measured strategy does not lose on a margin the
-    model cannot tell. Returns the pick, and the faster modelled one it was preferred to, if any."""
+    model's error on this machine of it (`margin`, plan.calibration.model_error): a measured
+    strategy does not lose on a margin the model cannot tell. Returns the pick, and the faster
+    modelled one it was preferred to, if any."""
     fastest = _fastest(exact)
     if _wholly_measured(fastest):
         return fastest, None
-    near = [c for c in exact if _wholly_measured(c) and (c.estimate_s or 0.0) <= (fastest.estimate_s or 0.0) * MODEL_ERROR]
+    near = [c for c in exact if _wholly_measured(c) and (c.estimate_s or 0.0) <= (fastest.estimate_s or 0.0) * margin]
     return (_fastest(near), fastest) if near else (fastest, None)
 
 
@@ -69,17 +70,23 @@ def _eligible(c: Candidate) -> bool:
     return c.available and not STRATEGIES[c.strategy].approximate and _unproven(c) is None
 
 
-def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str]:
+def _passed_over(best: Candidate, passed: Candidate, margin: float) -> str:
+    """Why the measured `best` runs instead of the faster modelled `passed`, in plain words."""
+    error = f"the model's {MODEL_ERROR:g}x" if margin <= MODEL_ERROR else \
+        f"the model's error: it has been off by up to {times(margin)}x on this machine"
+    return (f"{best.label} (measured) over {passed.label} (est. {format_seconds(passed.estimate_s)}"
+            f"{_measured(passed)}): within {error}")
+
+
+def _auto(candidates: list[Candidate], tolerance: float, margin: float) -> tuple[Candidate, str]:
     exact = [c for c in candidates if _eligible(c)]
     if not exact:
         why: dict[str, list[str]] = {}  # one reason once, with every candidate it rules out
         for c in candidates:
             why.setdefault(str(c.reason or _unproven(c)), []).append(c.label)
         raise LookupError("; ".join(f"{reason} ({', '.join(labels)})" for reason, labels in why.items()))
-    best, passed = _pick(exact)
-    notes = [] if passed is None else [
-        f"{passed.label} est. {format_seconds(passed.estimate_s)}{_measured(passed)}, within the model's "
-        f"{MODEL_ERROR:g}x of it, so the measured one runs"]
+    best, passed = _pick(exact, margin)
+    notes = [] if passed is None else [_passed_over(best, passed, margin)]
     for c in sorted(candidates, key=lambda c: (c.estimate_s is None, c.estimate_s or 0.0)):
         if c is best or c is passed:
             continue
@@ -100,13 +107,14 @@ def _auto(candidates: list[Candidate], tolerance: float) -> tuple[Candidate, str
 
 
 def choose(named: str, candidates: list[Candidate], op: str, workload: Workload,
-           tolerance: float = 1.0) -> tuple[Candidate, str]:
+           tolerance: float = 1.0, margin: float = MODEL_ERROR) -> tuple[Candidate, str]:
     """The candidate `named` in the spec ("auto": the fastest exact one, at the fastest precision
-    whose error meets `tolerance`) and why; ValueError with the problem when none can run. A
-    named strategy runs at its fastest precision whose error is known to meet the tolerance."""
+    whose error meets `tolerance`, a measured one unless a modelled one beats it by more than
+    `margin`) and why; ValueError with the problem when none can run. A named strategy runs at
+    its fastest precision whose error is known to meet the tolerance."""
     if named == "auto":
         try:
-            chosen, reason = _auto(candidates, tolerance)
+            chosen, reason = _auto(candidates, tolerance, margin)
         except LookupError as exc:
             raise ValueError(f"no strategy can run {op} here: {exc}") from None
     else:

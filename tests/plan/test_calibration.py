@@ -1,7 +1,8 @@
 """Modelled and measured estimates on one footing: a busy machine's measurements scale the cost
 model's figures, and a measured strategy does not lose to a modelled one within the model's
 error (a walk-through's `auto` pick flipped between gram_eigh, process_pool and factored over 7
-runs of one spec, comparing busy measurements with an idle model)."""
+runs of one spec, comparing busy measurements with an idle model); and beats it only by more than
+the spread of this machine's measured/modelled ratios (one scale left factored_gram -> dual_gram)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from harness.data.registry import build_source
 from harness.data.workload import Workload
 from harness.machine.info import probe
 from harness.machine.wisdom import BUSY, MODELLED, Observation, Wisdom, identity
-from harness.plan.calibration import MODEL_ERROR, factors
+from harness.plan.calibration import MODEL_ERROR, factors, model_error
 from harness.plan.choice import choose
 from harness.plan.compiler import compile_plan
 from harness.plan.model import Candidate
@@ -79,9 +80,10 @@ def test_a_quiet_wisdom_that_agrees_with_the_model_changes_no_pick() -> None:
     assert all("scaled" not in s.reason for s in after.steps)
 
 
-def _candidate(strategy: str, estimate_s: float, basis: str) -> Candidate:
+def _candidate(strategy: str, estimate_s: float, basis: str, ratio: float = 1.0) -> Candidate:
+    """One group's point, measured at `ratio` x the model's figure (a modelled one: `basis` MODELLED)."""
     return Candidate(strategy=strategy, device="numpy", estimate_s=estimate_s, per_matrix_s={"g": estimate_s},
-                     model_s={"g": estimate_s}, basis={"g": basis})
+                     model_s={"g": estimate_s / ratio}, basis={"g": basis})
 
 
 @pytest.mark.parametrize("ratio", [MODEL_ERROR * 0.9, MODEL_ERROR * 1.1])
@@ -100,3 +102,50 @@ def test_the_machines_factor_is_a_median_one_outlier_does_not_move() -> None:
               (("numpy", 2.0), ("gram_eigh", 2.2), ("factored", 1.9), ("process_pool", 60.0))]
     found = factors(points)
     assert found["numpy"] == pytest.approx(found["*"]) and 2.0 <= found["numpy"] <= 2.2
+
+
+def _smoke() -> Workload:
+    return Workload.from_source(build_source(load_spec(CONFIGS / "smoke.toml").data, 0, Path(".")))
+
+
+@pytest.mark.parametrize("faster", [3.7, 1000.0])
+def test_a_modelled_strategy_beats_a_measured_one_only_by_more_than_the_models_spread(faster: float) -> None:
+    """The walk-through: this machine's measured/modelled ratios span 25x (numpy at 25x the model
+    while busy, torch at 1x); gram_eigh, never measured, is estimated 3.7x below numpy: within
+    the spread, so the measured numpy runs, and the reason says why. 1000x below still wins."""
+    measured = [_candidate("numpy", 4e-4, f"{BUSY} on this machine", ratio=25.0),
+                _candidate("torch", 1e-2, "measured on this machine", ratio=1.0)]
+    modelled = _candidate("gram_eigh", 4e-4 / faster, f"{MODELLED} x25: scaled")
+    margin = model_error(measured + [modelled])
+    assert margin == pytest.approx(25.0)
+    picks = {(c.strategy, why) for c, why in (choose("auto", order, "svdvals", _smoke(), margin=margin) for order in
+                                              ([modelled, *measured], [*measured, modelled]))}
+    assert len(picks) == 1  # the same pick, said alike, in any order
+    chosen, reason = picks.pop()
+    if faster < margin:
+        assert chosen == "numpy" and reason.startswith("auto: fastest measured exact strategy"), reason
+        assert "; numpy (measured) over gram_eigh (est. 108 µs, modelled): within the model's error: it has been " \
+               "off by up to 25x on this machine;" in reason, reason
+    else:
+        assert chosen == "gram_eigh" and "off by" not in reason, reason
+
+
+def test_the_models_error_is_its_least_where_nothing_or_one_ratio_is_known() -> None:
+    assert model_error([]) == MODEL_ERROR
+    assert model_error([_candidate("gram_eigh", 1e-4, f"{MODELLED}: never measured")]) == MODEL_ERROR
+    assert model_error([_candidate("numpy", 1e-4, "measured on this machine", ratio=40.0)]) == MODEL_ERROR
+    quiet = _plan(_measured({"numpy": 1.0, "gram_eigh": 1.1}, busy=None))
+    assert model_error(c for s in quiet.steps for c in s.candidates) == MODEL_ERROR
+
+
+def test_the_plan_weighs_a_modelled_pick_against_the_spread_of_its_own_wisdom() -> None:
+    """numpy measured at 9x the model while busy, factored at 1x: the model's error here is 9x,
+    the machine's factor 3x; gram_eigh's scaled estimate is more than MODEL_ERROR but less than
+    9x below factored's measured one, so factored runs, and the reason says why."""
+    w = _measured({"numpy": 9.0, "factored": 1.0}, busy=0.7)
+    step = _plan(w).steps[0]
+    by = {c.label: c for c in step.candidates}
+    assert MODEL_ERROR * by["gram_eigh"].estimate_s < by["factored"].estimate_s < 9 * by["gram_eigh"].estimate_s
+    assert step.strategy == "factored", step.reason
+    assert re.search(r"; factored \(measured\) over gram_eigh \(est\. [^;]*, modelled x3\): within the model's "
+                     r"error: it has been off by up to 9x on this machine;", step.reason), step.reason
