@@ -106,12 +106,13 @@ class Phrases:
 
 
 class _Item(ProgressColumn):
-    """The phase's item: Phrases fitted to the column, any other object's str() read at each
-    redraw (as text: a label's brackets are not markup)."""
+    """The phase's item: Phrases (or an object that renders as Phrases, read at each redraw)
+    fitted to the column, any other object's str() (as text: a label's brackets are not markup)."""
 
     def render(self, task: Task) -> RenderableType:
         item = task.fields.get("item", "")
-        return item if isinstance(item, Phrases) else Text(str(item), no_wrap=True, overflow="ellipsis")
+        fitted = isinstance(item, Phrases) or hasattr(item, "__rich_console__")
+        return item if fitted else Text(str(item), no_wrap=True, overflow="ellipsis")
 
 
 def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> Callable[[], float]:

@@ -178,6 +178,7 @@ class Budget:
     _outside_s: float = 0.0
     _share_s: float = 0.0
     _depth: int = 0  # `outside` blocks open: one inside another is counted once
+    _outside_began: float = 0.0  # when the open `outside` block began
 
     @staticmethod
     def clock() -> float:
@@ -194,10 +195,20 @@ class Budget:
         self._share_s = self.floors.get(analysis, 0.0) + self.extra_s(analysis)
         self._began, self._outside_s = self.clock(), 0.0
 
+    def _inside_s(self, now: float) -> float:
+        """Seconds of the open `outside` block since the open analysis began (0 when none is open)."""
+        if not self._depth or self._began is None:
+            return 0.0
+        return now - max(self._outside_began, self._began)
+
     @property
     def elapsed_s(self) -> float:
-        """The open analysis' warm-ups and rounds so far."""
-        return 0.0 if self._began is None else self.clock() - self._began - self._outside_s
+        """The open analysis' warm-ups and rounds so far: it holds still during one-off work (the
+        progress counter grew through a worker's start, then fell back by it when that ended)."""
+        if self._began is None:
+            return 0.0
+        now = self.clock()
+        return now - self._began - self._outside_s - self._inside_s(now)
 
     @property
     def live_s(self) -> float:
@@ -221,15 +232,17 @@ class Budget:
     def outside(self) -> Iterator[None]:
         """One-off work: its seconds are not the budget's."""
         began = self.clock()
+        if not self._depth:
+            self._outside_began = began
         self._depth += 1
         try:
             yield
         finally:
+            if self._depth == 1:
+                end = self.clock()
+                self._outside_s += self._inside_s(end)
+                self.one_off_s += end - began
             self._depth -= 1
-            if not self._depth:
-                took = self.clock() - began
-                self._outside_s += took
-                self.one_off_s += took
 
     def close(self, analysis: str) -> None:
         self.spent_s += self.elapsed_s

@@ -102,9 +102,9 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
 
 
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
-    """One line per cause of unreliable measurements, each run's figures apart (`9 groups unstable:
-    A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), or with `verbose` one per group and
-    reason; a group counts once under each cause."""
+    """One line per set of groups flagged unstable, its causes each run's figures apart (`9 groups
+    unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), or with `verbose` one per
+    group and reason; a group counts once under each cause."""
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
@@ -118,8 +118,16 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
             groups.add(i)
             sides.setdefault(side, []).append(reason.removeprefix(EARLIER))
             pooled.append(reason.startswith(EARLIER))
-    ranked = sorted(by.values(), key=lambda cause: -len(cause[0]))
+    # causes that flag the same groups share a line ("19 groups unstable: A: other processes took
+    # 69-72% ..." and "19 groups unstable: A: load 4.8-4.9 ..." stood apart)
+    merged: dict[frozenset[int], tuple[dict[str, list[str]], list[bool]]] = {}
+    for groups, sides, pooled in by.values():
+        texts, sources = merged.setdefault(frozenset(groups), ({}, []))
+        for side in sides:
+            texts.setdefault(side, []).append(reason_range(sides[side]))
+        sources.extend(pooled)
+    ranked = sorted(merged.items(), key=lambda cause: -len(cause[0]))
     return [f"{plural(len(groups), 'group')} unstable{gated}: "
-            + "; ".join(f"{side}: {reason_range(sides[side])}" for side in sorted(sides))
+            + "; ".join(f"{side}: {', '.join(texts[side])}" for side in sorted(texts))
             + (f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else "")
-            for groups, sides, pooled in ranked]
+            for groups, (texts, pooled) in ranked]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.markup import escape
 
 from harness.base.units import format_seconds, format_share
-from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
@@ -231,15 +231,37 @@ def _causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str, str]]:
     """(measurements, the cause with each figure's range over them, whose rounds gave it) per cause of
     measurements (each its reasons), most frequent first; a measurement counts once under each cause,
     whether this run's conditions or earlier runs' pooled rounds gave it: `load 5.2-5.7 on 2 cores`,
-    where each was a cause of its own and "earlier runs' rounds:" was said five times in one line."""
+    where each was a cause of its own and "earlier runs' rounds:" was said five times in one line.
+    A row's own kind (summary_reasons) names its rows: `bimodal calls (...): spectrum numpy, torch`."""
     mine = [[r.removeprefix(EARLIER) for r in each] for each in reasons]
-    counts = Counter(cause for each in mine for cause in {_cause(r) for r in each})
-    pooled = {_cause(r.removeprefix(EARLIER)) for each in reasons for r in each if r.startswith(EARLIER)}
-    own = {_cause(r) for each in reasons for r in each if not r.startswith(EARLIER)}
+    counts = Counter(cause for each in mine for cause in {_kind(r) for r in each})
+    pooled = {_kind(r.removeprefix(EARLIER)) for each in reasons for r in each if r.startswith(EARLIER)}
+    own = {_kind(r) for each in reasons for r in each if not r.startswith(EARLIER)}
     sources = {cause: POOLED_SOURCE if cause not in own else BOTH_SOURCES if cause in pooled else ""
                for cause in counts}
-    return sorted(((counts[cause], reason_range(same), sources[cause]) for cause, same in
-                   _by_cause(r for each in mine for r in each).items()), key=lambda x: -x[0])
+    by: dict[str, list[str]] = {}
+    for r in (r for each in mine for r in each):
+        by.setdefault(_kind(r), []).append(r)
+    return sorted(((counts[cause], _said(cause, same), sources[cause]) for cause, same in by.items()),
+                  key=lambda x: -x[0])
+
+
+# a reason of one row's own figures (per call, or per round) -> its kind as a summary says it,
+# naming rows and no figures: a bimodal row's "375 µs a call" matched no per-matrix time in the
+# table, and two shape groups' modes merged into ranges (`3-13 near 203-262 ms`) no mode had
+ROW_KINDS = {BIMODAL: "bimodal calls (two clusters of times)", "drifting: ": "drifting rounds (a trend from first to last)"}
+
+
+def _kind(reason: str) -> str:
+    """A summary reason's cause: its row kind, or its reason with the figures blanked."""
+    return next((kind for kind in ROW_KINDS.values() if reason.startswith(kind + ": ")), None) or _cause(reason)
+
+
+def _said(cause: str, same: list[str]) -> str:
+    """Reasons of one cause as one: a row kind's rows, each once, else each figure's range."""
+    if cause in ROW_KINDS.values():
+        return f"{cause}: " + ", ".join(dict.fromkeys(r.removeprefix(cause + ": ") for r in same))
+    return reason_range(same)
 
 
 POOLED_SOURCE, BOTH_SOURCES = "earlier runs' pooled rounds", "this run and earlier runs' pooled rounds"
@@ -264,11 +286,11 @@ def unstable_why(reasons: Iterable[Sequence[str]]) -> str:
 
 
 def summary_reasons(u: Unstable) -> tuple[str, ...]:
-    """Its reasons as a summary under a table of per-matrix times says them: a bimodal set of calls
-    names its row and says its figures are per call (`bimodal: svdvals gram_eigh's calls: 7 near
-    558 µs, 2 near 970 µs`); "7 samples near 558 µs" matched no row's time."""
-    return tuple(f"{BIMODAL}{u.analysis} {u.strategy}'s calls: {r.removeprefix(BIMODAL).replace(' samples near', ' near')}"
-                 if r.startswith(BIMODAL) else r for r in u.reasons)
+    """Its reasons as a summary under a table of per-matrix times says them: a reason of the row's
+    own figures by its kind and the row (`bimodal calls (two clusters of times): svdvals gram_eigh`);
+    --verbose says each measurement's figures."""
+    return tuple(next((f"{kind}: {u.analysis} {u.strategy}" for start, kind in ROW_KINDS.items() if r.startswith(start)), r)
+                 for r in u.reasons)
 
 
 def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:

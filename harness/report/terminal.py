@@ -165,7 +165,8 @@ def untimed_lines(record: RunRecord) -> list[str]:
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = unstable_why(summary_reasons(u) for u in unstable)
     pooled = " (some from earlier runs' rounds; --fresh measures anew)" if any(u.pooled for u in unstable) else ""
-    return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} unstable[/] "
+    return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} "
+            "(a strategy on one shape group) unstable[/] "
             f"({UNSTABLE_MARK}): {shown(why)}{pooled}; compare their speedups with care, or re-run on a quiet "
             "machine (`harness system` names what is busy) or with more time for rounds (--budget 30s)")
 

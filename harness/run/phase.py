@@ -53,24 +53,6 @@ from harness.strategies.registry import STRATEGIES
 from harness.linalg.device import torch_missing_reason
 
 
-@dataclass(frozen=True)
-class BenchClockLabel:
-    """The run's progress item, read at every redraw: the benchmark's clock moves as each block
-    is timed, not only when the next analysis starts."""
-
-    analysis: str
-    budget: Budget
-    limit_s: float
-
-    def __str__(self) -> str:
-        """`top3: timed 8.2/11.9 s`; past the budget `top3: 14.8 s, over 11.9 s` (it read 14.8/11.9 with no
-        sign; an analysis' first rounds are never cut, the run's lines say so), whole in 30 columns."""
-        live = self.budget.live_s
-        if live > self.limit_s:
-            return f"{self.analysis}: {live:.1f} s, over {self.limit_s:.1f} s"
-        return f"{self.analysis}: timed {live:.1f}/{self.limit_s:.1f} s"
-
-
 def new_run_id() -> str:
     """A run's id in its round ids: unique, never a timestamp (two runs in one second shared them)."""
     return uuid.uuid4().hex[:12]

@@ -16,7 +16,8 @@ from harness.compute.axes import AXES_FILE, axes_backend, write_axes
 from harness.run.context import exec_context, run_executor, timing_executor
 from harness.run.dask_session import DaskSession
 from harness.run.fanout import Outcomes, in_order, on_cluster, on_pool, spread_line
-from harness.run.phase import BenchClockLabel, BenchPhase
+from harness.run.clock import BenchClockLabel
+from harness.run.phase import BenchPhase
 from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
 from harness.machine.roofline import roof_device
@@ -109,8 +110,9 @@ class Runner:
                 with pinned(self.plan.bench.threads), self.display.phase(
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s,
                         units_s=units) as run:
+                    limit = "floor" if self.plan.bench.floor_s > self.plan.bench.budget_s else "budget"
                     for i, step in enumerate(self.plan.steps):
-                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s))  # 1/3: the count
+                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s, limit))  # 1/3: the count
                         run.within(planned(units[i]))  # bar: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":

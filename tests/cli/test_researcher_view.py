@@ -65,7 +65,7 @@ def test_run_lines_group_warnings_and_keep_the_footnote_for_explain(
     count = record.bench.unstable  # type: ignore[union-attr]
     measured = sum(len(t.groups) for a in record.analyses for t in a.timings)
     assert count > 1 and len(unstable) == 1  # one line for the cause, the record's count in it
-    assert unstable[0].startswith(f"{count} of {measured} measurements unstable (!): load 18.4 on 2 cores; ")
+    assert unstable[0].startswith(f"{count} of {measured} measurements (a strategy on one shape group) unstable (!): load 18.4 on 2 cores; ")
     assert not any("Role: baseline" in line or "float64 references:" in line for line in lines)  # --verbose
     monkeypatch.setattr(out, "width", 160)
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "b"), "--no-cache", "--explain", "--verbose"]) == 0

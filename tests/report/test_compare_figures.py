@@ -177,3 +177,15 @@ def test_a_cause_earlier_runs_rounds_gave_is_said_once_with_this_runs(tmp_path: 
     c = compare_records(a, b, ("a", "b"))
     assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A: load 4.8-5.2 on 2 cores; B: load 7.4-10.3 on 2 "
                                  "cores (some from earlier runs' pooled rounds)"]
+
+
+def test_causes_that_flag_the_same_groups_share_one_line(tmp_path: Path) -> None:
+    """Walk-through 5: `19 groups unstable: A: other processes took 69-72% ...` and `19 groups
+    unstable: A: load 4.8-4.9 on 2 cores` were two lines of the same count and prefix."""
+    record = real("main_job", tmp_path)
+    a = _timed(record, "A", [1.0, 1.1, 1.2], [["load 4.8 on 2 cores", "IQR 40% of median"],
+                                              ["load 4.9 on 2 cores", "IQR 42% of median"]])
+    b = _timed(record, "B", [1.0, 1.1, 1.2], [["load 7.4 on 2 cores"]])
+    c = compare_records(a, b, ("a", "b"))
+    assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A: load 4.8-4.9 on 2 cores, IQR 40-42% of median; "
+                                 "B: load 7.4 on 2 cores"]

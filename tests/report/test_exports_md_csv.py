@@ -119,7 +119,7 @@ def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> No
 
     record = load_record(Path(__file__).parent / "records" / "busy_run.json")
     md = results_markdown(record)
-    assert "speedups unresolved (?)" in md and "measurements unstable (!): other processes took" in md
+    assert "speedups unresolved (?)" in md and "measurements (a strategy on one shape group) unstable (!): other processes took" in md
     assert "| rounds |" in md
     timed = [r for r in result_rows(record) if r["per_matrix_s"] is not None]
     texts = [rounds_text(t) for a in record.analyses for t in a.timings]

@@ -17,7 +17,7 @@ from harness.report.fitting import Fitted
 from harness.report.labels import speedup_text
 from harness.report.terminal import COMPACT_COLUMNS, run_screen
 from harness.report.plan_view import floor_note
-from harness.run.phase import BenchClockLabel
+from harness.run.clock import BenchClockLabel
 from tests.report.test_run_screen import draw, real
 
 RECORDS = ("main_job", "busy_run")
@@ -122,5 +122,5 @@ def test_the_live_display_says_the_budget_ran_over_and_keeps_its_eta() -> None:
         display.progress.tasks[0].start_time -= 10  # the first analysis took 10 s: two more, 20 s
         shown.print(display.progress.make_tasks_table(display.progress.tasks))
     line = shown.export_text()
-    assert "spectrum: 14.8 s, over 11.9 s" in line and "…" not in line
+    assert "spectrum: timed 14.8 s, over" in line and "…" not in line
     assert "ETA ~0:00:20" in line

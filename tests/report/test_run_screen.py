@@ -136,7 +136,7 @@ def test_one_count_of_unstable_measurements(tmp_path: Path) -> None:
     shown = " ".join(draw(run_screen(record), 160)[0].split())
     count = sum(g.measurement.unstable for a in record.analyses for t in a.timings for g in t.groups)
     assert count == record.bench.unstable  # type: ignore[union-attr]
-    assert f"{count} of {count} measurements unstable (!): other processes took" in shown
+    assert f"{count} of {count} measurements (a strategy on one shape group) unstable (!): other processes took" in shown
     assert "(1)" in shown and _headline(record)["unstable_count"] == count
 
 

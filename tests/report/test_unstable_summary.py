@@ -37,8 +37,8 @@ def _busy(record: RunRecord) -> RunRecord:
 def test_each_cause_is_said_once_with_its_range_over_this_run_and_pooled_rounds(tmp_path: Path) -> None:
     record = _busy(real("main_job", tmp_path))
     n = sum(len(t.groups) for a in record.analyses for t in a.timings)
-    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements unstable" in w)
-    assert line.startswith(f"{n} of {n} measurements unstable (!): {BUSY}, ")
+    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
+    assert line.startswith(f"{n} of {n} measurements (a strategy on one shape group) unstable (!): {BUSY}, ")
     assert "earlier runs' rounds" not in line and line.count("load") == 1
     why = line[line.index(": ") + 2:line.index("; compare")]
     assert len(why) < 200  # with the advice after it, 3 lines at 100 columns; it was 10
@@ -55,7 +55,31 @@ def test_a_bimodal_warning_names_its_row_and_says_its_figures_are_per_call(tmp_p
     record = _busy(real("main_job", tmp_path))
     bimodal = next(f"{a.name} {t.label}" for a in record.analyses for t in a.timings for g in t.groups
                    if g.measurement.reasons[0].startswith("bimodal"))
-    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements unstable" in w)
-    assert f"bimodal: {bimodal}'s calls: 7 near 558 µs, 2 near 970 µs (1)" in line
-    assert f"bimodal: {bimodal}'s calls: 7 near 558 µs, 2 near 970 µs" in dict(
+    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
+    assert f"bimodal calls (two clusters of times): {bimodal} (1)" in line and "558" not in line
+    assert f"bimodal calls (two clusters of times): {bimodal}" in dict(
         (cause, k) for k, cause in _headline(record)["unstable"])
+
+
+def test_row_causes_are_grouped_by_kind_and_name_their_rows(tmp_path: Path) -> None:
+    """Walk-through 5: three `bimodal: spectrum X's calls: ...` entries apart, a `drifting` one naming
+    no row, and two shape groups' modes merged into `3-13 near 203-262 ms, 5-15 near 315-483 ms`."""
+    record = real("main_job", tmp_path)
+    timings = [(a.name, t) for a in record.analyses for t in a.timings if len(t.groups) >= 1]
+    for a in record.analyses:
+        for t in a.timings:
+            for g in t.groups:
+                g.measurement.reasons, g.measurement.unstable = [], False
+    flagged = timings[:3]
+    for i, (_name, t) in enumerate(flagged):
+        for k, g in enumerate(t.groups):
+            g.measurement.reasons = ["IQR 40% of median", f"bimodal: {3 + 10 * k} samples near {203 + i} ms, 5 near 315 ms"]
+            g.measurement.unstable = True
+    flagged[0][1].groups[0].measurement.reasons.append("drifting: 9 rounds grew 37% slower from first to last")
+    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
+    rows = ", ".join(f"{name} {t.label}" for name, t in flagged)
+    assert f"bimodal calls (two clusters of times): {rows}" in line and line.count("bimodal") == 1
+    assert f"drifting rounds (a trend from first to last): {flagged[0][0]} {flagged[0][1].label} (1)" in line
+    assert "near" not in line and "rounds grew" not in line
+    verbose = "\n".join(Text.from_markup(w).plain for w in warning_lines(record, verbose=True))
+    assert "near 203 ms" in verbose and "9 rounds grew 37% slower" in verbose  # --verbose keeps the figures

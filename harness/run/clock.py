@@ -1,0 +1,43 @@
+"""The benchmark phase's progress item: one counter of its seconds against its limit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+
+from harness.base.progress import Phrases
+from harness.bench.budget import Budget
+
+
+def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phrases:
+    """`top3: timed 8.2/11.9 s floor`; past it `top3: timed 14.8 s, over the 11.9 s floor`: one
+    counter of the benchmark's seconds, named as the run's Benchmark line names its limit (the
+    budget, or the floor when that is more); at 100 columns the first phrase alone, whole."""
+    if live_s > limit_s:
+        return Phrases((f"{analysis}: timed {live_s:.1f} s, over", f"the {limit_s:.1f} s {limit}"))
+    return Phrases((f"{analysis}: timed {live_s:.1f}/{limit_s:.1f} s", limit))
+
+
+@dataclass(frozen=True)
+class BenchClockLabel:
+    """The run's progress item, read at every redraw: the benchmark's clock moves as each block
+    is timed, not only when the next analysis starts."""
+
+    analysis: str
+    budget: Budget
+    limit_s: float
+    limit: str = "budget"  # what limit_s is: "budget", or "floor" when the floor is more
+
+    def phrases(self) -> Phrases:
+        return clock_text(self.analysis, self.budget.live_s, self.limit_s, self.limit)
+
+    def __str__(self) -> str:
+        return str(self.phrases())
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.phrases().__rich_console__(console, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return self.phrases().__rich_measure__(console, options)

@@ -1,0 +1,62 @@
+"""The benchmark's progress counter (run.clock) over a scripted clock: it only grows, through one-off
+work (a worker's start, verifying answers) and from one analysis to the next, and it names its limit
+the way the run's Benchmark line does (walk 5: `spectrum: timed 1.0/13.6 s` fell to `0.0/13.6 s`,
+`geometry: 16.9 s, over 13.6 s` to `16.2 s`, and nothing said what 13.6 s was)."""
+
+from __future__ import annotations
+
+import re
+
+from harness.bench.budget import Budget
+from harness.run.clock import BenchClockLabel, clock_text
+
+
+class Scripted(Budget):
+    """A budget whose clock reads `now`, set by the test."""
+
+    now: float = 0.0
+
+    def clock(self) -> float:  # type: ignore[override]
+        return self.now
+
+
+def test_the_counter_only_grows_through_one_off_work_and_across_analyses() -> None:
+    budget = Scripted(4.0, 13.6, {"spectrum": 5.0, "geometry": 5.0}, {"spectrum": 1.0, "geometry": 1.0})
+    label = BenchClockLabel("spectrum", budget, 13.6, "floor")
+    shown: list[str] = []
+
+    def at(t: float) -> None:
+        budget.now = t
+        shown.append(str(label))
+
+    with budget.outside():  # imports before the first analysis opens
+        at(0.5)
+        budget.open("spectrum")
+        at(1.0)
+    at(1.5)
+    with budget.outside():  # a worker starts mid-analysis: the counter holds
+        at(3.0)
+        with budget.outside():
+            at(4.0)
+        at(5.0)
+    at(6.0)
+    budget.close("spectrum")
+    label = BenchClockLabel("geometry", budget, 13.6, "floor")
+    at(7.0)
+    budget.open("geometry")
+    for t in (9.0, 17.0):
+        at(t)
+    with budget.outside():
+        at(20.0)
+    at(24.0)
+    seconds = [float(re.search(r"timed (\d+\.\d)", s).group(1)) for s in shown]  # type: ignore[union-attr]
+    assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 11.5, 11.5, 15.5]
+    assert shown[6] == "spectrum: timed 1.5/13.6 s floor"
+    assert shown[-1] == "geometry: timed 15.5 s, over the 13.6 s floor"
+
+
+def test_the_label_keeps_its_words_and_its_sign_at_100_columns() -> None:
+    under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 16.9, 13.6, "floor")
+    assert str(under) == "spectrum: timed 12.8/13.9 s budget"
+    assert str(over) == "geometry: timed 16.9 s, over the 13.6 s floor"
+    assert over.fitted(30) == "geometry: timed 16.9 s, over" and under.fitted(30) == "spectrum: timed 12.8/13.9 s"
