@@ -10,6 +10,7 @@ from harness.plan.model import Candidate
 from harness.plan.variants import needs_measurement
 from harness.strategies.registry import STRATEGIES
 
+MEASURED_TIE = 1.25  # measured estimates closer than this are one speed to a busy machine's timings
 WHOLE = "est. of the whole analysis"  # what the reason's first figure is, and the others after it
 
 
@@ -42,16 +43,24 @@ def _fastest(candidates: list[Candidate]) -> Candidate:
     return min(candidates, key=lambda c: (c.estimate_s or 0.0, c.label))
 
 
-def _pick(exact: list[Candidate], margin: float) -> tuple[Candidate, Candidate | None]:
+def _pick(exact: list[Candidate], margin: float) -> tuple[Candidate, Candidate | None, Candidate | None]:
     """The fastest, unless its estimate is (partly) modelled and a measured one is within the
     model's error on this machine of it (`margin`, plan.calibration.model_error): a measured
-    strategy does not lose on a margin the model cannot tell. Returns the pick, and the faster
-    modelled one it was preferred to, if any."""
+    strategy does not lose on a margin the model cannot tell. Measured ones within MEASURED_TIE
+    of the fastest are a tie, broken by the model's order, as a first run on no measurements picks:
+    a smoke run's second plan took torch at 56 µs over the first's gram_eigh at 63 µs, intervals
+    overlapping, and compare had no pick to pair. Returns the pick, the faster modelled one it was
+    preferred to, and the faster measured one it tied with, if any."""
     fastest = _fastest(exact)
     if _wholly_measured(fastest):
-        return fastest, None
+        tied = [c for c in exact if _wholly_measured(c) and c.model_s
+                and (c.estimate_s or 0.0) <= (fastest.estimate_s or 0.0) * MEASURED_TIE]
+        if not fastest.model_s or len(tied) < 2:
+            return fastest, None, None
+        first = min(tied, key=lambda c: (sum(c.model_s.values()), c.label))
+        return first, None, (None if first is fastest else fastest)
     near = [c for c in exact if _wholly_measured(c) and (c.estimate_s or 0.0) <= (fastest.estimate_s or 0.0) * margin]
-    return (_fastest(near), fastest) if near else (fastest, None)
+    return (_fastest(near), fastest, None) if near else (fastest, None, None)
 
 
 def _unproven(c: Candidate) -> str | None:
@@ -85,10 +94,14 @@ def _auto(candidates: list[Candidate], tolerance: float, margin: float) -> tuple
         for c in candidates:
             why.setdefault(str(c.reason or _unproven(c)), []).append(c.label)
         raise LookupError("; ".join(f"{reason} ({', '.join(labels)})" for reason, labels in why.items()))
-    best, passed = _pick(exact, margin)
+    best, passed, tied = _pick(exact, margin)
     notes = [] if passed is None else [_passed_over(best, passed, margin)]
+    if tied is not None:
+        notes.append(f"{best.label} and {tied.label} (est. {format_seconds(tied.estimate_s)}) measured within "
+                     f"{MEASURED_TIE:g}x of each other: the cost model's order breaks the tie, as on a first run, "
+                     "so the pick holds from run to run")
     for c in sorted(candidates, key=lambda c: (c.estimate_s is None, c.estimate_s or 0.0)):
-        if c is best or c is passed:
+        if c is best or c is passed or c is tied:
             continue
         if not c.available:
             notes.append(f"{c.label} not possible: {c.reason}")
@@ -101,7 +114,7 @@ def _auto(candidates: list[Candidate], tolerance: float, margin: float) -> tuple
             notes.append(f"{c.label} est. {format_seconds(c.estimate_s)}{_measured(c)}")
     what = "strategy" if not best.variant else "(strategy, precision)"
     met = f"; measured error {best.error:.1e} within tolerance {tolerance:g}" if best.error is not None and best.variant else ""
-    fastest = "fastest measured" if passed is not None else "fastest"
+    fastest = "fastest measured" if passed is not None else "tied fastest" if tied is not None else "fastest"
     reason = f"auto: {fastest} exact {what} ({WHOLE} {format_seconds(best.estimate_s)}{_measured(best, True)}{met})"
     return best, reason + ("; " + "; ".join(notes) if notes else "")
 

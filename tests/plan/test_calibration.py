@@ -149,3 +149,21 @@ def test_the_plan_weighs_a_modelled_pick_against_the_spread_of_its_own_wisdom() 
     assert step.strategy == "factored", step.reason
     assert re.search(r"; factored \(measured\) over gram_eigh \(est\. [^;]*, modelled x3\): within the model's "
                      r"error: it has been off by up to 9x on this machine;", step.reason), step.reason
+
+
+@pytest.mark.parametrize("apart", [1.12, 1.4])
+def test_measured_strategies_closer_than_a_tie_keep_the_models_order(apart: float) -> None:
+    """Walk-through 5: the tutorial's first smoke run picked gram_eigh for svd_topk on the model's
+    order; its second measured torch 56 µs against gram_eigh's 63 µs (intervals overlapping), took
+    torch, and compare had no pick to pair. A tie keeps the model's order; a clear margin does not."""
+    gram = _candidate("gram_eigh", apart * 5e-5, "measured on this machine", ratio=10.0)  # the model's first
+    torch = _candidate("torch", 5e-5, "measured on this machine", ratio=1.0)
+    picks = {(c.strategy, why) for c, why in (choose("auto", order, "svdvals", _smoke()) for order in
+                                              ([gram, torch], [torch, gram]))}
+    assert len(picks) == 1
+    chosen, reason = picks.pop()
+    if apart < 1.25:  # MEASURED_TIE
+        assert chosen == "gram_eigh" and reason.startswith("auto: tied fastest exact strategy"), reason
+        assert "gram_eigh and torch (est. 50 µs) measured within 1.25x of each other" in reason, reason
+    else:
+        assert chosen == "torch" and "tie" not in reason, reason
