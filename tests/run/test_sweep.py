@@ -212,7 +212,8 @@ def test_unstable_measurements_are_said_as_a_run_says_them_and_an_unheld_fit_sho
               for i, p in enumerate(record.points)]
     record = record.model_copy(update={"points": points})
     said = [line for line in sweep_lines(record) if "unstable" in line]
-    assert said == [f"2 of 10 measurements unstable (!) at 2 of 5 points: {busy}; read the exponents and picks "
+    assert said == [f"2 of 10 measurements (a strategy on one shape group) unstable (!) at 2 of 5 points: {busy}; "
+                    "read the exponents and picks "
                     "with care, or re-run on a quiet machine (`harness system` names what is busy)"]
     assert f"- {said[0]}" in sweep_markdown(record)
     page = render_sweep(record)
