@@ -203,3 +203,12 @@ def test_two_bad_compared_strategies_list_the_ones_that_fit_once(tmp_path: Path)
     unknown strategy 'nonesuch'; svd_topk strategies: cupy, ...`, the list twice in one line."""
     (line,) = [p for p in problems(tmp_path, GOOD, ['analysis.0.compare=["nonesuch", "numpy"]']) if ".compare:" in p]
     assert line.count("svd_topk strategies:") == 1 and "'nonesuch'" in line and "'numpy' does not do" in line
+
+
+def test_a_misspelt_strategy_is_matched_among_the_ops_own() -> None:
+    """Walk-through 6: 'numpyy' for svd_topk got "did you mean 'numpy'?", a strategy svd_topk lacks."""
+    from harness.strategies.registry import check_strategy_name
+
+    said = check_strategy_name("numpyy", "svd_topk")
+    assert said is not None and "did you mean 'numpy'" not in said and "svd_topk strategies:" in said
+    assert "did you mean 'torch'?" in str(check_strategy_name("tortch", "svd_topk"))

@@ -97,10 +97,11 @@ def format_ratio(x: float) -> str:
 
 
 def format_p(p: float | None) -> str:
-    """A p value as a plain decimal, 2 significant figures: 0.33, 0.012, "<0.001" below that."""
+    """A p value as a plain decimal, 2 significant figures kept: 0.33, 0.80 (not 0.8 beside 0.62),
+    0.012, "<0.001" below that."""
     if p is None:
         return "-"
-    return "<0.001" if p < 0.001 else f"{p:.2g}"
+    return "<0.001" if p < 0.001 else f"{p:#.2g}"
 
 
 def p_clause(p: float | None) -> str:

@@ -48,7 +48,7 @@ def check_strategy_name(name: str, op: str) -> str | None:
     """None when `name` is a strategy serving `op`, else what is wrong and what would fit."""
     serving = sorted(n for n, s in STRATEGIES.items() if op in s.ops)
     if name not in STRATEGIES:
-        close = difflib.get_close_matches(name, list(STRATEGIES), n=1)
+        close = difflib.get_close_matches(name, serving, n=1)  # one the op takes: 'numpyy' for svd_topk is no numpy
         hint = f"did you mean {close[0]!r}? " if close else ""
         return f"unknown strategy {name!r}; {hint}{op} strategies: {', '.join(serving)}"
     if op not in STRATEGIES[name].ops:

@@ -13,7 +13,7 @@ from harness.base.units import format_p, format_ratio
 from harness.record.run_record import RunRecord
 from harness.report import charts
 from harness.report.compare import compare_records, compare_rounds
-from harness.report.compare_view import compare_table, unstable_lines
+from harness.report.compare_view import apart_note, compare_table, unstable_lines
 from harness.report.html import write_compare
 
 from .test_run_screen import real
@@ -114,7 +114,7 @@ def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Pa
     """`0.754`, `0.81`, `1.3` and `3.3e-01` in one table."""
     assert [format_ratio(x) for x in (0.754, 0.81, 1.3, 0.000779, 2157.0, 12.8)] == [
         "0.754", "0.810", "1.30", "0.000779", "2,160", "12.8"]
-    assert [format_p(p) for p in (0.33, 0.0123, 0.0004, None)] == ["0.33", "0.012", "<0.001", "-"]
+    assert [format_p(p) for p in (0.33, 0.0123, 0.0004, None, 0.8, 0.4)] == ["0.33", "0.012", "<0.001", "-", "0.80", "0.40"]
     record = real("main_job", tmp_path)
     c = compare_records(_timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5]), ("a", "b"))
     columns = {str(col.header): [str(cell) for cell in col._cells] for col in compare_table(c).table.columns}
@@ -189,3 +189,16 @@ def test_causes_that_flag_the_same_groups_share_one_line(tmp_path: Path) -> None
     c = compare_records(a, b, ("a", "b"))
     assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A: load 4.8-4.9 on 2 cores, IQR 40-42% of median; "
                                  "B: load 7.4 on 2 cores"]
+
+
+def test_a_ratio_on_the_other_side_of_1_from_its_medians_is_explained_under_the_table(tmp_path: Path) -> None:
+    """Walk-through 6: `76 µs  73 µs  1.24 (0.279-5.51)` read as B slower beside a lower B median, and
+    only the HTML said why."""
+    record = real("main_job", tmp_path)
+    c = compare_records(_timed(record, "A", [1.0, 1.1, 1.2], []), _timed(record, "B", [1.0, 1.1, 1.2], []), ("a", "b"))
+    assert apart_note(c) is None
+    r = c.rows[0]
+    c.rows[0] = r.model_copy(update={"time_b_s": r.time_a_s * 0.96, "ratio": 1.24, "ratio_ci": (0.279, 5.51)})
+    note = apart_note(c)
+    assert note is not None and note.startswith("1 row with B / A and the medians on either side of 1")
+    assert "B / A pairs each run's own rounds" in note
