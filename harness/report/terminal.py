@@ -243,8 +243,9 @@ def _unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimi
     wider = [(name, t) for name, t in unresolved if widened(t)]
     more = [m for _name, t in unresolved if not widened(t) and b is not None
             and (m := more_runs(t, b.precision)) is not None and m > STALLED_MORE]
+    others = f" (and {', '.join(f'{n} {t.label}' for n, t in wider[1:])})" if len(wider) > 1 else ""  # every one named
     said = (f"{plural(len(wider), 'interval')} widened with this run's rounds, {wider[0][0]} {wider[0][1].label}: "
-            f"{widening(wider[0][1])}" if wider else "")
+            f"{widening(wider[0][1])}{others}" if wider else "")
     if len(wider) + len(more) == len(unresolved):
         slow = (f" after {min(t.runs for _name, t in unresolved if not widened(t))} or more runs pooled, and runs "
                 f"narrow {'the others' if wider else 'them'} too slowly to help (the nearest would need "

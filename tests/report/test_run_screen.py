@@ -235,6 +235,7 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
     (every,) = footer()
     assert "a re-run adds a run" not in every and "narrow with runs" not in every
     assert f"{len(unresolved)} intervals widened with this run's rounds" in every and "load dominates" in every
+    assert all(f"{n} {u.label}" in every for n, u in unresolved)  # walk 6: "2 intervals widened" named one
     verbose = footer(verbose=True)
     assert len(verbose) == len(unresolved) and all("widened with this run's rounds" in line for line in verbose)
 
