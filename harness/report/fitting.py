@@ -18,6 +18,8 @@ from rich.segment import Segment
 from rich.table import Column, Table
 from rich.text import Text
 
+from harness.base.lines import wrapped_text
+
 UNBOUNDED = 1 << 20
 
 
@@ -46,7 +48,8 @@ class Fitted:
         width, not the table's (a 153-column table wrapped its notes at 153 in a 160-column terminal)."""
         table = copy.copy(self.fit(console, options.max_width))
         caption, table.caption = table.caption, None
-        drawn: list[Table | Text] = [table, *([Text.from_markup(str(caption))] if caption else [])]
+        notes = [wrapped_text(Text.from_markup(str(caption)), options.max_width)] if caption else []  # each hangs
+        drawn: list[Table | Text] = [table, *notes]
         for line in (line for part in drawn for line in console.render_lines(part, options, pad=False)):
             yield from _trimmed(line)
             yield Segment.line()

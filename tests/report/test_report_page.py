@@ -26,7 +26,7 @@ def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord])
     page = render_report(record, folder)
     head = page[page.index('<section id="headline"'):page.index("</section>")]
     assert f"<li>{len(groups)} &times; load 3.2 on 2 cores</li>" in head and "harness system" in head
-    assert f"{len(groups)} of {len(groups)} measurements were unstable" in head
+    assert f"{len(groups)} of {len(groups)} measurements (a strategy on one shape group) were unstable" in head
     assert head.count("<li>") == 1  # one line per cause
     assert page.index('id="headline"') < page.index('id="run"') < page.index("<table>")
     for anchor in re.findall(r'<a href="#([^"]+)">', page[page.index('<nav id="contents">'):]):

@@ -111,3 +111,13 @@ def test_no_line_of_a_drawn_table_ends_in_blanks(width: int, tmp_path: Path) -> 
     Console(width=width, file=out).print(run_table(_record(tmp_path, False), explain=True))
     lines = out.getvalue().splitlines()
     assert len(lines) > 10 and not [line for line in lines if line != line.rstrip()]
+
+
+def test_a_note_under_the_table_hangs_as_every_warning_does(tmp_path: Path) -> None:
+    """Walk-through 6: at 160 columns the `% of peak >100%` note's second line began at column 0,
+    unlike every other wrapped warning."""
+    out = io.StringIO()
+    Console(width=100, file=out).print(run_table(_record(tmp_path, False), wide=True))
+    lines = out.getvalue().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("(left out at this width:"))
+    assert len(lines[at]) <= 100 and lines[at + 1].startswith("  ") and lines[at + 1].strip()
