@@ -24,7 +24,7 @@ from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    apart_footnote, too_wide_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, unstable_why, verdict_lines, verdicts)
-from harness.report.terminal import untimed_lines, untimed_rows, verified, warning_lines
+from harness.report.terminal import untimed_rows, verified, warning_lines
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
@@ -52,7 +52,8 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
-                "unstable_why": unstable_why(g.measurement.reasons for g in t.groups if g.measurement.reasons) or None,
+                "unstable_why": unstable_why((g.measurement.reasons for g in t.groups if g.measurement.reasons),
+                                             counted=False) or None,
                 "rounds": rounds_text(t), "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
@@ -164,13 +165,9 @@ def results_markdown(record: RunRecord) -> str:
     rows = result_rows(record)
     for row in rows:
         lines.append(_markdown_row(row, speedups.get((row["analysis"], row["strategy"]), "-")))
-    why: dict[tuple[str, str], list[str]] = {}  # each reason once, with every row it holds for
-    for row in rows:
-        if row["reason"] is not None:
-            why.setdefault((row["status"], row["reason"]), []).append(f"{row['analysis']} {row['strategy']}")
-    untimed = [f"- {status} ({reason}): {', '.join(named)}" for (status, reason), named in why.items()]
-    warned = [f"- {Text.from_markup(line).plain}" for line in warning_lines(record)[len(untimed_lines(record)):]]
-    lines += ["", *untimed, *warned, "" if untimed or warned else None,
+    # the terminal's lines below its table, the untimed rows' next step too (md said the reason alone)
+    warned = [f"- {Text.from_markup(line).plain}" for line in warning_lines(record)]
+    lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "
               "one round gave none); `~` extrapolated from a sample. "

@@ -272,15 +272,16 @@ def unstable_causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str]]:
     return [(n, cause + (f" ({source})" if source else "")) for n, cause, source in _causes(reasons)]
 
 
-def unstable_why(reasons: Iterable[Sequence[str]]) -> str:
+def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> str:
     """Why measurements were unstable, as a run's and a sweep's warning say it: each cause with the
-    range of its figures, counted where not every measurement has it, and once after causes of the
-    same rounds whose they were: `other processes took 68-70% of the 2 CPUs, load 5.2-5.7 on 2 cores
-    (this run and earlier runs' pooled rounds)`."""
+    range of its figures, counted where not every measurement has it (unless not `counted`: a row's
+    own field, where "(1)" counted nothing a reader sees), and once after causes of the same rounds
+    whose they were: `other processes took 68-70% of the 2 CPUs, load 5.2-5.7 on 2 cores (this run
+    and earlier runs' pooled rounds)`."""
     reasons = [tuple(each) for each in reasons]
     said = []
     for source, causes in groupby(_causes(reasons), key=lambda c: c[2]):
-        said.append(", ".join(cause + (f" ({n})" if n < len(reasons) else "") for n, cause, _ in causes)
+        said.append(", ".join(cause + (f" ({n})" if counted and n < len(reasons) else "") for n, cause, _ in causes)
                     + (f" ({source})" if source else ""))
     return ", ".join(said)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def test_markdown_keeps_every_row_its_marks_and_the_vectors_error(busy: Path,
     for v in top3.verification:
         assert any(row.startswith(f"| top3 | {v.strategy} |") and "| not timed |" in row
             and row.endswith(f"| {v.values_error:.1e} / {v.vectors_error:.1e} | passed |") for row in rows)
-    assert "- not timed (out of time on a busy machine): top3 scipy_svds, top3 torch_lowrank" in md
+    assert "- not timed, out of time on a busy machine: top3: scipy_svds, top3: torch_lowrank" in md  # as the terminal
+    assert "; the next run (without --fresh) times each of them once whatever its limit, and --budget 30s gives more" in md
     no_interval = [t for a in record.analyses for t in a.timings if t.speedup is not None and t.speedup_ci is None
                    and t.role != "baseline"]
     assert no_interval and all(row.count("(no interval) ?") == 1 for row in rows if "process_pool@float32" in row)
@@ -140,5 +142,20 @@ def test_csv_and_json_rows_say_why_a_measurement_was_unstable(busy: Path, capsys
             assert json_row["unstable_why"] is None and csv_row["unstable_why"] == ""
             continue
         assert t is not None and csv_row["unstable_why"] == json_row["unstable_why"]
-        assert json_row["unstable_why"] == unstable_why(g.measurement.reasons for g in t.groups)
+        assert json_row["unstable_why"] == unstable_why((g.measurement.reasons for g in t.groups), counted=False)
         assert json_row["unstable_why"].startswith("other processes took 7")  # the record's figure
+        assert not re.search(r"\(\d+\)", json_row["unstable_why"])  # walk 6: a bare "(1)" in a row's own field
+
+
+def test_a_rows_unstable_why_counts_nothing(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 6: a row's csv field read `..., IQR 34% of median (1)`: the run's warning counts
+    measurements, a row's own field has nothing to count."""
+    record = load_record(busy)
+    t = next(t for a in record.analyses for t in a.timings if len(t.groups) > 1)
+    t.groups[0].measurement.unstable, t.groups[0].measurement.reasons = True, ["IQR 34% of median"]
+    t.groups[1].measurement.unstable, t.groups[1].measurement.reasons = True, ["IQR 40% of median", "load 5.1 on 2 cores"]
+    (busy / RECORD).write_text(record.model_dump_json())
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["analysis"] in {a.name for a in record.analyses}
+              and "IQR 34-40%" in r["unstable_why"]]
+    assert "load 5.1 on 2 cores" in why and not re.search(r"\(\d+\)", why), why
