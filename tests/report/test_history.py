@@ -242,17 +242,21 @@ def test_asv_results_are_data(ratio: list[float], interval: list[float], point: 
         assert re.search(r"<svg.*>\$\\+fakecmd\{x\}\$</text>", page.read_text(), re.DOTALL)
 
 
-def test_one_commit_names_its_machines_and_an_unmeasured_analysis_gets_a_line(tmp_path: Path) -> None:
-    """"Since 71972c3c: 0 regressions, 0 improvements, on no machine." with vm-cpu there, and an empty
-    chart over a table of "-" for a point no run measured (issue 48)."""
+def _lone_commit(tmp_path: Path, points: list[str], values: list[list[float | None]]) -> str:
+    """The page of one commit on vm-cpu whose tracks (TRACKS, in order) give `values`, one per point."""
     root = tmp_path / "one"
-    points = ["e:spectrum/fast", "e:svd_topk/gone"]
     names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
     write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
                                        "params": [[repr(p) for p in points]], "version": "1"} for name in names.values()})
-    write_run(root, "vm-cpu", 0, {names[t]: [[v, None], [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
-                                  for t, v in zip(TRACKS, (0.5, 1.3, 0.0))})
-    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    write_run(root, "vm-cpu", 0, {names[t]: [v, [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
+                                  for t, v in zip(TRACKS, values, strict=True)})
+    return write_history(load(root), root, tmp_path / "history.html").read_text()
+
+
+def test_one_commit_names_its_machines_and_an_unmeasured_analysis_gets_a_line(tmp_path: Path) -> None:
+    """"Since 71972c3c: 0 regressions, 0 improvements, on no machine." with vm-cpu there, and an empty
+    chart over a table of "-" for a point no run measured (issue 48)."""
+    page = _lone_commit(tmp_path, ["e:spectrum/fast", "e:svd_topk/gone"], [[v, None] for v in (0.5, 1.3, 0.0)])
     headline = page[page.index('id="headline"'):page.index("<nav>")]
     assert re.search(r"Only <code>00ababab</code> has results, on\s+vm-cpu: nothing to compare it with yet", headline)
     assert "no machine" not in page
@@ -296,14 +300,7 @@ def test_the_roof_shares_are_points_on_their_log_axis_hollow_over_the_roof() -> 
 
 def test_a_lone_commit_with_no_speedup_does_not_say_its_speedups_are_below(tmp_path: Path) -> None:
     """Issue 48: "Its speedups are below" stood right above "No speedup measured at any commit"."""
-    root = tmp_path / "none"
-    points = ["e:svd_topk/gone"]
-    names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
-    write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
-                                       "params": [[repr(p) for p in points]], "version": "1"} for name in names.values()})
-    write_run(root, "vm-cpu", 0, {names[t]: [[None], [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
-                                  for t in TRACKS})
-    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    page = _lone_commit(tmp_path, ["e:svd_topk/gone"], [[None] for _ in TRACKS])
     headline = page[page.index('id="headline"'):page.index("<nav>")]
     assert "Its speedups are below" not in headline and "It has no speedup measured (below says why)" in headline
     assert "No speedup measured at any commit" in page
@@ -313,14 +310,7 @@ def test_a_lone_commit_with_no_speedup_does_not_say_its_speedups_are_below(tmp_p
 def test_the_headline_says_when_the_newest_run_was_timed_on_a_busy_machine(busy: float, tmp_path: Path) -> None:
     """Walk-through 5: a page of `0.86x (too wide)` from an `asv run` at load 5-7 never said the
     machine was busy; the run's own report does (its `!` and unstable line)."""
-    root = tmp_path / "busy"
-    points = ["e:spectrum/fast"]
-    names = {track: f"speedups.MainJob.{track}" for track in TRACKS}
-    write_meta(root, "vm-cpu", {name: {"name": name, "type": "track", "unit": "x", "param_names": ["point"],
-                                       "params": [[repr(p) for p in points]], "version": "1"} for name in names.values()})
-    write_run(root, "vm-cpu", 0, {names[t]: [[v], [[repr(p) for p in points]], "1", 0, 1.0] + [None] * 6
-                                  for t, v in zip(TRACKS, (0.5, 1.3, busy))})
-    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    page = _lone_commit(tmp_path, ["e:spectrum/fast"], [[v] for v in (0.5, 1.3, busy)])
     headline = " ".join(page[page.index('id="headline"'):page.index("<nav>")].split())
     said = "On vm-cpu, 75% of the rounds at <code>00ababab</code> were timed while the machine was busy"
     assert (said in headline) == (busy > 0)
