@@ -4,7 +4,7 @@ measurement gets `unstable` with every reason that applies, in words a user can 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -80,11 +80,11 @@ def _cause(reason: str) -> str:
     return re.sub(FIGURE, "#", reason)
 
 
-def _by_cause(reasons: Iterable[str]) -> dict[str, list[str]]:
-    """Reasons by their cause (_cause), in first-seen order."""
+def _by_cause(reasons: Iterable[str], cause: Callable[[str], str] = _cause) -> dict[str, list[str]]:
+    """Reasons by their cause (_cause, or a summary's coarser `cause`), in first-seen order."""
     by_cause: dict[str, list[str]] = {}
     for reason in reasons:
-        by_cause.setdefault(_cause(reason), []).append(reason)
+        by_cause.setdefault(cause(reason), []).append(reason)
     return by_cause
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.markup import escape
 
 from harness.base.units import format_seconds, format_share
-from harness.bench.noise import BIMODAL, EARLIER, _cause, reason_range  # noise's notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
@@ -239,9 +239,7 @@ def _causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str, str]]:
     own = {_kind(r) for each in reasons for r in each if not r.startswith(EARLIER)}
     sources = {cause: POOLED_SOURCE if cause not in own else BOTH_SOURCES if cause in pooled else ""
                for cause in counts}
-    by: dict[str, list[str]] = {}
-    for r in (r for each in mine for r in each):
-        by.setdefault(_kind(r), []).append(r)
+    by = _by_cause((r for each in mine for r in each), _kind)
     return sorted(((counts[cause], _said(cause, same), sources[cause]) for cause, same in by.items()),
                   key=lambda x: -x[0])
 
