@@ -111,7 +111,7 @@ class _Item(ProgressColumn):
 
     def render(self, task: Task) -> RenderableType:
         item = task.fields.get("item", "")
-        fitted = isinstance(item, Phrases) or hasattr(item, "__rich_console__")
+        fitted = hasattr(item, "__rich_console__")  # Phrases, or an object drawn as Phrases
         return item if fitted else Text(str(item), no_wrap=True, overflow="ellipsis")
 
 

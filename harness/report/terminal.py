@@ -117,14 +117,15 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
     table = rule_table()
     for column in columns:
         table.add_column(column)
+    labels = []  # every row's name as it would read marked: the pick's mark on any of them
     for a in record.analyses:
+        untimed = list(untimed_rows(record, a))
         rows = [_timed_row(record, a, t, wide) for t in a.timings]
-        rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed_rows(record, a)]
+        rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed]
         for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
-    labels = [shown(strategy_label(a, name, True)) for a in record.analyses
-              for name in [*(t.label for t in a.timings), *(u[0] for u in untimed_rows(record, a))]]
-    floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}  # the pick's mark on any of them
+        labels += [shown(strategy_label(a, name, True)) for name in [*(t.label for t in a.timings), *(u[0] for u in untimed)]]
+    floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}
     notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("speedup (95% CI)", too_wide_footnote(record.analyses)),
              ("% of peak", roof_footnote(record, record.analyses)))
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide, floors=floors,
