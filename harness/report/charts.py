@@ -172,12 +172,12 @@ def decay_figure(bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], ti
     ax = fig.subplots()
     zeros, widest = False, 1.0
     drawn: dict[str, np.ndarray] = {}
-    ends = [float(f(np.where(a > cut, a, np.nan))) for b in bands.values()
-            for cut in [NUMERICAL_ZERO * len(b[0]) * float(np.max(b[0], initial=0.0))]
-            for a, f in ((b[1], np.nanmin), (b[2], np.nanmax)) if np.any(a > cut)]
+    floors = {module: NUMERICAL_ZERO * len(b[0]) * float(np.max(b[0], initial=0.0)) for module, b in bands.items()}
+    ends = [float(f(np.where(a > floors[module], a, np.nan))) for module, b in bands.items()
+            for a, f in ((b[1], np.nanmin), (b[2], np.nanmax)) if np.any(a > floors[module])]
     for module, (median, low, high) in bands.items():
         i = np.arange(1, len(median) + 1)
-        floor = NUMERICAL_ZERO * len(median) * float(np.max(median, initial=0.0))
+        floor = floors[module]
         zeros |= bool(np.any(median <= floor))
         median, low, high = (np.where(a > floor, a, np.nan) for a in (median, low, high))
         widest = max(widest, float(np.nanmax(high / low, initial=1.0)))

@@ -91,12 +91,14 @@ def busy_shares(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> li
     where any were: a page of intervals from a busy run said nothing of the load (walk-through 5)."""
     out = []
     for machine in axis.machines:
-        mine = {c: side for (m, _), by in found.items() if m == machine for c, side in by.items()}
-        newest = [c for c in axis.commits if c in mine]
-        shares = [side.busy for (m, _), by in found.items() if m == machine and newest
-                  for c, side in by.items() if c == newest[-1] and side.busy is not None]
-        if shares and max(shares) > 0:
-            out.append((machine, newest[-1], sum(shares) / len(shares)))
+        at: dict[str, list[Side]] = {}  # commit -> this machine's sides there
+        for (m, _), by in found.items():
+            for commit, side in by.items() if m == machine else ():
+                at.setdefault(commit, []).append(side)
+        newest = next((c for c in reversed(axis.commits) if c in at), None)
+        shares = [side.busy for side in at.get(newest or "", []) if side.busy is not None]
+        if newest is not None and shares and max(shares) > 0:
+            out.append((machine, newest, sum(shares) / len(shares)))
     return out
 
 
