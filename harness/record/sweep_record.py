@@ -117,10 +117,10 @@ def _model_s(plan: Plan, analysis: str, t: StrategyTiming) -> tuple[float | None
     if found is None or any(g.group not in found.per_matrix_s for g in t.groups):
         return None, ""
     matrices = sum(g.total for g in t.groups)
-    basis = {found.basis.get(g.group, "modelled") for g in t.groups}
+    basis = {found.basis.get(g.group, MODELLED) for g in t.groups}
     # a modelled figure as the cost model gave it, not scaled by the plan's measurements (plan.calibration):
     # each point's plan scales by its own factor, which would bend the model's exponent
-    per = {g: found.model_s.get(g, s) if found.basis.get(g, "modelled").startswith(MODELLED) else s
+    per = {g: found.model_s.get(g, s) if found.basis.get(g, MODELLED).startswith(MODELLED) else s
            for g, s in found.per_matrix_s.items()}
     return sum(per[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis))
 
