@@ -30,7 +30,7 @@ from harness.linalg.features import (
 )
 from harness.linalg.precision import Precision
 from harness.machine.tuning import Environment
-from harness.strategies.registry import check_strategy_name
+from harness.strategies.registry import check_strategy_name, serving_text, strategy_problem
 from harness.base.units import DURATION_PATTERN, parse_duration, parse_share
 
 Op = Literal["svdvals", "svd", "svd_topk", "pca"]
@@ -172,11 +172,9 @@ class _AnalysisBase(_Section):
     @field_validator("compare")
     @classmethod
     def _known_compared(cls, names: list[str]) -> list[str]:
-        problems = [p for name in names if (p := check_strategy_name(name, cls.op_name())) is not None]
+        problems = [p for name in names if (p := strategy_problem(name, cls.op_name())) is not None]
         if problems:  # each its own words, the strategies that would fit said once, at the end
-            serving = f"{cls.op_name()} strategies: "
-            heads = [p.split(serving)[0].rstrip("; ") for p in problems]
-            raise ValueError("; ".join(heads) + "; " + serving + problems[0].split(serving)[1])
+            raise ValueError("; ".join(problems) + "; " + serving_text(cls.op_name()))
         return names
 
 

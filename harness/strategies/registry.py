@@ -44,13 +44,26 @@ BASELINES: dict[str, str] = {
 }
 
 
+def strategy_problem(name: str, op: str) -> str | None:
+    """None when `name` is a strategy serving `op`, else what is wrong (a close name among the op's own)."""
+    if name not in STRATEGIES:
+        close = difflib.get_close_matches(name, serving(op), n=1)  # one the op takes: 'numpyy' for svd_topk is no numpy
+        return f"unknown strategy {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+    if op not in STRATEGIES[name].ops:
+        return f"strategy {name!r} does not do {op}"
+    return None
+
+
+def serving(op: str) -> list[str]:
+    return sorted(n for n, s in STRATEGIES.items() if op in s.ops)
+
+
+def serving_text(op: str) -> str:
+    """`svd_topk strategies: cupy, factored, ...`: what would fit, said once after the problems."""
+    return f"{op} strategies: {', '.join(serving(op))}"
+
+
 def check_strategy_name(name: str, op: str) -> str | None:
     """None when `name` is a strategy serving `op`, else what is wrong and what would fit."""
-    serving = sorted(n for n, s in STRATEGIES.items() if op in s.ops)
-    if name not in STRATEGIES:
-        close = difflib.get_close_matches(name, serving, n=1)  # one the op takes: 'numpyy' for svd_topk is no numpy
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        return f"unknown strategy {name!r}; {hint}{op} strategies: {', '.join(serving)}"
-    if op not in STRATEGIES[name].ops:
-        return f"strategy {name!r} does not do {op}; {op} strategies: {', '.join(serving)}"
-    return None
+    problem = strategy_problem(name, op)
+    return None if problem is None else f"{problem}{' ' if problem.endswith('?') else '; '}{serving_text(op)}"
