@@ -20,11 +20,12 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (COMPUTE_TOTAL, RESUMED, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE,
+from harness.report.labels import (COMPUTE_TOTAL, RESUMED, apart_footnote, too_wide_footnote, roof_footnote, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
                                    device_library,
                                    measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    unstable_causes, unstable_measurements, summary_reasons,
                                    verdict_lines)
+from harness.report.plan_view import missed_note
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
@@ -200,9 +201,9 @@ def render_report(record: RunRecord, folder: Path) -> str:
     return environment().get_template("report.html.j2").render(
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
         headline=_headline(record), extrapolated=any(t.extrapolated for a in record.analyses for t in a.timings),
-        roofline=_roofline(record), bench=bench_summary(record),
+        roofline=_roofline(record), bench=bench_summary(record), missed=missed_note(record),
         notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE, "spread_header": SPREAD_HEADER, "speedup": f"{SPEEDUP_NOTE} {ROUNDS_NOTE}",
-               "peak": PEAK_NOTE, "compute_total": COMPUTE_TOTAL},
+               "peak": PEAK_NOTE, "compute_total": COMPUTE_TOTAL, "verified": VERIFIED_NOTE},
     )
 
 

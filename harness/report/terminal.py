@@ -16,7 +16,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, Unstable,
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, VERIFIED_NOTE, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
                                    rounds_text, speedup_cell, strategy_label, apart_footnote, too_wide_footnote, unstable_measurements, unstable_why,
                                    summary_reasons,
@@ -56,7 +56,7 @@ def _caption(record: RunRecord, columns: tuple[str, ...]) -> str:
         "dtype": "dtype: its arithmetic (f32, bf16, +c compiled).",
         "max error": "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
                      "residual where the op has vectors (the worse of the two" + (
-                         f"; {ERRORS_APART} gives each" if ERRORS_APART in columns else "") + ").",
+                         f"; {ERRORS_APART} gives each" if ERRORS_APART in columns else "") + "). " + VERIFIED_NOTE,
         "status": "Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
                   "not timed still had its answer checked).",
     }
