@@ -146,4 +146,5 @@ def missed_note(record: RunRecord) -> str | None:
     more = f", and {len(misses) - 1} more" if len(misses) > 1 else ""
     return (f"Modelled estimates missed this run's measurements by more than {MISSED:g}x ({misses[0][1]}{more}): "
             "the cost models count flops and bytes, not per-call overhead or other processes' load. "
-            "This run's verified measurements go to the machine's wisdom, which the next plan uses.")
+            "Unless HARNESS_WISDOM=off, this run's verified measurements go to the machine's wisdom, which the "
+            "next plan uses.")
