@@ -257,8 +257,7 @@ class AnalysisRecord(BaseModel):
         return all(v.passed for v in self.verification)
 
     def computed(self, t: Variant) -> bool:
-        """Whether `t` (a timing, or a point the plan named) is the point that computed the
-        analysis' results (eager, at its precision)."""
+        """Whether `t` (timed or planned) is the point that computed the analysis' results (eager, at its precision)."""
         return t.strategy == self.strategy and (not t.variant or (t.precision == self.precision and not t.compiled))
 
 
