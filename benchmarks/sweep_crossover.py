@@ -42,8 +42,7 @@ def check(spec: Path, sets: list[str], sweep: Path, folder: Path, budget: list[s
     from harness.base.units import format_seconds
     from harness.cli import main as cli
     from harness.record.run_record import load_record
-    from harness.record.sweep_fits import axis_name
-    from harness.record.sweep_record import load_sweep, point_timings
+    from harness.record.sweep_record import axis_name, load_sweep, point_timings
     from harness.report.sweep import crossover_sentence
 
     record = load_sweep(sweep)

@@ -256,8 +256,8 @@ class AnalysisRecord(BaseModel):
     def passed(self) -> bool:
         return all(v.passed for v in self.verification)
 
-    def computed(self, t: StrategyTiming) -> bool:
-        """Whether `t` is the point that computed the analysis' results (eager, at its precision)."""
+    def computed(self, t: Variant) -> bool:
+        """Whether `t` (timed or planned) is the point that computed the analysis' results (eager, at its precision)."""
         return t.strategy == self.strategy and (not t.variant or (t.precision == self.precision and not t.compiled))
 
 

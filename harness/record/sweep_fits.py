@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from itertools import combinations
 from typing import Any, NamedTuple
@@ -15,14 +16,10 @@ from typing import Any, NamedTuple
 from harness.bench.scaling import complexity_class, crossover, log_variance, power_law
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
-from harness.record.sweep_record import PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord
+from harness.record.sweep_record import (AxisLimit, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord,
+                                         axis_name)
 
 NEAR = 2.0  # a crossing this factor beyond the swept range is still reported ("near" it)
-
-
-def axis_name(key: str) -> str:
-    """`data.rank` as `rank`, `analysis[0].k` as `k`: what a sentence calls the size."""
-    return key.rsplit(".", 1)[-1]
 
 
 def size_of(value: Any) -> float:
@@ -86,6 +83,12 @@ def exponent_interval(low: float, high: float) -> str:
     return f"{exponent_text(low)} to {exponent_text(high)}" if math.isfinite(high - low) else "no interval: two points"
 
 
+def class_text(fit: ScalingFit) -> str:
+    """Google Benchmark's class in the swept key's name: `rank^2`, `rank log rank`; its `1` is
+    `constant` (`class n^2` on a rank axis made the reader translate)."""
+    return "constant" if fit.complexity == "1" else re.sub(r"\bn\b", axis_name(fit.axis), fit.complexity)
+
+
 def growth(fit: ScalingFit) -> str:
     """`spectrum, factored: cost grows as rank^1.90 (1.70 to 2.10)` (at data.adapters=4 on a grid)."""
     p = fit.power
@@ -94,8 +97,14 @@ def growth(fit: ScalingFit) -> str:
     return f"{fit.analysis}, {fit.strategy}: cost grows as {axis_name(fit.axis)}^{exponent_text(p.exponent)}{interval}{where}"
 
 
-def crossings(fits: list[ScalingFit]) -> list[SweepCrossover]:
-    """Every two strategies of one analysis and slice whose fits meet inside or near the range."""
+def slice_limit(axis: str, points: list[PointRecord]) -> AxisLimit | None:
+    """The largest value `axis` can take at every point of a slice."""
+    return min((p.limits[axis] for p in points if axis in p.limits), key=lambda limit: limit.size, default=None)
+
+
+def crossings(fits: list[ScalingFit], limits: dict[tuple[str, str], AxisLimit | None]) -> list[SweepCrossover]:
+    """Every two strategies of one analysis and slice whose fits meet inside or near the range,
+    with the slice's limit (`limits` by axis and held values) its interval is clipped to."""
     found = []
     for a, b in combinations(fits, 2):
         if (a.analysis, a.axis, a.fixed) != (b.analysis, b.axis, b.fixed):
@@ -106,7 +115,8 @@ def crossings(fits: list[ScalingFit]) -> list[SweepCrossover]:
             continue
         above, below = (a, b) if met.a_faster_above else (b, a)
         found.append(SweepCrossover(analysis=a.analysis, axis=a.axis, fixed=a.fixed, a=above.strategy,
-                                    b=below.strategy, crossing=met, inside=lo <= met.size <= hi))
+                                    b=below.strategy, crossing=met, inside=lo <= met.size <= hi,
+                                    limit=limits.get((a.axis, json.dumps(a.fixed)))))
     return found
 
 
@@ -132,19 +142,23 @@ class PlannerPick(NamedTuple):
         return f"{ratio} slower than {self.fastest}" + (" (intervals overlap)" if self.overlap else "")
 
 
+def point_picks(p: PointRecord) -> list[PlannerPick]:
+    """The point's pick for every analysis whose pick was timed there."""
+    picks = []
+    for analysis in dict.fromkeys(t.analysis for t in p.timings):
+        timed = {t.strategy: t for t in p.timings if t.analysis == analysis}
+        chosen = timed.get(p.chosen.get(analysis, ""))
+        if chosen is None:
+            continue
+        fastest = min(timed.values(), key=lambda t: t.seconds)
+        picks.append(PlannerPick(p.values, analysis, chosen.strategy, fastest.strategy,
+                                 chosen.seconds / fastest.seconds, chosen.low <= fastest.high))
+    return picks
+
+
 def planner_picks(record: SweepRecord) -> list[PlannerPick]:
     """Every point's pick for every analysis whose pick was timed there, in sweep order."""
-    picks = []
-    for p in record.points:
-        for analysis in dict.fromkeys(t.analysis for t in p.timings):
-            timed = {t.strategy: t for t in p.timings if t.analysis == analysis}
-            chosen = timed.get(p.chosen.get(analysis, ""))
-            if chosen is None:
-                continue
-            fastest = min(timed.values(), key=lambda t: t.seconds)
-            picks.append(PlannerPick(p.values, analysis, chosen.strategy, fastest.strategy,
-                                     chosen.seconds / fastest.seconds, chosen.low <= fastest.high))
-    return picks
+    return [pick for p in record.points for pick in point_picks(p)]
 
 
 SHOWN_MISSES = 3  # points where the pick was not the fastest, named in a planner line
@@ -168,5 +182,9 @@ def planner_lines(record: SweepRecord) -> list[str]:
 
 def fit_sweep(record: SweepRecord) -> SweepRecord:
     """The record with its fits, crossovers and planner lines computed from its points."""
-    fits = [fit for axis, fixed, points in slices(record) for fit in fit_slice(axis, fixed, points)]
-    return record.model_copy(update={"fits": fits, "crossovers": crossings(fits), "planner": planner_lines(record)})
+    fits: list[ScalingFit] = []
+    limits: dict[tuple[str, str], AxisLimit | None] = {}
+    for axis, fixed, points in slices(record):
+        fits += fit_slice(axis, fixed, points)
+        limits[(axis, json.dumps(fixed))] = slice_limit(axis, points)
+    return record.model_copy(update={"fits": fits, "crossovers": crossings(fits, limits), "planner": planner_lines(record)})

@@ -14,7 +14,7 @@ from harness.base.atomic import write_atomic
 from harness.base.bounded import TooLarge, read_capped
 from harness.bench.scaling import Crossover, PowerLaw, log_variance
 from harness.bench.statistics import DEFAULT_SPREAD, LEVEL, quantile, run_interval
-from harness.plan.model import Plan
+from harness.plan.model import GroupInfo, Plan
 from harness.machine.stored import first_problem
 from harness.machine.wisdom import MODELLED
 from harness.record.run_record import RecordError, RunRecord, StrategyTiming
@@ -22,6 +22,38 @@ from harness.record.run_record import RecordError, RunRecord, StrategyTiming
 SWEEP_SCHEMA_VERSION = 1
 SWEEP_RECORD = "sweep.json"
 SWEEP_CAP = 64 << 20  # bytes: 64 points of a few hundred timings each
+
+
+def axis_name(key: str) -> str:
+    """`data.rank` as `rank`, `analysis[0].k` as `k`: what a sentence calls the size."""
+    return key.rsplit(".", 1)[-1]
+
+
+class AxisLimit(BaseModel):
+    """The largest value a swept key can take: a rank or a k, the smaller side of `shape`."""
+
+    size: float
+    shape: tuple[int, int]  # the matrix that bounds it (the smallest of the workload's)
+
+    def said(self, key: str) -> str:
+        """`the largest rank of a 512x512 delta`."""
+        what = "delta" if axis_name(key) == "rank" else "matrix"
+        return f"the largest {axis_name(key)} of a {self.shape[0]}x{self.shape[1]} {what}"
+
+
+BOUNDED = ("rank", "k")  # keys whose largest value is a matrix's smaller side
+
+
+def axis_limits(values: dict[str, Any], groups: list[GroupInfo]) -> dict[str, AxisLimit]:
+    """Each swept rank or k's largest possible value at a point: the smaller side of its workload's
+    smallest matrix (of a LoRA delta, for a rank)."""
+    limits = {}
+    for key in values:
+        bounding = [g.shape for g in groups if axis_name(key) == "k" or g.rank is not None]
+        if axis_name(key) in BOUNDED and bounding:
+            shape = min(bounding, key=lambda shape: (min(shape), max(shape)))
+            limits[key] = AxisLimit(size=float(min(shape)), shape=shape)
+    return limits
 
 
 class PointTiming(BaseModel):
@@ -38,6 +70,11 @@ class PointTiming(BaseModel):
     basis: str = ""  # "modelled" or "measured": where model_s came from
     passed: bool = True  # its answer verified
 
+    @property
+    def measured(self) -> bool:
+        """model_s is this machine's wisdom's measurement (of a shape group at least), not the cost model's."""
+        return bool(self.basis) and not self.basis.startswith(MODELLED)
+
 
 class PointRecord(BaseModel):
     values: dict[str, Any]
@@ -48,6 +85,7 @@ class PointRecord(BaseModel):
     timings: list[PointTiming] = []
     measurements: int = 0  # its run's measurements (a strategy on a shape group)
     unstable: list[list[str]] = []  # each unstable measurement's reasons
+    limits: dict[str, AxisLimit] = {}  # a swept rank's or k's largest possible value here (sweeps before it: none)
 
 
 class ScalingFit(BaseModel):
@@ -73,6 +111,16 @@ class SweepCrossover(BaseModel):
     b: str
     crossing: Crossover
     inside: bool  # within the swept range (else near it: a factor 2 beyond an end at most)
+    limit: AxisLimit | None = None  # the axis' largest possible value along the fits
+
+    @property
+    def high(self) -> float:
+        """The interval's top, clipped to the largest value the axis can take."""
+        return self.crossing.high if self.limit is None else min(self.crossing.high, self.limit.size)
+
+    @property
+    def clipped(self) -> bool:
+        return self.high < self.crossing.high
 
 
 class SweepRecord(BaseModel):
@@ -145,7 +193,7 @@ def point_record(values: dict[str, Any], folder: str, record: RunRecord) -> Poin
     groups = [g.measurement for a in record.analyses for t in a.timings for g in t.groups]
     return PointRecord(values=values, folder=folder, complete=record.complete, passed=record.passed,
                        chosen={a.name: a.strategy for a in record.analyses}, timings=point_timings(record),
-                       measurements=len(groups),
+                       measurements=len(groups), limits=axis_limits(values, record.plan.groups),
                        unstable=[list(m.reasons) or ["flagged unstable"] for m in groups if m.unstable])
 
 

@@ -3,7 +3,8 @@ spreadsheet, JSON for scripts. One row per analysis and compared strategy, timed
 terminal's figures and marks, and for a row without a timing its status and why.
 
 The speedup's 95% interval (`speedup_low`, `speedup_high`) and `unresolved` (the interval is
-wider than the precision asked for); records from before intervals read with neither."""
+wider than the precision asked for); records from before intervals read with neither. CSV and
+JSON give numbers where the tables give text: `rounds` is the total (md's `3+6` is 9)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from harness.report.terminal import untimed_rows, verified, warning_lines
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
            "significance", "unresolved", "times_disagree", "unstable", "unstable_why", "rounds", "rounds_this_run", "rounds_pooled",
+           "resumed",
            "values_error", "vectors_error", "max_error", "passed",
            "status", "reason")
 
@@ -54,27 +56,29 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
                 "unstable_why": unstable_why((g.measurement.reasons for g in t.groups if g.measurement.reasons),
                                              counted=False) or None,
-                "rounds": rounds_text(t), "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
+                "rounds": t.rounds, "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
+                "resumed": t.resumed,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
             })
         for label, role, status, why in untimed_rows(record, a):
             v = verified(a, label, status)  # the limit cut its rounds, not the check of its answer
             rows.append({**dict.fromkeys(COLUMNS), "analysis": a.name, "op": a.op, "strategy": label, "role": role,
-                         **_planned(record, a, label), "status": status, "reason": why,
+                         "computed_results": False, **_planned(record, a, label), "status": status, "reason": why,
                          "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
 
 
 def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
-    """What the plan knew of a point that has no timing (its precision, device and library): the
-    CSV of a point the limit cut left them empty."""
+    """What the plan knew of a point that has no timing (its precision, device and library, and
+    whether it computed the results): the CSV of a point the limit cut left them empty."""
     steps = [s for s in record.plan.steps if s.analysis == a.name]
     point: Timed | Candidate | None = (next((t for s in steps for t in s.timed if t.label == label), None)
                                        or next((c for s in steps for c in s.candidates if c.label == label), None))
     if point is None:
         return {}
-    fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled}
+    fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled,
+                              "computed_results": a.computed(point)}
     if point.device:  # a candidate that cannot run here may have none
         fields["device"], fields["library"] = device_library(point.device)
     return fields
@@ -138,17 +142,18 @@ def _error_text(row: dict[str, Any]) -> str:
     return f"{row['values_error']:.1e}" + (f" / {row['vectors_error']:.1e}" if row["vectors_error"] is not None else "")
 
 
-def _markdown_row(row: dict[str, Any], speedup: str) -> str:
-    """As the terminal's: a point not timed says so under per matrix and shows its check's status."""
+def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
+    """As the terminal's: a point not timed says so under per matrix and shows its check's status
+    (and, as there, no computed mark: the mark is on timed rows)."""
     timed = row["per_matrix_s"] is not None
     checked = row["status"] == "not timed" and row["passed"] is not None
     status = ("passed" if row["passed"] else "FAILED") if checked else row["status"]
-    cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if row["computed_results"] else ""), row["role"],
+    cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if timed and row["computed_results"] else ""), row["role"],
              f"{row['device']} ({row['library']})" if row["device"] else "-",  # a point not timed: the plan's
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
              total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
-             speedup, row["rounds"] or "-", _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
+             speedup, rounds, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
@@ -161,10 +166,9 @@ def results_markdown(record: RunRecord) -> str:
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    speedups = {(a.name, t.label): speedup_cell(a, t) for a in record.analyses for t in a.timings}
-    rows = result_rows(record)
-    for row in rows:
-        lines.append(_markdown_row(row, speedups.get((row["analysis"], row["strategy"]), "-")))
+    cells = {(a.name, t.label): (speedup_cell(a, t), rounds_text(t)) for a in record.analyses for t in a.timings}
+    for row in result_rows(record):
+        lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
     # the terminal's lines below its table, the untimed rows' next step too (md said the reason alone)
     warned = [f"- {Text.from_markup(line).plain}" for line in warning_lines(record)]
     lines += ["", *warned, "" if warned else None,

@@ -13,11 +13,12 @@ from harness.base.atomic import write_atomic
 from harness.base.units import format_seconds, plural
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import axis_name, exponent_text, growth, planner_picks
-from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord
+from harness.record.sweep_fits import class_text, exponent_text, growth, planner_picks
+from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK, unstable_why
 
-POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "passed", "chosen")
+POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "measured", "passed",
+                 "chosen")
 FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
                "model_exponent", "finding")
 
@@ -27,19 +28,24 @@ def _writes(data: bytes) -> Callable[[IO[bytes]], object]:
 
 
 def fit_sentence(fit: ScalingFit) -> str:
-    """`spectrum, factored: cost grows as rank^1.9 (1.7-2.1), its cost model says 2; class n^2 (RMS 4%)`."""
+    """`spectrum, factored: cost grows as rank^1.90 (1.70 to 2.10), its cost model says 2.00; class rank^2 (RMS 4%)`."""
     model = f", its cost model says {exponent_text(fit.model.exponent)}" if fit.model is not None else ""
-    return f"{growth(fit)}{model}; class {fit.complexity} (RMS {fit.rms:.0%})"
+    return f"{growth(fit)}{model}; class {class_text(fit)} (RMS {fit.rms:.0%})"
 
 
 def crossover_sentence(c: SweepCrossover) -> str:
-    """`spectrum: factored overtakes numpy above rank 190 (150-240)`."""
+    """`spectrum: factored overtakes numpy above rank 190 (150-240)`; an interval past the largest
+    value the axis can take clipped there, and said (`358-512, clipped to the largest rank of a
+    512x512 delta`: it read 358-781)."""
     x = c.crossing
-    high = "beyond" if math.isinf(x.high) else f"{x.high:.3g}"
+    high = "beyond" if math.isinf(c.high) else f"{c.high:.3g}"
     low = "0" if x.low == 0 else f"{x.low:.3g}"
+    clipped = f", clipped to {c.limit.said(c.axis)}" if c.clipped and c.limit is not None else ""
     where = "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
     near = "" if c.inside else ", beyond the swept range"
-    return f"{c.analysis}: {c.a} overtakes {c.b} above {axis_name(c.axis)} {x.size:.3g} ({low}-{high}){where}{near}"
+    if c.limit is not None and x.size > c.limit.size:
+        near = f", past {c.limit.said(c.axis)}: within it, it may not happen at all"
+    return f"{c.analysis}: {c.a} overtakes {c.b} above {axis_name(c.axis)} {x.size:.3g} ({low}-{high}{clipped}){where}{near}"
 
 
 def sweep_lines(record: SweepRecord) -> list[str]:
@@ -76,8 +82,25 @@ def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
         for t in p.timings:
             rows.append({"point": label, "folder": p.folder, "analysis": t.analysis, "strategy": t.strategy, "seconds": t.seconds,
                          "low": t.low, "high": t.high, "model_s": t.model_s, "basis": t.basis, "passed": t.passed,
-                         "chosen": p.chosen.get(t.analysis) == t.strategy})
+                         "chosen": p.chosen.get(t.analysis) == t.strategy, "measured": t.measured})
     return rows
+
+
+SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", "95% interval", "model", "verified")
+MEASURED_MARK = " (measured)"
+MODEL_NOTE = ("model: the plan's estimate per matrix, its cost model's figure; marked (measured) where this "
+              "machine's wisdom had measured the point and the plan took that instead (the cost model's exponent "
+              "leaves those out)")
+
+
+def shown_points(record: SweepRecord) -> list[dict[str, str]]:
+    """The Points table's cells, as sweep.md and the page both show them: the plan's pick marked,
+    a model figure that is a measurement marked, whether the answer verified."""
+    return [dict(zip(SHOWN_POINT_COLUMNS, (
+        r["point"], r["folder"], r["analysis"], r["strategy"] + (" (picked)" if r["chosen"] else ""),
+        format_seconds(r["seconds"]), seconds_interval(r["low"], r["high"]),
+        "-" if r["model_s"] is None else format_seconds(r["model_s"]) + (MEASURED_MARK if r["measured"] else ""),
+        "yes" if r["passed"] else "FAILED"))) for r in point_rows(record)]
 
 
 PICK_COLUMNS = ("point", "analysis", "planner's pick", "fastest measured", "agrees")
@@ -112,13 +135,9 @@ def sweep_markdown(record: SweepRecord) -> str:
     if picks := pick_rows(record):
         lines += ["", f"| {' | '.join(PICK_COLUMNS)} |", "|---|---|---|---|---|"]
         lines += [f"| {' | '.join(_cell(row[c]) for c in PICK_COLUMNS)} |" for row in picks]
-    lines += ["", "| point | analysis | strategy | per matrix | 95% interval | model |", "|---|---|---|---|---|---|"]
-    for r in point_rows(record):
-        interval = seconds_interval(r["low"], r["high"])
-        model = format_seconds(r["model_s"]) if r["model_s"] is not None else "-"
-        lines.append(f"| {_cell(r['point'])} | {_cell(r['analysis'])} | {_cell(r['strategy'])} | "
-                     f"{format_seconds(r['seconds'])} | {interval} | {model} |")
-    return "\n".join(lines) + "\n"
+    lines += ["", f"| {' | '.join(SHOWN_POINT_COLUMNS)} |", "|" + "---|" * len(SHOWN_POINT_COLUMNS)]
+    lines += [f"| {' | '.join(_cell(row[c]) for c in SHOWN_POINT_COLUMNS)} |" for row in shown_points(record)]
+    return "\n".join([*lines, "", f"{MODEL_NOTE}."]) + "\n"
 
 
 def _cell(text: str) -> str:

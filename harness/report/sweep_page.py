@@ -14,11 +14,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.base.atomic import write_atomic
-from harness.record.sweep_fits import axis_name, exponent_interval, exponent_text, size_of
-from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, load_sweep
+from harness.record.sweep_fits import class_text, exponent_interval, exponent_text, size_of
+from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, axis_name, load_sweep
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
-from harness.report.sweep import pick_rows, point_rows, seconds_interval, sweep_lines
+from harness.report.sweep import MODEL_NOTE, SHOWN_POINT_COLUMNS, pick_rows, shown_points, sweep_lines
 
 REPORT = "report.html"
 CHART_INCHES = (9.0, 4.2)  # 864 x 403 px at 96 dpi: inside the page's 1280 px
@@ -96,7 +96,7 @@ def _mark_crossovers(ax: Axes, record: SweepRecord, first: ScalingFit) -> None:
     low, high = ax.get_xlim()
     low, high = min(low, *(c.crossing.size / 1.2 for c in mine)), max(high, *(c.crossing.size * 1.2 for c in mine))
     for c in mine:
-        ax.axvspan(max(c.crossing.low, low), min(c.crossing.high, high), color="#bbb", alpha=0.45, linewidth=0,
+        ax.axvspan(max(c.crossing.low, low), min(c.high, high), color="#bbb", alpha=0.45, linewidth=0,
                    label=f"{c.a} overtakes {c.b} (95%)")
         ax.axvline(c.crossing.size, color="#555", linestyle="--", linewidth=1)
     ax.set_xlim(low, high)
@@ -108,12 +108,12 @@ def render_sweep(record: SweepRecord) -> str:
         held = "" if fixed == "{}" else f" at {fixed}"
         charts.append({"title": f"{analysis}: cost against {axis_name(axis)}{held}",
                        "svg": Markup(to_svg(scaling_figure(record, fits)))})
-    rows = point_rows(record)
     env = environment()
     env.filters["exponent"] = exponent_text  # the headline's numbers, in the headline's form
-    return env.get_template("sweep.html.j2").render(record=record, lines=sweep_lines(record),
-                                                    exponent_interval=exponent_interval, seconds_interval=seconds_interval,
-                                                    charts=charts, rows=rows, picks=pick_rows(record))
+    return env.get_template("sweep.html.j2").render(
+        record=record, lines=sweep_lines(record), exponent_interval=exponent_interval, class_text=class_text,
+        held=any(f.fixed for f in record.fits), charts=charts, columns=SHOWN_POINT_COLUMNS, rows=shown_points(record),
+        model_note=MODEL_NOTE, picks=pick_rows(record))
 
 
 def write_sweep_report(folder: Path) -> Path:

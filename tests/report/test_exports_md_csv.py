@@ -116,16 +116,55 @@ def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> No
     from pathlib import Path
 
     from harness.record.run_record import load_record
-    from harness.report.exports import result_rows, results_markdown
+    from harness.report.exports import results_markdown
     from harness.report.labels import rounds_text
 
     record = load_record(Path(__file__).parent / "records" / "busy_run.json")
     md = results_markdown(record)
     assert "speedups unresolved (?)" in md and "measurements (a strategy on one shape group) unstable (!): other processes took" in md
     assert "| rounds |" in md
-    timed = [r for r in result_rows(record) if r["per_matrix_s"] is not None]
     texts = [rounds_text(t) for a in record.analyses for t in a.timings]
-    assert [r["rounds"] for r in timed] == texts and all(isinstance(r["rounds_pooled"], int) for r in timed)
+    shown = [line.split(" | ")[7] for line in md.splitlines() if line.startswith("| ") and "| not run |" not in line
+             and "| not timed |" not in line][1:]  # below the header
+    assert shown == texts
+
+
+def test_json_and_csv_rounds_are_numbers_the_md_keeps_the_terminals_text(
+        busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 6: JSON `rounds` was `'3'` (`'3+6'` pooled) beside int `rounds_this_run` and
+    `rounds_pooled`."""
+    from harness.report.labels import rounds_text
+
+    record = load_record(busy)
+    a = record.analyses[0]
+    t = a.timings[0]
+    t.rounds, t.rounds_pooled = 9, 6
+    (busy / RECORD).write_text(record.model_dump_json())
+    data = json.loads(exported(busy, "json", capsys))["results"]
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    timed = [(j, r) for j, r in zip(data, rows, strict=True) if j["per_matrix_s"] is not None]
+    assert timed[0][0]["rounds"] == 9 and (timed[0][0]["rounds_this_run"], timed[0][0]["rounds_pooled"]) == (3, 6)
+    for j, r in timed:
+        assert isinstance(j["rounds"], int) and j["rounds"] == j["rounds_this_run"] + j["rounds_pooled"]
+        assert int(r["rounds"]) == j["rounds"] and j["resumed"] is False
+    md = exported(busy, "md", capsys)
+    assert next(line for line in md.splitlines() if line.startswith(f"| {a.name} | {t.label} ")).split(" | ")[7] \
+        == rounds_text(t)
+
+
+def test_an_untimed_row_says_whether_it_computed_the_results_and_the_md_marks_it_as_before(
+        busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 6: csv `computed_results` was empty for a row not timed, `True`/`False` for the
+    others. top3's factored computed its results though the limit cut its rounds: the plan's value."""
+    data = json.loads(exported(busy, "json", capsys))["results"]
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    untimed = {(j["analysis"], j["strategy"]): (j["computed_results"], r["computed_results"])
+               for j, r in zip(data, rows, strict=True) if j["per_matrix_s"] is None}
+    assert untimed[("top3", "factored")] == (True, "True")
+    assert {v for k, v in untimed.items() if k != ("top3", "factored")} == {(False, "False")}
+    md = exported(busy, "md", capsys)  # as the terminal: the mark is on timed rows, as it was
+    assert [line for line in md.splitlines() if line.startswith("| top3 | factored")] == [
+        line for line in md.splitlines() if line.startswith("| top3 | factored | ")]
 
 
 def test_csv_and_json_rows_say_why_a_measurement_was_unstable(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -218,7 +218,7 @@ def test_unstable_measurements_are_said_as_a_run_says_them_and_an_unheld_fit_sho
     assert f"- {said[0]}" in sweep_markdown(record)
     page = render_sweep(record)
     fits = page[page.index("<h2>Fits</h2>"):page.index("<h2>Points</h2>")]
-    assert "{}" not in fits and fits.count("<td>-</td>") == len(record.fits) == 2
+    assert "{}" not in fits and "<td>-</td>" not in fits and "held" not in fits  # nothing held: no column of dashes
     # the terminal's `code` is code on the page, not literal backticks
     assert "re-run on a quiet machine (<code>harness system</code> names what is busy)" in page and "`" not in page
 
@@ -291,3 +291,87 @@ def test_a_sweep_says_what_its_busy_points_taught_once(tmp_path: Path, monkeypat
     learned = [o for o in wisdom.load(tmp_path / "wisdom", probe()).observations if o.busy is not None]
     assert len(learned) >= 2 and len(said) == 1, said
     assert said[0].startswith(f"wisdom: {len(learned)} measurements taken while busy")
+
+
+def md_points(md: str) -> list[list[str]]:
+    """sweep.md's Points table: its header's cells, then each row's."""
+    lines = md.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| point | folder |"))
+    table = [lines[start], *(line for line in lines[start + 2:] if line.startswith("| "))]
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in table]
+
+
+def test_the_sweep_md_marks_the_pick_the_measured_model_and_the_check_as_the_page_does() -> None:
+    """Walk-through 6: sweep.md's Points lacked the page's `(picked)` and `verified`; numpy's model
+    read 27.8 ms at rank 16 (the wisdom's measurement) and 41.9 ms elsewhere (the cost model's),
+    unmarked, for one fixed shape."""
+    from harness.report.sweep import MODEL_NOTE, shown_points, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()
+    first = record.points[0]
+    numpy, factored = first.timings
+    timings = [numpy.model_copy(update={"model_s": 5e-4, "basis": "measured on this machine, 2026-11-28, 5 samples"}),
+               factored.model_copy(update={"model_s": 1e-4, "basis": "modelled: never measured on this machine",
+                                           "passed": False})]
+    record = record.model_copy(update={"points": [first.model_copy(update={"timings": timings}), *record.points[1:]]})
+    header, *rows = md_points(sweep_markdown(record))
+    assert header == ["point", "folder", "analysis", "strategy", "per matrix", "95% interval", "model", "verified"]
+    assert [r[3] for r in rows[:2]] == ["numpy", "factored (picked)"] and sum("(picked)" in r[3] for r in rows) == 5
+    assert [r[6] for r in rows[:3]] == ["500 µs (measured)", "100 µs", "-"] and [r[7] for r in rows[:3]] == ["yes", "FAILED", "yes"]
+    page = render_sweep(record)
+    for row in shown_points(record):  # the page's cells are the md's
+        assert f"<td>{row['strategy']}</td>" in page and f'<td class="num">{row["model"]}</td>' in page
+    assert MODEL_NOTE in sweep_markdown(record) and MODEL_NOTE.replace("'", "&#39;") in page
+
+
+def test_a_fits_class_is_named_by_the_swept_key_and_a_held_column_says_what_it_holds() -> None:
+    """Walk-through 6: `class 1` and `class n^2` on a rank axis; the page's `held` column of `-`."""
+    from harness.report.sweep import fit_sentence, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()
+    classes = {f.strategy: fit_sentence(f).rsplit("; ", 1)[1] for f in record.fits}
+    assert classes["numpy"].startswith("class constant (RMS") and classes["factored"].startswith("class rank^2 (RMS")
+    assert f"- {fit_sentence(record.fits[1])}" in sweep_markdown(record)
+    assert "<td>rank^2 (" in render_sweep(record) and "<td>n^2 (" not in render_sweep(record)
+    held = record.model_copy(update={"fits": [f.model_copy(update={"fixed": {"data.adapters": 4}}) for f in record.fits],
+                                     "points": [p.model_copy(update={"values": {**p.values, "data.adapters": 4}})
+                                                for p in record.points]})
+    fits = render_sweep(held).split("<h2>Fits</h2>")[1].split("<h2>Points</h2>")[0]
+    assert "<th>held at</th>" in fits and "held at: the other swept key's value along the fit" in fits
+    assert fits.count('<td>{"data.adapters": 4}</td>') == 2
+
+
+def test_a_crossover_past_the_largest_rank_is_clipped_there_and_says_so() -> None:
+    """Walk-through 6: `numpy overtakes factored above rank 500 (358-781)` of 512x512 deltas."""
+    from harness.record.sweep_record import AxisLimit, axis_limits
+    from harness.plan.model import GroupInfo
+    from harness.report.sweep import crossover_sentence
+
+    groups = [GroupInfo(label="w", shape=(512, 768), rank=8, count=2), GroupInfo(label="v", shape=(512, 512), rank=8, count=2)]
+    limit = axis_limits({"data.rank": 8, "data.adapters": 2}, groups)
+    assert limit == {"data.rank": AxisLimit(size=512.0, shape=(512, 512))}
+    record = known_sweep()  # numpy overtakes factored near rank 32
+    base = fit_sweep(record.model_copy(update={"points": [p.model_copy(update={"limits": {"data.rank": AxisLimit(
+        size=32.0, shape=(32, 32))}}) for p in record.points]}))
+    [c] = base.crossovers  # its interval: 30.7 to 32.2
+    assert c.crossing.size < 32 < c.crossing.high and c.high == 32 and c.clipped
+    said = crossover_sentence(c)
+    assert "-32, clipped to the largest rank of a 32x32 delta)" in said and "32.2" not in said, said
+    [unclipped] = record.crossovers
+    assert "clipped" not in crossover_sentence(unclipped)
+
+
+def test_a_points_line_says_a_strategy_measured_faster_than_the_pick() -> None:
+    """Walk-through 6: `spectrum: picked torch; torch is not significantly faster or slower than
+    numpy: 1.18x` at rank 256, where factored measured 2.2x faster than the pick."""
+    from harness.run.sweep import point_summary
+
+    run = load_record(Path(__file__).parents[1] / "report" / "records" / "main_job.json")
+    run.analyses = [a for a in run.analyses if a.name == "spectrum"]
+    record = known_sweep()
+    last, first = record.points[-1], record.points[0]  # factored picked, numpy 17x faster / factored fastest
+    said = point_summary(run, last)
+    assert said.endswith("; the pick measured 17x slower than numpy"), said
+    assert "slower than" not in point_summary(run, first)
