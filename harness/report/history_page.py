@@ -24,7 +24,9 @@ from harness.base.units import format_share
 from harness.report.history import SIGNED_UNITS, Series
 from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
-from harness.record.verdict import with_interval
+from harness.bench.statistics import Interval
+from harness.report.labels import UNRESOLVED_MARK, marked_speedup
+from harness.specs.sections import DEFAULT_TARGET
 from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"
@@ -111,11 +113,15 @@ def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> 
 
 
 def _cell(side: Side | None, share: float | None) -> str:
-    """`1,670x (743-3,753), 41% of roof`: as the run report writes a speedup and a share."""
+    """`1,670x (743-3,753), 41% of roof`: as the run report writes a speedup and a share, marked
+    `?` as it marks one whose interval is wider than the precision the tracked specs ask for (the
+    default: benchmarks/speedups.py sets none)."""
     if side is None or side.speedup is None:
         return "-"
     interval = (side.low, side.high) if side.low and side.high else None
-    return with_interval(side.speedup, interval) + (f", {format_share(share)} of roof" if share else "")
+    resolved = interval is not None and Interval(estimate=side.speedup, low=interval[0], high=interval[1],
+                                                 n=1).resolved(DEFAULT_TARGET)
+    return marked_speedup(side.speedup, interval, not resolved) + (f", {format_share(share)} of roof" if share else "")
 
 
 def _why(side: Side) -> str:
@@ -242,6 +248,7 @@ def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, s
         headline=headline(found, axis, start) if found else None,
         analyses=analyses(found, shares, axis, baselines(all_series)), unmeasured=unmeasured(found, axis),
         roofs=roofs(all_series, axis), raw=raw(all_series, axis), results_dir=str(results_dir),
-        commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu)
+        commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu, unresolved_mark=UNRESOLVED_MARK,
+        target=DEFAULT_TARGET)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path
