@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.report.history import load
-from harness.report.history_charts import Trend, trend_figure
+from harness.report.history_charts import Trend, roof_figure, trend_figure
 from harness.report.history_page import write_history
 
 from .test_history import TRACKS, write_meta, write_run
@@ -118,3 +118,15 @@ def test_the_y_axis_labels_a_tick_at_or_above_the_highest_bar(log: bool) -> None
     labelled = [t.get_position()[1] for t in ax.yaxis.get_majorticklabels()
                 if t.get_text() and low <= t.get_position()[1] <= high]
     assert max(labelled) >= 4.3 and high >= 4.3, (labelled, high)
+
+
+@pytest.mark.parametrize("lowest", [0.0315, 0.063, 0.315])
+def test_the_roof_charts_axis_labels_a_tick_at_or_below_the_lowest_point(lowest: float) -> None:
+    """bench_dense's roof chart had points at 3-5% and no tick label left of 10 (walk-through 6)."""
+    rows = ["svdvals/numpy", "svd/numpy", "svd_topk/torch_lowrank"]
+    fig = roof_figure(rows, ["vm-cpu"], dict(zip([(r, "vm-cpu") for r in rows], [lowest, 0.28, 0.9])))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labelled = [t.get_position()[0] for t in ax.get_xticklabels() if t.get_text()]
+    low = ax.get_xlim()[0]
+    assert any(low <= t <= 100 * lowest for t in labelled) and any(t >= 90 for t in labelled)
