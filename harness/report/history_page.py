@@ -104,6 +104,24 @@ def busy_shares(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> li
     return out
 
 
+def quick_runs(all_series: Sequence[Series], axis: Axis) -> list[tuple[str, list[str], int]]:
+    """(machine, its commits recorded with `asv run --quick`, the fewest timings a plain run takes)
+    where the data show it: every time benchmark of the run that a plain run times at least twice a
+    point (Series.least_samples) has one sample a point. asv records no flag for --quick; a run with
+    no such benchmark is not said to be quick, and one with a point of more samples is not."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (machine, commit) -> (samples, least)
+    for s in all_series:
+        for p in s.points if s.least_samples > 1 else ():
+            if p.samples is not None:
+                found.setdefault((s.line, p.commit), []).append((p.samples, s.least_samples))
+    out = []
+    for machine in axis.machines:
+        quick = [c for c in axis.commits if (machine, c) in found and all(n == 1 for n, _ in found[(machine, c)])]
+        if quick:
+            out.append((machine, quick, min(least for c in quick for _, least in found[(machine, c)])))
+    return out
+
+
 def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> tuple[Trend, list[Judged]]:
     measured = {c: s for c, s in by_commit.items() if s.speedup is not None}
     marked = [j for j in steps(machine, point, by_commit, axis) if j.verdict in ("regression", "improvement")]
@@ -248,6 +266,7 @@ def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, s
         headline=headline(found, axis, start) if found else None,
         analyses=analyses(found, shares, axis, baselines(all_series)), unmeasured=unmeasured(found, axis),
         roofs=roofs(all_series, axis), raw=raw(all_series, axis), results_dir=str(results_dir),
+        quick=quick_runs(all_series, axis), named=GAPS_NAMED,
         commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu, unresolved_mark=UNRESOLVED_MARK,
         target=DEFAULT_TARGET)
     write_atomic(path, lambda fh: fh.write(html.encode()))

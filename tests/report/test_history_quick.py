@@ -1,0 +1,45 @@
+"""The history page says what asv's data show of how each run was recorded: `asv run --quick`
+(one sample a timing) told from asv's stats, never guessed (walk-through 6, history 2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.report.history import load
+from harness.report.history_page import write_history
+
+from .test_history import write_meta, write_run
+
+pytest.importorskip("asv")
+
+NAME = "gram.GramRoutes.time_gram"
+
+
+def quick_lines(tmp_path: Path, declared: dict[str, object], samples: list[list[int]]) -> list[str]:
+    """The page's --quick lines for a time benchmark declared with `declared` (asv's rounds and
+    repeat) whose two points took `samples[i]` timings at commit i."""
+    root = tmp_path / "asv"
+    write_meta(root, "vm-cpu", {NAME: {"name": NAME, "type": "time", "unit": "seconds", "param_names": ["route"],
+                                       "params": [["'numpy'", "'torch'"]], "version": "1", **declared}})
+    for i, taken in enumerate(samples):
+        values = [0.05, 0.06]
+        write_run(root, "vm-cpu", i, {NAME: [values, [["'numpy'", "'torch'"]], "1", 0, 1.0, values, values, values,
+                                             values, [1, 1], taken]})
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    return [re.sub(r"\s+", " ", line) for line in re.findall(r'<p class="causes quick">(.*?)</p>', page, re.S)]
+
+
+def test_a_run_is_said_to_be_quick_where_the_data_show_it_and_only_there(tmp_path: Path) -> None:
+    """One sample a point of a benchmark a plain run times twice or more: --quick, at that commit
+    only; more samples at a point, a benchmark timed once anyway, or an unreadable declaration: not said."""
+    lines = quick_lines(tmp_path / "quick", {"rounds": 2, "repeat": 0}, [[5, 4], [1, 1]])
+    assert lines == ["On vm-cpu, the run at <code>01ababab</code> was recorded with <code>asv run --quick</code>: one "
+                     "sample a timing, so each raw time below is one measurement with no spread (a plain <code>asv "
+                     "run</code> takes at least 2); the speedups are alike either way: each is one <code>harness "
+                     "run</code>, its interval from that run's rounds."]
+    assert quick_lines(tmp_path / "more", {"rounds": 2, "repeat": 0}, [[5, 4], [3, 1]]) == []
+    assert quick_lines(tmp_path / "once", {"rounds": 1, "repeat": 1}, [[1, 1]]) == []
+    assert quick_lines(tmp_path / "odd", {"rounds": "2", "repeat": [1, 10, 20.0]}, [[1, 1]]) == []
