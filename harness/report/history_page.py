@@ -27,7 +27,7 @@ from harness.report.html import environment
 from harness.bench.statistics import Interval
 from harness.report.labels import UNRESOLVED_MARK, marked_speedup
 from harness.specs.sections import DEFAULT_TARGET
-from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
+from harness.report.regressions import INTERVAL, LOAD, RATIO, SHARE_BUSY, UNTIMED, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"
 ROOF_GAP = "track_roof_gap"
@@ -143,8 +143,10 @@ def _cell(side: Side | None, share: float | None) -> str:
 
 
 def _why(side: Side) -> str:
-    """Why a commit has no speedup of a point, as far as asv's series tell: the suite records a
-    busy share for every strategy its run timed (benchmarks/speedups.py)."""
+    """Why a commit has no speedup of a point, as far as asv's series tell: the cause the suite
+    recorded (benchmarks/speedups.py), else from the busy share it records of every strategy its run timed."""
+    if side.cause is not None:
+        return side.cause
     return "timed, but with no speedup over its baseline" if side.busy is not None else NOT_TIMED
 
 
@@ -204,10 +206,20 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
 
 
 def unmeasured(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> list[str]:
-    """`bench_dense: svd_topk` for each analysis no commit measured a speedup of on any machine:
-    a line saying so in place of an empty chart and a table of "-"."""
+    """`bench_dense: svd_topk (torch: not timed: ...)` for each analysis no commit measured a
+    speedup of on any machine, with why each strategy has none at its newest commit: a line saying
+    so in place of an empty chart and a table of "-"."""
     drawn = {split_point(p)[:2] for (_, p), by in found.items() if axis.latest(by) is not None}
-    return [f"{e}: {a}" for e, a in sorted({split_point(p)[:2] for _, p in found} - drawn)]
+    out = []
+    for e, a in sorted({split_point(p)[:2] for _, p in found} - drawn):
+        by_why: dict[str, list[str]] = {}
+        for (machine, point), by in sorted(found.items()):
+            newest = [by[c] for c in axis.commits if c in by][-1:]
+            if split_point(point)[:2] == (e, a) and newest:
+                by_why.setdefault(_why(newest[0]), []).append(split_point(point)[2])
+        out.append(f"{e}: {a} (" + "; ".join(f"{', '.join(dict.fromkeys(names))}: {why}"
+                                             for why, names in by_why.items()) + ")")
+    return out
 
 
 def latest_values(all_series: Sequence[Series], name: str) -> dict[tuple[str, str], float]:
@@ -232,7 +244,7 @@ def roofs(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
 
 def raw(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
     """Every other series, folded: the speedups suite's per analysis, the kernel suites' per benchmark."""
-    skip = {RATIO, INTERVAL, SHARE_BUSY, ROOF_GAP}
+    skip = {RATIO, INTERVAL, SHARE_BUSY, ROOF_GAP, UNTIMED, LOAD}
     groups: dict[tuple[str, str], list[Trend]] = {}
     units: dict[tuple[str, str], str] = {}
     for s in all_series:
