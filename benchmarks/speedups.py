@@ -8,7 +8,8 @@ asv reads a rising value as worse, so the primary series is `track_time_ratio`: 
 time over its baseline's, 1 / speedup (`harness history` draws it back as a speedup). asv keeps one
 value per benchmark, so the speedup's 95% interval is a companion series, `track_interval`: the
 factor f of [speedup / f, speedup * f] (log-symmetric: a t interval on the log ratios), and
-`track_busy` the share of its rounds timed while the machine was busy. Each analysis' baseline is a
+`track_busy` the share of its rounds timed while the machine was busy; `track_untimed` why a run did
+not time it (a code: asv keeps numbers only, and its log says only n/a) and `track_load` the run's load. Each analysis' baseline is a
 point too: its speedup over itself is exactly 1 (interval x1), the reference line of its chart.
 Secondary series: `track_seconds` (median seconds per matrix), `track_roof_gap` (the machine's
 measured roof at the kernel's intensity over what it achieved: 1 / the roof share) and
@@ -29,7 +30,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from harness.record.run_record import AnalysisRecord, RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 # experiment -> (spec, --set overrides, [benchmark] budget): the main job at its own shapes with 4
@@ -45,7 +49,7 @@ TRACKED: dict[str, tuple[Path, list[str], str]] = {
 RUN_TIMEOUT = 600
 EXIT_OK, EXIT_VERIFICATION_FAILED = 0, 3  # harness.cli.exit_codes: a failed check still records its timings
 
-Point = dict[str, float]  # speedup, interval, busy, seconds, roof_gap, error (NaN: not measured)
+Point = dict[str, float]  # speedup, interval, busy, seconds, roof_gap, error, untimed, load (NaN: not measured)
 
 
 def timed_points(path: Path, sets: list[str]) -> list[str]:
@@ -83,14 +87,34 @@ def run_spec(path: Path, sets: list[str], budget: str, folder: Path) -> Path:
     return out
 
 
+def untimed(analysis: AnalysisRecord) -> dict[str, float]:
+    """label -> why the run did not time it, a code of harness.report.regressions.CAUSES: asv keeps
+    numbers only, and its log of the run says only n/a."""
+    from harness.record.run_record import UNTIMED
+    from harness.report.regressions import BUSY_CAUSE, ELSEWHERE_CAUSE, FAILED_CAUSE
+
+    timed = {t.label for t in analysis.timings}
+    return {**{v.strategy: FAILED_CAUSE for v in analysis.verification if v.reason and v.strategy not in timed},
+            **{s.strategy: BUSY_CAUSE if s.reason == UNTIMED else ELSEWHERE_CAUSE for s in analysis.skipped}}
+
+
+def peak_load(record: RunRecord) -> float:
+    """The highest load average any measurement of the run saw (NaN: none recorded)."""
+    loads = [x for a in record.analyses for t in a.timings for g in t.groups if (c := g.measurement.conditions)
+             for x in (c.load_before, c.load_after) if x is not None]
+    return max(loads, default=math.nan)
+
+
 def measured(folder: Path, experiment: str) -> dict[str, Point]:
     """`experiment:analysis/label` -> what the run in `folder` measured of that point; a baseline's
-    speedup over itself is exactly 1, its interval exactly x1."""
+    speedup over itself is exactly 1, its interval exactly x1; a point it did not time, why."""
     from harness.api import open_run
     from harness.report.labels import peak_share
 
     record = open_run(folder).record
-    found: dict[str, Point] = {}
+    load = peak_load(record)
+    found: dict[str, Point] = {f"{experiment}:{analysis.name}/{label}": {"untimed": cause, "load": load}
+                               for analysis in record.analyses for label, cause in untimed(analysis).items()}
     for analysis in record.analyses:
         errors = {v.strategy: v.values_error for v in analysis.verification}
         for t in analysis.timings:
@@ -103,6 +127,8 @@ def measured(folder: Path, experiment: str) -> dict[str, Point]:
                 "seconds": t.seconds_per_matrix,
                 "roof_gap": 1 / share if share else math.nan,
                 "error": errors.get(t.label, math.nan),
+                "untimed": 0.0,
+                "load": load,
             }
     return found
 
@@ -163,6 +189,18 @@ class _Tracked:
         return self._value(cache, point, "error")
 
     track_error.unit = "relative error"  # type: ignore[attr-defined]
+
+    def track_untimed(self, cache: dict[str, Point], point: str) -> float:
+        """Why the run did not time it: 0 timed, else a code of harness.report.regressions.CAUSES."""
+        return self._value(cache, point, "untimed")
+
+    track_untimed.unit = "cause"  # type: ignore[attr-defined]
+
+    def track_load(self, cache: dict[str, Point], point: str) -> float:
+        """The highest load average the run saw: what a busy machine's skips are read with."""
+        return self._value(cache, point, "load")
+
+    track_load.unit = "load"  # type: ignore[attr-defined]
 
 
 class MainJob(_Tracked):

@@ -14,8 +14,10 @@ import pytest
 
 import benchmarks.continuous as continuous
 from benchmarks.history_page import MACHINES, SLOW
-from benchmarks.speedups import Dense, MainJob, measured, run_spec
-from harness.record.run_record import RunRecord
+from benchmarks.speedups import Dense, MainJob, measured, run_spec, untimed
+from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, Skipped
+from harness.record.verification import Verification
+from harness.report.regressions import BUSY_CAUSE, CAUSES, ELSEWHERE_CAUSE, FAILED_CAUSE, Side
 
 pytest.importorskip("asv")
 
@@ -49,6 +51,18 @@ def test_a_runs_record_becomes_the_series(smoke_run: tuple[Path, RunRecord]) -> 
     bench, point = MainJob(), next(p for p, v in found.items() if v["speedup"] != 1.0)
     assert bench.track_time_ratio(found, point) == pytest.approx(1 / found[point]["speedup"])
     assert math.isnan(bench.track_time_ratio(found, "smoke:nothing/here")) and math.isnan(bench.track_busy({}, point))
+
+
+def test_why_a_run_did_not_time_a_point_becomes_its_cause_code() -> None:
+    """asv's log says only n/a of a point the run did not time: the suite records which cause
+    (walk-through 6, history 3), a code the history page reads back (report.regressions.CAUSES)."""
+    analysis = AnalysisRecord.model_construct(timings=[], verification=[Verification.failed("cupy", 1e-3, "no GPU")],
+                                              skipped=[Skipped(strategy="torch", reason=UNTIMED),
+                                                       Skipped(strategy="numba", reason="its worker was lost")])
+    assert untimed(analysis) == {"cupy": FAILED_CAUSE, "torch": BUSY_CAUSE, "numba": ELSEWHERE_CAUSE}
+    found = {"e:a/torch": {"untimed": BUSY_CAUSE, "load": 6.1}}
+    assert Dense().track_untimed(found, "e:a/torch") == BUSY_CAUSE and Dense().track_load(found, "e:a/torch") == 6.1
+    assert Side(commit="c", speedup=None, untimed=BUSY_CAUSE, load=6.1).cause == f"{CAUSES[BUSY_CAUSE]} (load 6.1)"
 
 
 def test_a_run_that_fails_says_how(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ class Point(BaseModel):
     value: float | None  # None: failed, skipped or not run at this commit
     q25: float | None = None
     q75: float | None = None
+    samples: int | None = None  # asv's stats "repeat": timings taken; None where it keeps none (tracks)
 
 
 class Step(BaseModel):
@@ -60,12 +61,29 @@ class Series(BaseModel):
     unit: str
     params: dict[str, str]
     points: list[Point]
+    least_samples: int = 1  # the timings a run without --quick takes of a point at least (_least_samples)
     steps: list[Step] = []
 
     @property
     def line(self) -> str:
         """The machine, and its environment when it has several."""
         return self.machine if not self.env else f"{self.machine} ({self.env})"
+
+
+def _count(x: object) -> int | None:
+    """`x` where it is a count (a positive int, as asv writes them), else None: asv's files are data."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and x > 0 else None
+
+
+def _least_samples(meta: dict[str, object]) -> int:
+    """The timings a plain `asv run` takes of each point of a time benchmark at least: each of its
+    `rounds` takes `repeat` (an int; 0, asv's default, at least 1; or (min, max, seconds)), which
+    --quick makes 1 and 1. 1 where that cannot be told: then one sample is no sign of --quick."""
+    if meta.get("type") != "time":
+        return 1
+    repeat = meta.get("repeat")
+    least = repeat[0] if isinstance(repeat, list) and repeat else repeat
+    return (_count(meta.get("rounds")) or 1) * (_count(least) or 1)
 
 
 def _asv() -> tuple[object, object]:
@@ -219,12 +237,14 @@ def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: d
                     machine=machine, env=r.env_name if several_envs else "",  # type: ignore[attr-defined]
                     gpu=not machine.endswith("-cpu"), benchmark=name, kind=str(meta[name].get("type", "")),
                     unit=str(meta[name].get("unit", "")),
-                    params={n: str(v).strip("'") for n, v in zip(names, combo)}, points=[])  # type: ignore[call-overload]
+                    params={n: str(v).strip("'") for n, v in zip(names, combo)}, points=[],  # type: ignore[call-overload]
+                    least_samples=_least_samples(meta[name]))
             signed = found[key].unit in SIGNED_UNITS
             if _value(value, signed) is None and not _absent(value):
                 expected = "a finite number" if signed else f"0 or a finite number from {sys.float_info.min:.3g} up"
                 left_out.append(f"{name}({', '.join(map(str, combo))}) = {value!r}, expected {expected}")
             spread = spread or {}
             found[key].points.append(Point(commit=r.commit_hash, date=r.date or 0, value=_value(value, signed),  # type: ignore[attr-defined]
-                                           q25=_value(spread.get("q_25"), signed), q75=_value(spread.get("q_75"), signed)))
+                                           q25=_value(spread.get("q_25"), signed), q75=_value(spread.get("q_75"), signed),
+                                           samples=_count(spread.get("repeat"))))
     return left_out

@@ -63,23 +63,29 @@ def _intervals(ax: Axes, t: Trend, commits: Sequence[str], x_of: dict[str, int],
             ax.plot([x_of[run[0]]] * 2, [lows[0], highs[0]], color=colour, lw=1, marker="_", ms=7)
 
 
-def _tick_over(ax: Axes, drawn: Sequence[float]) -> None:
-    """Raise the y axis' top to the first round value (1, 2, 5 x 10^k on a log axis, the
-    locator's next tick on a linear one) at which a labelled tick sits at or above the highest
-    value or interval end drawn: the bench_dense svd chart's bars reached 3-4 over a last label of 2."""
-    finite = [v for v in drawn if np.isfinite(v)]
+def _tick_over(ax: Axes, drawn: Sequence[float], which: str = "y", lowest: bool = False) -> None:
+    """Widen the axis (`which`) to the first round value (1, 2, 5 x 10^k on a log axis, the
+    locator's next tick on a linear one) at which a labelled tick sits at or beyond the highest
+    value or interval end drawn, or with `lowest` at or below the lowest: the bench_dense svd
+    chart's bars reached 3-4 over a last label of 2, its roof chart's points at 3-5% had no label
+    left of 10."""
+    log = getattr(ax, f"get_{which}scale")() == "log"
+    finite = [v for v in drawn if np.isfinite(v) and (v > 0 or not log)]
     if not finite:
         return
-    top, (low, high) = max(finite), ax.get_ylim()
-    locator = ax.yaxis.get_major_locator()
-    if ax.get_yscale() == "log":
-        e = math.floor(math.log10(top)) if top > 0 else 0
-        limits = [m * 10.0**k for k in range(e, e + 3) for m in (1, 2, 5) if m * 10.0**k >= top]
+    get_lim, set_lim = getattr(ax, f"get_{which}lim"), getattr(ax, f"set_{which}lim")
+    (low, high), locator = get_lim(), getattr(ax, f"{which}axis").get_major_locator()
+    edge = min(finite) if lowest else max(finite)
+    beyond = (lambda v: v <= edge) if lowest else (lambda v: v >= edge)
+    if log:
+        e = math.floor(math.log10(edge))
+        limits = sorted((m * 10.0**k for k in range(e - 2, e + 3) for m in (1, 2, 5)), reverse=lowest)
     else:
-        limits = sorted(t for t in locator.tick_values(low, high) if t >= top)
-    for limit in [high, *limits]:
-        if any(top <= t <= max(high, limit) for t in locator.tick_values(low, max(high, limit))):
-            ax.set_ylim(low, max(high, limit))
+        limits = sorted(locator.tick_values(low, high), reverse=lowest)
+    for limit in [low if lowest else high, *filter(beyond, limits)]:
+        ends = (min(low, limit), high) if lowest else (low, max(high, limit))
+        if any(beyond(t) and ends[0] <= t <= ends[1] for t in locator.tick_values(*ends)):
+            set_lim(*ends)
             return
 
 
@@ -148,6 +154,7 @@ def roof_figure(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple
     ax.axvline(100, color="#333", lw=1, ls="--")
     ax.set_xscale("log")
     _log_axis(ax.xaxis)
+    _tick_over(ax, [100 * v for v in shares.values()], "x", lowest=True)
     ax.set_yticks(y, rows, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("% of the machine's measured roof at the kernel's flops per byte (log scale)", fontsize=8)

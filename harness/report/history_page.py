@@ -24,8 +24,10 @@ from harness.base.units import format_share
 from harness.report.history import SIGNED_UNITS, Series
 from harness.report.history_charts import Trend, roof_chart, trend_chart
 from harness.report.html import environment
-from harness.record.verdict import with_interval
-from harness.report.regressions import INTERVAL, RATIO, SHARE_BUSY, Judged, Side, judge, sides, track_of
+from harness.bench.statistics import Interval
+from harness.report.labels import UNRESOLVED_MARK, marked_speedup
+from harness.specs.sections import DEFAULT_TARGET
+from harness.report.regressions import INTERVAL, LOAD, RATIO, SHARE_BUSY, UNTIMED, Judged, Side, judge, sides, track_of
 
 HISTORY = "history.html"
 ROOF_GAP = "track_roof_gap"
@@ -102,6 +104,24 @@ def busy_shares(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> li
     return out
 
 
+def quick_runs(all_series: Sequence[Series], axis: Axis) -> list[tuple[str, list[str], int]]:
+    """(machine, its commits recorded with `asv run --quick`, the fewest timings a plain run takes)
+    where the data show it: every time benchmark of the run that a plain run times at least twice a
+    point (Series.least_samples) has one sample a point. asv records no flag for --quick; a run with
+    no such benchmark is not said to be quick, and one with a point of more samples is not."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (machine, commit) -> (samples, least)
+    for s in all_series:
+        for p in s.points if s.least_samples > 1 else ():
+            if p.samples is not None:
+                found.setdefault((s.line, p.commit), []).append((p.samples, s.least_samples))
+    out = []
+    for machine in axis.machines:
+        quick = [c for c in axis.commits if (machine, c) in found and all(n == 1 for n, _ in found[(machine, c)])]
+        if quick:
+            out.append((machine, quick, min(least for c in quick for _, least in found[(machine, c)])))
+    return out
+
+
 def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> tuple[Trend, list[Judged]]:
     measured = {c: s for c, s in by_commit.items() if s.speedup is not None}
     marked = [j for j in steps(machine, point, by_commit, axis) if j.verdict in ("regression", "improvement")]
@@ -111,16 +131,22 @@ def _trend(machine: str, point: str, by_commit: dict[str, Side], axis: Axis) -> 
 
 
 def _cell(side: Side | None, share: float | None) -> str:
-    """`1,670x (743-3,753), 41% of roof`: as the run report writes a speedup and a share."""
+    """`1,670x (743-3,753), 41% of roof`: as the run report writes a speedup and a share, marked
+    `?` as it marks one whose interval is wider than the precision the tracked specs ask for (the
+    default: benchmarks/speedups.py sets none)."""
     if side is None or side.speedup is None:
         return "-"
     interval = (side.low, side.high) if side.low and side.high else None
-    return with_interval(side.speedup, interval) + (f", {format_share(share)} of roof" if share else "")
+    resolved = interval is not None and Interval(estimate=side.speedup, low=interval[0], high=interval[1],
+                                                 n=1).resolved(DEFAULT_TARGET)
+    return marked_speedup(side.speedup, interval, not resolved) + (f", {format_share(share)} of roof" if share else "")
 
 
 def _why(side: Side) -> str:
-    """Why a commit has no speedup of a point, as far as asv's series tell: the suite records a
-    busy share for every strategy its run timed (benchmarks/speedups.py)."""
+    """Why a commit has no speedup of a point, as far as asv's series tell: the cause the suite
+    recorded (benchmarks/speedups.py), else from the busy share it records of every strategy its run timed."""
+    if side.cause is not None:
+        return side.cause
     return "timed, but with no speedup over its baseline" if side.busy is not None else NOT_TIMED
 
 
@@ -180,10 +206,20 @@ def analyses(found: dict[tuple[str, str], dict[str, Side]], shares: dict[tuple[s
 
 
 def unmeasured(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> list[str]:
-    """`bench_dense: svd_topk` for each analysis no commit measured a speedup of on any machine:
-    a line saying so in place of an empty chart and a table of "-"."""
+    """`bench_dense: svd_topk (torch: not timed: ...)` for each analysis no commit measured a
+    speedup of on any machine, with why each strategy has none at its newest commit: a line saying
+    so in place of an empty chart and a table of "-"."""
     drawn = {split_point(p)[:2] for (_, p), by in found.items() if axis.latest(by) is not None}
-    return [f"{e}: {a}" for e, a in sorted({split_point(p)[:2] for _, p in found} - drawn)]
+    out = []
+    for e, a in sorted({split_point(p)[:2] for _, p in found} - drawn):
+        by_why: dict[str, list[str]] = {}
+        for (machine, point), by in sorted(found.items()):
+            newest = [by[c] for c in axis.commits if c in by][-1:]
+            if split_point(point)[:2] == (e, a) and newest:
+                by_why.setdefault(_why(newest[0]), []).append(split_point(point)[2])
+        out.append(f"{e}: {a} (" + "; ".join(f"{', '.join(dict.fromkeys(names))}: {why}"
+                                             for why, names in by_why.items()) + ")")
+    return out
 
 
 def latest_values(all_series: Sequence[Series], name: str) -> dict[tuple[str, str], float]:
@@ -208,7 +244,7 @@ def roofs(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
 
 def raw(all_series: Sequence[Series], axis: Axis) -> list[dict[str, object]]:
     """Every other series, folded: the speedups suite's per analysis, the kernel suites' per benchmark."""
-    skip = {RATIO, INTERVAL, SHARE_BUSY, ROOF_GAP}
+    skip = {RATIO, INTERVAL, SHARE_BUSY, ROOF_GAP, UNTIMED, LOAD}
     groups: dict[tuple[str, str], list[Trend]] = {}
     units: dict[tuple[str, str], str] = {}
     for s in all_series:
@@ -242,6 +278,8 @@ def write_history(all_series: Sequence[Series], results_dir: Path, path: Path, s
         headline=headline(found, axis, start) if found else None,
         analyses=analyses(found, shares, axis, baselines(all_series)), unmeasured=unmeasured(found, axis),
         roofs=roofs(all_series, axis), raw=raw(all_series, axis), results_dir=str(results_dir),
-        commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu)
+        quick=quick_runs(all_series, axis), named=GAPS_NAMED,
+        commits=len(axis.commits), machines=axis.machines, gpu=axis.gpu, unresolved_mark=UNRESOLVED_MARK,
+        target=DEFAULT_TARGET)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

@@ -132,7 +132,13 @@ def speedup_text(t: StrategyTiming) -> str:
         return "1x (baseline)"
     if t.speedup is None:
         return f"- {UNRESOLVED_MARK}"
-    return with_interval(t.speedup, t.speedup_ci) + (f" {UNRESOLVED_MARK}" if t.unresolved else "")
+    return marked_speedup(t.speedup, t.speedup_ci, t.unresolved)
+
+
+def marked_speedup(speedup: float, ci: tuple[float, float] | None, unresolved: bool) -> str:
+    """with_interval, and UNRESOLVED_MARK when the interval is wider than the precision asked for:
+    one notation for the run's tables and the history's (walk-through 6)."""
+    return with_interval(speedup, ci) + (f" {UNRESOLVED_MARK}" if unresolved else "")
 
 
 def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:

@@ -33,6 +33,13 @@ BUSY = 0.0  # a side with more than this share of its rounds busy is not judged:
 Z95 = 1.959963984540054
 SUITE = "speedups."  # benchmarks/speedups.py: a class per tracked spec
 RATIO, INTERVAL, SHARE_BUSY = "track_time_ratio", "track_interval", "track_busy"
+UNTIMED, LOAD = "track_untimed", "track_load"  # why a point was not timed (a code of CAUSES); the run's load
+# what a run that did not time a point recorded of why (benchmarks/speedups.py): asv keeps numbers only,
+# and its log of a run says only n/a, so the cause travels as one of these codes (0: timed)
+BUSY_CAUSE, ELSEWHERE_CAUSE, FAILED_CAUSE = 1, 2, 3
+CAUSES = {BUSY_CAUSE: "not timed: out of time on a busy machine",
+          ELSEWHERE_CAUSE: "not timed: unable to run here, or its worker was lost",
+          FAILED_CAUSE: "failed: it gave no answer to time"}
 
 Verdict = Literal["regression", "improvement", "no change", "inconclusive"]
 
@@ -44,6 +51,15 @@ class Side(BaseModel):
     speedup: float | None  # None: not measured at this commit (failed, skipped, not run)
     interval: float | None = None  # f of [s / f, s * f]
     busy: float | None = None  # share of its rounds timed while the machine was busy
+    untimed: float | None = None  # why it was not timed, a code of CAUSES (0: timed; None: not recorded)
+    load: float | None = None  # the highest load average the run saw
+
+    @property
+    def cause(self) -> str | None:
+        """Why the run did not time it, as it recorded (`... (load 6.1)` when busy); None when it did not say."""
+        said = CAUSES.get(self.untimed) if self.untimed is not None else None  # type: ignore[call-overload]
+        return None if said is None else said + (f" (load {self.load:.1f})" if self.untimed == BUSY_CAUSE and self.load
+                                                 else "")
 
     @property
     def baseline(self) -> bool:
@@ -162,12 +178,13 @@ def sides(all_series: Sequence[Series]) -> dict[tuple[str, str], dict[str, Side]
     """(machine, point) -> commit -> its Side, from the speedups suite's series; the baselines
     (exactly 1 wherever measured) left out: they are not compared."""
     by_track = {name: {(s.line, s.params.get("point", "")): s for s in all_series if track_of(s) == name}
-                for name in (RATIO, INTERVAL, SHARE_BUSY)}
+                for name in (RATIO, INTERVAL, SHARE_BUSY, UNTIMED, LOAD)}
     found: dict[tuple[str, str], dict[str, Side]] = {}
     for key, ratio in by_track[RATIO].items():
-        interval, busy = _values(by_track[INTERVAL].get(key)), _values(by_track[SHARE_BUSY].get(key))
+        interval, busy, untimed, load = (_values(by_track[name].get(key)) for name in (INTERVAL, SHARE_BUSY, UNTIMED, LOAD))
         by_commit = {p.commit: Side(commit=p.commit, speedup=1 / p.value if p.value else None,
-                                    interval=interval.get(p.commit), busy=busy.get(p.commit)) for p in ratio.points}
+                                    interval=interval.get(p.commit), busy=busy.get(p.commit),
+                                    untimed=untimed.get(p.commit), load=load.get(p.commit)) for p in ratio.points}
         if not any(side.baseline for side in by_commit.values()):
             found[key] = by_commit
     return found

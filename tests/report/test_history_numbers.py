@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.report.history import load
-from harness.report.history_charts import Trend, trend_figure
+from harness.report.history_charts import Trend, roof_figure, trend_figure
 from harness.report.history_page import write_history
 
 from .test_history import TRACKS, write_meta, write_run
@@ -46,7 +46,7 @@ def test_speedups_ratios_and_ticks_as_run_reports_write_them(tmp_path: Path) -> 
                                                      {points[0]: BASE, points[1]: (1000.0, 1.05, 0.0), points[2]: wide}])
     page = write_history(load(root), root, tmp_path / "history.html").read_text()
     # the table: each newest speedup with its interval, as the run report's `1,670x (743-3,753)`
-    assert '<td class="num">2,090x (780-5,601)</td>' in page and '<td class="num">1,000x (952-1,050)</td>' in page
+    assert '<td class="num">2,090x (780-5,601) ?</td>' in page and '<td class="num">1,000x (952-1,050)</td>' in page
     # the headline's and the steps table's regression, 2,090x -> 1,000x (not 2.09e+03x -> 1e+03x)
     assert re.search(r"e:spectrum/torch on vm-cpu, 2,090x &rarr; 1,000x\s+\(0\.478x, 99% interval 0\.437-0\.524, "
                      r"p&lt;0\.001\)", page)
@@ -55,6 +55,19 @@ def test_speedups_ratios_and_ticks_as_run_reports_write_them(tmp_path: Path) -> 
     svg = page[page.index("<svg"):page.index("</svg>")]
     ticks = re.findall(r">([^<>]*)</text>", svg)
     assert "1,000" in ticks and not [t for t in ticks if "e+" in t or re.fullmatch(r"\d{4,}", t)]
+
+
+def test_a_speedup_the_run_would_mark_unresolved_is_marked_so_in_the_table(tmp_path: Path) -> None:
+    """`1.23x (0.47-3.24)` had no `?` where `harness run` marks an interval that wide (walk-through 6):
+    wider than the default precision, ±25%, it is marked; within it, not; with none, marked."""
+    points = ["e:a/numpy", "e:a/wide", "e:a/edge", "e:a/narrow", "e:a/none"]
+    root = write_speedups(tmp_path / "asv", points, [{points[0]: BASE, points[1]: (1.23, 2.63, 0.0),
+                                                      points[2]: (2.0, 1.26, 0.0), points[3]: (2.0, 1.24, 0.0),
+                                                      points[4]: (3.0, math.nan, 0.0)}])
+    page = write_history(load(root), root, tmp_path / "history.html").read_text()
+    cells = dict(re.findall(r"<tr><td>(\w+)</td><td class=\"num\">([^<]*)</td></tr>", page))
+    assert cells == {"wide": "1.23x (0.47-3.23) ?", "edge": "2.00x (1.59-2.52) ?", "narrow": "2.00x (1.61-2.48)",
+                     "none": "3.00x (no interval) ?"}
 
 
 def test_a_lone_commits_interval_is_a_bar_a_run_of_two_a_band() -> None:
@@ -105,3 +118,15 @@ def test_the_y_axis_labels_a_tick_at_or_above_the_highest_bar(log: bool) -> None
     labelled = [t.get_position()[1] for t in ax.yaxis.get_majorticklabels()
                 if t.get_text() and low <= t.get_position()[1] <= high]
     assert max(labelled) >= 4.3 and high >= 4.3, (labelled, high)
+
+
+@pytest.mark.parametrize("lowest", [0.0315, 0.063, 0.315])
+def test_the_roof_charts_axis_labels_a_tick_at_or_below_the_lowest_point(lowest: float) -> None:
+    """bench_dense's roof chart had points at 3-5% and no tick label left of 10 (walk-through 6)."""
+    rows = ["svdvals/numpy", "svd/numpy", "svd_topk/torch_lowrank"]
+    fig = roof_figure(rows, ["vm-cpu"], dict(zip([(r, "vm-cpu") for r in rows], [lowest, 0.28, 0.9])))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labelled = [t.get_position()[0] for t in ax.get_xticklabels() if t.get_text()]
+    low = ax.get_xlim()[0]
+    assert any(low <= t <= 100 * lowest for t in labelled) and any(t >= 90 for t in labelled)
