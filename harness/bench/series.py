@@ -180,7 +180,7 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
         spread = (f"{name} varies {times:.1f}x between processes on this machine" if times >= PROCESSES_APART else
                   f"runs on this machine differ by about ±{100 * found.spread:.0f}%, more than its processes do")
         return Settlement(settled=True, why=f"{said}, {asked}: what is left is the machine's own spread ({spread})")
-    floor = (f" (under {MIN_RUNS_SEEN} runs: at least the machine's ±{100 * found.spread:.0f}% between runs)"
+    floor = (f" (under {MIN_RUNS_SEEN} runs: weighted towards the machine's ±{100 * found.spread:.0f}% between runs)"
              if found.runs < MIN_RUNS_SEEN else "")
     return Settlement(settled=False, why=f"{said}{floor}, {asked}")
 
@@ -201,9 +201,11 @@ def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[s
     if loaded:  # a busy run says little of the next: load varies
         applied = max(applied, BUSY_SPREAD)
     runs = by_run(logs)
-    # a run effect assumed until MIN_RUNS_SEEN runs show their own: one run cannot see it
-    assumed = BUSY_SPREAD if loaded else applied if len(runs) < MIN_RUNS_SEEN else MIN_SPREAD
-    found = interval(runs, applied, run_sd=assumed)
+    # the run effect assumed before these runs show their own, pooled with theirs at any count: the
+    # machine's spread, until MIN_RUNS_SEEN runs here make it largely their own (a prior must not
+    # count them twice); then the spread assumed without it
+    prior = applied if len(runs) < MIN_RUNS_SEEN else BUSY_SPREAD if loaded else DEFAULT_SPREAD
+    found = interval(runs, prior, run_sd=prior)
     return Speedup(estimate=found.estimate, low=found.low, high=found.high, rounds=found.n, runs=found.runs,
                    processes=found.processes, pooled=sum(r in pooled for r in used),
                    busy=sum(r in busy for r in used), spread=applied, floor=found.floor, run_share=found.run_share,
