@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel
 
+from harness.base.units import either_way
 from harness.bench.budget import SPREAD_ROUNDS
 from harness.bench.statistics import DEFAULT_SPREAD, MIN_RUNS_SEEN, MIN_SPREAD, interval, quantile, run_spread
 
@@ -171,8 +172,11 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
         where = f"{_plural(found.rounds, 'round')} of {_plural(found.processes, 'process')} in {_plural(found.runs, 'run')}"
     if not math.isfinite(found.half_width):
         return Settlement(settled=False, why=f"{where}: no interval")
-    # rounded up: an interval of ±10.4% read "±10% ... wider than the ±10% asked for"
-    said = f"interval ±{math.ceil(100 * found.half_width - 1e-9):.0f}% over {where}"
+    # rounded up: an interval of ±10.4% read "±10% ... wider than the ±10% asked for"; from ±100% on
+    # as the verdict says it (`x14.6 either way`), not `±1361%` (walk-through 6)
+    width = (f"±{math.ceil(100 * found.half_width - 1e-9):.0f}%" if found.half_width < 1
+             else either_way(1 + found.half_width))
+    said = f"interval {width} over {where}"
     asked = f"wider than the ±{100 * target:.0f}% asked for"
     left = found.half_width <= SETTLE_RATIO * found.floor or found.floor > target
     if found.runs >= 2 and not found.busy and left and found.run_share <= MAX_RUN_SHARE:
