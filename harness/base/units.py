@@ -81,6 +81,14 @@ def speedup_within(x: float, high: float) -> str:
     return _end(max(x, high))(x) + "x"
 
 
+def either_way(factor: float) -> str:
+    """`x2.6 either way`: an interval symmetric in log space (711-3,862 around 1,657) as the factor
+    it spans each side of its estimate, never "±134%", which reads as reaching below zero; enough
+    digits that a factor just above 1 does not read as 1 (`x1.05`), none from 10 up (`x12`)."""
+    digits = f"{factor:.2f}" if factor < 1.1 else f"{factor:.1f}" if factor < 10 else f"{factor:,.0f}"
+    return f"x{digits} either way"
+
+
 def significant(x: float, figures: int) -> str:
     """`figures` significant figures in plain notation, trailing zeros kept, so both ends of an
     interval and every cell of a column read alike: 0.010 beside 0.071 (not 0.01), 3.0% beside 0.82%."""

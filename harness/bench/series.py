@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel
 
+from harness.base.units import either_way
 from harness.bench.budget import SPREAD_ROUNDS
 from harness.bench.statistics import DEFAULT_SPREAD, MIN_RUNS_SEEN, MIN_SPREAD, interval, quantile, run_spread
 
@@ -171,8 +172,11 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
         where = f"{_plural(found.rounds, 'round')} of {_plural(found.processes, 'process')} in {_plural(found.runs, 'run')}"
     if not math.isfinite(found.half_width):
         return Settlement(settled=False, why=f"{where}: no interval")
-    # rounded up: an interval of ±10.4% read "±10% ... wider than the ±10% asked for"
-    said = f"interval ±{math.ceil(100 * found.half_width - 1e-9):.0f}% over {where}"
+    # rounded up: an interval of ±10.4% read "±10% ... wider than the ±10% asked for"; from ±100% on
+    # as the verdict says it (`x14.6 either way`), not `±1361%` (walk-through 6)
+    width = (f"±{math.ceil(100 * found.half_width - 1e-9):.0f}%" if found.half_width < 1
+             else either_way(1 + found.half_width))
+    said = f"interval {width} over {where}"
     asked = f"wider than the ±{100 * target:.0f}% asked for"
     left = found.half_width <= SETTLE_RATIO * found.floor or found.floor > target
     if found.runs >= 2 and not found.busy and left and found.run_share <= MAX_RUN_SHARE:
@@ -180,7 +184,7 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
         spread = (f"{name} varies {times:.1f}x between processes on this machine" if times >= PROCESSES_APART else
                   f"runs on this machine differ by about ±{100 * found.spread:.0f}%, more than its processes do")
         return Settlement(settled=True, why=f"{said}, {asked}: what is left is the machine's own spread ({spread})")
-    floor = (f" (under {MIN_RUNS_SEEN} runs: at least the machine's ±{100 * found.spread:.0f}% between runs)"
+    floor = (f" (under {MIN_RUNS_SEEN} runs: weighted towards the machine's ±{100 * found.spread:.0f}% between runs)"
              if found.runs < MIN_RUNS_SEEN else "")
     return Settlement(settled=False, why=f"{said}{floor}, {asked}")
 
@@ -201,9 +205,11 @@ def speedup(base: Line, own: Line, *, spread: float | None = None, pooled: set[s
     if loaded:  # a busy run says little of the next: load varies
         applied = max(applied, BUSY_SPREAD)
     runs = by_run(logs)
-    # a run effect assumed until MIN_RUNS_SEEN runs show their own: one run cannot see it
-    assumed = BUSY_SPREAD if loaded else applied if len(runs) < MIN_RUNS_SEEN else MIN_SPREAD
-    found = interval(runs, applied, run_sd=assumed)
+    # the run effect assumed before these runs show their own, pooled with theirs at any count: the
+    # machine's spread, until MIN_RUNS_SEEN runs here make it largely their own (a prior must not
+    # count them twice); then the spread assumed without it
+    prior = applied if len(runs) < MIN_RUNS_SEEN else BUSY_SPREAD if loaded else DEFAULT_SPREAD
+    found = interval(runs, prior, run_sd=prior)
     return Speedup(estimate=found.estimate, low=found.low, high=found.high, rounds=found.n, runs=found.runs,
                    processes=found.processes, pooled=sum(r in pooled for r in used),
                    busy=sum(r in busy for r in used), spread=applied, floor=found.floor, run_share=found.run_share,

@@ -14,15 +14,16 @@ estimate is the mean over its P_i processes. From R runs and J processes in all:
 
 - s_p^2: the spread of the process means around their run's mean, pooled over runs (J - R
   degrees of freedom), never below MIN_SPREAD;
-- sigma_r^2 = max(0, var(run means) - s_p^2 mean(1 / P_i)), from two runs on, and never below
-  the machine's between-run spread (`run_sd`) while fewer than MIN_RUNS_SEEN runs show their own:
-  one run cannot see it, and six first runs of the main job shifted together by up to 1.4x, all
-  three processes of a run alike;
+- sigma_r^2: one run cannot see it, and six first runs of the main job shifted together by up to
+  1.4x, all three processes of a run alike, so the machine's between-run spread (`run_sd`) is
+  assumed for one run; from two runs on, what they show, max(0, var(run means) - s_p^2
+  mean(1 / P_i)) on R - 1 degrees of freedom, is pooled with it as a prior worth PRIOR_DOF runs,
+  at every run count (_pooled): the runs' own spread dominates as they grow;
 - the centre: the mean of the run means (each run counts once);
 - a 95% prediction interval for the NEXT run's estimate, the mean over its P processes (P: the
   most a run here had): +- t(df) sqrt(sigma_r^2 (1 + 1/R) + s_p^2 (1/P + mean(1/P_i) / R)), which
   is s_p^2 (1/P + 1/J) when every run had P; df by Welch-Satterthwaite over the two components
-  (J - R when sigma_r^2 is 0, towards R - 1 as the run effect dominates).
+  (J - R when sigma_r^2 is 0, towards PRIOR_DOF + R - 1 as the run effect dominates).
 
 An interval for the mean alone (without the 1/P term) narrows without bound as processes are
 added, and undercovers the next run (in the field check the pooled interval after run k covered
@@ -31,7 +32,8 @@ processes and runs, t(df) sqrt(sigma_r^2 + s_p^2 / P): the machine's own spread,
 measurement cannot narrow (bench.series.settlement).
 
 Runs of one process each (records from before processes were sampled) fall back to the run as the
-unit: from two runs, t(R - 1) s sqrt(1 + 1/R) over the run means; one run of one process gets
+unit: from two runs, t(df) s sqrt(1 + 1/R) over the run means, s^2 and df their spread pooled with
+`spread` as above; one run of one process gets
 +- z sqrt(spread^2 + max(spread^2, s^2/n)), `spread` the between-run log sd the machine has shown
 (DEFAULT_SPREAD until it has), so two lucky rounds never read +-1%.
 
@@ -54,8 +56,8 @@ LEVEL = 0.95
 # 1.7-2.1), put the spectrum's speedups at 1,620x-2,320x, a log sd of 0.16 between runs that no
 # run's own processes could see (top-3's: 0.07); one or two runs' intervals are then +-42% or more.
 DEFAULT_SPREAD = 0.15
-MIN_RUNS_SEEN = 3  # runs from which their own spread replaces the assumed one
-PRIOR_DOF = MIN_RUNS_SEEN - 1  # ...which, before, counts as much as the runs that replace it (_pooled)
+MIN_RUNS_SEEN = 3  # runs from which the spread they show is read as the machine's (run_spread)
+PRIOR_DOF = MIN_RUNS_SEEN - 1  # the assumed spread counts as this many runs' degrees of freedom (_pooled)
 MIN_SPREAD = 0.02  # never assumed smaller, however alike the runs or processes a machine kept
 DRIFT_P = 0.01  # a trend across rounds at this significance...
 DRIFT_SPAN = 0.25  # ...that moves the fitted time by this share from first round to last
@@ -129,10 +131,15 @@ def _between(means: list[list[float]]) -> tuple[float, float]:
 
 
 def _pooled(seen: float, dof: float, prior: float) -> tuple[float, float]:
-    """Runs too few to show their own spread (under MIN_RUNS_SEEN) pool the variance they show with
-    the spread assumed before them, worth PRIOR_DOF runs, and its degrees of freedom: two runs that
-    disagreed took Student's t on one (12.7), and a speedup of 1.67-11.62 from one run became
-    0.0000053-13,360,295 with a second (walk-through 3) where the assumed spread had said x2."""
+    """The variance runs show (`seen`, on `dof` degrees of freedom) pooled with the spread assumed
+    before them (`prior`, none when 0) as a scaled-inverse-chi-square prior worth PRIOR_DOF runs,
+    and the degrees of freedom of the pool. Two runs that disagreed took Student's t on one (12.7):
+    a speedup of 1.67-11.62 from one run became 0.0000053-13,360,295 with a second (walk-through
+    3) where the assumed spread had said x2. The prior keeps its weight at every run count: dropped
+    from the third run on, the t on two degrees of freedom (4.30) made runs of 16.3x, 10.8x and 5.6x
+    read 0.672-147 where two of them had read 3.66-48.1 (walk-through 6): more runs, a wider interval."""
+    if prior <= 0:
+        return seen, dof
     return (PRIOR_DOF * prior**2 + dof * seen) / (PRIOR_DOF + dof), PRIOR_DOF + dof
 
 
@@ -145,8 +152,8 @@ def _interval(mean: float, half: float, floor_log: float, n: int, runs: int, pro
 def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL, run_sd: float = 0.0) -> Interval:
     """exp of the prediction interval of the next run's estimate (the mean over its processes) of
     a log value, processes and runs the two levels (module docstring); `spread` is the between-run
-    log sd this machine has shown, applied when there is one process only; `run_sd` a run effect
-    assumed at least (known, not estimated: rounds measured under load say little of the next run)."""
+    log sd this machine has shown, applied when there is one process only; `run_sd` the run effect
+    assumed: known for one run, the prior _pooled with what two or more show."""
     means = process_means(runs)
     n = sum(len(p) for run in runs for p in run)
     if not means:
@@ -158,10 +165,8 @@ def interval(runs: Runs, spread: float = DEFAULT_SPREAD, level: float = LEVEL, r
     run_means = [float(np.mean(m)) for m in means]
     c = float(np.mean([1 / len(m) for m in means]))
     seen = max(0.0, float(np.var(run_means, ddof=1)) - sp2 * c) if r >= 2 else 0.0
-    known = run_sd**2 > seen
-    sr2, run_dof = max(seen, run_sd**2), r - 1.0
-    if not known and run_sd > 0 and r < MIN_RUNS_SEEN:
-        sr2, run_dof = _pooled(seen, run_dof, run_sd)
+    known = r == 1  # no spread of its own: the assumed one is all there is
+    sr2, run_dof = (run_sd**2, 0.0) if known else _pooled(seen, r - 1.0, run_sd)
     a, b = sr2 * (1 + 1 / r), sp2 * (1 / p + c / r)
     df = (a + b) ** 2 / ((a**2 / run_dof if a and not known else 0.0) + b**2 / dof)
     q = quantile(df, level)
@@ -175,9 +180,7 @@ def _per_run(runs: Sequence[Sequence[float]], spread: float, level: float) -> In
     n = sum(len(r) for r in runs)
     if len(runs) >= 2:
         means = [float(np.mean(r)) for r in runs]
-        s2, dof = float(np.var(means, ddof=1)), len(runs) - 1.0
-        if len(runs) < MIN_RUNS_SEEN and spread > 0:
-            s2, dof = _pooled(s2, dof, spread)
+        s2, dof = _pooled(float(np.var(means, ddof=1)), len(runs) - 1.0, spread)
         s, q = math.sqrt(s2), quantile(dof, level)
         return _interval(float(np.mean(means)), q * s * math.sqrt(1 + 1 / len(runs)), q * s, n, len(runs), len(runs))
     x = np.asarray(runs[0], dtype=float)
@@ -247,9 +250,9 @@ def run_difference(a: Runs, b: Runs, spread: float = DEFAULT_SPREAD,
 
 def run_spread(runs: Runs) -> float | None:
     """The between-run log sd that runs of an item showed: the sd of their estimates (each the
-    mean over its processes), from three runs on (two give one degree of freedom); None before."""
+    mean over its processes), from MIN_RUNS_SEEN runs on (two give one degree of freedom); None before."""
     means = [float(np.mean(m)) for m in process_means(runs)]
-    return float(np.std(means, ddof=1)) if len(means) >= 3 else None
+    return float(np.std(means, ddof=1)) if len(means) >= MIN_RUNS_SEEN else None
 
 
 def trend_p(values: Sequence[float] | np.ndarray) -> float:

@@ -9,7 +9,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.base.units import format_interval, format_speedup, interval_ends, speedup_within
+from harness.base.units import either_way, format_interval, format_speedup, interval_ends, speedup_within
 from harness.record.run_record import UNTIMED, AnalysisRecord, StrategyTiming
 
 Significance = Literal["baseline", "faster", "slower", "not significant", "no interval"]
@@ -86,12 +86,7 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
         return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
                 f"({ratio}; the interval is too wide to say more{left})")
     return (f"{head.label} is at least {interval_ends(low, high)[0]}x {way} than {baseline.label} "
-            f"({ratio}, {format_interval(low, high)}: x{_factor(factor)} either way{left})")
-
-
-def _factor(f: float) -> str:
-    """`2.3`, `1.05`, `12`: enough digits that a factor just above 1 does not read as 1."""
-    return f"{f:.2f}" if f < 1.1 else f"{f:.1f}" if f < 10 else f"{f:,.0f}"
+            f"({ratio}, {format_interval(low, high)}: {either_way(factor)}{left})")
 
 
 @dataclass(frozen=True)

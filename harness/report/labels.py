@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_seconds, format_share
+from harness.base.units import format_seconds, format_share, plural
 from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
@@ -283,14 +283,16 @@ def unstable_causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str]]:
 
 def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> str:
     """Why measurements were unstable, as a run's and a sweep's warning say it: each cause with the
-    range of its figures, counted where not every measurement has it (unless not `counted`: a row's
-    own field, where "(1)" counted nothing a reader sees), and once after causes of the same rounds
+    range of its figures, counted where not every measurement has it (`(2 measurements)`: a bare
+    "(2)" said nothing of what it counted; not `counted`: a row's own field, where "(1)" counted
+    nothing a reader sees), and once after causes of the same rounds
     whose they were: `other processes took 68-70% of the 2 CPUs, load 5.2-5.7 on 2 cores (this run
     and earlier runs' pooled rounds)`."""
     reasons = [tuple(each) for each in reasons]
     said = []
     for source, causes in groupby(_causes(reasons), key=lambda c: c[2]):
-        said.append(", ".join(cause + (f" ({n})" if counted and n < len(reasons) else "") for n, cause, _ in causes)
+        said.append(", ".join(cause + (f" ({plural(n, 'measurement')})" if counted and n < len(reasons) else "")
+                              for n, cause, _ in causes)
                     + (f" ({source})" if source else ""))
     return ", ".join(said)
 

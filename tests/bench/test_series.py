@@ -129,3 +129,27 @@ def test_an_interval_just_wider_than_the_target_never_reads_as_the_target() -> N
     found = Speedup(estimate=2.0, low=2.0 / 1.104, high=2.0 * 1.104, rounds=4, runs=2, processes=6)
     why = settlement(found, 0.10).why
     assert why is not None and "interval ±11%" in why and "wider than the ±10% asked for" in why
+
+
+def test_busy_runs_of_one_round_that_all_agree_on_a_speedup_stay_significant_as_they_pool() -> None:
+    """Walk-through 6: one busy round a run, the strategy 16.3x, 10.8x, then 5.6x faster: the third
+    run's pool read 0.672-147, "not significantly faster"; the assumed spread keeps its weight."""
+    base, own, busy = {}, {}, set()
+    for run, ratio in (("r1", 16.27), ("r2", 10.84), ("r3", 5.55)):
+        base |= line(run, [1.0])
+        own |= line(run, [1.0 / ratio])
+        busy |= set(line(run, [1.0]))
+        found = speedup(base, own, busy=busy)
+        assert found is not None and found.busy == found.rounds and found.low > 1, (run, found.low, found.high)
+
+
+def test_an_interval_of_a_factor_or_more_is_said_as_the_verdict_says_it() -> None:
+    """Walk-through 6: --verbose said `interval ±1361%` where the verdict said `x14.6 either way`; a
+    percentage past 100% reads as if the low end were below zero. Under ±100% it stays a percentage."""
+    wide = Speedup(estimate=9.93, low=9.93 / 14.6, high=9.93 * 14.6, rounds=3, runs=3, processes=3)
+    why = settlement(wide, 0.25).why
+    assert why is not None and why.startswith("interval x15 either way over 3 rounds of 3 runs") and "±1" not in why
+    two = Speedup(estimate=2.0, low=1.0, high=4.0, rounds=3, runs=3, processes=3)
+    assert (settlement(two, 0.25).why or "").startswith("interval x2.0 either way over")
+    near = Speedup(estimate=2.0, low=2.0 / 1.9, high=2.0 * 1.9, rounds=3, runs=3, processes=3)
+    assert (settlement(near, 0.25).why or "").startswith("interval ±90% over")

@@ -56,7 +56,7 @@ def test_a_bimodal_warning_names_its_row_and_says_its_figures_are_per_call(tmp_p
     bimodal = next(f"{a.name} {t.label}" for a in record.analyses for t in a.timings for g in t.groups
                    if g.measurement.reasons[0].startswith("bimodal"))
     line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
-    assert f"bimodal calls (two clusters of times): {bimodal} (1)" in line and "558" not in line
+    assert f"bimodal calls (two clusters of times): {bimodal} (1 measurement)" in line and "558" not in line
     assert f"bimodal calls (two clusters of times): {bimodal}" in dict(
         (cause, k) for k, cause in _headline(record)["unstable"])
 
@@ -79,7 +79,7 @@ def test_row_causes_are_grouped_by_kind_and_name_their_rows(tmp_path: Path) -> N
     line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
     rows = ", ".join(f"{name} {t.label}" for name, t in flagged)
     assert f"bimodal calls (two clusters of times): {rows}" in line and line.count("bimodal") == 1
-    assert f"drifting rounds (a trend from first to last): {flagged[0][0]} {flagged[0][1].label} (1)" in line
+    assert f"drifting rounds (a trend from first to last): {flagged[0][0]} {flagged[0][1].label} (1 measurement)" in line
     assert "near" not in line and "rounds grew" not in line
     verbose = "\n".join(Text.from_markup(w).plain for w in warning_lines(record, verbose=True))
     assert "near 203 ms" in verbose and "9 rounds grew 37% slower" in verbose  # --verbose keeps the figures
