@@ -18,7 +18,7 @@ from harness.machine.cluster import LOCAL_CLUSTER, ClusterInfo, local_cluster
 from harness.machine.info import MachineInfo
 from harness.machine.wisdom import Wisdom
 from harness.plan.benchmark import reference_seconds, share_budget, want
-from harness.plan.calibration import calibrated, factors, model_error
+from harness.plan.calibration import Calibration, calibrated, calibration
 from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
 from harness.plan.model import MAX_SLOWDOWN, BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
@@ -103,17 +103,16 @@ def _evaluate(i: int, analysis: Analysis, spec: Spec, workload: Workload, layout
 
 
 def _choose(
-    i: int, analysis: Analysis, found: Evaluated, scale: tuple[dict[str, float], float], spec: Spec,
+    i: int, analysis: Analysis, found: Evaluated, scale: Calibration, spec: Spec,
     workload: Workload, layout: AdapterLayout | None, timing: Costing | None = None,
 ) -> Choice:
     """Pass 1, continued: one analysis' modelled estimates scaled by the machine's measurements
-    (`scale`: the factors and the model's error, plan.calibration), the choice among them, the
-    timed ones on this machine (`timing`, where that is another); ValueError names the problem
-    with the analysis' key."""
+    (`scale`, plan.calibration), the choice among them, the timed ones on this machine (`timing`,
+    where that is another); ValueError names the problem with the analysis' key."""
     op, sizes = found.op, found.sizes
-    candidates = [calibrated(c, sizes, scale[0]) for c in found.candidates]
+    candidates = [calibrated(c, sizes, scale.factors) for c in found.candidates]
     try:
-        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, analysis.tolerance, scale[1])
+        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, analysis.tolerance, scale.error)
     except ValueError as exc:
         raise ValueError(f"analysis[{i}].strategy: {exc}") from None
     timed = candidates if timing is None else _candidates(analysis, op, spec, workload, layout, timing)
@@ -137,7 +136,7 @@ def _choices(spec: Spec, workload: Workload, layout: AdapterLayout | None, costi
         except ValueError as exc:
             problems[i] = str(exc)
     every = [c for f in found.values() for c in f.candidates]
-    scale = factors(every), model_error(every)
+    scale = calibration(every)
     choices = []
     for i, f in found.items():
         try:
