@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 KEPT = 256  # problems whose pick is kept at most, the latest: a sweep's every point is one
 
 
 class Pick(BaseModel):
-    key: str = Field(max_length=1000)  # the problem (plan.compiler.pick_key); never the threads, which load moves
-    label: str = Field(max_length=200)  # the point picked: its strategy and variant, as the plan labels it
+    key: str  # the problem (plan.compiler.pick_key); never the threads, which the load moves
+    label: str  # the point picked: its strategy and variant, as the plan labels it
 
 
 def replaced(picks: list[Pick], newer: Iterable[Pick]) -> list[Pick]:
