@@ -29,6 +29,7 @@ from harness.base.locks import held, on_stderr
 from harness.base.numbers import Count, Positive
 from harness.base.units import plural
 from harness.machine import stored as stored_file
+from harness.machine.picks import Pick, replaced
 from harness.machine.roofline import MAX_GFLOPS, ReadRoof, Roof, higher
 from harness.machine.info import MachineInfo
 
@@ -38,6 +39,7 @@ APP = "spectral-harness"  # the user cache folder's name for this tool
 ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test suite's setting)
 COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
 RECENT = 5  # measurements of one key whose median is its estimate
+MIN_SPREAD = 3  # recent measurements of one key that tell its run-to-run spread (two say little)
 MODELLED = "modelled"  # every estimate from the cost model begins so; measured ones do not
 BUSY = "measured while busy"  # an estimate from measurements taken on a busy machine begins so
 BUSY_USE = "used until a quiet measurement exists"  # what the planner does with one, said once per plan
@@ -105,6 +107,11 @@ class Observation(BaseModel):
     def arithmetic(self) -> str:
         return self.precision or self.dtype
 
+    @property
+    def spread(self) -> float | None:
+        """How far apart its recent runs measured (largest over smallest); None from too few."""
+        return max(self.recent) / min(self.recent) if len(self.recent) >= MIN_SPREAD else None
+
     def key(self) -> tuple[object, ...]:
         return (self.strategy, self.op, self.k, self.shape, self.rank, self.dtype, self.device, self.threads,
                 self.width, self.arithmetic, self.compiled)
@@ -136,6 +143,13 @@ class Estimate(NamedTuple):
     seconds: float
     basis: str  # "measured on this machine, <date>, <n> samples"
     busy: float | None = None  # measured while busy: the largest share of the CPUs other processes took (0: unknown)
+    spread: float | None = None  # the widest Observation.spread of those it came from; None where one has none
+
+
+def widest(spreads: Iterable[float | None]) -> float | None:
+    """The widest of some estimates' spreads; None where one of them has none."""
+    every = list(spreads)
+    return None if not every or None in every else max(s for s in every if s is not None)
 
 
 def _orientation(shape: tuple[int, int]) -> int:
@@ -162,9 +176,10 @@ def _interpolated(near: list[Observation], flops: float, shape: tuple[int, int])
         seconds, used = nearest.seconds * flops / nearest.flops, [nearest]
     when, samples = max(o.when for o in used)[:10], sum(o.samples for o in used)
     busy = [o.busy for o in used if o.busy is not None]
+    spread = widest(o.spread for o in used)
     if not busy:
-        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
-    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy))
+        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples", spread=spread)
+    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy), spread)
 
 
 class Wisdom(BaseModel):
@@ -174,6 +189,7 @@ class Wisdom(BaseModel):
     reads: ReadRoof | None = None
     observations: list[Observation] = []
     errors: list[MeasuredError] = []  # the worst error measured per point
+    picks: list[Pick] = []  # what `auto` last picked per problem (machine.picks)
 
     @model_validator(mode="after")
     def _roofs_by_device(self) -> Wisdom:
@@ -224,6 +240,10 @@ class Wisdom(BaseModel):
                 if (o.strategy, o.op, o.device, o.dtype, o.threads, o.width, o.arithmetic, o.compiled) == point]
         return (_interpolated([o for o in near if o.busy is None], flops, shape)
                 or _interpolated([o for o in near if o.busy is not None], flops, shape))
+
+    def picked(self, key: str) -> str | None:
+        """The label of the point `auto` last picked for the problem `key`, or None."""
+        return next((p.label for p in self.picks if p.key == key), None)
 
     def error(self, strategy: str, op: str, device: str, precision: str, compiled: bool = False) -> float | None:
         """The worst error measured for a strategy at a precision on this machine (any shape,
@@ -348,6 +368,7 @@ def learn(
     roofs: Iterable[Roof] = (),
     reads: ReadRoof | None = None,
     errors: Iterable[MeasuredError] = (),
+    picks: Iterable[Pick] = (),
     say: Say = on_stderr,
 ) -> Wisdom | None:
     """Add to the stored wisdom under a lock (runs may end at once) and write it atomically; a
@@ -363,6 +384,7 @@ def learn(
         wisdom = found.model or Wisdom(machine=identity(machine))
         wisdom.add(observations)
         wisdom.add_errors(errors)
+        wisdom.picks = replaced(wisdom.picks, picks)
         for roof in roofs:
             wisdom.roofs[roof.device] = higher(wisdom.roofs.get(roof.device), roof)
         if reads is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from harness.machine.wisdom import MODELLED
 from harness.plan.model import Candidate
@@ -63,6 +64,17 @@ def model_error(candidates: Iterable[Candidate]) -> float:
     busy measured factored_gram, then took 10x what factored_gram had."""
     ratios = _ratios(candidates).get(MACHINE)
     return max(MODEL_ERROR, max(ratios) / min(ratios)) if ratios else MODEL_ERROR
+
+
+class Calibration(NamedTuple):
+    """This machine's footing for modelled estimates, taken over every analysis' candidates at once."""
+
+    factors: dict[str, float]  # by backend (MACHINE: the machine's), what a modelled estimate is scaled by
+    error: float  # model_error: the margin a modelled estimate must beat a measured one by
+
+
+def calibration(candidates: list[Candidate]) -> Calibration:
+    return Calibration(factors(candidates), model_error(candidates))
 
 
 def calibrated(c: Candidate, sizes: dict[str, int], scale: dict[str, float]) -> Candidate:

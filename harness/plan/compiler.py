@@ -16,9 +16,10 @@ from harness.data.workload import Workload
 from harness.linalg.device import cuda_missing_reason, planning_for
 from harness.machine.cluster import LOCAL_CLUSTER, ClusterInfo, local_cluster
 from harness.machine.info import MachineInfo
+from harness.machine.picks import Pick
 from harness.machine.wisdom import Wisdom
 from harness.plan.benchmark import reference_seconds, share_budget, want
-from harness.plan.calibration import calibrated, factors, model_error
+from harness.plan.calibration import Calibration, calibrated, calibration
 from harness.plan.candidates import Costing, evaluate, evaluate_gram
 from harness.plan.choice import choose
 from harness.plan.model import MAX_SLOWDOWN, BenchPlan, Candidate, GroupInfo, Plan, PlanError, Step, Timed
@@ -43,6 +44,7 @@ class Choice:
     reason: str
     roles: dict[str, str]  # strategy (or variant) label -> "baseline", "compare" or "chosen"
     sizes: dict[str, int]  # group label (pca: POSITIONS) -> how many matrices (positions)
+    pick: Pick | None  # the `auto` pick to keep in this machine's wisdom; None: named, or the work runs elsewhere
 
     def named(self) -> list[Candidate]:
         """The candidates of the strategies to time, in the order of their roles."""
@@ -102,18 +104,29 @@ def _evaluate(i: int, analysis: Analysis, spec: Spec, workload: Workload, layout
         return Evaluated(op, sizes, _candidates(analysis, op, spec, workload, layout, costing))
 
 
+def pick_key(op: OpRequest, sizes: dict[str, int], spec: Spec) -> str:
+    """What an `auto` pick is kept under in the wisdom: the problem (op, k, each group and its
+    count), the device and dtype asked; not the threads, which a busy machine's load moves."""
+    k = "" if op.k is None else f" k={op.k}"
+    groups = ", ".join(f"{label} x{count}" for label, count in sorted(sizes.items()))
+    return f"{op.op}{k} on {groups} ({spec.execution.dtype}, device {spec.execution.device})"
+
+
 def _choose(
-    i: int, analysis: Analysis, found: Evaluated, scale: tuple[dict[str, float], float], spec: Spec,
-    workload: Workload, layout: AdapterLayout | None, timing: Costing | None = None,
+    i: int, analysis: Analysis, found: Evaluated, scale: Calibration, spec: Spec,
+    workload: Workload, layout: AdapterLayout | None, timing: Costing | None, picks: Wisdom | None,
 ) -> Choice:
     """Pass 1, continued: one analysis' modelled estimates scaled by the machine's measurements
-    (`scale`: the factors and the model's error, plan.calibration), the choice among them, the
-    timed ones on this machine (`timing`, where that is another); ValueError names the problem
-    with the analysis' key."""
+    (`scale`, plan.calibration), the choice among them (an `auto` one keeping the previous pick
+    `picks` holds unless another is clearly faster), the timed ones on this machine (`timing`, where
+    that is another); ValueError names the problem with the analysis' key."""
     op, sizes = found.op, found.sizes
-    candidates = [calibrated(c, sizes, scale[0]) for c in found.candidates]
+    candidates = [calibrated(c, sizes, scale.factors) for c in found.candidates]
+    key = pick_key(op, sizes, spec)
+    keeps = picks if analysis.strategy == "auto" else None  # the wisdom an `auto` pick is kept in
     try:
-        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, analysis.tolerance, scale[1])
+        chosen, reason = choose(analysis.strategy, candidates, op.op, workload, analysis.tolerance, scale.error,
+                                None if keeps is None else keeps.picked(key))
     except ValueError as exc:
         raise ValueError(f"analysis[{i}].strategy: {exc}") from None
     timed = candidates if timing is None else _candidates(analysis, op, spec, workload, layout, timing)
@@ -122,7 +135,8 @@ def _choose(
     roles.update((c.label, "compare") for c in own)
     if roles[chosen.label] == "compare":  # named in the compare list too: the pick is what a reader looks for
         roles[chosen.label] = "chosen"
-    return Choice(analysis, op, candidates + own, timed + own, chosen, reason, roles, sizes)
+    return Choice(analysis, op, candidates + own, timed + own, chosen, reason, roles, sizes,
+                  None if keeps is None else Pick(key=key, label=chosen.label))
 
 
 def _choices(spec: Spec, workload: Workload, layout: AdapterLayout | None, costing: Costing,
@@ -137,12 +151,12 @@ def _choices(spec: Spec, workload: Workload, layout: AdapterLayout | None, costi
         except ValueError as exc:
             problems[i] = str(exc)
     every = [c for f in found.values() for c in f.candidates]
-    scale = factors(every), model_error(every)
+    scale = calibration(every)
     choices = []
     for i, f in found.items():
         try:
             choices.append(_choose(i, spec.analysis[i], f, scale, spec, workload, layout,
-                                   None if costing is local else local))
+                                   None if costing is local else local, costing.wisdom if costing.here else None))
         except ValueError as exc:
             problems[i] = str(exc)
     return choices, [problems[i] for i in sorted(problems)]
@@ -204,7 +218,7 @@ def _step(c: Choice, wants: dict[ItemKey, Allocation], allocations: dict[ItemKey
         energy_tau=a.energy_tau, strategy=c.chosen.strategy, device=c.chosen.device or "",
         batch_sizes=batches, tasks=tasks, reads_ahead=c.chosen.reads_ahead, estimate_s=c.chosen.estimate_s or 0.0,
         reason=c.reason, timed=timed, skipped=[x for x in c.named() if not x.available],
-        candidates=c.candidates,
+        candidates=c.candidates, pick=c.pick,
     )
 
 

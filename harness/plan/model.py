@@ -9,6 +9,7 @@ from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 from harness.bench.budget import Allocation
 from harness.machine.cluster import ClusterInfo
+from harness.machine.picks import Pick
 
 MAX_SLOWDOWN = 4.0  # a busier machine's slowdown is no better known: the load changes as the run goes
 
@@ -74,6 +75,9 @@ class Candidate(Variant):
     scale: float | None = None  # what its modelled groups were scaled by (plan.calibration); None: not scaled
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
     busy: float | None = None  # measured while busy: the largest share of the CPUs others took then (0: unknown)
+    # how far apart this machine's recent runs measured it (largest over smallest, its widest group);
+    # None where a group is modelled or has too few runs for one (machine.wisdom.MIN_SPREAD)
+    spread: float | None = None
     reason: str | None = None  # why it cannot run, when it cannot
     reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)
     error: float | None = None  # the worst error this machine's wisdom measured for it, relative to sigma_1
@@ -115,6 +119,7 @@ class Step(BaseModel):
     timed: list[Timed]
     skipped: list[Candidate]
     candidates: list[Candidate]
+    pick: Pick | None = None  # the `auto` pick the run keeps in this machine's wisdom for the next plan; None: named
 
 
 class BenchPlan(BaseModel):

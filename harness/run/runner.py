@@ -161,7 +161,8 @@ class Runner:
                 self.display.note(f"wisdom is off (${wisdom.ENV}=off): the next plan does not learn from these rounds")
             return
         try:
-            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations, errors=self.bench.errors)
+            wisdom.learn(self.wisdom_folder, self.record.machine, self.bench.observations, errors=self.bench.errors,
+                         picks=[s.pick for s in self.plan.steps if s.pick is not None])
             self.bench.keep_rounds(self.wisdom_folder, self.record.machine)
         except OSError as exc:
             self.display.note(f"wisdom not updated: {exc}")

@@ -100,3 +100,15 @@ def test_the_recorded_command_has_the_flags_and_leaves_the_output_folder_out() -
     # and the command parses back to the same arguments, a fresh folder's
     again = parse(shlex.split(command)[1:])
     assert (again.output, again.report, again.no_cache) == (None, True, True)
+
+
+def test_the_ctrl_c_line_promises_only_what_a_resume_keeps() -> None:
+    """A resume keeps a finished analysis' timings only where its own plan times it alike
+    (run.folder.finished_analyses); the line said every finished one kept them."""
+    held = run_command.holds({"complete": False, "analyses": [{}, {}]}, 3)
+    assert held == ("a record marked incomplete after 2 of 3 analyses; the same command again resumes it: of the 2 "
+                    "finished, each its new plan times alike keeps its timings, every other is timed; what it "
+                    "computed comes back from the cache")
+    assert run_command.holds({"analyses": "?"}, 1).endswith("after 0 of 1 analysis; the same command again resumes "
+                                                            "it: what it computed comes back from the cache")
+    assert run_command.holds({"complete": True}, 2) == "its finished record (its measurements were not kept)"

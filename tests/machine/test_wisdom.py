@@ -13,6 +13,7 @@ from rich.console import Console
 
 from harness.cli import main as cli
 from harness.machine import wisdom
+from harness.machine.picks import KEPT, Pick
 from harness.bench import measure as measure_module
 from harness.machine.roofline import RUN_PROBE, Roof
 from harness.run.calibrate import _spec, calibrate, lora_ops, values_ops
@@ -233,6 +234,18 @@ def test_a_run_teaches_the_wisdom_and_the_next_plan_uses_it(
     plan = dense_plan(wisdom.load(tmp_path / "wisdom", MACHINE))
     numpy = next(c for c in plan.steps[0].candidates if c.strategy == "numpy")
     assert all(b.startswith("measured on this machine") for b in numpy.basis.values())
+    auto = [s for s in record.plan.steps if s.pick is not None]  # each `auto` pick kept for the next plan
+    assert len(auto) == 3 and all(wisdom.load(tmp_path / "wisdom", MACHINE).picked(s.pick.key) == s.pick.label
+                                  for s in auto if s.pick is not None)
+
+
+def test_a_problems_pick_replaces_its_last_and_only_the_latest_are_kept(tmp_path: Path) -> None:
+    wisdom.learn(tmp_path, MACHINE, picks=[Pick(key="a", label="torch"), Pick(key="b", label="numpy")])
+    stored = wisdom.learn(tmp_path, MACHINE, picks=[Pick(key="a", label="gram_eigh")])
+    assert stored is not None and [(p.key, p.label) for p in stored.picks] == [("b", "numpy"), ("a", "gram_eigh")]
+    assert wisdom.load(tmp_path, MACHINE).picked("a") == "gram_eigh"
+    stored = wisdom.learn(tmp_path, MACHINE, picks=[Pick(key=str(i), label="numpy") for i in range(KEPT)])
+    assert stored is not None and len(stored.picks) == KEPT and stored.picked("a") is None
 
 
 def test_unsteady_measurements_are_learned_flagged_and_the_plan_uses_them(

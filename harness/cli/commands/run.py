@@ -53,6 +53,21 @@ def _run_command(args: argparse.Namespace) -> str:
     return command_line(args.spec, overrides(args), _options(args), args.report)
 
 
+def holds(raw: dict[str, object], steps: int) -> str:
+    """What a stopped run's folder holds, from its record (`raw`, untrusted: the count of analyses
+    alone is read), and what the same command again does with it. A resume keeps a finished
+    analysis' timings only where its own plan times it alike (run.folder.finished_analyses: the
+    same inputs, machine and points), which the next plan, on the wisdom of then, decides."""
+    analyses = raw.get("analyses")
+    done = len(analyses) if isinstance(analyses, list) else 0
+    if raw.get("complete") is True:  # stopped while keeping its measurements
+        return "its finished record (its measurements were not kept)"
+    kept = f"of the {done} finished, each its new plan times alike keeps its timings, every other is timed; " \
+        if done else ""
+    return (f"a record marked incomplete after {done} of {plural(steps, 'analysis', 'analyses')}; the same command "
+            f"again resumes it: {kept}what it computed comes back from the cache")
+
+
 def main(args: argparse.Namespace) -> int:
     from harness.cli.commands import sweep
 
@@ -70,15 +85,7 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.cli.entry)
         if session is None or not (session.folder / RECORD).is_file():
             raise  # before the run folder has a record: harness.cli.main says nothing was written
-        raw = recorded(session.folder) or {}
-        finished = raw.get("complete") is True  # stopped while keeping its measurements
-        analyses = raw.get("analyses")  # untrusted: the count alone is read
-        done = len(analyses) if isinstance(analyses, list) else 0
-        steps = len(session.context.plan.steps)
-        kept = f"the {done} finished keep their timings and only the other {steps - done} are timed; " if done else ""
-        held = ("its finished record (its measurements were not kept)" if finished else
-                f"a record marked incomplete after {done} of {plural(steps, 'analysis', 'analyses')}; the same command "
-                f"again resumes it: {kept}what it computed comes back from the cache")
+        held = holds(recorded(session.folder) or {}, len(session.context.plan.steps))
         say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
