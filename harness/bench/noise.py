@@ -4,7 +4,8 @@ measurement gets `unstable` with every reason that applies, in words a user can 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -63,13 +64,16 @@ def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable
     its mark when a later run reuses its rounds (a reused `263.8 ms !` lost it, issue 48)."""
     drift = drift_reason(samples)
     return (dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
-            + [EARLIER + reason_range(same) for same in _by_cause(r for busy in earlier for r in busy).values()])
+            + [EARLIER + reason_range(same) for same in _by_cause((r for busy in earlier for r in busy), _cause).values()])
 
 
 def own_reasons(reasons: Sequence[str]) -> list[str]:
     """The reasons a measurement's own rounds and this run's conditions gave (not `earlier`'s)."""
     return [r for r in reasons if not r.startswith(EARLIER)]
 
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 NUMBER = r"\d+(?:\.\d+)?"  # a figure in a reason
 FIGURE = f"({NUMBER})(?:-({NUMBER}))?"  # ...or a range of them already ("load 4.8-5.2": earlier runs'), one figure
@@ -80,11 +84,12 @@ def _cause(reason: str) -> str:
     return re.sub(FIGURE, "#", reason)
 
 
-def _by_cause(reasons: Iterable[str], cause: Callable[[str], str] = _cause) -> dict[str, list[str]]:
-    """Reasons by their cause (_cause, or a summary's coarser `cause`), in first-seen order."""
-    by_cause: dict[str, list[str]] = {}
-    for reason in reasons:
-        by_cause.setdefault(cause(reason), []).append(reason)
+def _by_cause(items: Iterable[T], cause: Callable[[T], K]) -> dict[K, list[T]]:
+    """Items by their `cause`, in first-seen order: reasons by _cause (or a summary's coarser kind),
+    or what a comparison flagged by its reason's cause, its run, the set of groups a cause flags."""
+    by_cause: dict[K, list[T]] = {}
+    for item in items:
+        by_cause.setdefault(cause(item), []).append(item)
     return by_cause
 
 
@@ -101,7 +106,7 @@ def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
     """(how many, the worst instance) per cause, most frequent first: 17 measurements under a
     busy machine are one line, `17 x load 3.2 on 2 cores`, not 17 lines that push the table off
     the screen. Causes are reasons alike but for their numbers."""
-    return sorted(((len(same), _worst(same)) for same in _by_cause(reasons).values()), key=lambda x: -x[0])
+    return sorted(((len(same), _worst(same)) for same in _by_cause(reasons, _cause).values()), key=lambda x: -x[0])
 
 
 def reason_range(reasons: list[str]) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import EARLIER, _cause, reason_range  # noise's own notion of one cause
+from harness.bench.noise import EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import APART_MARK, POOLED_SOURCE
 
@@ -106,6 +106,9 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
                   footnotes=((ratio_header(c), escape(note)),) if note else ())
 
 
+Flag = tuple[int, str, str, bool]  # (its group's row, its run: A or B, its reason, whether earlier runs' rounds gave it)
+
+
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     """One line per set of groups flagged unstable, its causes each run's figures apart (`9 groups
     unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), or with `verbose` one per
@@ -113,26 +116,22 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    # cause: its groups, its instances by run, whether earlier runs' pooled rounds gave some (one
-    # cause, said once: "A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2")
-    by: dict[str, tuple[set[int], dict[str, list[str]], list[bool]]] = {}
-    for i, r in enumerate(c.rows):
-        for flagged in r.unstable:
-            side, _, reason = flagged.partition(": ")
-            groups, sides, pooled = by.setdefault(_cause(reason.removeprefix(EARLIER)), (set(), {}, []))
-            groups.add(i)
-            sides.setdefault(side, []).append(reason.removeprefix(EARLIER))
-            pooled.append(reason.startswith(EARLIER))
-    # causes that flag the same groups share a line ("19 groups unstable: A: other processes took
-    # 69-72% ..." and "19 groups unstable: A: load 4.8-4.9 ..." stood apart)
-    merged: dict[frozenset[int], tuple[dict[str, list[str]], list[bool]]] = {}
-    for groups, sides, pooled in by.values():
-        texts, sources = merged.setdefault(frozenset(groups), ({}, []))
-        for side in sides:
-            texts.setdefault(side, []).append(reason_range(sides[side]))
-        sources.extend(pooled)
-    ranked = sorted(merged.items(), key=lambda cause: -len(cause[0]))
-    return [f"{plural(len(groups), 'group')} unstable{gated}: "
-            + "; ".join(f"{side}: {', '.join(texts[side])}" for side in sorted(texts))
-            + (f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else "")
-            for groups, (texts, pooled) in ranked]
+    flags: list[Flag] = [(i, side, reason.removeprefix(EARLIER), reason.startswith(EARLIER))
+                         for i, r in enumerate(c.rows) for side, _, reason in (f.partition(": ") for f in r.unstable)]
+    # one cause, said once ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); causes
+    # that flag the same groups share a line ("19 groups unstable: A: other processes took 69-72% ..."
+    # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart)
+    causes = _by_cause(flags, lambda flag: _cause(flag[2])).values()
+    lines = _by_cause(causes, lambda same: frozenset(flag[0] for flag in same))
+    ranked = sorted(lines.items(), key=lambda line: -len(line[0]))
+    return [f"{plural(len(groups), 'group')} unstable{gated}: {_said(same)}" for groups, same in ranked]
+
+
+def _said(causes: list[list[Flag]]) -> str:
+    """Causes of the same groups, by run, each its figures' range over that run's flags (`A: load
+    7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), and whether earlier runs' pooled rounds gave them."""
+    texts = _by_cause(((side, reason_range([flag[2] for flag in flags])) for same in causes
+                       for side, flags in _by_cause(same, lambda flag: flag[1]).items()), lambda text: text[0])
+    pooled = [flag[3] for same in causes for flag in same]
+    source = f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else ""
+    return "; ".join(f"{side}: {', '.join(text for _, text in texts[side])}" for side in sorted(texts)) + source

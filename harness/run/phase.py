@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -212,19 +212,13 @@ class BenchPhase:
 
     def time_step(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared point of a per-matrix op, on every shape group."""
-        if (taken := self._taken_over(step)) is not None:
-            return taken
-        made = {t.label: matrix_subjects(step, t, self._groups, self._source, self.references,
-                                         self._context(t), self._items(step, t)) for t in step.timed}
-        return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
+        return self._time(step, lambda t: matrix_subjects(step, t, self._groups, self._source, self.references,
+                                                          self._context(t), self._items(step, t)))
 
     def time_pca(self, step: Step, analysis: PcaAnalysis) -> tuple[list[StrategyTiming], list[Verification]]:
         """Every compared Gram point, one position a round, loading included; totals scaled by positions."""
-        if (taken := self._taken_over(step)) is not None:
-            return taken
-        made = {t.label: pca_subjects(step, analysis, t, self._layout, self._source, self.references, self._context(t),
-                                      self.plan.memory_budget, self._items(step, t)) for t in step.timed}
-        return self._time(step, {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()})
+        return self._time(step, lambda t: pca_subjects(step, analysis, t, self._layout, self._source, self.references,
+                                                       self._context(t), self.plan.memory_budget, self._items(step, t)))
 
     def _taken_over(self, step: Step) -> tuple[list[StrategyTiming], list[Verification]] | None:
         """An analysis the stopped run this one resumes finished: its timings and verdicts as that
@@ -245,9 +239,14 @@ class BenchPhase:
         return {id(s): Timeline(pooled=self._pooled(s.step, s.timed, s.allocation, s.item))
                 for group in subjects.values() for s in group}
 
-    def _time(self, step: Step, subjects: dict[str, list[Subject]],
-              works: dict[str, Work]) -> tuple[list[StrategyTiming], list[Verification]]:
-        """The pipeline for one analysis: pooled rounds, new rounds, timings, verdicts."""
+    def _time(self, step: Step, make: Callable[[Timed], tuple[list[Subject], Work]]
+              ) -> tuple[list[StrategyTiming], list[Verification]]:
+        """The pipeline for one analysis: what a resumed run kept, else each point's subjects and Work
+        (`make`), pooled rounds, new rounds, timings, verdicts."""
+        if (taken := self._taken_over(step)) is not None:
+            return taken
+        made = {t.label: make(t) for t in step.timed}
+        subjects, works = {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()}
         bench = self.plan.bench
         assert bench is not None
         lines = self._pooled_lines(subjects)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.api import Rows
+from harness.api.rows import Rows
 from harness.cli.console import say
 from harness.cli.main import main
 from harness.machine import wisdom

@@ -1,29 +1,21 @@
-"""The harness from Python, for notebooks: `run(spec, **overrides)` runs a spec through the same
-engine as `harness run` (harness.run.session: recorded, cached and verified alike), `open_run(folder)`
-opens a run folder; both give a Run: its record, and its results as tidy rows (a pandas DataFrame
-when pandas is installed, else a list of dicts: pandas is not a dependency).
-
-A spec or an override the harness refuses raises SpecProblem, a ValueError whose message is one
-line and whose `key` names the spec key (`data.adapters`); an output folder it refuses, FolderProblem;
-a bad input file, DataError; a folder without a readable run, RecordError: each a ValueError of one
-line, in the API's words (`output=`, `force=True`, not the command line's flags)."""
+"""Running a spec and opening a run folder from Python: `run(spec, **overrides)` through the same
+engine as `harness run` (harness.run.session: recorded, cached and verified alike), `open_run(folder)`;
+both give a Run, its record and its results as tidy rows."""
 
 from __future__ import annotations
 
 import io
 import json
-import re
-import shutil
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from harness.api.errors import FolderProblem, SpecProblem, our_words
+from harness.api.rows import columns, table
 from harness.base.lines import wrapped
 from harness.base.progress import Display
-from harness.data.workload import DataError
 from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
 from harness.record.run_record import RecordError, RunRecord, load_record
@@ -32,72 +24,6 @@ from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen
 from harness.run.session import RunOptions, check_run_folder, command_line, places, prepare_session
 from harness.specs.reading import SpecError
-
-
-__all__ = ["DataError", "FolderProblem", "RecordError", "Run", "SpecProblem", "open_run", "run"]
-
-SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`
-FLAGS = {"leave -o out": "leave output out", "-o": "output=", "--force": "force=True"}  # the engine's words -> ours
-
-
-class SpecProblem(ValueError):
-    """What the harness refuses a spec for: `message` the first problem in one line, `key` the
-    spec key it names (None for the file as a whole), `problems` every line."""
-
-    def __init__(self, spec: str | Path, problems: list[str]) -> None:
-        first = problems[0].removeprefix(f"{spec}: ")
-        key, sep, rest = first.partition(": ")
-        self.key: str | None = key if sep and SPEC_KEY.fullmatch(key) else None
-        self.message = rest if self.key is not None else first
-        self.problems = problems
-        more = f" (and {len(problems) - 1} more: .problems)" if len(problems) > 1 else ""
-        super().__init__(f"{spec}: {first}{more}")
-
-
-class FolderProblem(ValueError):
-    """An output folder `run` refuses (one that holds files, or cannot be written), in one line."""
-
-
-def _our_words(line: str) -> str:
-    flags = "|".join(re.escape(flag) for flag in FLAGS)  # a flag as a word of its own, never inside a path
-    return re.sub(rf"(?<!\S)(?:{flags})\b", lambda m: FLAGS[m.group(0)], line)
-
-
-def _columns() -> int:
-    """The REPL's width (COLUMNS first, as shutil reads it): a repr wider than it was cut mid-word."""
-    return shutil.get_terminal_size((100, 24)).columns
-
-
-class Rows(list[dict[str, Any]]):
-    """Tidy rows without pandas: a list of dicts, shown in a REPL as a DataFrame's head is (the
-    count, the columns, the first rows), not as the ~100 KB of dicts a plain list printed; `about`
-    says what the rows are beside the count (the samples' pooled ones)."""
-
-    HEAD = 3
-
-    def __init__(self, rows: Iterable[dict[str, Any]] = (), about: str = "") -> None:
-        super().__init__(rows)
-        self.about = about
-
-    def __repr__(self) -> str:
-        width = _columns()
-        columns = list(self[0]) if self else []
-        lines = [wrapped(f"{len(self)} rows{self.about} x {len(columns)} columns: {', '.join(columns)}", width, 4)]
-        for row in self[:self.HEAD]:
-            text = "  " + ", ".join(f"{k}={v!r}" for k, v in row.items())
-            lines.append(text if len(text) <= width else text[:width - 3] + "...")
-        if len(self) > self.HEAD:
-            lines.append(wrapped(f"  ... {len(self) - self.HEAD} more (a list of dicts; with pandas installed, "
-                                 "a DataFrame)", width))
-        return "\n".join(lines)
-
-
-def _table(rows: list[dict[str, Any]], about: str = "") -> Any:
-    try:
-        import pandas
-    except ImportError:
-        return Rows(rows, about)
-    return pandas.DataFrame(rows)
 
 
 @dataclass(frozen=True, repr=False)
@@ -111,19 +37,19 @@ class Run:
 
     @property
     def rows(self) -> Any:
-        return _table(result_rows(self.record))
+        return table(result_rows(self.record))
 
     @property
     def samples(self) -> Any:
         rows = list(timing_rows(self.record))
         pooled = sum(bool(r["pooled"]) for r in rows)
-        return _table(rows, f" ({len(rows) - pooled} this run's, {pooled} pooled from earlier runs: "
+        return table(rows, f" ({len(rows) - pooled} this run's, {pooled} pooled from earlier runs: "
                             ".samples_here has this run's alone)" if pooled else "")
 
     @property
     def samples_here(self) -> Any:
         """The samples this run measured (`samples` less those pooled from earlier runs)."""
-        return _table([r for r in timing_rows(self.record) if not r["pooled"]])
+        return table([r for r in timing_rows(self.record) if not r["pooled"]])
 
     def __repr__(self) -> str:
         """One screen: where, what, and the verdicts; the rest is in .rows, .samples, .record;
@@ -134,7 +60,7 @@ class Run:
                  f"{len(r.analyses)} analyses, {state})", *(f"  {line}" for line in verdict_lines(r)),
                  f"  .rows: {len(result_rows(r))} results, .samples: timed samples (.samples_here: this run's "
                  "alone), .record: the RunRecord"]
-        return wrapped("\n".join(lines), _columns())
+        return wrapped("\n".join(lines), columns())
 
 
 def open_run(folder: str | Path) -> Run:
@@ -166,7 +92,7 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
         if options.output is not None:  # as prepare_session checks it first, but said in the API's words
             check_run_folder(options.output, force, places(spec))
     except PlanError as exc:
-        raise FolderProblem(_our_words(exc.lines[0])) from None
+        raise FolderProblem(our_words(exc.lines[0])) from None
     try:
         with Display(console, live=False if quiet else None) as display:
             session = prepare_session(spec, sets, options, display, command_line(spec, sets, options, report))

@@ -1,0 +1,42 @@
+"""What the API raises, each a ValueError of one line in the API's words (`output=`, `force=True`,
+not the command line's flags): SpecProblem for a spec or an override, FolderProblem for an output
+folder; DataError (a bad input file) and RecordError (a folder without a readable run) are the
+engine's own, handed on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness.data.workload import DataError
+from harness.record.run_record import RecordError
+
+
+__all__ = ["DataError", "FolderProblem", "RecordError", "SpecProblem", "our_words"]
+
+SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`
+FLAGS = {"leave -o out": "leave output out", "-o": "output=", "--force": "force=True"}  # the engine's words -> ours
+
+
+class SpecProblem(ValueError):
+    """What the harness refuses a spec for: `message` the first problem in one line, `key` the
+    spec key it names (None for the file as a whole), `problems` every line."""
+
+    def __init__(self, spec: str | Path, problems: list[str]) -> None:
+        first = problems[0].removeprefix(f"{spec}: ")
+        key, sep, rest = first.partition(": ")
+        self.key: str | None = key if sep and SPEC_KEY.fullmatch(key) else None
+        self.message = rest if self.key is not None else first
+        self.problems = problems
+        more = f" (and {len(problems) - 1} more: .problems)" if len(problems) > 1 else ""
+        super().__init__(f"{spec}: {first}{more}")
+
+
+class FolderProblem(ValueError):
+    """An output folder `run` refuses (one that holds files, or cannot be written), in one line."""
+
+
+def our_words(line: str) -> str:
+    """The engine's line with its command-line flags said as the API's keywords."""
+    flags = "|".join(re.escape(flag) for flag in FLAGS)  # a flag as a word of its own, never inside a path
+    return re.sub(rf"(?<!\S)(?:{flags})\b", lambda m: FLAGS[m.group(0)], line)
