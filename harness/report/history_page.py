@@ -213,7 +213,7 @@ def unmeasured(found: dict[tuple[str, str], dict[str, Side]], axis: Axis) -> lis
     out = []
     for e, a in sorted({split_point(p)[:2] for _, p in found} - drawn):
         by_why: dict[str, list[str]] = {}
-        for (machine, point), by in sorted(found.items()):
+        for (_machine, point), by in sorted(found.items()):
             newest = [by[c] for c in axis.commits if c in by][-1:]
             if split_point(point)[:2] == (e, a) and newest:
                 by_why.setdefault(_why(newest[0]), []).append(split_point(point)[2])
