@@ -321,6 +321,13 @@ def test_a_refusal_names_what_tells_the_two_specs_apart(smoke_run: tuple[Path, R
         compare_records(record, changed, ("runs/first", "runs/second"))
     assert str(refused.value).startswith(f"runs/second: data.adapters is 38 here, {record.spec['data']['adapters']!r} in "
                                          "runs/first; compare only runs of the same spec")
+    def budget(seconds: float, spec_hash: str) -> RunRecord:  # the record holds `--budget 1s` as 1.0
+        spec = {**record.spec, "benchmark": {**record.spec["benchmark"], "budget": seconds}}
+        return record.model_copy(update={"spec_hash": spec_hash, "spec": spec})
+
+    with pytest.raises(RecordError) as refused:  # a budget as the spec and the CLI write it
+        compare_records(budget(4.0, record.spec_hash), budget(1.0, "f" * 64), ("runs/first", "runs/nb"))
+    assert str(refused.value).startswith("runs/nb: benchmark.budget is 1s here, 4s in runs/first; ")
     other = record.model_copy(update={"spec_hash": "f" * 64, "experiment": "task_geometry"})
     with pytest.raises(RecordError, match=f"runs/second: a run of 'task_geometry', runs/first of '{record.experiment}'"):
         compare_records(record, other, ("runs/first", "runs/second"))
