@@ -39,6 +39,7 @@ ENV = "HARNESS_WISDOM"  # a folder to keep wisdom in instead, or "off" (the test
 COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyond the measured range
 RECENT = 5  # measurements of one key whose median is its estimate
 MODELLED = "modelled"  # every estimate from the cost model begins so; measured ones do not
+MEASURED = "measured on this machine"  # an estimate from quiet measurements begins so
 BUSY = "measured while busy"  # an estimate from measurements taken on a busy machine begins so
 BUSY_USE = "used until a quiet measurement exists"  # what the planner does with one, said once per plan
 MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
@@ -136,6 +137,7 @@ class Estimate(NamedTuple):
     seconds: float
     basis: str  # "measured on this machine, <date>, <n> samples"
     busy: float | None = None  # measured while busy: the largest share of the CPUs other processes took (0: unknown)
+    measured: tuple[str, int] | None = None  # measured: the newest measurement's date and the samples (a plan sums them up)
 
 
 def _orientation(shape: tuple[int, int]) -> int:
@@ -163,8 +165,8 @@ def _interpolated(near: list[Observation], flops: float, shape: tuple[int, int])
     when, samples = max(o.when for o in used)[:10], sum(o.samples for o in used)
     busy = [o.busy for o in used if o.busy is not None]
     if not busy:
-        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples")
-    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy))
+        return Estimate(seconds, f"{MEASURED}, {when}, {samples} samples", None, (when, samples))
+    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy), (when, samples))
 
 
 class Wisdom(BaseModel):

@@ -146,6 +146,7 @@ def evaluate(
     per_matrix: dict[str, float] = {}
     models: dict[str, float] = {}
     basis: dict[str, str] = {}
+    measured: dict[str, tuple[str, int]] = {}
     busy: list[float] = []
     needs = {g.label: strategy.bytes_per_matrix(op, g, size) for g in groups}
     inputs = {g.label: workload.source.load_bytes(g.refs[:1], size) for g in groups}  # one matrix's
@@ -162,12 +163,15 @@ def evaluate(
             per += inputs[group.label]
         batches[group.label] = max(1, min(len(group), budget // per, MAX_BATCH))
         model = models[group.label] = strategy.seconds_per_matrix(op, group, costing.machine, backend)
-        per_matrix[group.label], basis[group.label], taken = costing.seconds(
-            strategy, op.op, backend, point, strategy.work(op, group, size), group.shape, model, len(group))
-        busy += [] if taken is None else [taken]
+        estimate = costing.seconds(strategy, op.op, backend, point, strategy.work(op, group, size), group.shape,
+                                   model, len(group))
+        per_matrix[group.label], basis[group.label] = estimate.seconds, estimate.basis
+        busy += [] if estimate.busy is None else [estimate.busy]
+        if estimate.measured is not None:
+            measured[group.label] = estimate.measured
     total = sum(per_matrix[g.label] * len(g) for g in groups)
     return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, model_s=models,
-                     basis=basis, busy=max(busy, default=None), reads_ahead=ahead)
+                     basis=basis, measured=measured, busy=max(busy, default=None), reads_ahead=ahead)
 
 
 def evaluate_gram(
@@ -188,17 +192,17 @@ def evaluate_gram(
     count = len(layout.positions)
     work = strategy.work(layout, size)
     model = strategy.seconds(layout, costing.machine, backend) / count
-    per_position, basis, busy = costing.seconds(
-        strategy, "pca", backend, point, cost.Work(work.flops / count, work.bytes / count),
-        position_shape(layout), model)
+    estimate = costing.seconds(strategy, "pca", backend, point, cost.Work(work.flops / count, work.bytes / count),
+                               position_shape(layout), model)
     return Candidate(
         **found,
-        estimate_s=per_position * count,
+        estimate_s=estimate.seconds * count,
         batch_sizes=strategy.batch_sizes(layout, workload.source, dtype, budget),
-        per_matrix_s={POSITIONS: per_position},
+        per_matrix_s={POSITIONS: estimate.seconds},
         model_s={POSITIONS: model},
-        basis={POSITIONS: basis},
-        busy=busy,
+        basis={POSITIONS: estimate.basis},
+        measured={} if estimate.measured is None else {POSITIONS: estimate.measured},
+        busy=estimate.busy,
     )
 
 

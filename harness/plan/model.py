@@ -73,6 +73,7 @@ class Candidate(Variant):
     model_s: dict[str, float] = {}  # the cost model's own figure per group, before measurements or scaling
     scale: float | None = None  # what its modelled groups were scaled by (plan.calibration); None: not scaled
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
+    measured: dict[str, tuple[str, int]] = {}  # per measured group: the newest measurement's date, the samples
     busy: float | None = None  # measured while busy: the largest share of the CPUs others took then (0: unknown)
     reason: str | None = None  # why it cannot run, when it cannot
     reads_ahead: bool = False  # the next chunk is read while this one is computed (batches leave room)
