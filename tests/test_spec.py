@@ -123,7 +123,16 @@ def test_bad_overrides(tmp_path: Path) -> None:
 
 def test_override_error_is_validated(tmp_path: Path) -> None:
     lines = problems(tmp_path, GOOD, ["data.adapters=0"])
-    assert lines == ["data.adapters: Input should be greater than or equal to 1"]
+    assert lines == ["data.adapters: should be >= 1, got 0"]  # pydantic's words as the harness's own
+
+
+def test_problems_are_in_the_files_order_in_the_harness_words(tmp_path: Path) -> None:
+    """pydantic's `Input should be greater than or equal to 0` sat beside `unknown key`, in its
+    models' field order, not the file's."""
+    text = GOOD.replace("[data]", '[benchmark]\nsample = -1\n\n[data]').replace("k = 2", "k = 2\ntolerance = 2")
+    lines = problems(tmp_path, text + '[execution]\ndtype = "float31"\n')
+    assert lines == ["benchmark.sample: should be >= 0, got -1", "analysis[0].tolerance: should be <= 1, got 2",
+                     "execution.dtype: should be 'float32' or 'float64', got 'float31'"]
 
 
 def test_schema_is_json_schema() -> None:

@@ -66,7 +66,7 @@ def test_a_value_that_is_not_a_word_or_a_number_is_one_line(tmp_path: Path, valu
     ([dict.fromkeys(sorted(ALLOWED)[:MAX_VARIABLES + 1], "1")], f"{KEY}: {MAX_VARIABLES + 1} variables"),
     ([{}], f"{KEY}: 0 variables"),
     ([{"OMP_NUM_THREADS": str(i)} for i in range(MAX_ENVIRONMENTS + 1)],
-     f"analysis[0].environments: List should have at most {MAX_ENVIRONMENTS} items"),
+     f"analysis[0].environments: list should have at most {MAX_ENVIRONMENTS} items"),
     ([{"OMP_NUM_THREADS": "1"}] * 2, "analysis[0].environments: each environment at most once"),
 ])
 def test_few_environments_of_few_variables(tmp_path: Path, environments: list[dict[str, str]], expected: str) -> None:

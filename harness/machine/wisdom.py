@@ -41,6 +41,7 @@ COVERAGE = 4.0  # a measurement speaks for work up to this factor of flops beyon
 RECENT = 5  # measurements of one key whose median is its estimate
 MIN_SPREAD = 3  # recent measurements of one key that tell its run-to-run spread (two say little)
 MODELLED = "modelled"  # every estimate from the cost model begins so; measured ones do not
+MEASURED = "measured on this machine"  # an estimate from quiet measurements begins so
 BUSY = "measured while busy"  # an estimate from measurements taken on a busy machine begins so
 BUSY_USE = "used until a quiet measurement exists"  # what the planner does with one, said once per plan
 MAX_SECONDS = 1e6  # per matrix: eleven days; a stored figure beyond it was not measured
@@ -144,6 +145,7 @@ class Estimate(NamedTuple):
     basis: str  # "measured on this machine, <date>, <n> samples"
     busy: float | None = None  # measured while busy: the largest share of the CPUs other processes took (0: unknown)
     spread: float | None = None  # the widest Observation.spread of those it came from; None where one has none
+    measured: tuple[str, int] | None = None  # measured: the newest measurement's date and the samples (a plan sums them up)
 
 
 def widest(spreads: Iterable[float | None]) -> float | None:
@@ -178,8 +180,8 @@ def _interpolated(near: list[Observation], flops: float, shape: tuple[int, int])
     busy = [o.busy for o in used if o.busy is not None]
     spread = widest(o.spread for o in used)
     if not busy:
-        return Estimate(seconds, f"measured on this machine, {when}, {samples} samples", spread=spread)
-    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy), spread)
+        return Estimate(seconds, f"{MEASURED}, {when}, {samples} samples", None, spread, (when, samples))
+    return Estimate(seconds, f"{BUSY} ({when}, {samples} samples)", max(busy), spread, (when, samples))
 
 
 class Wisdom(BaseModel):

@@ -167,7 +167,8 @@ def evaluate(
         per_matrix[group.label], basis[group.label] = found_s[-1].seconds, found_s[-1].basis
     total = sum(per_matrix[g.label] * len(g) for g in groups)
     return Candidate(**found, estimate_s=total, batch_sizes=batches, per_matrix_s=per_matrix, model_s=models,
-                     basis=basis, busy=max((e.busy for e in found_s if e.busy is not None), default=None),
+                     basis=basis, measured={g.label: e.measured for g, e in zip(groups, found_s) if e.measured is not None},
+                     busy=max((e.busy for e in found_s if e.busy is not None), default=None),
                      spread=widest(e.spread for e in found_s), reads_ahead=ahead)
 
 
@@ -198,6 +199,7 @@ def evaluate_gram(
         per_matrix_s={POSITIONS: estimate.seconds},
         model_s={POSITIONS: model},
         basis={POSITIONS: estimate.basis},
+        measured={} if estimate.measured is None else {POSITIONS: estimate.measured},
         busy=estimate.busy,
         spread=estimate.spread,
     )

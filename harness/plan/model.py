@@ -74,6 +74,7 @@ class Candidate(Variant):
     model_s: dict[str, float] = {}  # the cost model's own figure per group, before measurements or scaling
     scale: float | None = None  # what its modelled groups were scaled by (plan.calibration); None: not scaled
     basis: dict[str, str] = {}  # per group: measured on this machine (wisdom), or modelled
+    measured: dict[str, tuple[str, int]] = {}  # per measured group: the newest measurement's date, the samples
     busy: float | None = None  # measured while busy: the largest share of the CPUs others took then (0: unknown)
     # how far apart this machine's recent runs measured it (largest over smallest, its widest group);
     # None where a group is modelled or has too few runs for one (machine.wisdom.MIN_SPREAD)

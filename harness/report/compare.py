@@ -38,6 +38,7 @@ from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
 from harness.report.labels import printable
 from harness.specs.reading import leaves
+from harness.specs.sections import duration_keys
 
 ALPHA = 0.01  # two-sided
 FACTOR = 1.1  # asv's default: smaller changes are not reported even when significant
@@ -294,8 +295,15 @@ def spec_difference(a: RunRecord, b: RunRecord, folders: tuple[str, str]) -> str
         return f"a run of {printable(b.experiment)!r}, {folders[0]} of {printable(a.experiment)!r}"
     flat_a, flat_b = leaves(a.spec), leaves(b.spec)
     keys = [k for k in sorted(flat_a.keys() | flat_b.keys()) if flat_a.get(k) != flat_b.get(k)]
-    said = [f"{printable(k)} is {printable(repr(flat_b.get(k, '(unset)')))[:40]} here, "
-            f"{printable(repr(flat_a.get(k, '(unset)')))[:40]} in {folders[0]}" for k in keys[:3]]
+    durations = duration_keys()
+
+    def written(key: str, flat: dict[str, object]) -> str:
+        """A value as a spec writes it: a duration's seconds as `4s`, anything else as TOML's repr."""
+        value = flat.get(key, "(unset)")
+        shown = f"{value:g}s" if key in durations and isinstance(value, (int, float)) else repr(value)
+        return printable(shown)[:40]
+
+    said = [f"{printable(k)} is {written(k, flat_b)} here, {written(k, flat_a)} in {folders[0]}" for k in keys[:3]]
     more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
     return ("; ".join(said) + more if said else
             f"spec hash {b.spec_hash[:12]} differs from {folders[0]}'s {a.spec_hash[:12]}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.base.units import format_bytes, format_seconds, format_share, plural
 from harness.bench.budget import MIN_ROUNDS
-from harness.machine.wisdom import BUSY, BUSY_USE, MODELLED
+from harness.machine.wisdom import BUSY, BUSY_USE, MEASURED, MODELLED
 from harness.plan.calibration import scaled_note
 from harness.plan.model import Candidate, Plan, Timed
 from harness.report.fitting import Fitted, rule_table, value
@@ -96,8 +96,9 @@ def plan_lines(plan: Plan) -> list[str]:
         lines.append(f"{step.analysis}: {step.reason}")
         lines.append(f"  timed ({TIMED}): {', '.join(_timed_label(t) for t in step.timed)}"
                      + "".join(f"; skipped {c.label}: {c.reason}" for c in step.skipped))
-        bases = grouped([(c.strategy, _basis(c)) for c in step.candidates if c.available])
-        lines.append("  estimates: " + "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases))
+        bases = grouped([(c.label, _basis(c)) for c in step.candidates if c.available])
+        lines += [f"  {'estimates: ' if i == 0 else ' ' * len('estimates: ')}{', '.join(names)}: {basis}"
+                  for i, (basis, names) in enumerate(bases)]
     available = [c for s in plan.steps for c in s.candidates if c.available]
     if (note := scaled_note(c.scale for c in available)) is not None:
         lines.append(note)
@@ -109,12 +110,29 @@ def plan_lines(plan: Plan) -> list[str]:
 
 
 def _basis(c: Candidate) -> str:
-    """`measured on this machine, 2026-11-23, 14 samples`, per group where groups differ; a busy
+    """`measured while busy* on 2 groups (2026-11-28, 15-18 samples)`: a strategy's estimates by
+    where they come from, its groups counted, not each named with its own figures (top3's line of
+    four groups filled five lines at 100 columns, each strategy named after them); a busy
     measurement marked, its caveat said once below the analyses."""
-    texts = {g: t.replace(BUSY, BUSY + BUSY_MARK, 1) for g, t in c.basis.items()}
-    if len(set(texts.values())) == 1:
-        return next(iter(texts.values()))
-    return "; ".join(f"{group}: {text}" for group, text in texts.items())
+    by: dict[str, list[str]] = {}
+    for group, text in c.basis.items():
+        source = (BUSY + BUSY_MARK if text.startswith(BUSY) else MEASURED) if group in c.measured else text
+        by.setdefault(source, []).append(group)
+    parts = []
+    for source, groups in by.items():
+        count = plural(len(groups), "group") if len(groups) > 1 or len(by) > 1 else ""
+        if groups[0] not in c.measured:  # modelled: its reason says the rest
+            parts.append(source + (f" ({count})" if count else ""))
+            continue
+        dates = _span(sorted(c.measured[g][0] for g in groups), " to ")
+        samples = _span(sorted(str(n) for n in sorted(c.measured[g][1] for g in groups)), "-")
+        parts.append(f"{source}{' on ' + count if count else ''} ({dates}, {samples} samples)")
+    return "; ".join(parts)
+
+
+def _span(ordered: list[str], sep: str) -> str:
+    """`15-18` from the least and the most, or the one value where they agree."""
+    return ordered[0] if ordered[0] == ordered[-1] else f"{ordered[0]}{sep}{ordered[-1]}"
 
 
 def grouped(pairs: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:

@@ -270,20 +270,25 @@ class Rounds:
     def _round(self, blocks: list[Slot]) -> None:
         """One round: each block on every group of its point, in order; in the first round, the
         blocks beyond the mandatory ones (slot 0 of the baseline, the chosen point and those an
-        earlier run cut) only while the budget allows. Every slot visits the same matrices."""
+        earlier run cut) only while the budget allows. Every slot visits the same matrices. A round
+        the budget cut says so in its line (a log's `round 1: 6/24` read as a run stopped short)."""
         floor, quiet = self._floor(blocks), self._quiet()
         r = max(len(self.lines[id(x)].rounds) for s, _k in blocks for x in self.subjects[s])
-        before, timed = snapshot(), []
-        with self.display.phase(f"{self.analysis}: round {self.count + 1}",
-                                sum(len(self.subjects[s]) for s, _k in blocks)) as phase:
+        before, timed, total, cut = snapshot(), [], sum(len(self.subjects[s]) for s, _k in blocks), False
+        with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
             for label, k in blocks:
                 rid, mandatory = round_id(unit_id(self.run_id, k), self.analysis, self.count), self._mandatory(label, k)
                 for subject in self.subjects[label]:
-                    if self._out(label) or not (mandatory or self.budget.fits(self._block_s(subject, k), floor, quiet)):
+                    if self._out(label):
+                        break
+                    if not (mandatory or self.budget.fits(self._block_s(subject, k), floor, quiet)):
+                        cut = True
                         break
                     phase.item(Phrases((label, f"on {subject.group}", *([f"in process {k + 1}"] if self.processes > 1 else []))))
                     self._guarded(label, lambda: timed.append(self._block(subject, k, rid, r)))  # noqa: B023 - run now
                     phase.advance()
+            if cut:
+                phase.summary = f"the budget left {total - phase.done} untimed"
         timed_now = {s for s in self.subjects if any(self.lines[id(x)].new for x in self.subjects[s])}
         self.untimed = [s for s in self.untimed if s not in timed_now] + [
             s for s in dict.fromkeys(s for s, _k in blocks) if not self._out(s) and s not in self.untimed

@@ -20,7 +20,7 @@ from harness.data.paths import PathError
 from harness.plan.model import PlanError
 from harness.run.prepare import RunContext, prepare, prepare_spec
 from harness.specs.sections import Spec
-from harness.specs.reading import SpecError, read_raw
+from harness.specs.reading import SpecError, in_file_order, read_raw
 
 SECTIONS_AT_DEFAULTS = ("experiment", "execution", "benchmark")  # a bad key there falls back to its default
 MAX_PASSES = 50
@@ -100,7 +100,8 @@ def validate(spec_path: str | Path, overrides: list[str]) -> RunContext:
 
 def every_problem(spec_path: str | Path, overrides: list[str], refused: SpecError) -> SpecError:
     """`refused` (the spec's own problems) with what the plan refuses of its valid parts."""
-    salvaged = _salvaged(read_raw(spec_path, overrides))
+    raw = read_raw(spec_path, overrides)
+    salvaged = _salvaged(raw)
     if salvaged is None:
         return refused
     spec, salvage = salvaged
@@ -110,7 +111,8 @@ def every_problem(spec_path: str | Path, overrides: list[str], refused: SpecErro
         said = {line.removeprefix(f"{spec_path}: ").split(": ")[0] for line in refused.lines}  # a key's own first
         more = [line for line in (salvage.worded(_renumbered(line, salvage.kept)) for line in plan.lines)
                 if salvage.said(line) and line.split(": ")[0] not in said]
-        return SpecError(refused.lines + [f"{spec_path}: {line}" for line in more])
+        return SpecError(in_file_order(refused.lines + [f"{spec_path}: {line}" for line in more], raw,
+                                       f"{spec_path}: "))
     except PathError:
         pass  # the data paths were said with the spec's problems, or have none
     return refused

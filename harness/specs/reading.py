@@ -36,7 +36,7 @@ def validate_raw(path: str | Path, raw: dict[str, Any]) -> Spec:
     try:
         return Spec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError([f"{path}: {line}" for line in _describe(exc)]) from None
+        raise SpecError([f"{path}: {line}" for line in in_file_order(_describe(exc), raw)]) from None
 
 
 def read_raw(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
@@ -111,6 +111,30 @@ def leaves(tree: Any, key: str = "", lists: bool = True) -> dict[str, Any]:
     return {key: tree}
 
 
+def in_file_order(lines: list[str], raw: dict[str, Any], prefix: str = "") -> list[str]:
+    """`key: message` lines (each after `prefix`) in the order their keys appear in the spec's TOML
+    (pydantic's is its models' field order, and the plan's refusals came after it: `analysis[1].k`
+    after `benchmark.sample`); a key the file lacks after its table's own, a line of no key last."""
+    return sorted(lines, key=lambda line: _position(raw, line.removeprefix(prefix).split(": ", 1)[0]))
+
+
+def _position(raw: dict[str, Any], key: str) -> tuple[int, ...]:
+    """Where `key` sits in the TOML: its index among its table's keys (or its list's items), level by level."""
+    node: Any = raw
+    place: list[int] = []
+    for part in _key_parts(key):
+        if isinstance(node, dict) and part in node:
+            place.append(list(node).index(part))
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            place.append(int(part))
+            node = node[int(part)]
+        else:
+            place.append(len(node) if isinstance(node, (dict, list)) else 0)
+            break
+    return tuple(place)
+
+
 def _key_parts(key: str) -> list[str]:
     """`analysis[2].components` (the notation errors print) or `analysis.2.components` as
     `["analysis", "2", "components"]`: a key copied from an error line must work as an override."""
@@ -124,11 +148,32 @@ SECTION_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+BOUNDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
+          "less_than": ("<", "lt")}  # pydantic's error type: the bound's symbol and its key in the error's ctx
+
+
+def _worded(err: Any) -> str:
+    """pydantic's message in the harness's words, beside its own: lowercase, a bound as a symbol,
+    what was given (`should be >= 0, got -1`, not `Input should be greater than or equal to 0`)."""
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] in BOUNDS:
+        symbol, key = BOUNDS[err["type"]]
+        bound = err["ctx"][key]
+        message = f"should be {symbol} {f'{bound:g}' if isinstance(bound, float) else bound}"
+    message = message.removeprefix("Input ")
+    if message[1:2].islower():  # a sentence's capital, not an acronym's (CUDA)
+        message = message[0].lower() + message[1:]
+    given = err.get("input")
+    if message.startswith("should") and isinstance(given, (int, float, str)):
+        message += f", got {str(given).lower() if isinstance(given, bool) else repr(given)[:40]}"
+    return message
+
+
 def _describe(exc: ValidationError) -> list[str]:
     lines = []
     for err in exc.errors():
         path, parent = _locate(list(err["loc"]))
-        message = err["msg"].removeprefix("Value error, ")
+        message = _worded(err)
         if err["type"] == "extra_forbidden":
             close = difflib.get_close_matches(path.rsplit(".", 1)[-1], list(parent.model_fields) if parent else [], n=1)
             message = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")

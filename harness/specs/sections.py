@@ -342,3 +342,12 @@ class Spec(_Section):
                 raise ValueError(f"two analyses are named {a.label!r}; give each a unique `name`")
             seen.add(a.label)
         return analyses
+
+
+def duration_keys() -> frozenset[str]:
+    """The dotted keys a spec writes as durations (`budget = "4s"`): what shows a record's spec
+    writes their seconds back so (`benchmark.budget is 1.0 here` named no value a user wrote)."""
+    return frozenset(f"{section}.{name}" for section, field in Spec.model_fields.items()
+                     if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+                     for name, sub in field.annotation.model_fields.items()
+                     if any(getattr(m, "func", None) is parse_duration for m in sub.metadata))

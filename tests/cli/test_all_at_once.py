@@ -50,10 +50,10 @@ def test_validate_lists_what_plan_refuses_all_at_once(tmp_path: Path, capsys: py
     cuda = cuda_missing_reason() is not None
     assert cli.main(["validate", str(spec)]) == 2
     said = capsys.readouterr().err.strip().splitlines()
-    assert said[:1] == [f"{spec}: execution.device: 'cuda' requested but {cuda_missing_reason()}"] or not cuda
+    assert said[2:] == [f"{spec}: execution.device: 'cuda' requested but {cuda_missing_reason()}"] or not cuda
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in said]
-    assert keys[int(cuda):] == ["analysis[1].k", "analysis[2].components"]  # the k's fault, not the strategy's
-    assert said[int(cuda)].endswith("analysis[1].k: 100 exceeds min(m, n) of the 48x32 group (at most 32 there)")
+    assert keys[:2] == ["analysis[1].k", "analysis[2].components"]  # the k's fault, not the strategy's
+    assert said[0].endswith("analysis[1].k: 100 exceeds min(m, n) of the 48x32 group (at most 32 there)")
     assert cli.main(["plan", str(spec)]) == 2 and capsys.readouterr().err.strip().splitlines() == said
 
 
@@ -95,8 +95,8 @@ def test_the_plans_refusals_join_the_specs_own(tmp_path: Path, capsys: pytest.Ca
                     .replace('name = "x"', 'name = "x"\nseed = -1'))
     assert cli.main(["validate", str(spec)]) == 2
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
-    assert keys == ["experiment.seed", "analysis[0].strategy", "execution.workers",  # the spec's own, then the plan's
-                    "analysis[1].k", "analysis[2].components"]
+    assert keys == ["experiment.seed", "analysis[0].strategy", "analysis[1].k", "analysis[2].components",
+                    "execution.workers"]  # in the file's order, the plan's among the spec's own
 
 
 def test_every_problem_in_one_pass_each_under_its_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,13 +108,13 @@ def test_every_problem_in_one_pass_each_under_its_key(tmp_path: Path, capsys: py
                     .replace('op = "svd"', 'op = "svdz"').replace("k = 100", 'k = 100\ncompare = ["nosuch"]'))
     assert cli.main(["validate", str(spec)]) == 2
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
-    assert keys == ["data.typo", "analysis[0].op", "analysis[1].compare", "execution.dtype",
-                    "analysis[1].k", "analysis[2].components"]
+    assert keys == ["data.typo", "analysis[0].op", "analysis[1].k", "analysis[1].compare", "analysis[2].components",
+                    "execution.dtype"]
     spec.write_text(spec.read_text().replace("adapters = 2", "adapters = 0"))
     assert cli.main(["validate", str(spec)]) == 2
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in capsys.readouterr().err.strip().splitlines()]
-    assert keys == ["data.adapters", "data.typo", "analysis[0].op", "analysis[1].compare", "execution.dtype",
-                    "analysis[1].k"]
+    assert keys == ["data.adapters", "data.typo", "analysis[0].op", "analysis[1].k", "analysis[1].compare",
+                    "execution.dtype"]
 
 
 def test_plan_and_run_list_every_problem_validate_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,7 +127,7 @@ def test_plan_and_run_list_every_problem_validate_lists(tmp_path: Path, capsys: 
     assert cli.main(["validate", str(spec)]) == 2
     said = capsys.readouterr().err.strip().splitlines()
     keys = [line.removeprefix(f"{spec}: ").split(":")[0] for line in said]
-    assert keys == ["analysis[0].compare", "benchmark.budget", "analysis[2].k"]
+    assert keys == ["analysis[0].compare", "analysis[2].k", "benchmark.budget"]  # the walk's k came last
     for command in (["plan", str(spec)], ["run", str(spec)], ["run", str(spec), "-o", str(tmp_path / "r")]):
         assert cli.main(command) == 2
         assert capsys.readouterr().err.strip().splitlines() == said, command

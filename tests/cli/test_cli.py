@@ -64,7 +64,7 @@ def test_spec_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines == [
-        f"{SMOKE}: data.adapters: Input should be greater than or equal to 1",
+        f"{SMOKE}: data.adapters: should be >= 1, got 0",
         f"{SMOKE}: analysis[0].strategy: unknown strategy 'nmupy'; did you mean 'numpy'? "
         "svdvals strategies: cupy, factored, gram_eigh, numpy, process_pool, torch",
     ]

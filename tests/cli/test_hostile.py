@@ -209,7 +209,7 @@ CLI_CASES: dict[str, Case] = {
                                           "execution.memory_budget"),
     "budget of a year": lambda d: (["plan", SMOKE, "--budget", "8760h"], "benchmark.budget"),
     "tolerance inf": lambda d: (["plan", SMOKE, "--set", "analysis.0.tolerance=inf"], "tolerance"),
-    "synthetic alpha inf": lambda d: (["plan", SMOKE, "--set", "data.alpha=inf"], "data.alpha: Input should be a finite number"),
+    "synthetic alpha inf": lambda d: (["plan", SMOKE, "--set", "data.alpha=inf"], "data.alpha: should be a finite number, got inf"),
     "layers to 10^12": lambda d: (
         ["plan", _arrays(d, lambda f: None), "--set", 'data.layers="0-999999999999"'], "goes past layer"),
     "a 2.2 GB spec": lambda d: (["plan", _sparse(d, 2_200_000_000)], "2,200,000,000 bytes"),

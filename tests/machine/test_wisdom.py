@@ -199,9 +199,11 @@ def test_auto_follows_the_measurements_and_says_so() -> None:
             if c.available:
                 assert set(c.basis.values()) == {"measured on this machine, 2026-11-23, 7 samples"}, c.strategy
         text = "\n".join(plan_lines(dense_plan(faked(fast, device))))
-        measured = next(line for line in text.splitlines() if "estimates:" in line)
-        assert "measured on this machine, 2026-11-23, 7 samples (numpy" in measured
-        assert re.search(r"modelled x\S+: never measured on this machine \(process_pool\)", measured)
+        start = text.index("  estimates: ")
+        estimates = text[start:text.index("\n", text.index("modelled", start))]
+        assert re.search(r"estimates: numpy\S*( \S+)*: measured on this machine on 2 groups \(2026-11-23, 7 samples\)",
+                         estimates)
+        assert re.search(r"process_pool: modelled x\S+: never measured on this machine", estimates)
 
 
 # --- learning: runs and calibrations --------------------------------------------------------------

@@ -225,6 +225,7 @@ def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecor
     out = capsys.readouterr().out
     assert "groups have fewer than 2 rounds on a side" in out and "--budget 30s" in out
     assert out.splitlines()[-1].startswith("INCONCLUSIVE: 0 of")
+    assert out.count("could be gated") == 1  # why, once: the first line (a line of its own said it again)
     page = tmp_path / "few.html"  # the page gives the terminal's next step too
     assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive", "--html", str(page)]) == 0
     step = next(line for line in out.splitlines() if "--budget 30s" in line)
@@ -248,7 +249,7 @@ def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRe
     verdict = CompareOutput.model_validate(json.loads(captured.out))
     assert not verdict.passed and verdict.verdict == "inconclusive" and verdict.n_gated > 0  # as exit 4 says
     assert verdict.inconclusive == [f"{b}: B did not finish (its record is marked incomplete)"]
-    assert "inconclusive: B did not finish" in captured.err
+    assert captured.err.count("B did not finish") == 1 and "gate INCONCLUSIVE, B did not finish" in captured.err
 
 
 def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
@@ -320,6 +321,13 @@ def test_a_refusal_names_what_tells_the_two_specs_apart(smoke_run: tuple[Path, R
         compare_records(record, changed, ("runs/first", "runs/second"))
     assert str(refused.value).startswith(f"runs/second: data.adapters is 38 here, {record.spec['data']['adapters']!r} in "
                                          "runs/first; compare only runs of the same spec")
+    def budget(seconds: float, spec_hash: str) -> RunRecord:  # the record holds `--budget 1s` as 1.0
+        spec = {**record.spec, "benchmark": {**record.spec["benchmark"], "budget": seconds}}
+        return record.model_copy(update={"spec_hash": spec_hash, "spec": spec})
+
+    with pytest.raises(RecordError) as refused:  # a budget as the spec and the CLI write it
+        compare_records(budget(4.0, record.spec_hash), budget(1.0, "f" * 64), ("runs/first", "runs/nb"))
+    assert str(refused.value).startswith("runs/nb: benchmark.budget is 1s here, 4s in runs/first; ")
     other = record.model_copy(update={"spec_hash": "f" * 64, "experiment": "task_geometry"})
     with pytest.raises(RecordError, match=f"runs/second: a run of 'task_geometry', runs/first of '{record.experiment}'"):
         compare_records(record, other, ("runs/first", "runs/second"))

@@ -21,8 +21,7 @@ def test_the_busy_caveat_is_said_once_and_each_busy_estimate_marked() -> None:
     # the scaling, said once too: numpy's backend by its own median (4x), torch's by the machine's (4, 4, 3, 2)
     assert [line for line in lines if SCALED in line] == [f"modelled x3.5, x4: {SCALED}"]
     estimates = next(line for line in lines if line.startswith("  estimates: "))
-    assert f"{BUSY}{BUSY_MARK} (2026-11-28, 5 samples) (numpy, torch, factored, gram_eigh)" in estimates
-    assert estimates.count(BUSY) == 1 and "% of the CPUs" not in estimates
+    assert estimates == f"  estimates: numpy, torch, factored, gram_eigh: {BUSY}{BUSY_MARK} on 2 groups (2026-11-28, 5 samples)"
     quiet = plan_lines(_plan(_measured({"numpy": 1.0}, busy=None)))
     assert not any(BUSY_USE in line or BUSY in line for line in quiet)
 
@@ -34,3 +33,27 @@ def test_the_whole_analysis_and_the_timed_sample_are_labelled_apart() -> None:
     step = plan.steps[0]
     assert lines[0].startswith(f"{step.analysis}: auto: fastest exact strategy (est. of the whole analysis ")
     assert lines[1].startswith(f"  timed ({TIMED}): ") and "whole analysis" not in lines[1]
+
+
+def test_each_strategys_estimates_are_one_line_led_by_its_name() -> None:
+    """top3's estimates at 100 columns were a five-line paragraph, each group's source with its own
+    figures and the strategy named after them: `3072x768r16: measured while busy* (..., 18 samples);
+    768x3072r16: ... (scipy_svds); ...`."""
+    pytest.importorskip("torch")
+    plan = _plan(_measured({"numpy": 4.0, "torch": 3.0}, busy=0.5))
+    step = plan.steps[0]
+    numpy = next(c for c in step.candidates if c.label == "numpy")
+    first, second = numpy.basis  # the second group measured a day later, more often
+    numpy = numpy.model_copy(update={"basis": {**numpy.basis, second: f"{BUSY} (2026-11-29, 9 samples)"},
+                                     "measured": {**numpy.measured, second: ("2026-11-29", 9)}})
+    candidates = [numpy if c.label == "numpy" else c for c in step.candidates]
+    plan = plan.model_copy(update={"steps": [step.model_copy(update={"candidates": candidates})]})
+    lines = plan_lines(plan)
+    start = next(i for i, line in enumerate(lines) if line.startswith("  estimates: "))
+    indent = " " * len("  estimates: ")
+    estimates = [lines[start]] + [line for line in lines[start + 1:] if line.startswith(indent)]
+    assert estimates[0] == f"  estimates: numpy: {BUSY}{BUSY_MARK} on 2 groups (2026-11-28 to 2026-11-29, 5-9 samples)"
+    assert f"{indent}torch: {BUSY}{BUSY_MARK} on 2 groups (2026-11-28, 5 samples)" in estimates
+    named = [name for line in estimates for name in line.strip().removeprefix("estimates: ").split(": ")[0].split(", ")]
+    assert sorted(named) == sorted(c.label for c in step.candidates if c.available)  # each once, first
+    assert not any(group in line for line in estimates for group in (first, second))

@@ -146,6 +146,22 @@ def test_a_busy_machine_out_of_budget_still_times_the_baseline_and_the_chosen_po
     assert all(round_.busy == ["load 18.4 on 2 cores"] for line in r.lines.values() for round_ in line.new)
 
 
+def test_a_round_the_budget_cut_says_so_in_a_log(busy: None) -> None:
+    """Piped, a cut round's line read `round 1: 2/3 (...)`: an unfinished count, no word of why."""
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    r, _ = rounds(["base", "x", "chosen"], {"base": [1.0], "x": [0.5], "chosen": [0.1]}, budget=spent,
+                  chosen="chosen")
+    r.run()
+    logged = r.display.console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    timed = sum(len(r.lines[id(s)].new) for (s,) in r.subjects.values())
+    blocks = 3 * PROCESSES  # each point in each of its processes
+    assert [line.rsplit(" in ", 1)[0] for line in logged] == [f"a: round 1: {timed}/{blocks} (the budget left "
+                                                             f"{blocks - timed} untimed)"]
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]})
+    r.run()  # a round the budget did not cut says what it timed last, as ever
+    assert "budget" not in r.display.console.file.getvalue()  # type: ignore[attr-defined]
+
+
 def test_a_quiet_machine_runs_the_floor_past_the_limit(quiet: None) -> None:
     spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
     r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, budget=spent)

@@ -49,14 +49,14 @@ def _ratio(text: str) -> float:
 def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, str]]:
     """(text, style): what did not pair, each regression, the unstable groups by cause (each with `verbose`), and
     which groups were not judged and what to do next: without it a gate that cannot fire would look
-    like one that passed, and a comparison would end on a count with no way on."""
+    like one that passed, and a comparison would end on a count with no way on. Why the gate could
+    not judge is the summary line's lead, said there alone (a line of its own here said it again)."""
     where = f" ({c.b.folder})" if several else ""
     lines = [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
     lines += [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
     lines += [(u + where, "yellow") for u in unstable_lines(c, verbose)]
     if c.not_judged:
         lines.append((c.not_judged + where, "yellow"))
-    lines += [(f"inconclusive: {why}{where}", "bold yellow") for why in c.inconclusive]
     return lines
 
 
@@ -75,7 +75,8 @@ def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bo
                 EXIT_REGRESSION, "regression")
     if any(c.inconclusive for c in comparisons):
         code = 0 if allow_inconclusive else EXIT_INCONCLUSIVE
-        return (f"INCONCLUSIVE: {gated} of {total} groups gated; the gate could not judge (see above)"
+        where = "each comparison's first line" if len(comparisons) > 1 else "the first line"
+        return (f"INCONCLUSIVE: {gated} of {total} groups gated; the gate could not judge (why: {where})"
                 + (" — allowed by --allow-inconclusive" if allow_inconclusive else ""), "bold yellow", code,
                 "inconclusive")
     return (f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green",
