@@ -3,7 +3,6 @@ Spec, and every problem said at once, one `FILE: key.path: message` line each.""
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from harness.base.bounded import TooLarge, read_capped
+from harness.base.suggest import did_you_mean
 from harness.data.registry import DATA_MODELS
 from harness.specs.sections import ANALYSIS_MODELS, Benchmark, Execution, Experiment, Spec
 
@@ -175,8 +175,8 @@ def _describe(exc: ValidationError) -> list[str]:
         path, parent = _locate(list(err["loc"]))
         message = _worded(err)
         if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(path.rsplit(".", 1)[-1], list(parent.model_fields) if parent else [], n=1)
-            message = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+            hint = did_you_mean(path.rsplit(".", 1)[-1], parent.model_fields if parent else [])
+            message = "unknown key" + (f"; {hint}" if hint else "")
         elif err["type"] == "missing":
             message = "required key is missing"
         elif err["type"] in ("int_type", "float_type"):  # strict: `threads = true` ran as 1 thread

@@ -3,7 +3,6 @@ name checked against what the harness has (data forms, features, strategies, env
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Annotated, Any, Literal, get_args
 
@@ -21,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.base.suggest import did_you_mean
 from harness.data.registry import DataConfig
 from harness.linalg.features import (
     FULL_SPECTRUM_ONLY,
@@ -144,8 +144,7 @@ class _AnalysisBase(_Section):
             if op == "pca":
                 problems.append(f"{name!r}: pca analyses have no features; use an svd op")
             elif name not in valid:
-                close = difflib.get_close_matches(name, valid, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
+                hint = f"{hint} " if (hint := did_you_mean(name, valid)) else ""
                 problems.append(f"unknown feature {name!r}; {hint}valid: {', '.join(valid)}")
             elif name in SUBSPACE_FEATURES and op != "svd_topk":
                 problems.append(f"{name!r} compares top-k singular vectors: use it with op svd_topk")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 
+from harness.base.suggest import did_you_mean
 from harness.strategies.base import StrategyBase
 from harness.strategies.cupy_batched import CupyStrategy
 from harness.strategies.factored import FactoredStrategy
@@ -47,8 +47,8 @@ BASELINES: dict[str, str] = {
 def strategy_problem(name: str, op: str) -> str | None:
     """None when `name` is a strategy serving `op`, else what is wrong (a close name among the op's own)."""
     if name not in STRATEGIES:
-        close = difflib.get_close_matches(name, serving(op), n=1)  # one the op takes: 'numpyy' for svd_topk is no numpy
-        return f"unknown strategy {name!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+        hint = did_you_mean(name, serving(op))  # one the op takes: 'numpyy' for svd_topk is no numpy
+        return f"unknown strategy {name!r}" + (f"; {hint}" if hint else "")
     if op not in STRATEGIES[name].ops:
         return f"strategy {name!r} does not do {op}"
     return None
