@@ -183,8 +183,9 @@ def _describe(exc: ValidationError) -> list[str]:
             given = err.get("input")
             shown = f"{str(given).lower()} is a boolean" if isinstance(given, bool) else f"{given!r}"
             message = f"{shown}; expected a {'whole ' * (err['type'] == 'int_type')}number"
-        elif err["type"] in ("byte_size", "byte_size_unit"):  # pydantic's words alone showed no form that parses
-            message = f"{err.get('input')!r}: {message}; expected a size such as 256MiB or 2GB"
+        elif err["type"] in ("byte_size", "byte_size_unit"):  # pydantic's "could not parse value and unit from
+            # byte string" named neither the form that parses nor, in the harness's words, what was given
+            message = f"should be a size such as 256MiB or 2GB, got {err.get('input')!r}"
         elif err["type"] == "union_tag_not_found":
             key = err["ctx"]["discriminator"].strip("'")
             message = f"required key {key!r} is missing"
