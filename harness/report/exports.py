@@ -22,8 +22,8 @@ from harness.record.verification import Verification
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
-from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   apart_footnote, too_wide_footnote, device_library, printable, rounds_text, speedup_cell, times_disagree,
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
+                                   table_footnotes, device_library, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, unstable_why, verdict_lines, verdicts)
 from harness.report.terminal import untimed_rows, verified, warning_lines
 
@@ -161,7 +161,7 @@ def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
     timing says why below the table) and the notes its marks need."""
     header = ["analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL,
-              "speedup (95% CI)", "rounds", "error (values / vectors)", "status"]
+              SPEEDUP_COLUMN, "rounds", "error (values / vectors)", "status"]
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
@@ -179,5 +179,5 @@ def results_markdown(record: RunRecord) -> str:
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
               "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal.",
-              apart_footnote(record.analyses), too_wide_footnote(record.analyses)]
+              *(line for column, line in table_footnotes(record, record.analyses) if column in header)]
     return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

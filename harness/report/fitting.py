@@ -34,6 +34,7 @@ class Fitted:
     table: Table
     optional: tuple[str, ...] = ()
     note: bool = True  # the caption names what the width left out
+    elsewhere: str = ""  # where else the columns left out are shown, beside a wider terminal
     footnotes: tuple[tuple[str, str], ...] = ()
     # the caption of the table as drawn, given the columns the width left out: it explains only what is shown
     explain: Callable[[tuple[str, ...]], str] | None = None
@@ -68,7 +69,7 @@ class Fitted:
         notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
             them = "them" if len(left_out) > 1 else "it"
-            notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows {them})")
+            notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows {them}{self.elsewhere})")
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table

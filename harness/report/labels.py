@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_seconds, format_share, plural
+from harness.base.units import format_seconds, format_share, plural, speedup_within
 from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
@@ -29,6 +29,7 @@ UNRESOLVED_MARK = "?"
 COMPUTE_TOTAL = "compute total"
 COMPUTE_TOTAL_FIELD = COMPUTE_TOTAL.replace(" ", "_") + "_s"
 UNSTABLE_MARK = "!"
+RATIO_APART = 1.05  # a speedup this far from its rows' per-matrix ratio gets a note under the table
 APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
@@ -38,12 +39,19 @@ ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick,
 SPREAD_HEADER = f"{COMPUTE_TOTAL} [q1, q3]"
 SPREAD_NOTE = (f"{SPREAD_HEADER}: the 25th and 75th percentiles of the {COMPUTE_TOTAL} over the samples; "
                "n=1: timed once, no spread to show")
-SPEEDUP_NOTE = (f"Speedup: the baseline's compute total over the strategy's, the geometric mean over the rounds "
-                f"that timed both, with its 95% interval (low-high); {UNRESOLVED_MARK}: unresolved, the interval "
-                "is wider than the precision asked for; an interval that holds 1 is not significant.")
+# the table's columns whose cells carry marks a note under the table explains (the md export's too)
+SPEEDUP_COLUMN = "speedup (95% CI)"
+PEAK_COLUMN = "% of peak"
+# in the time's words, not a column's: the compute total it named is often not drawn (walk 6)
+SPEEDUP_NOTE = ("Speedup: the baseline's time over the strategy's in each round that timed both (earlier runs' pooled "
+                "rounds too), their geometric mean, with its 95% interval (low-high); the per-matrix times are each "
+                "row's median over all its own rounds, so their ratio can differ from the speedup, which is the "
+                f"comparison; {UNRESOLVED_MARK}: unresolved, the interval is wider than the precision asked for; an "
+                "interval that holds 1 is not significant.")
 ROUNDS_NOTE = ("Rounds behind each speedup: 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
-               "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
-               "the benchmark line's 1+2/1 lists an analysis' differing counts, one per strategy.")
+               "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew).")
+# only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
+BENCH_ROUNDS_NOTE = "The benchmark summary's rounds per timing, 1+2/1, lists an analysis' differing counts, one per strategy."
 # why one seeded spec's max error moves between runs (walk 6): pinning the check to one window of the
 # sample would check fewer matrices over the runs, so the note says what is checked instead
 VERIFIED_NOTE = ("The max error is over the matrices this run's rounds visited: rounds rotate through the timed sample, "
@@ -147,11 +155,44 @@ def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:
     rounds that timed both, earlier runs' too, while each row's times are the median over all its
     own rounds, so a baseline timed anew on a quieter machine can read faster than the pairs say.
     Without an interval nothing is excluded (61 µs against 62 µs beside 1.05x was flagged)."""
-    base = next((b for b in analysis.timings if b.role == "baseline"), None)
+    base = baseline_of(analysis)
     if base is None or t is base or t.speedup_ci is None:
         return False
     low, high = t.speedup_ci
     return not low <= base.estimate_total_s / t.estimate_total_s <= high
+
+
+def baseline_of(analysis: AnalysisRecord) -> StrategyTiming | None:
+    return next((b for b in analysis.timings if b.role == "baseline"), None)
+
+
+def ratio_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under a table where a speedup and the ratio of its rows' per-matrix times differ by
+    over RATIO_APART, naming the row that differs most (walk 6: `44.3x` beside 11.0 ms over 236 µs,
+    46.6, with no word why); a row with APART_MARK has its own note."""
+    apart: list[tuple[float, str]] = []  # (how far apart, the row and its two figures)
+    for a in analyses:
+        base = baseline_of(a)
+        for t in a.timings:
+            if base is not None and t is not base and t.speedup and t.seconds_per_matrix > 0 and not times_disagree(a, t):
+                ratio = base.seconds_per_matrix / t.seconds_per_matrix
+                high = max(t.speedup, ratio, *(t.speedup_ci or ()))  # the cell's rounding for both figures
+                apart.append((max(ratio / t.speedup, t.speedup / ratio),
+                              f"{a.name} {t.label}: {speedup_within(t.speedup, high)} against {speedup_within(ratio, high)}"))
+    factor, row = max(apart, default=(1.0, ""))
+    if factor <= RATIO_APART:
+        return None
+    return f"speedups pair each round's two times, so they can differ from the ratio of the per-matrix column ({row})"
+
+
+def table_footnotes(record: RunRecord, analyses: Sequence[AnalysisRecord], more: str = "") -> list[tuple[str, str]]:
+    """(column, line): the lines under a table of `analyses` that explain its cells, each shown
+    while its column is (the terminal's, the md export's and the HTML report's, one source);
+    `more` ends the ratio's line (the terminal's pointer to --explain)."""
+    ratio = ratio_footnote(analyses)
+    notes = ((SPEEDUP_COLUMN, apart_footnote(analyses)), (SPEEDUP_COLUMN, ratio and ratio + more),
+             (SPEEDUP_COLUMN, too_wide_footnote(analyses)), (PEAK_COLUMN, roof_footnote(record, analyses)))
+    return [(column, line) for column, line in notes if line]
 
 
 def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming) -> str:

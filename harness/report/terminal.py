@@ -16,53 +16,59 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.labels import (COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_NOTE, RESUMED, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, VERIFIED_NOTE, Unstable,
-                                   device_library, errors_text, measurement_count, peak_text, precision_text, roof_footnote,
-                                   rounds_text, speedup_cell, strategy_label, apart_footnote, too_wide_footnote, unstable_measurements, unstable_why,
+from harness.report.labels import (BENCH_ROUNDS_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNRESOLVED_MARK, UNSTABLE_MARK, VERIFIED_NOTE, Unstable,
+                                   device_library, errors_text, measurement_count, peak_text, precision_text,
+                                   rounds_text, speedup_cell, strategy_label, table_footnotes, unstable_measurements, unstable_why,
                                    summary_reasons,
                                    shown, verdict_lines, worst_error)
 
 
 # every column; a terminal too narrow for them all leaves these out, first to last (--wide says
 # which); the default table leaves them silently, so it widens with the terminal
-RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", COMPUTE_TOTAL, "speedup (95% CI)",
-               "rounds", "GFLOP/s", "% of peak", "max error", "status")
+RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN,
+               "rounds", "GFLOP/s", PEAK_COLUMN, "max error", "status")
 # rounds last: it says how much data lies behind each speedup (a long speedup cell dropped it first, issue 48)
-RUN_OPTIONAL = ("% of peak", "GFLOP/s", "device", "role", COMPUTE_TOTAL, "dtype", "rounds")
+RUN_OPTIONAL = (PEAK_COLUMN, "GFLOP/s", "device", "role", COMPUTE_TOTAL, "dtype", "rounds")
 ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it never costs the default a column
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 # the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
 # run"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
 # says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors)
-FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, "speedup (95% CI)": 22, "max error": 7, "status": 7}
+FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "max error": 7, "status": 7}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
 
 
-def _caption(record: RunRecord, columns: tuple[str, ...]) -> str:
-    """What the drawn `columns` and their marks mean (`--explain`; the HTML report always explains):
-    a column the width left out is not explained (its note said "the last column gives each" of a
-    column a 100-column terminal had just dropped)."""
+# where a column the width left out is shown: every one is in the HTML report
+ELSEWHERE = ", and so does the HTML report (`harness report RUN`)"
+
+
+def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...], verbose: bool) -> str:
+    """What the `drawn` columns and their marks mean (`--explain`; the HTML report always explains),
+    never a column or a line not on the screen (walk 6: the speedup's note named the compute total
+    a 100-column table had left out, and the rounds' a benchmark line only --verbose prints); the
+    line under the table names the columns `left_out` and where they are."""
+    errors = (f"; {ERRORS_APART} gives each" if ERRORS_APART in drawn
+              else "" if ERRORS_APART in left_out else "; --wide gives each")
     notes = {
         "role": ROLES_NOTE, "strategy": COMPUTED_NOTE + ".",
         "per matrix": f"{UNSTABLE_MARK} measured under unreliable conditions (below). Per matrix: median over the rounds.",
         COMPUTE_TOTAL: f"{COMPUTE_TOTAL.capitalize()}: scaled to the workload (~ = extrapolated), compute only (the wall "
                        "time of each analysis, loading included, is in --verbose).",
-        "speedup (95% CI)": SPEEDUP_NOTE, "rounds": ROUNDS_NOTE,
+        SPEEDUP_COLUMN: SPEEDUP_NOTE, "rounds": ROUNDS_NOTE + (f" {BENCH_ROUNDS_NOTE}" if verbose else ""),
         "GFLOP/s": "GFLOP/s: achieved.",
-        "% of peak": PEAK_NOTE + ("" if record.roofs else " (none measured: `harness calibrate`)") + ".",
+        PEAK_COLUMN: PEAK_NOTE + ("" if record.roofs else " (none measured: `harness calibrate`)") + ".",
         "device": "Device (library): where and with what it ran.",
         "dtype": "dtype: its arithmetic (f32, bf16, +c compiled).",
         "max error": "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
-                     "residual where the op has vectors (the worse of the two" + (
-                         f"; {ERRORS_APART} gives each" if ERRORS_APART in columns else "") + "). " + VERIFIED_NOTE,
+                     f"residual where the op has vectors (the worse of the two{errors}). " + VERIFIED_NOTE,
         "status": "Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
                   "not timed still had its answer checked).",
     }
-    if "role" in columns:
+    if "role" in drawn:
         notes.pop("strategy")  # the roles' note says it
-    return " ".join(note for column, note in notes.items() if column in columns)
+    return " ".join(note for column, note in notes.items() if column in drawn)
 
 
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:
@@ -109,10 +115,12 @@ def _untimed_row(a: AnalysisRecord, label: str, role: str, status: str, wide: bo
             *([errors_text(a, label, "/")] if wide else [])]
 
 
-def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> Fitted:
+def run_table(record: RunRecord, wide: bool = False, explain: bool = False, verbose: bool = False) -> Fitted:
     """The results, one row per strategy (the verdict lines above it keep the speedups, the lines
     below it say why a row has no timing): every column the width holds, at least COMPACT_COLUMNS;
-    `wide` says what the width left out, and gives the values' and the vectors' errors apart."""
+    `wide` says what the width left out, and gives the values' and the vectors' errors apart;
+    `explain` says what the drawn columns mean, and what the width left out (`verbose`: the lines
+    below the table it explains include the benchmark line)."""
     columns = RUN_COLUMNS + ((ERRORS_APART,) if wide else ())
     table = rule_table()
     for column in columns:
@@ -126,18 +134,17 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False) -> F
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
         labels += [shown(strategy_label(a, name, True)) for name in [*(t.label for t in a.timings), *(u[0] for u in untimed)]]
     floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}
-    notes = (("speedup (95% CI)", apart_footnote(record.analyses)), ("speedup (95% CI)", too_wide_footnote(record.analyses)),
-             ("% of peak", roof_footnote(record, record.analyses)))
-    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide, floors=floors,
-                  footnotes=tuple((column, shown(line)) for column, line in notes if line),
-                  explain=(lambda out: _caption(record, tuple(c for c in columns if c not in out))) if explain else None)
+    notes = table_footnotes(record, record.analyses, more="" if explain else "; --explain says more")
+    caption = (lambda out: _caption(record, tuple(c for c in columns if c not in out), out, verbose)) if explain else None
+    return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide or explain, floors=floors,
+                  elsewhere=ELSEWHERE, footnotes=tuple((column, shown(line)) for column, line in notes), explain=caption)
 
 
 def run_screen(record: RunRecord, wide: bool = False, explain: bool = False,
                verbose: bool = False) -> list[str | Fitted]:
     """What `harness run` (and `harness.api.run`) print: the verdict first, as hyperfine prints it,
     the machine, the table, then the lines below it. Strings are lines of markup."""
-    return [*map(shown, verdict_lines(record)), title_line(record), run_table(record, wide=wide, explain=explain),
+    return [*map(shown, verdict_lines(record)), title_line(record), run_table(record, wide=wide, explain=explain, verbose=verbose),
             *run_lines(record, verbose=verbose), *map(shown, frontier_lines(record))]
 
 

@@ -102,6 +102,34 @@ def test_rows_only_a_little_apart_are_marked_only_outside_the_speedups_interval(
     assert APART_MARK in cell()
 
 
+RATIO_NOTE = "speedups pair each round's two times, so they can differ from the ratio of the per-matrix column"
+
+
+def ratio_notes(record: RunRecord, folder: Path) -> tuple[str, str, str]:
+    """The note's text under the terminal's table, in the md export and on the HTML page."""
+    save_record(record, folder)
+    return (" ".join(cells(record)[-1]["caption"].split()), results_markdown(record),
+            " ".join(html.unescape(render_report(record, folder)).split()))
+
+
+def test_a_speedup_over_5_percent_from_its_per_matrix_ratio_gets_one_note_naming_the_farthest(tmp_path: Path) -> None:
+    """Walk 6: `scipy_svds 11.0 ms` and `factored * 236 µs` (46.6) beside `44.3x`, with no word why: the
+    speedup pairs each round's times, the per-matrix column is each row's median over its rounds."""
+    record = record_of(tmp_path)
+    timings = {(a.name, t.label): t for a in record.analyses for t in a.timings}
+    timings["top3", "factored"].speedup = 84.5  # its per-matrix ratio is 92.9, inside its interval 44.5-194
+    timings["spectrum", "torch"].speedup = 2.15  # 2.28 per matrix: 6% apart, less than factored's 10%
+    terminal, md, page = ratio_notes(record, tmp_path / "main_job")
+    said = f"{RATIO_NOTE} (top3 factored: 84.5x against 92.9x)"
+    assert terminal.count(RATIO_NOTE) == 1 and f"{said}; --explain says more" in terminal
+    assert md.count(RATIO_NOTE) == 1 and said in md
+    assert said in page and f"{RATIO_NOTE} (spectrum torch: 2.15x against 2.28x)" in page  # a table per analysis
+    assert page.count(RATIO_NOTE) == 2
+    assert APART_MARK not in terminal  # the interval holds the ratio: no mark, the note says it
+    timings["top3", "factored"].speedup, timings["spectrum", "torch"].speedup = 90.0, 2.2  # 3% and 4% apart: no note
+    assert not any(RATIO_NOTE in text for text in ratio_notes(record, tmp_path / "main_job"))
+
+
 def test_a_point_above_its_roof_reads_over_100_percent_with_a_footnote(tmp_path: Path) -> None:
     record = record_of(tmp_path)  # its top3 scipy_svds sits above the cpu roof: its cost model does not hold
     *rows, caption = cells(record)

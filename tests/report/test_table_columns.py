@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from harness.record.run_record import RECORD, RunRecord, load_record
-from harness.report.terminal import ERRORS_APART, run_table
+from harness.report.labels import COMPUTE_TOTAL
+from harness.report.terminal import ERRORS_APART, RUN_COLUMNS, run_table
 
 RECORDS = Path(__file__).parent / "records"
 
@@ -26,8 +27,8 @@ def _record(tmp_path: Path, long_cell: bool) -> RunRecord:
     return record
 
 
-def _drawn(record: RunRecord, width: int, wide: bool = False) -> tuple[list[str], str]:
-    fitted = run_table(record, wide=wide, explain=True)
+def _drawn(record: RunRecord, width: int, wide: bool = False, verbose: bool = False) -> tuple[list[str], str]:
+    fitted = run_table(record, wide=wide, explain=True, verbose=verbose)
     table = fitted.fit(Console(width=width, file=io.StringIO()), width)
     return [str(c.header) for c in table.columns], " ".join(str(table.caption).split())
 
@@ -51,10 +52,27 @@ def test_explain_notes_only_the_columns_drawn(width: int, tmp_path: Path) -> Non
     assert width == 160 or ERRORS_APART not in headers  # the case the walk-through saw
 
 
-def test_explain_says_what_each_form_of_rounds_means(tmp_path: Path) -> None:
-    _, caption = _drawn(_record(tmp_path, False), 160)
-    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", "1+2/1 lists"):
+@pytest.mark.parametrize("verbose", [False, True])
+def test_explain_says_what_each_form_of_rounds_means(verbose: bool, tmp_path: Path) -> None:
+    _, caption = _drawn(_record(tmp_path, False), 160, verbose=verbose)
+    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs"):
         assert form in caption
+    assert ("1+2/1" in caption) == verbose  # the benchmark summary it explains is printed with --verbose only
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("width", [100, 200])
+def test_explain_describes_what_is_drawn_and_says_where_the_rest_is(width: int, wide: bool, tmp_path: Path) -> None:
+    """Walk 6: at 100 columns the speedup's note was `the baseline's compute total over the
+    strategy's`, of a compute total the width had left out; at 200 every column is drawn."""
+    headers, caption = _drawn(_record(tmp_path, False), width, wide=wide)
+    explained, _, left_out = caption.partition("(left out at this width: ")
+    assert (COMPUTE_TOTAL in explained.lower()) == (COMPUTE_TOTAL in headers)
+    gone = [c for c in RUN_COLUMNS + ((ERRORS_APART,) if wide else ()) if c not in headers]
+    assert [c for c in gone if c in left_out] == gone and bool(left_out) == bool(gone)
+    assert not gone or "a wider terminal shows" in left_out and "HTML report (`harness report RUN`)" in left_out
+    assert ("--wide gives each" in explained) == (not wide)  # the values' and vectors' errors apart
+    assert (width == 100) == bool(gone)
 
 
 def _too_wide(record: RunRecord) -> RunRecord:
