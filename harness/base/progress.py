@@ -244,6 +244,12 @@ class Display:
             self.console.print(f"{description}:{count}{what} in {format_seconds(time.perf_counter() - start)}",
                                markup=False, highlight=False)
 
+    def logged(self, text: str) -> None:
+        """A line only where there is no live display (a log, CI): what a terminal saw go by, such
+        as why a phase's count stopped short, which a log's last line alone cannot tell."""
+        if not self.live:
+            self.plain(text)
+
     def note(self, text: str) -> None:
         """A line that stays (a warning, a note, markup read), above the live display, wrapped as
         `plain` is."""

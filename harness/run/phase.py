@@ -41,6 +41,7 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
+from harness.run.clock import stopped_text
 from harness.run.items import WILD_PLAN, Timeline, busy_of, line_of, placed, plausible
 from harness.run.rounds import Pace, Rounds
 from harness.run import subjects as subjects_module
@@ -263,6 +264,9 @@ class BenchPhase:
             rounds.run()
         finally:
             self.budget.close(step.analysis)
+        if rounds.stopped:
+            planned = max((a.rounds for t in step.timed for a in t.allocations), default=0)
+            self.display.logged(stopped_text(step.analysis, rounds.count, planned, bench.limit_s, bench.limit))
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
         timings, checks = [], []

@@ -110,9 +110,9 @@ class Runner:
                 with pinned(self.plan.bench.threads), self.display.phase(
                         self.record.experiment, len(self.plan.steps), estimate_s=self.plan.estimate_s,
                         units_s=units) as run:
-                    limit = "floor" if self.plan.bench.floor_s > self.plan.bench.budget_s else "budget"
                     for i, step in enumerate(self.plan.steps):
-                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s, limit))  # 1/3: the count
+                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s,
+                                                 self.plan.bench.limit))  # 1/3: the count
                         run.within(planned(units[i]))  # bar: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
