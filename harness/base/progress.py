@@ -35,6 +35,7 @@ from harness.base.units import format_seconds
 
 REFRESH_PER_S = 4
 PLANNED_CAP = 0.9  # of a unit its planned time alone may fill: the rest only its end does
+COUNTED_CAP = 0.99  # of a unit its counted work may fill: only its end counts it done (and takes its pace)
 # How much an ETA trusts the run's pace against the plan: its finished units' seconds count against
 # their planned seconds as if this share of the whole plan had gone as planned (one slow first unit
 # doubled the ETA of a 3-analysis run, which then ended sooner), and the pace stays within PACE_RANGE.
@@ -122,6 +123,13 @@ def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> C
     return lambda: min(PLANNED_CAP, (clock() - start) / seconds) if seconds > 0 else 0.0
 
 
+def furthest(*shares: Callable[[], float]) -> Callable[[], float]:
+    """The share of a unit done by whichever measure is further (its planned time spent, the work
+    it counted): each only grows, so the ETA only falls within the unit, and by the work it falls
+    where the time alone held at PLANNED_CAP (an analysis past its plan held `~0:00:25` for 4 s)."""
+    return lambda: max(share() for share in shares)
+
+
 def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float) -> float:
     """Seconds left of a phase of planned units (`units_s`, the plan's seconds of each, its
     estimate_s spread over them in proportion), `done` of them under way (whole ones finished, the
@@ -160,7 +168,7 @@ class _Remaining(TimeRemainingColumn):
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
         if units and estimate and task.elapsed is not None and not task.finished:
             within = task.fields.get("within")
-            share = min(PLANNED_CAP, max(0.0, within())) if within is not None else 0.0
+            share = min(COUNTED_CAP, max(0.0, within())) if within is not None else 0.0
             left = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0))
             return Text(f"ETA ~{timedelta(seconds=round(left))}", style="progress.remaining")
         if task.time_remaining is None:  # rich's pace needs two steps done: after the first, its mean so far
@@ -243,6 +251,12 @@ class Display:
             what = f" ({said})" if said else ""
             self.console.print(f"{description}:{count}{what} in {format_seconds(time.perf_counter() - start)}",
                                markup=False, highlight=False)
+
+    def logged(self, text: str) -> None:
+        """A line only where there is no live display (a log, CI): what a terminal saw go by, such
+        as why a phase's count stopped short, which a log's last line alone cannot tell."""
+        if not self.live:
+            self.plain(text)
 
     def note(self, text: str) -> None:
         """A line that stays (a warning, a note, markup read), above the live display, wrapped as

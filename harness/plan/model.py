@@ -144,6 +144,11 @@ class BenchPlan(BaseModel):
         """What the phase may spend: the budget, or the floor when that is more."""
         return max(self.budget_s, self.floor_s)
 
+    @property
+    def limit(self) -> str:
+        """What limit_s is, in the run's words: "budget", or "floor" when the floor is more."""
+        return "floor" if self.floor_s > self.budget_s else "budget"
+
 
 class Plan(BaseModel):
     device_requested: str

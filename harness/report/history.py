@@ -25,6 +25,7 @@ from harness.base.bounded import read_capped
 SIGNED_UNITS = {"exponent"}  # a fitted cost exponent: below 0 (cost blind to the work, noise) is legitimate
 STEP_THRESHOLD = 0.05  # asv's default `regressions_thresholds`: smaller steps are not marked
 RESULTS_CAP = 64 << 20  # bytes of benchmarks.json or a result file: asv's are kilobytes
+MAX_CORES = 1 << 16  # a machine.json's num_cpu above this is no core count
 
 
 class HistoryError(ValueError):
@@ -62,6 +63,7 @@ class Series(BaseModel):
     params: dict[str, str]
     points: list[Point]
     least_samples: int = 1  # the timings a run without --quick takes of a point at least (_least_samples)
+    cores: int | None = None  # the machine's, from its machine.json (num_cpu); None: not told
     steps: list[Step] = []
 
     @property
@@ -96,6 +98,22 @@ def _asv() -> tuple[object, object]:
 
 def machines(results_dir: Path) -> list[str]:
     return sorted(p.parent.name for p in results_dir.glob("*/machine.json"))
+
+
+def machine_cores(folder: Path) -> int | None:
+    """The CPU count `asv machine` wrote in the folder's machine.json (num_cpu, a string of digits
+    or an int); None where the file or the value is not that: a load is then said without its cores."""
+    path = folder / "machine.json"
+    if _unreadable(path) is not None:
+        return None
+    try:
+        found = json.loads(read_capped(path, RESULTS_CAP))
+    except (OSError, ValueError, RecursionError):
+        return None
+    n = found.get("num_cpu") if isinstance(found, dict) else None
+    if isinstance(n, str) and n.isascii() and n.isdigit() and len(n) <= 6:
+        n = int(n)
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_CORES else None
 
 
 def _absent(x: object) -> bool:
@@ -208,9 +226,10 @@ def load(results_dir: Path, skipped: list[str] | None = None) -> list[Series]:
     for machine in machines(results_dir):
         runs = sorted(_runs(results, results_dir / machine, skipped), key=lambda pr: pr[1].date or 0)
         envs = {r.env_name for _path, r in runs}
+        cores = machine_cores(results_dir / machine)
         for path, r in runs:
             with _malformed(path):
-                left_out = _add_run(found, meta, machine, r, several_envs=len(envs) > 1)
+                left_out = _add_run(found, meta, machine, r, several_envs=len(envs) > 1, cores=cores)
             skipped += [f"{path}: {what}" for what in left_out]
     for series in found.values():
         series.steps = steps_of(series.points)
@@ -218,7 +237,7 @@ def load(results_dir: Path, skipped: list[str] | None = None) -> list[Series]:
 
 
 def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: dict[str, dict[str, object]],
-             machine: str, r: object, several_envs: bool) -> list[str]:
+             machine: str, r: object, several_envs: bool, cores: int | None = None) -> list[str]:
     """One result file's points, each added to its series (made at its first point); a value
     that is no usable number is taken as not measured. What was left out, a line each."""
     left_out = []
@@ -238,7 +257,7 @@ def _add_run(found: dict[tuple[str, str, str, tuple[str, ...]], Series], meta: d
                     gpu=not machine.endswith("-cpu"), benchmark=name, kind=str(meta[name].get("type", "")),
                     unit=str(meta[name].get("unit", "")),
                     params={n: str(v).strip("'") for n, v in zip(names, combo)}, points=[],  # type: ignore[call-overload]
-                    least_samples=_least_samples(meta[name]))
+                    least_samples=_least_samples(meta[name]), cores=cores)
             signed = found[key].unit in SIGNED_UNITS
             if _value(value, signed) is None and not _absent(value):
                 expected = "a finite number" if signed else f"0 or a finite number from {sys.float_info.min:.3g} up"

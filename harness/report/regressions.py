@@ -53,13 +53,16 @@ class Side(BaseModel):
     busy: float | None = None  # share of its rounds timed while the machine was busy
     untimed: float | None = None  # why it was not timed, a code of CAUSES (0: timed; None: not recorded)
     load: float | None = None  # the highest load average the run saw
+    cores: int | None = None  # the machine's CPUs (asv's machine.json), which the load is read against
 
     @property
     def cause(self) -> str | None:
-        """Why the run did not time it, as it recorded (`... (load 6.1)` when busy); None when it did not say."""
+        """Why the run did not time it, as it recorded (`... (load 6.1 on 2 cores)` when busy: a load
+        means little without the cores it is shared by); None when it did not say."""
         said = CAUSES.get(self.untimed) if self.untimed is not None else None  # type: ignore[call-overload]
-        return None if said is None else said + (f" (load {self.load:.1f})" if self.untimed == BUSY_CAUSE and self.load
-                                                 else "")
+        if said is None or self.untimed != BUSY_CAUSE or not self.load:
+            return said
+        return f"{said} (load {self.load:.1f}{f' on {self.cores} cores' if self.cores else ''})"
 
     @property
     def baseline(self) -> bool:
@@ -184,7 +187,8 @@ def sides(all_series: Sequence[Series]) -> dict[tuple[str, str], dict[str, Side]
         interval, busy, untimed, load = (_values(by_track[name].get(key)) for name in (INTERVAL, SHARE_BUSY, UNTIMED, LOAD))
         by_commit = {p.commit: Side(commit=p.commit, speedup=1 / p.value if p.value else None,
                                     interval=interval.get(p.commit), busy=busy.get(p.commit),
-                                    untimed=untimed.get(p.commit), load=load.get(p.commit)) for p in ratio.points}
+                                    untimed=untimed.get(p.commit), load=load.get(p.commit), cores=ratio.cores)
+                     for p in ratio.points}
         if not any(side.baseline for side in by_commit.values()):
             found[key] = by_commit
     return found

@@ -21,6 +21,15 @@ def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phra
     return Phrases((f"{analysis}: {live_s:.1f}/{limit_s:.1f} s", limit))
 
 
+def stopped_text(analysis: str, count: int, planned: int, limit_s: float, limit: str) -> str:
+    """`top3: rounds: 2 of the 5 planned; the budget (4.0 s floor) stopped the rest`: a log's last
+    round line read as a full count (`round 2: 24/24`) with no word that the budget ended the rounds."""
+    said = f"the budget ({limit_s:.1f} s {limit}) stopped"
+    if count < planned:
+        return f"{analysis}: rounds: {count} of the {planned} planned; {said} the rest"
+    return f"{analysis}: rounds: {count} ({planned} planned); {said} more before every speedup settled"
+
+
 @dataclass(frozen=True)
 class BenchClockLabel:
     """The run's progress item, read at every redraw: the benchmark's clock moves as each block

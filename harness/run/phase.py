@@ -41,6 +41,7 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
+from harness.run.clock import stopped_text
 from harness.run.items import WILD_PLAN, Timeline, busy_of, line_of, placed, plausible
 from harness.run.rounds import Pace, Rounds
 from harness.run import subjects as subjects_module
@@ -87,6 +88,7 @@ class BenchPhase:
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
     pace: Pace = field(default_factory=Pace)
     kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
+    timing: tuple[Rounds, int] | None = None  # the open analysis' rounds and how many it planned
 
     def __post_init__(self) -> None:
         bench = self.plan.bench
@@ -185,6 +187,21 @@ class BenchPhase:
                 floored.add(step.analysis)
         return settled, floored
 
+    def share_of(self, step: Step) -> Callable[[], float]:
+        """The share of the step's planned seconds its rounds say is done, for the run's ETA
+        (base.progress.furthest): 0 until they start, then its full analysis and the part of its
+        timing the rounds timed against the planned (at most all: a fast run may time more), held
+        once they end (its features follow), so that it never falls back."""
+        timing = sum(t.estimate_s for t in step.timed)
+        part = timing / (step.estimate_s + timing) if step.estimate_s + timing > 0 else 0.0
+        seen = [0.0]
+
+        def share() -> float:
+            if self.timing is not None and self.timing[0].analysis == step.analysis and self.timing[1]:
+                seen[0] = max(seen[0], 1.0 - part + part * min(1.0, self.timing[0].count / self.timing[1]))
+            return seen[0]
+        return share
+
     def record(self) -> BenchRecord:
         bench = self.plan.bench
         assert bench is not None
@@ -259,10 +276,15 @@ class BenchPhase:
                         baseline, chosen, lines, bench.target, spreads, self.budget, self.pace, self.display,
                         self.cores, bench.threads, self._lookup, self._keep, self.since, spawn=self.workers.spawn,
                         deadline_s=bench.limit_s)
+        planned = max((a.rounds for t in step.timed for a in t.allocations), default=0)
+        self.timing = (rounds, planned)
         try:
             rounds.run()
         finally:
             self.budget.close(step.analysis)
+            self.timing = None
+        if rounds.stopped:
+            self.display.logged(stopped_text(step.analysis, rounds.count, planned, bench.limit_s, bench.limit))
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
         timings, checks = [], []

@@ -97,6 +97,7 @@ class Rounds:
     notes: dict[str, dict[str, object]] = field(default_factory=dict)  # point label -> its worker's notes
     set_aside: list[str] = field(default_factory=list)  # pooled rounds discarded, and why, one line each
     count: int = 0  # rounds this run timed
+    stopped: bool = False  # the budget ended the rounds (between two, or one midway) while a point wanted more
     conditions: Conditions | None = None
     workers: dict[Slot, TimingWorker] = field(default_factory=dict)
     called: set[Slot] = field(default_factory=set)  # workers that have made a call
@@ -207,6 +208,7 @@ class Rounds:
             while blocks := self._blocks():
                 if (self.count and not any(self._mandatory(*b) for b in blocks)
                         and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self._quiet())):
+                    self.stopped = True
                     break
                 self._start(blocks)
                 self._round(blocks)
@@ -288,6 +290,7 @@ class Rounds:
                     self._guarded(label, lambda: timed.append(self._block(subject, k, rid, r)))  # noqa: B023 - run now
                     phase.advance()
             if cut:
+                self.stopped = True
                 phase.summary = f"the budget left {total - phase.done} untimed"
         timed_now = {s for s in self.subjects if any(self.lines[id(x)].new for x in self.subjects[s])}
         self.untimed = [s for s in self.untimed if s not in timed_now] + [

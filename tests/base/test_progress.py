@@ -157,3 +157,29 @@ def test_a_phase_of_planned_units_shows_their_eta() -> None:
         phase.advance()
         assert 0.0 <= display.progress.tasks[0].fields["finished_s"] < 60
         assert display.progress.columns[-1].render(display.progress.tasks[0]).plain.startswith("ETA ~0:0")  # type: ignore[union-attr]
+
+
+def test_within_an_analysis_past_its_plan_the_eta_falls_with_its_rounds_and_never_rises() -> None:
+    """Walk-through 6: the ETA held `~0:00:25` for 4 s, then fell to `~0:00:03`: its share of the
+    analysis under way was its planned time alone, capped at PLANNED_CAP while the analysis ran past
+    its plan. The work counted (its rounds against the planned ones) moves it on: whichever is
+    further, so it never rises within the analysis. A fake clock, no wall-clock luck."""
+    from harness.base.progress import furthest, planned
+
+    now, rounds = {"t": 0.0}, {"done": 0.0}
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Display(console, live=True) as display, display.phase("run", 2, estimate_s=40.0, units_s=[20.0, 20.0]) as phase:
+        assert display.progress is not None
+        phase.within(furthest(planned(20.0, clock=lambda: now["t"]), lambda: rounds["done"]))
+        eta = display.progress.columns[-1]
+
+        def seen() -> str:
+            return eta.render(display.progress.tasks[0]).plain  # type: ignore[union-attr]
+
+        shown = []
+        for t, done in ((0.0, 0.0), (10.0, 0.0), (30.0, 0.25), (32.0, 0.92), (34.0, 0.96), (36.0, 1.0)):
+            now["t"], rounds["done"] = t, done
+            shown.append(seen())
+    assert shown[:2] == ["ETA ~0:00:40", "ETA ~0:00:30"]  # by its planned time while that leads
+    assert shown[2] == "ETA ~0:00:22"  # past its plan, time held at the cap: 0.1 of this analysis and the next
+    assert shown[3:] == ["ETA ~0:00:22", "ETA ~0:00:21", "ETA ~0:00:20"]  # the rounds move it on: the next analysis' 20 s

@@ -215,10 +215,11 @@ def test_rounds_measured_under_load_are_kept_flagged_and_outweighed_by_quiet_one
 
 @pytest.mark.parametrize("cut", ["every group", "the second group"])
 def test_a_busy_machine_out_of_time_still_times_the_baseline_and_the_chosen_strategy(
-        cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Every analysis gets an answer: the baseline and the chosen strategy get their first round
     whatever the load; a compared one cut before a round of every group has no timing (never a
-    made-up one, nor one of half the workload), says why, and is still verified."""
+    made-up one, nor one of half the workload), says why, and is still verified. The log says,
+    once, that the budget ended the analysis' rounds."""
     from harness.run import rounds as rounding
     from harness.record.run_record import UNTIMED
 
@@ -236,6 +237,8 @@ def test_a_busy_machine_out_of_time_still_times_the_baseline_and_the_chosen_stra
     assert {s.strategy: s.reason for s in analysis.skipped} == {"torch": UNTIMED}
     assert {v.strategy for v in analysis.verification if v.passed} == {"numpy", "factored", "torch"}
     assert any(line.startswith("not timed, out of time on a busy machine: svdvals: torch") for line in bench_lines(record))
+    stopped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("svdvals: rounds: ")]
+    assert len(stopped) == 1 and f"the budget ({record.bench.limit_s:.1f} s " in stopped[0], stopped  # type: ignore[union-attr]
 
 
 def test_a_warm_rerun_of_a_settled_spec_starts_no_worker(tmp_path: Path, quiet: None,

@@ -157,9 +157,24 @@ def test_a_round_the_budget_cut_says_so_in_a_log(busy: None) -> None:
     blocks = 3 * PROCESSES  # each point in each of its processes
     assert [line.rsplit(" in ", 1)[0] for line in logged] == [f"a: round 1: {timed}/{blocks} (the budget left "
                                                              f"{blocks - timed} untimed)"]
+    assert r.stopped
     r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]})
     r.run()  # a round the budget did not cut says what it timed last, as ever
     assert "budget" not in r.display.console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_the_rounds_say_when_the_budget_stopped_them_between_two(quiet: None) -> None:
+    """Piped, an analysis whose budget stopped it after a whole round ended on a full count
+    (`round 1: 6/6`): the rounds say they were stopped, for the phase's line (run.clock.stopped_text)."""
+    noisy = [0.5, 0.8, 0.4, 0.9, 0.45, 0.85, 0.5, 0.7]
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": noisy}, spread=0.10, budget=spent)
+    r.run()
+    logged = r.display.console.file.getvalue()  # type: ignore[attr-defined]
+    assert r.count == MIN_ROUNDS and r.stopped and "untimed" not in logged  # no block cut: a full count
+    r, _ = rounds(["base", "x"], {"base": [1.0], "x": [0.5]}, spread=0.02)
+    r.run()
+    assert r.count == MIN_ROUNDS and not r.stopped  # settled: nothing stopped it
 
 
 def test_a_quiet_machine_runs_the_floor_past_the_limit(quiet: None) -> None:

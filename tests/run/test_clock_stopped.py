@@ -1,0 +1,24 @@
+"""The log line that says the budget ended an analysis' rounds (run.clock.stopped_text), and that
+only a log gets it (base.progress.Display.logged): a terminal saw the rounds go by."""
+
+import io
+
+from rich.console import Console
+
+from harness.base.progress import Display
+from harness.run.clock import stopped_text
+
+
+def test_the_line_says_how_many_rounds_of_the_planned_and_the_limit() -> None:
+    assert stopped_text("top3", 2, 5, 4.0, "floor") == (
+        "top3: rounds: 2 of the 5 planned; the budget (4.0 s floor) stopped the rest")
+    assert stopped_text("top3", 6, 5, 17.3, "budget") == (
+        "top3: rounds: 6 (5 planned); the budget (17.3 s budget) stopped more before every speedup settled")
+
+
+def test_only_a_log_gets_the_line() -> None:
+    for live in (False, True):
+        text = io.StringIO()
+        with Display(Console(file=text, width=200, force_terminal=live), live=live) as display:
+            display.logged("top3: rounds: 2 of the 5 planned")
+        assert ("top3: rounds: 2 of the 5 planned" in text.getvalue()) is not live
