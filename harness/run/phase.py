@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import Allocation, Budget, floors
+from harness.bench.budget import Allocation, Budget, Pace, floors
 from harness.bench.conditions import Snapshot, snapshot
 from harness.bench.series import Line, Round, pair_spread, run_of, settlement, speedup, workload_totals
 from harness.bench.noise import own_reasons
@@ -41,8 +41,10 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
+from harness.run import interrupted
+from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, busy_of, line_of, placed, plausible
-from harness.run.rounds import Pace, Rounds
+from harness.run.rounds import Rounds
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
 from harness.run.timings import group_timing, strategy_timing
@@ -87,6 +89,8 @@ class BenchPhase:
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
     pace: Pace = field(default_factory=Pace)
     kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
+    interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
+    folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
 
     def __post_init__(self) -> None:
         bench = self.plan.bench
@@ -235,6 +239,24 @@ class BenchPhase:
             self.untimed[step.analysis] = list(kept.skipped)
         return timings, list(kept.verification)
 
+    def _resumed(self, step: Step, subjects: dict[str, list[Subject]], lines: dict[int, Timeline]) -> float:
+        """The rounds the stopped run this one resumes timed of `step` before it stopped, taken back as
+        this run's (run.interrupted); the seconds they took, which the analysis' budget counts."""
+        kept = self.interrupted
+        if kept is None or kept.analysis != step.analysis:
+            return 0.0
+        spent_s = interrupted.restore(kept, [s for group in subjects.values() for s in group], lines)
+        if spent_s is None:
+            self.notes.append(f"{step.analysis}: the rounds the stopped run timed are timed again: its points differ")
+        return spent_s or 0.0
+
+    def _save_rounds(self, step: Step, subjects: dict[str, list[Subject]], lines: dict[int, Timeline]) -> None:
+        """After each round, its rounds so far in the run folder, for a resume (one-off work)."""
+        if self.folder is not None:
+            with self.budget.outside():
+                interrupted.save(self.folder, self.run_id, step.analysis,
+                                 [s for group in subjects.values() for s in group], lines)
+
     def _pooled_lines(self, subjects: dict[str, list[Subject]]) -> dict[int, Timeline]:
         return {id(s): Timeline(pooled=self._pooled(s.step, s.timed, s.allocation, s.item))
                 for group in subjects.values() for s in group}
@@ -254,15 +276,18 @@ class BenchPhase:
         chosen = next((t.label for t in step.timed if t.strategy == step.strategy and not t.compiled
                        and (t.precision or self.plan.dtype) == (step.precision or self.plan.dtype)), None)
         spreads = self._spreads(step)
-        self.budget.open(step.analysis)
+        self.budget.open(step.analysis, self._resumed(step, subjects, lines))
         rounds = Rounds(step.analysis, self.run_id, subjects, works, {t.label: dict(t.env) for t in step.timed},
                         baseline, chosen, lines, bench.target, spreads, self.budget, self.pace, self.display,
                         self.cores, bench.threads, self._lookup, self._keep, self.since, spawn=self.workers.spawn,
-                        deadline_s=bench.limit_s)
+                        deadline_s=bench.limit_s, saved=lambda: self._save_rounds(step, subjects, lines))
+        kept = {r.round for line in lines.values() for r in line.new}
         try:
             rounds.run()
         finally:
             self.budget.close(step.analysis)
+        if self.folder is not None:
+            interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
         timings, checks = [], []
@@ -285,6 +310,7 @@ class BenchPhase:
             groups = [self._group(step, s, lines[id(s)], rounds) for s in mine]
             timings.append(strategy_timing(t, groups, rounds.notes.get(t.label, {}), self.plan.dtype,
                                            [lines[id(s)] for s in mine]))
+            timings[-1].resumed_rounds = min(sum(r in kept for r in g.rounds) for g in groups)
         self._speedups(timings, {t.label: line_of(subjects[t.label], lines) for t in step.timed
                                  if t.label not in rounds.failures}, baseline, spreads, subjects, lines)
         keep_compiled(timings)
@@ -308,7 +334,8 @@ class BenchPhase:
                 continue
             found = speedup(line[baseline], own, spread=spreads.get(t.label), pooled=pooled, busy=busy)
             t.store(found, bench.target, baseline)
-            before = speedup(*({r: x for r, x in side.items() if run_of(r) != self.run_id} for side in (line[baseline], own)),
+            mine = {r.round for s in subjects[t.label] + subjects[baseline] for r in lines[id(s)].new}
+            before = speedup(*({r: x for r, x in side.items() if r not in mine} for side in (line[baseline], own)),
                              spread=spreads.get(t.label), pooled=pooled, busy=busy)
             t.earlier_ci = (before.low, before.high) if before is not None and math.isfinite(before.high) else None
             self.counts["unresolved" if t.unresolved else "resolved"] += 1
