@@ -170,7 +170,7 @@ def interrupted_rounds(stopped: RunRecord, record: RunRecord, rounds: Interrupte
 def resume_line(folder: Path, kept: int, steps: int, rounds: Interrupted | None = None) -> str:
     """What resuming into `folder` does, said before it does it."""
     now = steps - kept
-    cut = (f" ({plural(rounds.count, 'round')} of {rounds.analysis} kept from the interrupted run)"
+    cut = (f" but for {plural(rounds.count, 'round')} of {rounds.analysis} kept from the interrupted run"
            if rounds is not None and rounds.count else "")
     return (f"resuming into {folder}: a run of this spec stopped there; {plural(kept, 'finished analysis', 'finished analyses')} "
             f"{'is' if kept == 1 else 'are'} kept as timed, {now} {'is' if now == 1 else 'are'} timed now{cut} "
