@@ -160,6 +160,20 @@ def rounds_note(allocations: list[Allocation]) -> str:
 
 
 @dataclass
+class Pace:
+    """How much longer than planned the phase's blocks ran so far (1 before any): a block not yet
+    timed is estimated at that pace. Under two busy processes the main job's spectrum rounds took
+    2-2.5x their plan."""
+
+    planned_s: float = 0.0
+    took_s: float = 0.0
+
+    @property
+    def factor(self) -> float:
+        return max(self.took_s / self.planned_s, PACE_FLOOR) if self.planned_s > 0 else 1.0
+
+
+@dataclass
 class Budget:
     """The phase's one clock and its one formula. The phase may spend at most `limit_s`
     (max(budget, floor)) and OVERRUN beyond it; each analysis its floor (MIN_ROUNDS rounds and
@@ -191,8 +205,9 @@ class Budget:
         total = sum(self.weights.values())
         return max(spare, 0.0) * (self.weights.get(analysis, 0.0) / total if total else 0.0)
 
-    def open(self, analysis: str) -> None:
-        self._share_s = self.floors.get(analysis, 0.0) + self.extra_s(analysis)
+    def open(self, analysis: str, kept_s: float = 0.0) -> None:
+        """The analysis' share, less `kept_s`: what its rounds a resumed run keeps took in the stopped run."""
+        self._share_s = max(self.floors.get(analysis, 0.0) + self.extra_s(analysis) - kept_s, 0.0)
         self._began, self._outside_s = self.clock(), 0.0
 
     def _inside_s(self, now: float) -> float:

@@ -81,9 +81,8 @@ class GroupTiming(BaseModel):
 
 
 class StrategyTiming(Variant):
-    """A point (plan.model.Variant: strategy, precision, compilation, environment) as timed. Its
-    precision is the arithmetic (float64, ..., bfloat16), not [benchmark] precision, the intervals'
-    target; "" in records before it: the plan's dtype."""
+    """A point (plan.model.Variant: strategy, precision, compilation, environment) as timed. Its precision
+    is the arithmetic (float64, ..., bfloat16), not [benchmark] precision; "" in records before it."""
 
     role: str
     device: str
@@ -107,6 +106,7 @@ class StrategyTiming(Variant):
     cached: bool = False  # every round came from earlier runs: nothing of it was timed by this run
     reused_from: str | None = None  # cached: when the newest of those rounds was timed (ISO 8601)
     resumed: bool = False  # taken over as it was from the stopped run this one resumed in its folder: not timed again
+    resumed_rounds: Tally = 0  # of its rounds, those the stopped run this one resumed timed before it stopped
     cut: str | None = None  # the rounds the plan gave it, in words
     compile_s: NonNegative | None = None  # compiling it (with one call each time), never inside a timed call
     compile_note: str | None = None  # what compiling produced, and whether it was kept

@@ -336,6 +336,8 @@ def _cache_note(analysis: AnalysisRecord) -> str:
         notes.append("timings reused from earlier runs on this machine" + (f", timed {when[:10]}" if when else ""))
     if any(t.resumed for t in analysis.timings):
         notes.append(RESUMED)
+    if kept := max((t.resumed_rounds for t in analysis.timings), default=0):
+        notes.append(f"{plural(kept, 'round')} kept from the interrupted run")
     return f" ({'; '.join(notes)})" if notes else ""
 
 

@@ -15,6 +15,7 @@ from harness.base.bounded import read_capped
 from harness.base.units import plural
 from harness.plan.model import PlanError, Step
 from harness.record.exports import TIMINGS, VERIFICATION
+from harness.run.interrupted import Interrupted
 from harness.record.run_record import FEATURES, RECORD, RECORD_CAP, SPECTRA, AnalysisRecord, RunRecord, written_by_us
 
 NAME_MAX, PATH_MAX = 255, 4096  # Linux's, where pathconf cannot say
@@ -49,8 +50,9 @@ def run_files() -> tuple[str, ...]:
     """The names (patterns) of the files a run writes into its folder."""
     from harness.compute.axes import AXES_FILE  # the compute stage (0.1 s): only when an output is named
     from harness.compute.pca import PCA_FILE
+    from harness.run.interrupted import INTERRUPTED
 
-    return RECORD, SPECTRA, FEATURES, TIMINGS, VERIFICATION, PCA_FILE, AXES_FILE.format(name="*")
+    return RECORD, SPECTRA, FEATURES, TIMINGS, VERIFICATION, PCA_FILE, AXES_FILE.format(name="*"), INTERRUPTED
 
 
 def written_by_a_run() -> tuple[str, ...]:
@@ -110,10 +112,13 @@ def empty_run(folder: Path) -> None:
             entry.unlink()
 
 
-def resume(folder: Path, spec_hash: str) -> RunRecord:
+def resume(folder: Path, spec_hash: str) -> tuple[RunRecord, Interrupted | None]:
     """Empty the folder of a stopped run of the same spec for this run, and return that run's
     record, checked whole (RunRecord: untrusted data, validated before a number is read from
-    it); PlanError when the folder holds anything else."""
+    it), and the rounds of the analysis it stopped in (run.interrupted, validated too);
+    PlanError when the folder holds anything else."""
+    from harness.run import interrupted
+
     stopped = stopped_run(folder)
     if stopped is None:
         raise PlanError([f"{folder}: output folder exists and is not empty; choose another with -o"])
@@ -121,8 +126,9 @@ def resume(folder: Path, spec_hash: str) -> RunRecord:
         raise PlanError([f"{folder}: holds a stopped run of another spec (or other --set values); choose another "
                          "folder with -o"])
     record = RunRecord.model_validate(stopped)  # stopped_run checked it validates
+    rounds = interrupted.read(folder)
     empty_run(folder)
-    return record
+    return record, rounds
 
 
 def _timed_alike(mine: Step, theirs: Step) -> bool:
@@ -133,22 +139,39 @@ def _timed_alike(mine: Step, theirs: Step) -> bool:
             and [t.label for t in mine.timed] == [t.label for t in theirs.timed])
 
 
-def finished_analyses(stopped: RunRecord, record: RunRecord) -> dict[str, AnalysisRecord]:
-    """The analyses of a stopped run that this run (`record`, just begun) takes over as they are,
-    their rounds not timed again: those it finished, of the same input files, harness and machine,
-    which this run's plan times alike (_timed_alike). Every other analysis is timed anew."""
+def _alike(stopped: RunRecord, record: RunRecord) -> set[str]:
+    """The analyses a stopped run and this run (`record`, just begun) time alike (_timed_alike),
+    of the same input files, harness and machine."""
     if (stopped.workload_fingerprint, stopped.harness_version, stopped.machine.identity) != (
             record.workload_fingerprint, record.harness_version, record.machine.identity):
-        return {}
+        return set()
     theirs = {s.analysis: s for s in stopped.plan.steps}
-    mine = {s.analysis: s for s in record.plan.steps}
-    return {a.name: a for a in stopped.analyses
-            if a.name in mine and a.name in theirs and _timed_alike(mine[a.name], theirs[a.name])}
+    return {s.analysis for s in record.plan.steps if s.analysis in theirs and _timed_alike(s, theirs[s.analysis])}
 
 
-def resume_line(folder: Path, kept: int, steps: int) -> str:
+def finished_analyses(stopped: RunRecord, record: RunRecord) -> dict[str, AnalysisRecord]:
+    """The analyses of a stopped run that this run (`record`, just begun) takes over as they are,
+    their rounds not timed again: those it finished, which this run times alike (_alike). Every
+    other analysis is timed anew, but for the rounds kept of the one it stopped in (interrupted_rounds)."""
+    alike = _alike(stopped, record)
+    return {a.name: a for a in stopped.analyses if a.name in alike}
+
+
+def interrupted_rounds(stopped: RunRecord, record: RunRecord, rounds: Interrupted | None) -> Interrupted | None:
+    """The rounds the stopped run timed of the analysis it stopped in, which this run takes back:
+    when that run wrote them (its run id), the analysis is not one it finished, and this run times
+    it alike (_alike); the phase then checks each point on each group (run.interrupted.restore)."""
+    if rounds is None or stopped.bench is None or rounds.run_id != stopped.bench.run_id:
+        return None
+    finished = {a.name for a in stopped.analyses}
+    return rounds if rounds.analysis in _alike(stopped, record) - finished else None
+
+
+def resume_line(folder: Path, kept: int, steps: int, rounds: Interrupted | None = None) -> str:
     """What resuming into `folder` does, said before it does it."""
     now = steps - kept
+    cut = (f" but for {plural(rounds.count, 'round')} of {rounds.analysis} kept from the interrupted run"
+           if rounds is not None and rounds.count else "")
     return (f"resuming into {folder}: a run of this spec stopped there; {plural(kept, 'finished analysis', 'finished analyses')} "
-            f"{'is' if kept == 1 else 'are'} kept as timed, {now} {'is' if now == 1 else 'are'} timed now "
+            f"{'is' if kept == 1 else 'are'} kept as timed, {now} {'is' if now == 1 else 'are'} timed now{cut} "
             "(what the stopped run computed comes back from the cache)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,9 +24,9 @@ import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
-from harness.bench.budget import Allocation, Budget, floors
+from harness.bench.budget import Allocation, Budget, Pace, floors
 from harness.bench.conditions import Snapshot, snapshot
-from harness.bench.series import Line, Round, pair_spread, run_of, settlement, speedup, workload_totals
+from harness.bench.series import Line, Round, pair_spread, settlement, speedup, workload_totals
 from harness.bench.noise import own_reasons
 from harness.bench.worker import Work, WorkerPool
 from harness.compute.references import References
@@ -42,11 +43,13 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, Grou
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
 from harness.run.clock import stopped_text
-from harness.run.items import WILD_PLAN, Timeline, busy_of, line_of, placed, plausible
-from harness.run.rounds import Pace, Rounds
+from harness.run import interrupted
+from harness.run.interrupted import Interrupted
+from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
+from harness.run.rounds import Rounds
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
-from harness.run.timings import group_timing, strategy_timing
+from harness.run.timings import group_timing, pair_speedups, strategy_timing
 from harness.run.variants import keep_compiled
 from harness.store.cache import ResultCache
 from harness.store.keys import Keys
@@ -82,13 +85,14 @@ class BenchPhase:
     errors: list[MeasuredError] = field(default_factory=list)  # each verified point's error, load or not
     notes: list[str] = field(default_factory=list)  # pooled rounds discarded, and why
     unstable: int = 0
-    counts: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "pooled": 0, "resolved": 0,
-                                                            "unresolved": 0, "busy": 0})
+    counts: Counter[str] = field(default_factory=Counter)  # rounds, pooled, busy; resolved and unresolved speedups
     untimed: dict[str, list[Skipped]] = field(default_factory=dict)  # analysis -> what the limit left untimed
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
     pace: Pace = field(default_factory=Pace)
     kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
     timing: tuple[Rounds, int] | None = None  # the open analysis' rounds and how many it planned
+    interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
+    folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
 
     def __post_init__(self) -> None:
         bench = self.plan.bench
@@ -252,6 +256,24 @@ class BenchPhase:
             self.untimed[step.analysis] = list(kept.skipped)
         return timings, list(kept.verification)
 
+    def _resumed(self, step: Step, subjects: dict[str, list[Subject]], lines: dict[int, Timeline]) -> float:
+        """The rounds the stopped run this one resumes timed of `step` before it stopped, taken back as
+        this run's (run.interrupted); the seconds they took, which the analysis' budget counts."""
+        kept = self.interrupted
+        if kept is None or kept.analysis != step.analysis:
+            return 0.0
+        spent_s = interrupted.restore(kept, [s for group in subjects.values() for s in group], lines)
+        if spent_s is None:
+            self.notes.append(f"{step.analysis}: the rounds the stopped run timed are timed again: its points differ")
+        return spent_s or 0.0
+
+    def _save_rounds(self, step: Step, subjects: dict[str, list[Subject]], lines: dict[int, Timeline]) -> None:
+        """After each round, its rounds so far in the run folder, for a resume (one-off work)."""
+        if self.folder is not None:
+            with self.budget.outside():
+                interrupted.save(self.folder, self.run_id, step.analysis,
+                                 [s for group in subjects.values() for s in group], lines)
+
     def _pooled_lines(self, subjects: dict[str, list[Subject]]) -> dict[int, Timeline]:
         return {id(s): Timeline(pooled=self._pooled(s.step, s.timed, s.allocation, s.item))
                 for group in subjects.values() for s in group}
@@ -271,11 +293,12 @@ class BenchPhase:
         chosen = next((t.label for t in step.timed if t.strategy == step.strategy and not t.compiled
                        and (t.precision or self.plan.dtype) == (step.precision or self.plan.dtype)), None)
         spreads = self._spreads(step)
-        self.budget.open(step.analysis)
+        self.budget.open(step.analysis, self._resumed(step, subjects, lines))
         rounds = Rounds(step.analysis, self.run_id, subjects, works, {t.label: dict(t.env) for t in step.timed},
                         baseline, chosen, lines, bench.target, spreads, self.budget, self.pace, self.display,
                         self.cores, bench.threads, self._lookup, self._keep, self.since, spawn=self.workers.spawn,
-                        deadline_s=bench.limit_s)
+                        deadline_s=bench.limit_s, saved=lambda: self._save_rounds(step, subjects, lines))
+        kept = {r.round for line in lines.values() for r in line.new}
         planned = max((a.rounds for t in step.timed for a in t.allocations), default=0)
         self.timing = (rounds, planned)
         try:
@@ -285,6 +308,8 @@ class BenchPhase:
             self.timing = None
         if rounds.stopped:
             self.display.logged(stopped_text(step.analysis, rounds.count, planned, bench.limit_s, bench.limit))
+        if self.folder is not None:
+            interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
         timings, checks = [], []
@@ -307,33 +332,11 @@ class BenchPhase:
             groups = [self._group(step, s, lines[id(s)], rounds) for s in mine]
             timings.append(strategy_timing(t, groups, rounds.notes.get(t.label, {}), self.plan.dtype,
                                            [lines[id(s)] for s in mine]))
-        self._speedups(timings, {t.label: line_of(subjects[t.label], lines) for t in step.timed
-                                 if t.label not in rounds.failures}, baseline, spreads, subjects, lines)
+            timings[-1].resumed_rounds = min(sum(r in kept for r in g.rounds) for g in groups)
+        paired = {t.label: line_of(subjects[t.label], lines) for t in step.timed if t.label not in rounds.failures}
+        self.counts.update(pair_speedups(timings, paired, baseline, spreads, subjects, lines, bench.target))  # adds
         keep_compiled(timings)
         return timings, checks
-
-    def _speedups(self, timings: list[StrategyTiming], line: dict[str, Line], baseline: str | None,
-                  spreads: dict[str, float | None], subjects: dict[str, list[Subject]],
-                  lines: dict[int, Timeline]) -> None:
-        """Each timing's speedup over the baseline, with the rounds and runs behind it, and the
-        interval its earlier runs' rounds gave alone (whether this run's narrowed it or widened it)."""
-        bench = self.plan.bench
-        assert bench is not None
-        for t in timings:
-            pooled = {r.round for s in subjects[t.label] for r in lines[id(s)].pooled}
-            busy = busy_of(subjects[t.label], lines)
-            own = line[t.label]
-            if t.label == baseline or baseline is None or baseline not in line:
-                t.speedup = 1.0 if t.label == baseline else None
-                t.rounds, t.rounds_pooled = len(own), sum(r in pooled for r in own)
-                t.runs = len({run_of(r) for r in own})
-                continue
-            found = speedup(line[baseline], own, spread=spreads.get(t.label), pooled=pooled, busy=busy)
-            t.store(found, bench.target, baseline)
-            before = speedup(*({r: x for r, x in side.items() if run_of(r) != self.run_id} for side in (line[baseline], own)),
-                             spread=spreads.get(t.label), pooled=pooled, busy=busy)
-            t.earlier_ci = (before.low, before.high) if before is not None and math.isfinite(before.high) else None
-            self.counts["unresolved" if t.unresolved else "resolved"] += 1
 
     def _group(self, step: Step, s: Subject, line: Timeline, rounds: Rounds) -> GroupTiming:
         """A subject's rounds as a GroupTiming; its new rounds go to the pool and, when quiet,

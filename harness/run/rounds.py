@@ -1,23 +1,23 @@
-"""The rounds of one analysis: the baseline and every point whose speedup still wants rounds,
-each timed in PROCESSES worker processes of its own (slots: bench.worker), each building its
-inputs afresh, on every shape group, the others quiescent (bench.quiet). The process is the unit
-of replication (bench.statistics): slot k's rounds have the unit id "<run>.<k>", and a point's slot
-k pairs with the baseline's slot k. A round's blocks go slot by slot (a ratio's two sides close in
-time), the slots and the points within each in an order shuffled from the run id and round
-number (Google Benchmark's random interleaving), so that drift and load favour no point. Rounds
-earlier runs measured count from the start; whether a point wants more is bench.series.settlement.
+"""The rounds of one analysis: the baseline and every point whose speedup still wants rounds, each timed in
+PROCESSES worker processes of its own (slots: bench.worker), each building its inputs afresh, on every shape
+group, the others quiescent (bench.quiet). The process is the unit of replication (bench.statistics): slot k's
+rounds have the unit id "<run>.<k>", and a point's slot k pairs with the baseline's slot k. A round's blocks go
+slot by slot (a ratio's two sides close in time), the slots and the points within each in an order shuffled from
+the run id and round number (Google Benchmark's random interleaving), so that drift and load favour no point.
+Rounds earlier runs measured count from the start; whether a point wants more is bench.series.settlement. The
+rounds a stopped run timed of the analysis it was timing, which a resume takes back (run.interrupted), are this
+run's: the first round and the floor are behind it.
 
-The first round always times the baseline and the chosen strategy in slot 0: even a busy machine
-answers every analysis; their other slots are the floor (on a quiet machine, whatever the budget).
-Pooled rounds wildly off what this run measured of the same point are set aside after each round
-(run.items.plausible); a point whose speedup stood on them (its earlier rounds now pair with none
-of the baseline's) is timed anew in slot 0 of the next round, beside the baseline, whatever the
-budget. Further blocks and rounds start only as the budget allows (bench.budget.Budget);
-a round's conditions are kept with it (busy or quiet), never a reason to throw it away. A fast
-point's first calls are untimed warm-ups; every answer on a matrix a round visits for the first
-time is verified against the float64 references. A point that raises is recorded as failed and
-leaves the rounds; a point whose worker dies or stops answering (bench.worker's deadline) is lost:
-it leaves the rounds keeping those it timed, and is no verification failure. The others go on.
+The first round always times the baseline and the chosen strategy in slot 0: even a busy machine answers every
+analysis; their other slots are the floor (on a quiet machine, whatever the budget). Pooled rounds wildly off
+what this run measured of the same point are set aside after each round (run.items.plausible); a point whose
+speedup stood on them (its earlier rounds now pair with none of the baseline's) is timed anew in slot 0 of the
+next round, beside the baseline, whatever the budget. Further blocks and rounds start only as the budget allows
+(bench.budget.Budget); a round's conditions are kept with it (busy or quiet), never a reason to throw it away. A
+fast point's first calls are untimed warm-ups; every answer on a matrix a round visits for the first time is
+verified against the float64 references. A point that raises is recorded as failed and leaves the rounds; a
+point whose worker dies or stops answering (bench.worker's deadline) is lost: it leaves the rounds keeping those
+it timed, and is no verification failure. The others go on.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from functools import partial
 
 from harness.base.progress import Display, Phrases
 from harness.base.units import now
-from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PACE_FLOOR, PROCESSES, Budget, calls_for
+from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PROCESSES, Budget, Pace, calls_for
 from harness.bench.conditions import Conditions, Snapshot, between, snapshot
 from harness.bench.noise import condition_reasons
 from harness.bench.quiet import descendants, settle
@@ -55,20 +55,6 @@ def failure_reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     return line if len(line) <= 200 else line[:199] + "…"
-
-
-@dataclass
-class Pace:
-    """How much longer than planned the phase's blocks ran so far (1 before any): a block not yet
-    timed is estimated at that pace. Under two busy processes the main job's spectrum rounds took
-    2-2.5x their plan."""
-
-    planned_s: float = 0.0
-    took_s: float = 0.0
-
-    @property
-    def factor(self) -> float:
-        return max(self.took_s / self.planned_s, PACE_FLOOR) if self.planned_s > 0 else 1.0
 
 
 @dataclass
@@ -104,6 +90,7 @@ class Rounds:
     spawn: Callable[[Work, int, dict[str, str] | None], TimingWorker] = TimingWorker  # how a point's worker starts
     deadline_s: float = 0.0  # the phase's limit: added to every block's deadline (bench.worker.answer_deadline)
     processes: int = PROCESSES  # worker processes (slots) of each point
+    saved: Callable[[], None] = lambda: None  # after each round: its rounds kept for a resume (run.interrupted)
 
     def line(self, label: str) -> Line:
         return line_of(self.subjects[label], self.lines)
@@ -115,10 +102,20 @@ class Rounds:
     def _pairs(self, label: str) -> bool:
         return not (self.baseline is None or self._out(self.baseline) or label == self.baseline)
 
+    @property
+    def _runs(self) -> set[str]:
+        """This run, and the stopped run it resumes where it kept that run's rounds (run.interrupted)."""
+        return {self.run_id} | {r.run for line in self.lines.values() for r in line.new}
+
+    @property
+    def _first(self) -> bool:
+        """No round of the analysis timed yet, by this run or by the stopped run it resumes."""
+        return self.count == 0 and all(r.run == self.run_id for line in self.lines.values() for r in line.new)
+
     def _paired(self, label: str, slot: int) -> int:
         """Rounds of this run's slot that timed the point (and the baseline, when there is one)."""
-        unit = unit_id(self.run_id, slot)
-        own = [r for r in self.line(label) if unit_of(r) == unit]
+        units = {unit_id(run, slot) for run in self._runs}
+        own = [r for r in self.line(label) if unit_of(r) in units]
         if not self._pairs(label):
             return len(own)
         assert self.baseline is not None  # _pairs
@@ -133,7 +130,7 @@ class Rounds:
         the budget says how many it gets."""
         if self._out(label) or (label in self.untimed and not self._unpaired(label)):
             return False
-        mine = sum(run_of(r) == self.run_id for r in self.line(label))
+        mine = sum(run_of(r) in self._runs for r in self.line(label))
         if not self._pairs(label):  # nothing to pair with: its own rounds, none when earlier runs timed it
             return self._paired(label, slot) < MIN_ROUNDS and mine == len(self.line(label))
         assert self.baseline is not None  # _pairs
@@ -151,7 +148,7 @@ class Rounds:
         top-3 torch points went untimed in three runs)."""
         if self.baseline is None or label == self.baseline or self.line(label):
             return False
-        return any(run_of(r) != self.run_id for r in self.line(self.baseline))
+        return any(run_of(r) not in self._runs for r in self.line(self.baseline))
 
     def _unpaired(self, label: str) -> bool:
         """The point has earlier rounds, none of them paired with the baseline's: its or the
@@ -169,7 +166,7 @@ class Rounds:
         baseline beside it (a pair is one round id)."""
         if slot != 0:
             return False
-        if self.count == 0 and (label in (self.baseline, self.chosen) or self._cut_before(label)):
+        if self._first and (label in (self.baseline, self.chosen) or self._cut_before(label)):
             return True
         return self._unpaired(label) or (label == self.baseline and any(map(self._unpaired, self.subjects)))
 
@@ -187,17 +184,17 @@ class Rounds:
         rng = random.Random(f"{self.run_id}#{self.analysis}#{self.count}")
         order = list(range(self.processes))
         rng.shuffle(order)
-        if self.count == 0:
+        if self._first:
             order.remove(0)
             order.insert(0, 0)
         shuffled = {b: rng.random() for b in sorted(todo)}
-        runs = {s: len({run_of(r) for r in self.line(s)}) for s in self.subjects}
+        runs, first = {s: len({run_of(r) for r in self.line(s)}) for s in self.subjects}, self._first
 
         def rank(block: Slot) -> tuple[float, ...]:
             label, k = block
-            first = label == self.baseline or self._mandatory(label, k) or (self.count == 0 and label == self.chosen)
-            behind = runs[label] if self.count == 0 else 0
-            return (order.index(k), label != self.baseline, not first, behind, shuffled[block])
+            ahead = label == self.baseline or self._mandatory(label, k) or (first and label == self.chosen)
+            behind = runs[label] if first else 0
+            return (order.index(k), label != self.baseline, not ahead, behind, shuffled[block])
 
         return sorted(todo, key=rank)
 
@@ -206,13 +203,14 @@ class Rounds:
         before = snapshot()
         try:
             while blocks := self._blocks():
-                if (self.count and not any(self._mandatory(*b) for b in blocks)
+                if (not self._first and not any(self._mandatory(*b) for b in blocks)
                         and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self._quiet())):
                     self.stopped = True
                     break
                 self._start(blocks)
                 self._round(blocks)
                 self._set_aside_wild()
+                self.saved()
             self.conditions = between(before, snapshot(), self.cores)
             for label in self.subjects:
                 if not self._out(label):

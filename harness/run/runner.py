@@ -18,6 +18,7 @@ from harness.run.dask_session import DaskSession
 from harness.run.fanout import Outcomes, in_order, on_cluster, on_pool, spread_line
 from harness.run.clock import BenchClockLabel
 from harness.run.phase import BenchPhase
+from harness.run.interrupted import Interrupted
 from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
 from harness.machine.roofline import roof_device
@@ -64,6 +65,7 @@ class Runner:
         pool: Measurements | None = None,
         fresh: bool = False,
         kept: dict[str, AnalysisRecord] | None = None,
+        interrupted: Interrupted | None = None,
         say_taught: bool = True,
     ) -> None:
         self.record = record
@@ -87,7 +89,8 @@ class Runner:
         self._executor = run_executor(self.plan, display)  # where full analyses fan out
         self._local = timing_executor(self.plan, self._executor, display)  # what this process fans out over
         self.bench = BenchPhase(self.plan, self.workload, seed, display, record.machine.cores, cache, self.keys,
-                                source=record.experiment, pool=pool, fresh=fresh, kept=kept or {})
+                                source=record.experiment, pool=pool, fresh=fresh, kept=kept or {},
+                                interrupted=interrupted, folder=folder)
         self.wisdom_folder = wisdom_folder
         self.say_taught = say_taught  # a sweep says what its points taught once, for them all
         self.learned: list[wisdom.Observation] = []  # what this run added to the machine's wisdom

@@ -28,8 +28,9 @@ from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
 from harness.record.run_record import RECORD, AnalysisRecord, RunRecord
 from harness.run.calibrate import run_roofs
-from harness.run.folder import (Place, check_name, check_places, earlier_run, empty_run, finished_analyses, resume,
-                                resume_line, stopped_run)
+from harness.run.folder import (Place, check_name, check_places, earlier_run, empty_run, finished_analyses,
+                                interrupted_rounds, resume, resume_line, stopped_run)
+from harness.run.interrupted import Interrupted
 from harness.run.output import OutputError
 from harness.run.prepare import RunContext, skipped_warning
 from harness.run.validation import every_problem, validate
@@ -118,11 +119,11 @@ def check_run_folder(folder: Path, force: bool = False, refused: list[Place] | N
 
 
 @contextmanager
-def _claimed(folder: Path, force: bool, spec_hash: str) -> Iterator[RunRecord | None]:
+def _claimed(folder: Path, force: bool, spec_hash: str) -> Iterator[tuple[RunRecord, Interrupted | None] | None]:
     """The run folder, this run's alone (base.atomic.exclusive_folder): a second run given the
     same folder ends in one line; so does one that finds it filled since it was checked, unless
     what fills it is a stopped run of the same spec, which this run takes over (its record is
-    yielded, for what the new run keeps of it)."""
+    yielded, with the rounds of the analysis it stopped in, for what the new run keeps of it)."""
     try:
         with exclusive_folder(folder):
             stopped = None
@@ -176,9 +177,11 @@ class Session:
         created = not folder.exists()
         try:
             with _claimed(folder, self.options.force, self.record.spec_hash) as stopped:
+                kept, rounds = self._kept(stopped)
                 runner = Runner(self.record, context.workload, folder, seed=context.spec.experiment.seed,
                                 display=self.display, cache=self.cache, wisdom_folder=where, pool=pool,
-                                fresh=self.options.fresh, kept=self._kept(stopped), say_taught=self.options.say_taught)
+                                fresh=self.options.fresh, kept=kept, interrupted=rounds,
+                                say_taught=self.options.say_taught)
                 runner.run()
             self.learned = runner.learned
         except DataError:
@@ -191,13 +194,15 @@ class Session:
             raise
         return self.record
 
-    def _kept(self, stopped: RunRecord | None) -> dict[str, AnalysisRecord]:
-        """What this run keeps of a stopped run it resumes (run.folder.finished_analyses), said."""
+    def _kept(self, stopped: tuple[RunRecord, Interrupted | None] | None
+              ) -> tuple[dict[str, AnalysisRecord], Interrupted | None]:
+        """What this run keeps of a stopped run it resumes (run.folder.finished_analyses, and the
+        rounds of the analysis it stopped in: run.folder.interrupted_rounds), said."""
         if stopped is None:
-            return {}
-        kept = finished_analyses(stopped, self.record)
-        self.display.plain(resume_line(self.folder, len(kept), len(self.context.plan.steps)))
-        return kept
+            return {}, None
+        kept, rounds = finished_analyses(stopped[0], self.record), interrupted_rounds(stopped[0], self.record, stopped[1])
+        self.display.plain(resume_line(self.folder, len(kept), len(self.context.plan.steps), rounds))
+        return kept, rounds
 
 
 def _check_spec_and_folder(spec_path: str | Path, overrides: list[str], folder: Path, force: bool) -> None:

@@ -1,20 +1,21 @@
 """A point's rounds as the record keeps them: per group a GroupTiming (its rounds summarised, each
 round's id and whether the machine was busy), per point a StrategyTiming scaled to the workload,
-with its precision, compilation and environment."""
+with its precision, compilation and environment; and the timings' speedups over their baseline."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from harness.bench.conditions import Conditions
 from harness.bench.measure import summarised
-from harness.bench.series import Round, by_run
+from harness.bench.series import Line, Round, by_run, run_of, speedup
 from harness.bench.statistics import run_spread
 from harness.plan.model import Timed
 from harness.record.run_record import GroupTiming, StrategyTiming
-from harness.run.items import Timeline
+from harness.run.items import Timeline, busy_of
 from harness.run.subjects import Subject
 
 
@@ -48,3 +49,29 @@ def strategy_timing(timed: Timed, groups: Sequence[GroupTiming], notes: dict[str
         compile_s=notes.get("compile_s"), compile_note=notes.get("compile_note"), cached=cached, cut=timed.cut,
         reused_from=max(when, default=None),
     )
+
+
+def pair_speedups(timings: Sequence[StrategyTiming], line: dict[str, Line], baseline: str | None,
+                  spreads: dict[str, float | None], subjects: dict[str, list[Subject]],
+                  lines: dict[int, Timeline], target: float) -> Counter[str]:
+    """Each timing's speedup over the baseline, with the rounds and runs behind it, and the
+    interval its earlier runs' rounds gave alone (whether this run's narrowed it or widened it);
+    how many came out resolved and unresolved."""
+    counts: Counter[str] = Counter()
+    for t in timings:
+        pooled = {r.round for s in subjects[t.label] for r in lines[id(s)].pooled}
+        busy = busy_of(subjects[t.label], lines)
+        own = line[t.label]
+        if t.label == baseline or baseline is None or baseline not in line:
+            t.speedup = 1.0 if t.label == baseline else None
+            t.rounds, t.rounds_pooled = len(own), sum(r in pooled for r in own)
+            t.runs = len({run_of(r) for r in own})
+            continue
+        found = speedup(line[baseline], own, spread=spreads.get(t.label), pooled=pooled, busy=busy)
+        t.store(found, target, baseline)
+        mine = {r.round for s in subjects[t.label] + subjects[baseline] for r in lines[id(s)].new}
+        before = speedup(*({r: x for r, x in side.items() if r not in mine} for side in (line[baseline], own)),
+                         spread=spreads.get(t.label), pooled=pooled, busy=busy)
+        t.earlier_ci = (before.low, before.high) if before is not None and math.isfinite(before.high) else None
+        counts["unresolved" if t.unresolved else "resolved"] += 1
+    return counts

@@ -66,3 +66,85 @@ def test_an_analysis_the_plan_now_times_otherwise_is_timed_again(stopped: Path) 
     other.plan.steps[0].timed = other.plan.steps[0].timed[:1]
     assert finished_analyses(other, record) == {}
     assert finished_analyses(record.model_copy(update={"workload_fingerprint": "x"}), record) == {}
+
+
+@pytest.fixture
+def cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run of two analyses stopped (Ctrl-C) after the first round of the second: the budget
+    buys no round beyond the floor (one round), so every round of either run is accounted for."""
+    from harness.bench.budget import Budget
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine
+    monkeypatch.setattr(Budget, "fits", lambda self, seconds, floor, quiet: floor)
+    seen: list[str] = []
+    blocks = rounding.Rounds._blocks
+
+    def stopping(self: rounding.Rounds) -> object:
+        seen.append(self.analysis) if self.analysis not in seen else None
+        if len(seen) == 2 and self.count == 1:
+            raise KeyboardInterrupt
+        return blocks(self)
+
+    monkeypatch.setattr(rounding.Rounds, "_blocks", stopping)
+    folder = tmp_path / "run"
+    assert main(["run", SMOKE, "-o", str(folder), *TWO]) == 130
+    monkeypatch.setattr(rounding.Rounds, "_blocks", blocks)
+    return folder
+
+
+def _timed(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Rounds each analysis' Rounds timed, by analysis, filled as the run goes."""
+    from harness.run.rounds import Rounds
+
+    counts: dict[str, int] = {}
+    run = Rounds.run
+
+    def counted(self: Rounds) -> None:
+        try:
+            run(self)
+        finally:
+            counts[self.analysis] = self.count
+
+    monkeypatch.setattr(Rounds, "run", counted)
+    return counts
+
+
+def test_a_resumed_run_keeps_the_rounds_of_the_analysis_it_stopped_in(
+        cut: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    stopped = load_record(cut)
+    assert len(stopped.analyses) == 1
+    kept = json.loads((cut / "interrupted.json").read_text())
+    timed = _timed(monkeypatch)
+    capsys.readouterr()
+    assert main(["run", SMOKE, "-o", str(cut), *TWO]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    after = load_record(cut)
+    name = after.analyses[1].name
+    assert timed == {name: 0}  # its round is not timed again: the floor is behind it
+    n = max(len(s["rounds"]) for s in kept["subjects"])  # a round's id in each process, as the table counts
+    assert kept["analysis"] == name and f"timed now but for {n} rounds of {name} kept from the interrupted run" in said
+    seconds = {r["round"]: r["seconds"] for s in kept["subjects"] for r in s["rounds"]}
+    recorded_ = {rid: s for t in after.analyses[1].timings for g in t.groups for rid in g.rounds
+                 for s in [seconds.get(rid)]}
+    assert recorded_ and all(s is not None for s in recorded_.values())  # the kept rounds, and no other
+    assert all(t.resumed_rounds == n and not t.resumed for t in after.analyses[1].timings)
+    assert after.complete and not (cut / "interrupted.json").exists()
+    assert after.analyses[1].verification and after.passed
+
+
+def test_rounds_of_another_run_or_a_corrupted_file_are_timed_again(
+        cut: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is untrusted: not the stopped run's (its run id), or not valid, it is ignored."""
+    from harness.run.folder import interrupted_rounds
+    from harness.run.interrupted import read
+
+    stopped, rounds = load_record(cut), read(cut)
+    assert rounds is not None and interrupted_rounds(stopped, stopped, rounds) == rounds
+    assert interrupted_rounds(stopped, stopped, rounds.model_copy(update={"run_id": "other"})) is None
+    (cut / "interrupted.json").write_text('{"run_id": 1}')
+    assert read(cut) is None
+    timed = _timed(monkeypatch)
+    assert main(["run", SMOKE, "-o", str(cut), *TWO]) == 0
+    assert list(timed.values()) == [1]  # timed from its start

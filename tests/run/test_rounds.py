@@ -21,7 +21,8 @@ from harness.bench.environment import CannotStart
 from harness.bench.worker import Reply, Request, WorkerDied
 from harness.run import rounds as rounding
 from harness.run.items import Timeline
-from harness.run.rounds import Pace, Rounds
+from harness.bench.budget import Pace
+from harness.run.rounds import Rounds
 from harness.run.subjects import Subject
 
 

@@ -15,6 +15,7 @@ from harness.record.run_record import RECORD
 from harness.report.terminal import run_screen
 from harness.report.plan_view import floor_note
 from harness.run.folder import recorded
+from harness.run.interrupted import INTERRUPTED
 from harness.run.session import RunOptions, Session, command_line, prepare_session
 
 
@@ -53,19 +54,21 @@ def _run_command(args: argparse.Namespace) -> str:
     return command_line(args.spec, overrides(args), _options(args), args.report)
 
 
-def holds(raw: dict[str, object], steps: int) -> str:
+def holds(raw: dict[str, object], steps: int, interrupted: bool = False) -> str:
     """What a stopped run's folder holds, from its record (`raw`, untrusted: the count of analyses
     alone is read), and what the same command again does with it. A resume keeps a finished
     analysis' timings only where its own plan times it alike (run.folder.finished_analyses: the
-    same inputs, machine and points), which the next plan, on the wisdom of then, decides."""
+    same inputs, machine and points), which the next plan, on the wisdom of then, decides; and
+    the rounds of the analysis it stopped in, where it left them (`interrupted`: run.interrupted)."""
     analyses = raw.get("analyses")
     done = len(analyses) if isinstance(analyses, list) else 0
     if raw.get("complete") is True:  # stopped while keeping its measurements
         return "its finished record (its measurements were not kept)"
     kept = f"of the {done} finished, each its new plan times alike keeps its timings, every other is timed; " \
         if done else ""
+    cut = "the rounds timed of the analysis it stopped in are kept; " if interrupted else ""
     return (f"a record marked incomplete after {done} of {plural(steps, 'analysis', 'analyses')}; the same command "
-            f"again resumes it: {kept}what it computed comes back from the cache")
+            f"again resumes it: {kept}{cut}what it computed comes back from the cache")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -85,7 +88,8 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (harness.cli.entry)
         if session is None or not (session.folder / RECORD).is_file():
             raise  # before the run folder has a record: harness.cli.main says nothing was written
-        held = holds(recorded(session.folder) or {}, len(session.context.plan.steps))
+        held = holds(recorded(session.folder) or {}, len(session.context.plan.steps),
+                     (session.folder / INTERRUPTED).is_file())
         say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
