@@ -201,17 +201,18 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
-            # the phase and its item share what the counts and times leave (at 100 columns 29 and 30:
-            # "spectrum: svdvals by factored", "spectrum: timed 12.8/13.9 s" whole; at 31 and 25 the
-            # budget's own figure was cut) and end in an ellipsis beyond it rather than pushing the
-            # times off the terminal
+            # every column but the phase's and its item's has one width in every frame (the first,
+            # with an inner phase's `   0/2128`, was a column off the next); the phase and its item
+            # share the rest 2:3, at 100 columns 23 and 34: the clock label past its limit keeps its
+            # word for the shipped configs' longest analysis names (`svd_topk: 15.9 s > 13.9 s budget`;
+            # at 29 and 30 it fell), while a step's "spectrum: svdvals by factored" ends in an ellipsis
             self.progress = _Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
-                _Bar(bar_width=8),
-                MofNCompleteColumn(table_column=Column(min_width=7, no_wrap=True)),  # `1064/2128` whole
-                _Item(table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
-                TimeElapsedColumn(),
+                SpinnerColumn(table_column=Column(width=1, no_wrap=True)),
+                TextColumn("{task.description}", table_column=Column(ratio=2, no_wrap=True, overflow="ellipsis")),
+                _Bar(bar_width=8, table_column=Column(width=8, no_wrap=True)),
+                MofNCompleteColumn(table_column=Column(width=9, no_wrap=True)),  # `1064/2128` whole
+                _Item(table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
+                TimeElapsedColumn(table_column=Column(width=7, no_wrap=True)),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,
                 expand=True,

@@ -183,3 +183,48 @@ def test_within_an_analysis_past_its_plan_the_eta_falls_with_its_rounds_and_neve
     assert shown[:2] == ["ETA ~0:00:40", "ETA ~0:00:30"]  # by its planned time while that leads
     assert shown[2] == "ETA ~0:00:22"  # past its plan, time held at the cap: 0.1 of this analysis and the next
     assert shown[3:] == ["ETA ~0:00:22", "ETA ~0:00:21", "ETA ~0:00:20"]  # the rounds move it on: the next analysis' 20 s
+
+
+def _frame(width: int, phases: list[tuple[str, int, object]]) -> list[str]:
+    """The live display's lines at `width` (a recorded console, no terminal), one per phase open."""
+    from contextlib import ExitStack
+
+    with Display(Console(file=io.StringIO(), width=width), live=True) as display, ExitStack() as stack:
+        for description, total, item in phases:
+            stack.enter_context(display.phase(description, total, estimate_s=30.0)).item(item)
+        assert display.progress is not None
+        seen = Console(file=io.StringIO(), width=width, record=True)
+        seen.print(display.progress.get_renderable())
+        return [line for line in seen.export_text().splitlines() if line.strip()]
+
+
+def test_the_clock_label_keeps_its_limit_word_at_100_columns_for_every_shipped_analysis() -> None:
+    """Walk-through 7: `spectrum: 15.9 s > 13.9 s` beside `top3: 16.9 s > 13.9 s floor`: the item's
+    column had 30 cells, and a name of 8 characters past the limit needs 31 (32 with "budget")."""
+    from pathlib import Path
+
+    from harness.run.clock import clock_text
+    from harness.specs.reading import load_spec
+
+    configs = sorted(Path(__file__).resolve().parents[2].joinpath("configs").glob("*.toml"))
+    names = {a.label for path in configs for a in load_spec(path).analysis}
+    assert {"spectrum", "svd_topk", "geometry", "top3"} <= names
+    for name in names:
+        for limit in ("floor", "budget"):
+            for label in (clock_text(name, 105.9, 13.9, limit), clock_text(name, 12.8, 13.9, limit)):
+                inner = ("spectrum: svdvals by factored", 2128, "")  # a step's phase open beneath the run's
+                for phases in ([("task_geometry", 3, label)], [("task_geometry", 3, label), inner]):
+                    assert str(label) in _frame(100, phases)[0], (name, limit, str(label))
+
+
+def test_the_columns_stand_still_from_frame_to_frame() -> None:
+    """Walk-through 7: the first frame (a step's `   0/2128` beneath the run's `0/3`) had the run's
+    bar a column off the next frame's: every column but the two shared ones has a fixed width."""
+    from harness.run.clock import clock_text
+
+    label = clock_text("spectrum", 5.9, 13.9, "floor")
+    alone = _frame(100, [("task_geometry", 3, label)])[0]
+    beside = _frame(100, [("task_geometry", 3, label), ("spectrum: svdvals by factored", 2128, "x")])
+    assert len(beside) == 2 and beside[0] == alone
+    assert alone.index("spectrum: 5.9") == beside[1].index(" x ") + 1  # the items start in one column
+    assert alone.index("0:00:00") == beside[1].index("0:00:00")
