@@ -9,6 +9,7 @@ from datetime import timedelta
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 from types import TracebackType
 
 from rich.cells import cell_len
@@ -41,6 +42,7 @@ COUNTED_CAP = 0.99  # of a unit its counted work may fill: only its end counts i
 # doubled the ETA of a 3-analysis run, which then ended sooner), and the pace stays within PACE_RANGE.
 PACE_PRIOR = 0.25
 PACE_RANGE = (0.5, 3.0)
+UNKNOWN_BELOW_S = 2.0  # an ETA past its plan under this is unknown (Eta)
 
 
 @dataclass
@@ -62,12 +64,14 @@ class Phase:
             task = next(t for t in self.display.progress.tasks if t.id == self.task)
             self.display.progress.update(self.task, advance=n, finished_s=task.elapsed or 0.0)
 
-    def within(self, share: Callable[[], float]) -> None:
+    def within(self, share: Callable[[], float], counted: Callable[[], float] | None = None) -> None:
         """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
-        the bar moves within it while the count says the units done (the run's bar sat at 0/3
-        for the whole first analysis, half the run)."""
+        `share` by its planned time, `counted` by the work it counted (0 until it counts). The bar
+        moves by whichever is further while the count says the units done (the run's bar sat at
+        0/3 for the whole first analysis, half the run); the ETA goes by the work once counted,
+        the time alone held at PLANNED_CAP while an analysis ran twice its plan (eta_s)."""
         if self.task is not None and self.display.progress is not None:
-            self.display.progress.update(self.task, within=share)
+            self.display.progress.update(self.task, within=share, counted=counted)
 
     def item(self, text: object) -> None:
         """What the phase works on: a string, or an object whose str() is read at every redraw (a
@@ -123,28 +127,48 @@ def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> C
     return lambda: min(PLANNED_CAP, (clock() - start) / seconds) if seconds > 0 else 0.0
 
 
-def furthest(*shares: Callable[[], float]) -> Callable[[], float]:
-    """The share of a unit done by whichever measure is further (its planned time spent, the work
-    it counted): each only grows, so the ETA only falls within the unit, and by the work it falls
-    where the time alone held at PLANNED_CAP (an analysis past its plan held `~0:00:25` for 4 s)."""
-    return lambda: max(share() for share in shares)
+class Eta(NamedTuple):
+    """Seconds left, and whether the unit under way has run past its plan at the run's pace: then
+    its end is unknown and the figure a floor (`ETA >0:00:31`), and below UNKNOWN_BELOW_S unknown
+    (`ETA ?`; `ETA ~0:00:01` held for 10 s while an analysis ran 20 s past its plan)."""
+
+    seconds: float
+    over: bool = False
+
+    def text(self) -> str:
+        if not self.over:
+            return f"ETA ~{timedelta(seconds=round(self.seconds))}"
+        return f"ETA >{timedelta(seconds=round(self.seconds))}" if self.seconds >= UNKNOWN_BELOW_S else "ETA ?"
 
 
-def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float) -> float:
+def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float) -> Eta:
     """Seconds left of a phase of planned units (`units_s`, the plan's seconds of each, its
     estimate_s spread over them in proportion), `done` of them under way (whole ones finished, the
-    fraction the share of the next one's plan spent), the last finished at `finished_s`: what the
-    plan leaves, at the pace the finished units ran against their plan (PACE_PRIOR). Within a unit
-    it only falls or holds, however long the unit runs; it moves up only as a unit ends slower than
-    planned (a pace from the mean unit so far rose from 34 to 49 s as a busy run neared its end)."""
+    fraction the share of the next one's), the last finished at `finished_s`: what the plan leaves,
+    at the pace the finished units ran against their plan (PACE_PRIOR). Where the unit under way
+    runs slower than that pace (its seconds against its share done), the evidence raises it: its
+    rest at its own pace (as much prior as the run's), the units after it at the run's pace
+    counting it. Both move with the
+    clock, so the ETA rises smoothly (it fell to ~0:00:01 for 10 s while a unit overran)."""
     scale = estimate_s / sum(units_s) if sum(units_s) > 0 else 0.0
     whole = min(int(done), len(units_s))
+    if whole >= len(units_s):
+        return Eta(0.0)
     planned_done = sum(units_s[:whole]) * scale
     prior = PACE_PRIOR * estimate_s
-    pace = (finished_s + prior) / (planned_done + prior) if planned_done + prior > 0 else 1.0
-    pace = min(max(pace, PACE_RANGE[0]), PACE_RANGE[1])
-    under_way = units_s[whole] * min(done - whole, 1.0) if whole < len(units_s) else 0.0
-    return max(0.0, pace * (sum(units_s[whole:]) - under_way) * scale)
+    pace = _paced(finished_s + prior, planned_done + prior)
+    unit, share, ran = units_s[whole] * scale, min(max(done - whole, 0.0), 1.0), max(0.0, elapsed_s - finished_s)
+    own = rest = pace
+    if share > 0 and ran > pace * unit * share:  # slower than the run's pace: its rounds say how much
+        own = max(pace, _paced(ran + PACE_PRIOR * unit * pace, unit * share + PACE_PRIOR * unit))
+        rest = max(pace, _paced(elapsed_s + prior, planned_done + unit * share + prior))
+    left = own * unit * (1.0 - share) + rest * sum(units_s[whole + 1:]) * scale
+    return Eta(max(0.0, left), over=ran > pace * unit)
+
+
+def _paced(spent_s: float, planned_s: float) -> float:
+    """Seconds spent per planned second, within PACE_RANGE (1 with nothing planned yet)."""
+    return min(max(spent_s / planned_s if planned_s > 0 else 1.0, PACE_RANGE[0]), PACE_RANGE[1])
 
 
 class _Bar(BarColumn):
@@ -152,25 +176,33 @@ class _Bar(BarColumn):
 
     def render(self, task: Task) -> ProgressBar:
         bar = super().render(task)
-        within = task.fields.get("within")
+        within, counted = task.fields.get("within"), task.fields.get("counted")
         if within is not None and task.total is not None and not task.finished:
-            bar.completed = min(float(task.total), task.completed + min(1.0, max(0.0, within())))
+            further = max(within(), counted() if counted is not None else 0.0)  # either only grows: the bar never falls back
+            bar.completed = min(float(task.total), task.completed + min(1.0, max(0.0, further)))
         return bar
 
 
+def _share(task: Task) -> float:
+    """The share of the unit under way for its ETA: the work counted once it counts, else its
+    planned time spent (Phase.within)."""
+    within, counted = task.fields.get("within"), task.fields.get("counted")
+    work = counted() if counted is not None else 0.0
+    return work if work > 0 else (within() if within is not None else 0.0)
+
+
 class _Remaining(TimeRemainingColumn):
-    """`ETA ~0:00:03`: a phase of planned units (the run's analyses) has eta_s's throughout, marked
-    as an estimate; any other, rich's remaining time once it has a pace, and after one step of
+    """`ETA ~0:00:03`: a phase of planned units (the run's analyses) has eta_s's throughout (Eta's
+    text: `~` an estimate, `>` a floor past the plan); any other, rich's remaining time once it has a pace, and after one step of
     several the pace of that step (rich has none before a second, and the ETA vanished mid-run);
     with none, nothing (rich wrote "ETA -:--:--", which reads as a fault)."""
 
     def render(self, task: Task) -> Text:
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
         if units and estimate and task.elapsed is not None and not task.finished:
-            within = task.fields.get("within")
-            share = min(COUNTED_CAP, max(0.0, within())) if within is not None else 0.0
-            left = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0))
-            return Text(f"ETA ~{timedelta(seconds=round(left))}", style="progress.remaining")
+            share = min(COUNTED_CAP, max(0.0, _share(task)))
+            eta = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0))
+            return Text(eta.text(), style="progress.remaining")
         if task.time_remaining is None:  # rich's pace needs two steps done: after the first, its mean so far
             if not (task.completed and task.total and task.elapsed):
                 return Text("")

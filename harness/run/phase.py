@@ -193,9 +193,9 @@ class BenchPhase:
 
     def share_of(self, step: Step) -> Callable[[], float]:
         """The share of the step's planned seconds its rounds say is done, for the run's ETA
-        (base.progress.furthest): 0 until they start, then its full analysis and the part of its
-        timing the rounds timed against the planned (at most all: a fast run may time more), held
-        once they end (its features follow), so that it never falls back."""
+        (base.progress.Phase.within's `counted`): 0 until they start, then its full analysis and
+        the part of its timing the rounds timed against the planned (at most all: a fast run may
+        time more), held once they end (its features follow), so that it never falls back."""
         timing = sum(t.estimate_s for t in step.timed)
         part = timing / (step.estimate_s + timing) if step.estimate_s + timing > 0 else 0.0
         seen = [0.0]

@@ -35,7 +35,7 @@ from harness.linalg.features import SUBSPACE_FEATURES
 from harness.record.features_csv import csv_rows, write_features_csv
 from harness.compute.pca import PCA_FILE, pca_results, save_pca
 from harness.plan.model import PlanError, Step
-from harness.base.progress import Display, Phase, Phrases, furthest, planned
+from harness.base.progress import Display, Phase, Phrases, planned
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest
@@ -116,7 +116,7 @@ class Runner:
                     for i, step in enumerate(self.plan.steps):
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s,
                                                  self.plan.bench.limit))  # 1/3: the count
-                        run.within(furthest(planned(units[i]), self.bench.share_of(step)))  # bar: within it
+                        run.within(planned(units[i]), counted=self.bench.share_of(step))  # bar and ETA: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))

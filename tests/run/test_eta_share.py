@@ -1,4 +1,4 @@
-"""The run's ETA within an analysis counts its rounds (run.phase's share_of, base.progress.furthest):
+"""The run's ETA within an analysis counts its rounds (run.phase's share_of, base.progress.Phase.within's `counted`):
 its full analysis is done once the rounds start, and its timing by the rounds' share of the planned."""
 
 from types import SimpleNamespace
