@@ -6,6 +6,7 @@ given each point as a spec with overrides; it never learns it is one."""
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,10 +87,12 @@ def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, displa
     folder.mkdir(parents=True, exist_ok=True)
     learned: list[Observation] = []
     for i, (point, sets) in enumerate(zip(plan.points, plan.overrides), 1):
-        display.plain(f"sweep point {i} of {len(plan.points)}: {point.label}")
         mine = RunOptions(output=folder / point.slug, no_cache=options.no_cache, fresh=options.fresh, say_taught=False)
-        session = prepare_session(plan.spec_path, sets, mine, display, command_line(plan.spec_path, sets, mine))
-        run = session.run()
+        # the point under way a row of the live display, no line of its own: its result line says it
+        # (`sweep point 1 of 5: data.rank=16` came just before `sweep point 1 of 5, data.rank=16: …`)
+        with display.phase(f"sweep point {i} of {len(plan.points)}: {point.label}") if display.live else nullcontext():
+            session = prepare_session(plan.spec_path, sets, mine, display, command_line(plan.spec_path, sets, mine))
+            run = session.run()
         learned += session.learned
         record.points.append(point_record(point.values, point.slug, run))
         display.plain(f"sweep point {i} of {len(plan.points)}, {point.label}: {point_summary(run, record.points[-1])}")

@@ -118,6 +118,8 @@ def test_a_sweep_says_each_points_pick_and_verdict_as_it_runs_in_the_runs_table_
     record = load_sweep(folder)
     said = [line for line in progress.splitlines() if line.startswith("sweep point ") and ", data.rank=" in line]
     assert len(said) == len(record.points)
+    # each point said once, with its result (walk-through 7: `sweep point 1 of 5: data.rank=16` first)
+    assert [line for line in progress.splitlines() if line.startswith("sweep point ")] == said
     for i, (line, point) in enumerate(zip(said, record.points), 1):
         run = load_record(folder / point.folder)
         [analysis] = run.analyses
