@@ -53,6 +53,8 @@ def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, 
     not judge is the summary line's lead, said there alone (a line of its own here said it again)."""
     where = f" ({c.b.folder})" if several else ""
     lines = [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
+    if c.untimed:  # no row and in neither run alone: without this line they were absent without a word
+        lines.append((f"not timed in either run: {', '.join(c.untimed)}{where}", "yellow"))
     lines += [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
     lines += [(u + where, "yellow") for u in unstable_lines(c, verbose)]
     if c.not_judged:
