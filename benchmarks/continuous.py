@@ -96,7 +96,10 @@ def commits(base_ref: str, head_ref: str) -> tuple[str, str]:
     checked-out one (the gate times commits: `git archive` leaves uncommitted changes out)."""
     base, head = commit(base_ref), commit(head_ref)
     if base == head:
-        raise CannotRun(f"BASE {base_ref} and HEAD {head_ref} are one commit ({base[:12]}): nothing to compare")
+        named = (f"BASE and HEAD are both {base_ref}" if base_ref == head_ref
+                 else f"{base_ref} and {head_ref} are the same commit")
+        raise CannotRun(f"{named} ({base[:12]}): nothing to compare; compare with an earlier commit, "
+                        f"e.g. {PROG} HEAD~1 HEAD")
     if head == commit("HEAD") and (changed := uncommitted("harness")):
         raise CannotRun(f"harness/ has uncommitted changes ({changed}), which the gate would not time: it times "
                         f"commits; commit them (or stash them to time {head[:8]} as it is), then run it again")
@@ -244,12 +247,12 @@ def timed(machine: str, sha: str, skipped: list[str], bench: str = BENCH) -> dic
 def gate(args: argparse.Namespace) -> int:
     phases: list[tuple[str, float]] = []
     start = time.monotonic()
-    print(f"load average at the start {load_average()}", flush=True)
     from harness.report.gate import judge_runs
     from harness.report.history import HistoryError, skipped_line
 
     try:
-        base, head = commits(args.base, args.head)
+        base, head = commits(args.base, args.head)  # refused before a line says anything was started
+        print(f"load average at the start {load_average()}", flush=True)
         machine = args.machine or machine_name()
         asv("machine", "--yes", "--machine", machine)
         runs: dict[str, tuple[list[Side], list[Side]]] = {}

@@ -123,7 +123,7 @@ def test_pca_full_script_reports_every_figure_and_checks_the_answer(tmp_path: Pa
     assert proc.stdout.count("handed back to its host during the PCA") == (4 if reported_kib() is not None else 0)
     first, again = proc.stdout.split("`harness run` (run)")[1].split("`harness run` (again)")[:2]
     words = " ".join(first.split())  # the phrases, wherever a line of the run's output happens to end
-    assert "fingerprinting the input files: (hashed 5 files" in words
+    assert "fingerprinting the input files (hashed 5 files" in words
     assert re.search(r"float64 references: [1-9]\d* computed", words)  # one per position the rounds visited
     assert "1 of 1 chunks from the cache" in again.split("bf16:")[0]
     error = float(proc.stdout.split("over 3 deltas = ")[1].split()[0])

@@ -50,8 +50,8 @@ def _stop_at_asv(*args: str, env: object = None) -> None:
 
 
 @pytest.mark.parametrize("argv, edit, asv, said, note", [
-    (["HEAD", "HEAD"], None, _no_asv, "BASE HEAD and HEAD HEAD are one commit (", None),
-    (["first", "HEAD~1"], None, _no_asv, "BASE first and HEAD HEAD~1 are one commit (", None),
+    (["HEAD", "HEAD"], None, _no_asv, "BASE and HEAD are both HEAD (", None),
+    (["first", "HEAD~1"], None, _no_asv, "first and HEAD~1 are the same commit (", None),
     (["first", "HEAD"], "harness/__init__.py", _no_asv, "harness/ has uncommitted changes (harness/__init__.py)", None),
     (["first", "HEAD"], "harness/new.py", _no_asv, "harness/ has uncommitted changes (harness/new.py)", None),
     (["first", "HEAD"], "benchmarks/__init__.py", _stop_at_asv, "asv stopped here",
@@ -63,7 +63,8 @@ def test_the_gate_refuses_what_it_would_not_measure_in_one_line(
         argv: list[str], edit: str | None, asv: Callable[..., None], said: str, note: str | None, repo: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """BASE and HEAD one commit, or HEAD's `harness/` not as committed (the gate times commits): exit 2
-    before asv runs; uncommitted suites (used for both commits) are said, not refused."""
+    before asv runs, and before the load line that starts a gate's work; uncommitted suites (used for
+    both commits) are said, not refused."""
     if edit is not None:
         (repo / edit).write_text("CHANGED = True\n")
     monkeypatch.setattr(continuous, "ROOT", repo)
@@ -72,6 +73,9 @@ def test_the_gate_refuses_what_it_would_not_measure_in_one_line(
     captured = capsys.readouterr()
     assert captured.err.strip().count("\n") == 0 and captured.err.startswith(f"harness gate: {said}")
     assert (note in captured.out) if note else "note:" not in captured.out
+    assert ("load average at the start" in captured.out) == (asv is _stop_at_asv)
+    if "HEAD~1" in argv or argv == ["HEAD", "HEAD"]:  # one commit: the next step named
+        assert captured.err.strip().endswith("nothing to compare; compare with an earlier commit, e.g. harness gate HEAD~1 HEAD")
 
 
 FAKE_ASV = '''

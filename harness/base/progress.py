@@ -264,7 +264,8 @@ class Display:
     @contextmanager
     def phase(self, description: str, total: int | None = None, estimate_s: float | None = None,
               units_s: Sequence[float] | None = None) -> Iterator[Phase]:
-        """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`);
+        """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`, or
+        `what (the item) in 1.2 s` without a count);
         `estimate_s`, the plan's, gives its ETA before it has a pace of its own; with `units_s`,
         the plan's seconds of each unit of the count, its ETA throughout is eta_s's."""
         start = time.perf_counter()
@@ -279,10 +280,10 @@ class Display:
             if self.progress is not None and task is not None:
                 self.progress.remove_task(task)
         if not self.live:  # a failed phase says nothing: the error says what went wrong
-            count = f" {phase.done}/{total}" if total is not None else ""
+            count = f": {phase.done}/{total}" if total is not None else ""
             said = phase.summary or phase.current
             what = f" ({said})" if said else ""
-            self.console.print(f"{description}:{count}{what} in {format_seconds(time.perf_counter() - start)}",
+            self.console.print(f"{description}{count}{what} in {format_seconds(time.perf_counter() - start)}",
                                markup=False, highlight=False)
 
     def logged(self, text: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.specs.reading import SpecError, leaves, read_raw, set_key, validate_raw
+from harness.specs.reading import SpecError, key_parts, leaves, read_raw, set_key, validate_raw
 
 MAX_AXES = 2  # a sweep is a line or a grid: more axes multiply points past any budget
 MAX_POINTS = 64
@@ -93,6 +93,8 @@ def sweep_points(spec_path: str | Path, overrides: list[str] | None = None) -> l
         axes = sweep_axes(table)
     except SpecError as exc:
         raise SpecError([f"{spec_path}: {line}" for line in exc.lines]) from None
+    if clashes := _swept_overrides(axes, overrides or []):
+        raise SpecError([f"{spec_path}: {line}" for line in clashes])
     points = [SweepPoint(values=dict(zip(axes, combo))) for combo in itertools.product(*axes.values())]
     found: dict[str, list[SweepPoint]] = {}
     for point in points:
@@ -101,6 +103,21 @@ def sweep_points(spec_path: str | Path, overrides: list[str] | None = None) -> l
     if found:
         raise SpecError(shared_problems(spec_path, found, len(points)))
     return points
+
+
+def _swept_overrides(axes: dict[str, list[Any]], overrides: list[str]) -> list[str]:
+    """A line for each `--set` of a swept key (or of a table holding one): each point sets its own
+    value over it, so the override would be ignored; `harness run` and `plan` refuse it alike."""
+    lines = []
+    for item in overrides:
+        key = key_parts(item.partition("=")[0])
+        for axis, values in axes.items():
+            swept = key_parts(axis)
+            if key[:len(swept)] == swept or swept[:len(key)] == key:
+                shown = ", ".join(json.dumps(v, separators=(",", ":")) for v in values)
+                lines.append(f"--set {item!r}: {axis} is swept ({shown}), each point setting its own value; for "
+                             f"one point add --set {SWEEP_OFF}, or set the points with --set 'sweep.{axis}=[...]'")
+    return lines
 
 
 def _point_problems(spec_path: str | Path, raw: dict[str, Any], point: SweepPoint) -> list[str]:

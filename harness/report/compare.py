@@ -122,6 +122,7 @@ class Comparison(BaseModel):
     regressions: list[str] = []  # GroupComparison.describe() of every row that fails the gate
     passed: bool = True  # no regression (always true without a gate)
     incomplete: list[str] = []  # "A" and/or "B": the runs whose record is marked incomplete
+    untimed: list[str] = []  # "geometry dual_gram": planned for timing, timed in neither run (no row, no pair)
 
     @property
     def level(self) -> str:
@@ -265,6 +266,14 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
     return pairs, unmatched
 
 
+def _untimed(a: RunRecord, b: RunRecord) -> list[str]:
+    """`geometry dual_gram`: what both runs skipped and neither timed, which has no row and no
+    "only in" line, so it would leave the comparison without a word."""
+    timed = {(an.name, name) for r in (a, b) for an in r.analyses for t in an.timings for name in (t.label, t.strategy)}
+    in_b = {(an.name, s.strategy) for an in b.analyses for s in an.skipped} - timed
+    return [f"{an.name} {s.strategy}" for an in a.analyses for s in an.skipped if (an.name, s.strategy) in in_b]
+
+
 def _group(
     analysis: str, ta: StrategyTiming, ga: GroupTiming, gb: GroupTiming, alpha: float, factor: float, gate: bool
 ) -> GroupComparison:
@@ -325,4 +334,5 @@ def compare_records(
         experiment=a.experiment, spec_hash=a.spec_hash, a=summarise(a, folders[0]),
         b=summarise(b, folders[1]), alpha=alpha, factor=factor, rows=rows, unmatched=unmatched,
         gate=factor if gate else None, regressions=regressions, passed=not regressions, incomplete=incomplete,
+        untimed=_untimed(a, b),
     )

@@ -60,9 +60,9 @@ def bench_plan_line(plan: Plan) -> str:
             f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {threads_text(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
-            + (f", the machine being busy ({format_seconds(plan.idle_s)} idle)" if plan.slowdown > 1 else "")
             + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
-               if plan.overheads else ""))
+               if plan.overheads else "")
+            + (f"; {format_seconds(plan.idle_s)} on an idle machine" if plan.slowdown > 1 else ""))
 
 
 def plan_table(plan: Plan) -> Fitted:
@@ -125,7 +125,7 @@ def _basis(c: Candidate) -> str:
             parts.append(source + (f" ({count})" if count else ""))
             continue
         dates = _span(sorted(c.measured[g][0] for g in groups), " to ")
-        samples = _span(sorted(str(n) for n in sorted(c.measured[g][1] for g in groups)), "-")
+        samples = _span([str(n) for n in sorted(c.measured[g][1] for g in groups)], "-")  # by number: 8-10
         parts.append(f"{source}{' on ' + count if count else ''} ({dates}, {samples} samples)")
     return "; ".join(parts)
 

@@ -86,7 +86,7 @@ def set_key(raw: dict[str, Any], key: str, value: Any) -> bool:
     """Set `dotted.key` (or `analysis[2].components`) of a spec's TOML in place; False when a
     part of the key names no table or list item."""
     node: Any = raw
-    parts = _key_parts(key)
+    parts = key_parts(key)
     try:
         for part in parts[:-1]:
             node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
@@ -122,7 +122,7 @@ def _position(raw: dict[str, Any], key: str) -> tuple[int, ...]:
     """Where `key` sits in the TOML: its index among its table's keys (or its list's items), level by level."""
     node: Any = raw
     place: list[int] = []
-    for part in _key_parts(key):
+    for part in key_parts(key):
         if isinstance(node, dict) and part in node:
             place.append(list(node).index(part))
             node = node[part]
@@ -135,7 +135,7 @@ def _position(raw: dict[str, Any], key: str) -> tuple[int, ...]:
     return tuple(place)
 
 
-def _key_parts(key: str) -> list[str]:
+def key_parts(key: str) -> list[str]:
     """`analysis[2].components` (the notation errors print) or `analysis.2.components` as
     `["analysis", "2", "components"]`: a key copied from an error line must work as an override."""
     return re.sub(r"\[\s*(\d+)\s*\]", r".\1", key.strip()).split(".")

@@ -16,10 +16,12 @@ def test_without_a_terminal_one_line_per_phase() -> None:
             phase.summary = "1 matrix, 2 calls, median 250.0 ms"
         with display.phase("writing results"):
             pass
+        with display.phase("loading the spec") as phase:
+            phase.summary = "configs/smoke.toml"
     lines = text.getvalue().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith("spectrum: timing numpy on 3072x768: 2/2 (1 matrix, 2 calls, median 250.0 ms) in ")
-    assert lines[1].startswith("writing results: in ")
+    assert lines[1].startswith("writing results in ")  # no colon before a count that is not there
 
 
 def test_on_a_terminal_a_live_task_per_phase() -> None:

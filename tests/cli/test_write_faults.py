@@ -51,7 +51,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Mount]:
         subprocess.run(["umount", str(target)], check=False)
 
 
-PROGRESS = re.compile(r"^[^:]+: .* in [\d.]+ (µs|ms|s)$")  # "phase: (item) in 1.2 s"
+PROGRESS = re.compile(r"^\S.* in [\d.]+ (µs|ms|s)$")  # "phase: 2/3 (item) in 1.2 s", "phase (item) in 1.2 s"
 
 
 def run_lines(captured: str) -> list[str]:

@@ -375,9 +375,9 @@ def test_a_budget_below_one_whole_position_plans_and_runs_the_stream(
     assert step.batch_sizes == {"rows": slot_bytes(BUDGET) // ((ADAPTERS + 1) * 37 * 4)} == {"rows": 3}
     out = tmp_path / "run"
     assert main(["run", str(spec_path), "-o", str(out)]) == 0
-    assert "fingerprinting the input files: (hashed 6 files, " in capsys.readouterr().err
+    assert "fingerprinting the input files (hashed 6 files, " in capsys.readouterr().err
     assert main(["run", str(spec_path), "-o", str(tmp_path / "again")]) == 0
-    assert "fingerprinting the input files: (no file read in full)" in capsys.readouterr().err
+    assert "fingerprinting the input files (no file read in full)" in capsys.readouterr().err
     X = np.concatenate([src.load_dense(p.refs, np.dtype(np.float64)).reshape(ADAPTERS, -1)
                         for p in AdapterLayout.from_workload(workload).positions], axis=1)
     X -= X.mean(axis=0)

@@ -191,11 +191,12 @@ def test_a_busy_machine_slows_the_whole_run_estimate_and_the_plan_says_so(monkey
     threads.default_threads.cache_clear()  # the next test watches the real machine
     idle, busy = plans["idle"], plans["busy"]
     assert idle.slowdown == 1.0 and idle.estimate_s == idle.idle_s  # unchanged on an idle machine
-    assert "busy" not in bench_plan_line(idle)
+    assert "idle" not in bench_plan_line(idle)
     assert busy.bench is not None and busy.bench.threads == 2 and busy.slowdown == 2.0  # 4 cores over 2 left free
     assert busy.estimate_s == 2 * busy.idle_s
-    assert f"whole run est. {format_seconds(busy.estimate_s)}, the machine being busy " \
-           f"({format_seconds(busy.idle_s)} idle)" in bench_plan_line(busy)
+    line = bench_plan_line(busy)  # each parenthesis next to what it is of, the idle figure named
+    assert f"whole run est. {format_seconds(busy.estimate_s)} (of which " in line
+    assert line.endswith(f"); {format_seconds(busy.idle_s)} on an idle machine")
     named = plan_for(["benchmark.threads=2"], four)  # the spec's threads: nothing was watched
     assert named.slowdown == 1.0
 

@@ -224,10 +224,12 @@ def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecor
     assert cli.main(["compare", a, b, "--fail-on-regression"]) == 4
     out = capsys.readouterr().out
     assert "groups have fewer than 2 rounds on a side" in out and "--budget 30s" in out
-    assert out.splitlines()[-1].startswith("INCONCLUSIVE: 0 of")
+    assert out.splitlines()[0].startswith("B against A, ") and "gate INCONCLUSIVE, none of " in out.splitlines()[0]
     assert out.count("could be gated") == 1  # why, once: the first line (a line of its own said it again)
+    assert out.count("INCONCLUSIVE") == 1  # ...and that it is inconclusive, once: no last line repeats it
     page = tmp_path / "few.html"  # the page gives the terminal's next step too
     assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive", "--html", str(page)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "inconclusive, allowed by --allow-inconclusive: exit 0"
     step = next(line for line in out.splitlines() if "--budget 30s" in line)
     assert f'<p class="muted">{step}</p>' in page.read_text()
     assert cli.main(["compare", a, b]) == 0  # no gate: nothing to be inconclusive about
@@ -250,6 +252,7 @@ def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRe
     assert not verdict.passed and verdict.verdict == "inconclusive" and verdict.n_gated > 0  # as exit 4 says
     assert verdict.inconclusive == [f"{b}: B did not finish (its record is marked incomplete)"]
     assert captured.err.count("B did not finish") == 1 and "gate INCONCLUSIVE, B did not finish" in captured.err
+    assert captured.err.count("INCONCLUSIVE") == 1
 
 
 def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,

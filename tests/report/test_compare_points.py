@@ -123,3 +123,19 @@ def test_only_the_same_point_pairs(case: str, tmp_path: Path, capsys: pytest.Cap
     assert set(rows) == expected
     for (_, label, _), r in rows.items():  # the same rounds, scaled: B/A the scale, untested
         assert r.ratio == pytest.approx(ratios.get(label, 1.0)), r.label
+
+
+def test_a_strategy_timed_in_neither_run_is_said_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """geometry dual_gram, out of time in both runs, had no row and no "only in" line: it was absent
+    from the comparison without a word."""
+    base = json.loads((RECORDS / "main_job.json").read_text())
+    raw_a, raw_b = json.loads(json.dumps(base)), json.loads(json.dumps(base))
+    for raw in (raw_a, raw_b):
+        _untimed_torch(raw)
+    a, b = _saved(raw_a, tmp_path / "A"), _saved(raw_b, tmp_path / "B")
+    assert cli.main(["compare", a, b, "--json"]) == 0
+    captured = capsys.readouterr()
+    c = CompareOutput.model_validate(json.loads(captured.out)).comparisons[0]
+    assert (c.untimed, c.unmatched) == (["spectrum torch"], [])
+    assert "spectrum/torch" not in {f"{r.analysis}/{r.strategy}" for r in c.rows}
+    assert [line for line in captured.err.splitlines() if "torch" in line] == ["not timed in either run: spectrum torch"]

@@ -43,16 +43,16 @@ def test_each_strategys_estimates_are_one_line_led_by_its_name() -> None:
     plan = _plan(_measured({"numpy": 4.0, "torch": 3.0}, busy=0.5))
     step = plan.steps[0]
     numpy = next(c for c in step.candidates if c.label == "numpy")
-    first, second = numpy.basis  # the second group measured a day later, more often
-    numpy = numpy.model_copy(update={"basis": {**numpy.basis, second: f"{BUSY} (2026-11-29, 9 samples)"},
-                                     "measured": {**numpy.measured, second: ("2026-11-29", 9)}})
+    first, second = numpy.basis  # the second group measured a day later, more often: 10, two digits
+    numpy = numpy.model_copy(update={"basis": {**numpy.basis, second: f"{BUSY} (2026-11-29, 10 samples)"},
+                                     "measured": {**numpy.measured, second: ("2026-11-29", 10)}})
     candidates = [numpy if c.label == "numpy" else c for c in step.candidates]
     plan = plan.model_copy(update={"steps": [step.model_copy(update={"candidates": candidates})]})
     lines = plan_lines(plan)
     start = next(i for i, line in enumerate(lines) if line.startswith("  estimates: "))
     indent = " " * len("  estimates: ")
     estimates = [lines[start]] + [line for line in lines[start + 1:] if line.startswith(indent)]
-    assert estimates[0] == f"  estimates: numpy: {BUSY}{BUSY_MARK} on 2 groups (2026-11-28 to 2026-11-29, 5-9 samples)"
+    assert estimates[0] == f"  estimates: numpy: {BUSY}{BUSY_MARK} on 2 groups (2026-11-28 to 2026-11-29, 5-10 samples)"  # not 10-5
     assert f"{indent}torch: {BUSY}{BUSY_MARK} on 2 groups (2026-11-28, 5 samples)" in estimates
     named = [name for line in estimates for name in line.strip().removeprefix("estimates: ").split(": ")[0].split(", ")]
     assert sorted(named) == sorted(c.label for c in step.candidates if c.available)  # each once, first

@@ -56,6 +56,22 @@ def test_a_point_alone_is_not_run_as_the_sweep(capsys: pytest.CaptureFixture[str
         run(EXAMPLE, quiet=True)
 
 
+@pytest.mark.parametrize("command", ["validate", "plan", "run"])
+@pytest.mark.parametrize("override", ["data.rank=256", "data={rank=256}"])
+def test_a_set_of_the_swept_key_is_refused_not_ignored(command: str, override: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan --set data.rank=256` listed all five points, the override silently lost under each
+    point's own value; plan, run and validate refuse it alike, in one line with the way to one point."""
+    assert cli.main([command, EXAMPLE, "--set", override, *(["-o", str(tmp_path / "run")] if command == "run" else [])]) == 2
+    assert lines_of(capsys.readouterr().err) == [
+        f"{EXAMPLE}: --set {override!r}: data.rank is swept (16, 32, 64, 128, 256), each point setting its own value; "
+        "for one point add --set sweep={}, or set the points with --set 'sweep.data.rank=[...]'"]
+    assert not (tmp_path / "run").exists()
+    if override == "data.rank=256":  # the way out it names: the one point, planned
+        assert cli.main(["plan", EXAMPLE, "--set", override, "--set", "sweep={}", "--json"]) == 0
+        assert [g["rank"] for g in json.loads(capsys.readouterr().out)["groups"]] == [256]
+
+
 def test_plan_shows_every_point_and_the_budget_bounds_the_whole_sweep(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["plan", EXAMPLE, *TINY, "--budget", "3s", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)

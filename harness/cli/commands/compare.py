@@ -53,6 +53,8 @@ def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, 
     not judge is the summary line's lead, said there alone (a line of its own here said it again)."""
     where = f" ({c.b.folder})" if several else ""
     lines = [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
+    if c.untimed:  # no row and in neither run alone: without this line they were absent without a word
+        lines.append((f"not timed in either run: {', '.join(c.untimed)}{where}", "yellow"))
     lines += [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
     lines += [(u + where, "yellow") for u in unstable_lines(c, verbose)]
     if c.not_judged:
@@ -64,8 +66,10 @@ Verdict = tuple[str, str, int, Literal["passed", "regression", "inconclusive"]]
 
 
 def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bool) -> Verdict:
-    """The gate's headline, its style, the exit code (1 on a regression, 4 when inconclusive, 0 with
-    --allow-inconclusive, else 0) and the verdict --json gives beside it."""
+    """The gate's last line, its style, the exit code (1 on a regression, 4 when inconclusive, 0 with
+    --allow-inconclusive, else 0) and the verdict --json gives beside it. An inconclusive gate says so
+    and why in each summary line, first; a last line said it again ("INCONCLUSIVE: 0 of 16 groups
+    gated ... (why: the first line)"), so it has none, but for the exit --allow-inconclusive makes 0."""
     regressions = sum(len(c.regressions) for c in comparisons)
     alpha = comparisons[0].alpha
     gated = sum(c.n_gated for c in comparisons)
@@ -74,11 +78,9 @@ def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bo
         return (f"FAILED: {regressions} regression(s): slower than {ratio:g}x with p < {alpha}", "bold red",
                 EXIT_REGRESSION, "regression")
     if any(c.inconclusive for c in comparisons):
-        code = 0 if allow_inconclusive else EXIT_INCONCLUSIVE
-        where = "each comparison's first line" if len(comparisons) > 1 else "the first line"
-        return (f"INCONCLUSIVE: {gated} of {total} groups gated; the gate could not judge (why: {where})"
-                + (" — allowed by --allow-inconclusive" if allow_inconclusive else ""), "bold yellow", code,
-                "inconclusive")
+        if allow_inconclusive:
+            return "inconclusive, allowed by --allow-inconclusive: exit 0", "yellow", 0, "inconclusive"
+        return "", "", EXIT_INCONCLUSIVE, "inconclusive"
     return (f"passed: no group slower than {ratio:g}x with p < {alpha} ({gated} of {total} groups gated)", "green",
             0, "passed")
 
@@ -117,7 +119,8 @@ def main(args: argparse.Namespace) -> int:
     code, verdict = (0 if passed else EXIT_REGRESSION), None
     if gate:
         text, style, code, verdict = _verdict(comparisons, ratio, args.allow_inconclusive)
-        print_line(human, text, style=style)
+        if text:
+            print_line(human, text, style=style)
         passed = verdict == "passed"  # an inconclusive gate did not pass, whatever its exit code
     if args.json:
         inconclusive = [f"{c.b.folder}: {why}" for c in comparisons for why in c.inconclusive]
