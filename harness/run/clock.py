@@ -22,12 +22,12 @@ def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phra
 
 
 def stopped_text(analysis: str, count: int, planned: int, limit_s: float, limit: str) -> str:
-    """`top3: rounds: 2 of the 5 planned; the budget (4.0 s floor) stopped the rest`: a log's last
-    round line read as a full count (`round 2: 24/24`) with no word that the budget ended the rounds."""
-    said = f"the budget ({limit_s:.1f} s {limit}) stopped"
+    """`top3: rounds: 2 of the 5 planned; the 4.0 s floor stopped the rest`: a log's last round line
+    read as a full count (`round 2: 24/24`) with no word that the budget ended the rounds."""
+    said = f"the {limit_s:.1f} s {limit}"
     if count < planned:
-        return f"{analysis}: rounds: {count} of the {planned} planned; {said} the rest"
-    return f"{analysis}: rounds: {count} ({planned} planned); {said} more before every speedup settled"
+        return f"{analysis}: rounds: {count} of the {planned} planned; {said} stopped the rest"
+    return f"{analysis}: rounds: {count} ({planned} planned); {said} ran out before every speedup settled"
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,8 @@ def tmpfs(tmp_path: Path) -> Iterator[Mount]:
         subprocess.run(["umount", str(target)], check=False)
 
 
-PROGRESS = re.compile(r"^\S.* in [\d.]+ (µs|ms|s)$")  # "phase: 2/3 (item) in 1.2 s", "phase (item) in 1.2 s"
+# "phase: 2/3 (item) in 1.2 s", "phase (item) in 1.2 s", "top3: rounds: 2 of the 5 planned; ..."
+PROGRESS = re.compile(r"^\S.* in [\d.]+ (µs|ms|s)$|^\S+: rounds: \d")
 
 
 def run_lines(captured: str) -> list[str]:

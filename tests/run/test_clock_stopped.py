@@ -11,9 +11,9 @@ from harness.run.clock import stopped_text
 
 def test_the_line_says_how_many_rounds_of_the_planned_and_the_limit() -> None:
     assert stopped_text("top3", 2, 5, 4.0, "floor") == (
-        "top3: rounds: 2 of the 5 planned; the budget (4.0 s floor) stopped the rest")
+        "top3: rounds: 2 of the 5 planned; the 4.0 s floor stopped the rest")
     assert stopped_text("top3", 6, 5, 17.3, "budget") == (
-        "top3: rounds: 6 (5 planned); the budget (17.3 s budget) stopped more before every speedup settled")
+        "top3: rounds: 6 (5 planned); the 17.3 s budget ran out before every speedup settled")
 
 
 def test_only_a_log_gets_the_line() -> None:
