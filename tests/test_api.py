@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness import api
@@ -90,17 +91,35 @@ def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: 
         assert all(line.startswith("  ") for line in lines[1:]), shown
 
 
+def test_a_bad_input_file_raises_the_apis_data_error(tmp_path: Path) -> None:
+    """It came through as `harness.data.workload.DataError`, the engine's module (walk-through 7,
+    API 2): now the API's own, which `except DataError` of the engine's class still catches."""
+    from harness.data.workload import DataError
+
+    np.save(tmp_path / "bad.npy", np.zeros((4, 3), np.int64))
+    (tmp_path / "spec.toml").write_text('[experiment]\nname = "bad"\n[data]\nsource = "arrays"\npaths = ["bad.npy"]\n'
+                                        '[[analysis]]\nop = "svdvals"\ncompare = ["numpy"]\n')
+    with pytest.raises(api.DataError) as bad:
+        api.run(tmp_path / "spec.toml", output=tmp_path / "out", quiet=True)
+    assert type(bad.value).__module__ == "harness.api.errors" and isinstance(bad.value, DataError)
+    assert str(bad.value) == f"{tmp_path / 'bad.npy'}: array 'bad' has dtype int64; expected a float dtype"
+
+
 def test_its_errors_are_its_own_and_speak_its_words(tmp_path: Path) -> None:
     """`except api.DataError` failed (not exported); open_run's RecordError came through the
-    record's internals; a folder clash quoted `-o` and `--force`, the command line's flags."""
+    record's internals, and printed as `harness.record.run_record.RecordError` where the others print
+    as `harness.api.errors.…` (walk-through 7, API 2); a folder clash quoted `-o` and `--force`, the
+    command line's flags."""
     import traceback
 
     from harness.data.workload import DataError
     from harness.record.run_record import RecordError
 
-    assert (api.DataError, api.RecordError) == (DataError, RecordError)
+    assert issubclass(api.DataError, DataError) and issubclass(api.RecordError, RecordError)  # old catches hold
+    assert {e.__module__ for e in (api.DataError, api.RecordError, api.SpecProblem)} == {"harness.api.errors"}
     with pytest.raises(api.RecordError) as missing:
         api.open_run(tmp_path / "nothing-o")
+    assert type(missing.value).__module__ == "harness.api.errors" and isinstance(missing.value, RecordError)
     assert str(missing.value) == f"{tmp_path / 'nothing-o'}: no {RECORD} here; is this a run folder from `harness run`?"
     assert traceback.extract_tb(missing.tb)[-1].name == "open_run"
     taken = tmp_path / "taken-o"

@@ -1,15 +1,16 @@
 """What the API raises, each a ValueError of one line in the API's words (`output=`, `force=True`,
 not the command line's flags): SpecProblem for a spec or an override, FolderProblem for an output
-folder; DataError (a bad input file) and RecordError (a folder without a readable run) are the
-engine's own, handed on."""
+folder; DataError (a bad input file) and RecordError (a folder without a readable run) the
+engine's, raised as the API's own subclasses: they print as `harness.api.errors.…` like the others,
+and the engine's classes still catch them."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from harness.data.workload import DataError
-from harness.record.run_record import RecordError
+from harness.data import workload
+from harness.record import run_record
 
 
 __all__ = ["DataError", "FolderProblem", "RecordError", "SpecProblem", "our_words"]
@@ -34,6 +35,14 @@ class SpecProblem(ValueError):
 
 class FolderProblem(ValueError):
     """An output folder `run` refuses (one that holds files, or cannot be written), in one line."""
+
+
+class DataError(workload.DataError):
+    """A bad input file or tensor, named with what was expected (the engine's DataError)."""
+
+
+class RecordError(run_record.RecordError):
+    """A folder without a readable run record (the engine's RecordError)."""
 
 
 def our_words(line: str) -> str:

@@ -12,13 +12,15 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.api.errors import FolderProblem, SpecProblem, our_words
+from harness.api.errors import DataError, FolderProblem, RecordError, SpecProblem, our_words
 from harness.api.rows import columns, table
 from harness.base.lines import wrapped
 from harness.base.progress import Display
 from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
-from harness.record.run_record import RecordError, RunRecord, load_record
+from harness.data import workload
+from harness.record import run_record
+from harness.record.run_record import RunRecord, load_record
 from harness.report.exports import result_rows
 from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen
@@ -67,7 +69,7 @@ def open_run(folder: str | Path) -> Run:
     """The run in `folder`; RecordError, one line, when it holds no readable record."""
     try:
         return Run(Path(folder), load_record(Path(folder)))
-    except RecordError as exc:
+    except run_record.RecordError as exc:
         raise RecordError(str(exc)) from None  # its traceback ends here, not in the record's internals
 
 
@@ -99,6 +101,10 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
             record = session.run()
     except (SpecError, PlanError) as exc:
         raise SpecProblem(spec, exc.lines) from None
+    except workload.DataError as exc:
+        raise DataError(str(exc)) from None
+    except run_record.RecordError as exc:  # the folder to resume holds a record this harness cannot read
+        raise RecordError(str(exc)) from None
     if report:
         from harness.report.html import write_report  # matplotlib: only when a report is asked for
 

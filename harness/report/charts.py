@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the rc keys matplotlib knows, for rc_context
     from matplotlib.typing import RcKeyType
 
 FONT_POINTS = 9
+NAME_POINTS = 10  # what names a chart's rows or series (a timing chart's strategies, a roofline's legend)
 # names come from files (adapters, modules, strategies of a record): never parsed as mathtext, where
 # "$\\fakecmd{x}$" crashed the label parser. Each Text reads this as it is made, tick labels as
 # they are drawn: so over a chart's building (`literal`) and its drawing (to_svg) alike
@@ -112,7 +113,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     _log_axis(ax_t.xaxis, seconds=True, ticks=4)
     ax_t.margins(x=0.25)
     ax_t.set_xlabel("time per matrix (dots: samples, bar: median)")
-    ax_t.set_yticks(y, names)
+    ax_t.set_yticks(y, names, fontsize=NAME_POINTS)
     ax_t.invert_yaxis()
     if any(t.speedup is not None for t in analysis.timings):
         speedup = np.array([t.speedup or np.nan for t in analysis.timings])

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from harness.report.charts import BAD, GOOD, _figure, _log_axis, literal, to_svg
+from harness.report.charts import BAD, GOOD, NAME_POINTS, _figure, _log_axis, literal, to_svg
 
 STYLES = ["-", "--", ":", "-."]  # one per machine, in the page's machine order
 MARKS = {"regression": ("v", BAD), "improvement": ("^", GOOD)}
@@ -155,7 +155,7 @@ def roof_figure(rows: Sequence[str], machines: Sequence[str], shares: dict[tuple
     ax.set_xscale("log")
     _log_axis(ax.xaxis)
     _tick_over(ax, [100 * v for v in shares.values()], "x", lowest=True)
-    ax.set_yticks(y, rows, fontsize=7)
+    ax.set_yticks(y, rows, fontsize=NAME_POINTS)  # at 7 they were half the size of the trends' tick labels
     ax.invert_yaxis()
     ax.set_xlabel("% of the machine's measured roof at the kernel's flops per byte (log scale)", fontsize=8)
     ax.grid(True, axis="x", lw=0.4, color="#ddd")

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
+from rich.text import Text
 
 from harness.report.compare import MAX_SPAN, Comparison
 from harness.report import charts, pca_chart, roofline_chart
@@ -26,7 +27,7 @@ from harness.report.labels import (COMPUTE_TOTAL, RESUMED, table_footnotes, BENC
                                    unstable_causes, unstable_measurements, summary_reasons,
                                    verdict_lines)
 from harness.report.plan_view import missed_note
-from harness.report.terminal import axes_summary, bench_summary, untimed_rows
+from harness.report.terminal import axes_summary, bench_summary, untimed_rows, warning_lines
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
 from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup,
@@ -150,11 +151,13 @@ def _no_roofline(record: RunRecord) -> str:
 
 def _headline(record: RunRecord) -> dict[str, Any]:
     """What the page says first, in the terminal's words: every analysis' verdict (or why it has
-    none: never timed, no baseline), and its unreliable measurements by cause, counted as the
-    terminal counts them, with what to do."""
+    none: never timed, no baseline), the terminal's warnings in its order (not timed, unresolved:
+    the page said them sections lower), and last its unreliable measurements by cause, counted as
+    the terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
     said = [summary_reasons(u) for u in unstable]  # as the terminal's line says them
-    return {"verdicts": verdict_lines(record), "unstable": unstable_causes(said),
+    warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False)]
+    return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": unstable_causes(said),
             "unstable_count": len(unstable), "measurements": measurement_count(record)}
 
 

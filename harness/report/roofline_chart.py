@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.base.units import format_rate
 from harness.machine.roofline import Roof, roof_device
 from harness.record.run_record import RunRecord
-from harness.report.charts import MARKERS, _fixed, _inches, _log_axis, literal, set_title, to_svg
+from harness.report.charts import MARKERS, NAME_POINTS, _fixed, _inches, _log_axis, literal, set_title, to_svg
 from harness.report.labels import COMPUTED_MARK
 
 
@@ -80,9 +81,7 @@ def above_roof(point: RooflinePoint, roofs: dict[str, Roof], dtype: str) -> bool
 def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
     """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,
     each point joined by a dotted line to its device's roof at its intensity (its headroom)."""
-    labels = ([f"{p.analysis}: {p.strategy} * on {p.device} {ABOVE_MARK}" for p in points]
-              + [roof_label(r, dtype) for r in roofs.values()] + [ABOVE_NOTE])
-    fig = _fixed(9.0, 4.5, left=0.75, right=_inches(max(labels, key=len), 7) + 0.55, top=0.35)
+    fig = _fixed(9.0, 4.5, left=0.75, right=3.5, top=0.35)  # the right margin is the legend's, set once drawn
     ax = fig.subplots()
     ridges = [peak / r.bandwidth_gbs for r in roofs.values() if (peak := r.peak(dtype)) is not None]
     xs = [p.intensity for p in points] + ridges
@@ -122,8 +121,23 @@ def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dty
     ax.set_ylabel("achieved throughput, GFLOP/s")
     set_title(ax, f"Roofline, {dtype}" + ("" if roofs else " (no roofs measured: run `harness calibrate`)"))
     ax.grid(True, which="major", lw=0.4, color="#ddd")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    _legend_right(fig, ax)
     return fig
+
+
+PLOT_INCHES = 4.75  # the axes' width beside the legend
+
+
+def _legend_right(fig: Figure, ax: Axes) -> None:
+    """The legend right of the axes, its names at the timing charts' size (at 7 points they were
+    read as the page's smallest print); the figure widens by the legend's longest name, so the
+    axes keep PLOT_INCHES."""
+    _, labels = ax.get_legend_handles_labels()
+    right = _inches(max(labels, key=len), NAME_POINTS) + 0.55
+    width = 0.75 + PLOT_INCHES + right
+    fig.set_figwidth(width)
+    fig.subplots_adjust(left=0.75 / width, right=1 - right / width)
+    ax.legend(fontsize=NAME_POINTS, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def roofline_chart(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> str:

@@ -179,9 +179,10 @@ def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
             "machine (`harness system` names what is busy) or with more time for rounds (--budget 30s)")
 
 
-def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
+def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True) -> list[str]:
     """One line per kind of warning (why rows have no timing, unresolved speedups, unstable
-    measurements, a phase over its limit); with `verbose` one line per measurement and reason."""
+    measurements, a phase over its limit); with `verbose` one line per measurement and reason;
+    without `unstable_line` none for the unstable ones (the HTML headline lists them by cause)."""
     b = record.bench
     lines = untimed_lines(record)
     retried = {a.name: n for a in record.analyses if (n := sum(p.attempts > 1 for p in a.placements))}
@@ -195,7 +196,7 @@ def warning_lines(record: RunRecord, verbose: bool = False) -> list[str]:
               + (f"; widened with this run's rounds, {widening(t)}: runs under different loads disagree"
                  if widened(t) else "") for name, t in unresolved if verbose]
     unstable = unstable_measurements(record)
-    if unstable and not verbose:
+    if unstable and not verbose and unstable_line:
         lines.append(_unstable_line(record, unstable))
     lines += [f"[bold yellow]unstable[/] {shown(u.analysis)} {shown(u.strategy)} on {shown(u.group)}: "
               f"{shown('; '.join(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")

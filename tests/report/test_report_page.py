@@ -168,3 +168,23 @@ def test_the_plans_timed_column_says_each_strategys_own_timing_and_its_calls_est
         a = max(t.allocations, key=lambda x: x.block_s)
         assert (f"{t.strategy} ({t.role}, timing est. {charts.format_seconds(t.estimate_s)}): "
                 f"{t.cut}") in text and f"a call (est. {charts.format_seconds(a.call_s)})" in t.cut
+
+
+def test_the_headline_holds_the_terminals_warnings_in_its_order(tmp_path: Path) -> None:
+    """The box held only the unstable summary; `5 speedups unresolved` and `not timed ...` were
+    sections lower (walk-through 7, HTML 3): now the terminal's lines under its table, in its
+    order, and the unstable measurements by cause last, as the terminal says them last."""
+    from rich.text import Text
+
+    from harness.report.terminal import warning_lines
+
+    from .test_run_screen import real
+
+    record = real("busy_run", tmp_path)
+    page = render_report(record, tmp_path / "busy_run")
+    head = page[page.index('<section id="headline"'):page.index("</section>")]
+    warned = [html_lib.unescape(re.sub(r"</?code>", "`", p)) for p in re.findall(r'<p class="warn">(.*?)</p>', head)]
+    terminal = [Text.from_markup(line).plain for line in warning_lines(record)]
+    assert terminal[0].startswith("not timed, ") and " speedups unresolved " in terminal[-2]  # each kind here
+    assert warned[:-1] == terminal[:-1]
+    assert terminal[-1].startswith("12 of 12 measurements") and warned[-1].startswith("12 of 12 measurements")

@@ -165,3 +165,22 @@ def test_a_point_above_its_roof_is_drawn_hollow_without_headroom(smoke_run: tupl
     assert roofline_chart.ABOVE_NOTE in [text.get_text() for text in ax.get_legend().get_texts()]
     section = html_lib.unescape(roofline_section(report_of(record, run, tmp_path)))
     assert f"{len(over)} hollow marker" in section and "data fit in cache" in section
+
+
+def test_the_roof_charts_names_are_set_as_large_as_the_other_charts_names(tmp_path: Path) -> None:
+    """The roofline's legend and the history page's roof chart's rows (`svd/numpy`) were at 7
+    points, much smaller than a timing chart's strategies and a trend chart's ticks (walk-through 7)."""
+    from harness.report.charts import timing_figure
+    from harness.report.history_charts import Trend, roof_figure, trend_figure
+
+    from .test_run_screen import real
+
+    record = real("main_job", tmp_path)
+    names = {t.get_fontsize() for t in timing_figure(record.analyses[0]).axes[0].get_yticklabels()}
+    roofline = roofline_chart.roofline_figure(roofline_chart.roofline_points(record), record.roofs, "float32")
+    legend = roofline.axes[0].get_legend()
+    assert legend is not None and {t.get_fontsize() for t in legend.get_texts()} == names
+    trend = trend_figure([Trend("torch", "box", {"c1": 2.0})], ["c1"], ["box"], "speedup")
+    rows = roof_figure(["svd/numpy", "svd/torch"], ["box"], {("svd/numpy", "box"): 0.02, ("svd/torch", "box"): 0.1})
+    assert {t.get_fontsize() for t in rows.axes[0].get_yticklabels()} == names
+    assert {t.get_fontsize() for t in trend.axes[0].get_yticklabels()} == names
