@@ -165,6 +165,12 @@ def untimed_lines(record: RunRecord) -> list[str]:
     if untimed:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
                      "(without --fresh) times each of them once whatever its limit, and --budget 30s gives more")
+    held = [f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})"
+            for a in record.analyses for t in a.timings if t.unresolved and t.groups
+            and all(len(g.rounds) == g.pooled for g in t.groups)]
+    if held and record.bench is not None:  # walk-through 7: dual_gram showed `1 reused` six runs, no word why
+        lines.append(f"not timed again, the budget ({format_seconds(record.bench.limit_s)}) ran out first: "
+                     f"{shown(', '.join(held))}; --budget 30s times {'it' if len(held) == 1 else 'them'}")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]
     return lines

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
+from harness.base.units import format_seconds
 from harness.cli.console import say
 from harness.record.run_record import RECORD, RunRecord, load_record
 from harness.record.verification import Verification
@@ -263,6 +264,23 @@ def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: 
                            f"1 of them widened with this run's rounds ({name} {w.label}: {widening(w)}), and the "
                            f"other {len(unresolved) - 1} narrow too slowly with runs to help after 3 or more runs "
                            f"pooled (the nearest would need ~{nearest:,.0f} more), so the machine's load dominates: re-run")
+
+
+def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path: Path) -> None:
+    """`geometry dual_gram 0.45x (0.17-1.18) ? ≠ 1 reused` six runs in a row, with no line saying
+    that the budget ran out before it each time (walk-through 7, verdict 2)."""
+    from harness.report.terminal import untimed_lines
+
+    record = real("main_job", tmp_path)
+    assert not [line for line in untimed_lines(record) if "not timed again" in line]
+    name, t = next((a.name, t) for a in record.analyses for t in a.timings if t.unresolved)
+    for g in t.groups:
+        g.pooled = len(g.rounds)  # every round reused: this run timed none
+    assert record.bench is not None
+    n = min(g.pooled for g in t.groups)
+    assert [line for line in untimed_lines(record) if "not timed again" in line] == [
+        f"not timed again, the budget ({format_seconds(record.bench.limit_s)}) ran out first: {name} {t.label} "
+        f"({n} reused round{'s' if n != 1 else ''}); --budget 30s times it"]
 
 
 def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_path: Path) -> None:
