@@ -119,12 +119,18 @@ def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
     return out
 
 
+def warning_texts(record: RunRecord) -> list[str]:
+    """The terminal's lines below its table as plain text: md's bullets, JSON's `warnings` (the
+    JSON had none while md had three: walk-through 7)."""
+    return [Text.from_markup(line).plain for line in warning_lines(record)]
+
+
 def results_json(record: RunRecord) -> str:
     machine = record.machine.model_dump(include=set(MACHINE_FIELDS))
     return json.dumps({"experiment": record.experiment, "machine": record.machine.describe(),
                        "machine_fields": {k: machine[k] for k in MACHINE_FIELDS}, "started": record.started,
                        "complete": record.complete, "verdicts": verdict_fields(record),
-                       "results": result_rows(record)}, indent=2) + "\n"
+                       "warnings": warning_texts(record), "results": result_rows(record)}, indent=2) + "\n"
 
 
 def results_csv(record: RunRecord) -> str:
@@ -170,7 +176,7 @@ def results_markdown(record: RunRecord) -> str:
     for row in result_rows(record):
         lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
     # the terminal's lines below its table, the untimed rows' next step too (md said the reason alone)
-    warned = [f"- {Text.from_markup(line).plain}" for line in warning_lines(record)]
+    warned = [f"- {line}" for line in warning_texts(record)]
     lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "

@@ -129,6 +129,17 @@ def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> No
     assert shown == texts
 
 
+def test_the_json_has_the_mds_warnings_as_plain_text(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 7 (exports 1): the md had three warning lines (not timed, unresolved, unstable),
+    the JSON none."""
+    warnings = json.loads(exported(busy, "json", capsys))["warnings"]
+    md = exported(busy, "md", capsys)
+    bullets = [line[2:] for line in md.split("|---|")[-1].splitlines() if line.startswith("- ")]
+    assert warnings == bullets and len(warnings) >= 3
+    assert any(w.startswith("not timed, ") for w in warnings) and any("unresolved (?)" in w for w in warnings)
+    assert not [w for w in warnings if "[bold" in w or "[/" in w]  # no markup
+
+
 def test_json_and_csv_rounds_are_numbers_the_md_keeps_the_terminals_text(
         busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Walk-through 6: JSON `rounds` was `'3'` (`'3+6'` pooled) beside int `rounds_this_run` and
