@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -19,6 +21,7 @@ from harness.base.units import format_seconds
 from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
+from harness.bench.noise import EARLIER, FIGURE, _by_cause, _cause, _worst
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
@@ -54,8 +57,7 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
-                "unstable_why": unstable_why((g.measurement.reasons for g in t.groups if g.measurement.reasons),
-                                             counted=False) or None,
+                "unstable_why": row_unstable_why([(g.group, g.measurement.reasons) for g in t.groups]) or None,
                 "rounds": t.rounds, "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 "resumed": t.resumed,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
@@ -67,6 +69,25 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                          "computed_results": False, **_planned(record, a, label), "status": status, "reason": why,
                          "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
+
+
+def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """A row's own unstable_why over its shape groups (group, reasons): a cause whose figures differ
+    between them is its worst, with its group (`IQR up to 54% of median (768x3072r16)`), never a
+    range that spans two groups and reads as one row's (`IQR 35-54% of median`: walk-through 7)."""
+    by = _by_cause(((g, r.removeprefix(EARLIER)) for g, each in groups for r in each), lambda gr: _cause(gr[1]))
+    worst = {}
+    for cause, said in by.items():
+        if len({g for g, _r in said}) > 1 and len({r for _g, r in said}) > 1:
+            reason = _worst([r for _g, r in said])
+            group = next(g for g, r in said if r == reason)
+            worst[cause] = re.sub(FIGURE, lambda m: f"up to {m.group(0)}", reason, count=1) + f" ({group})"
+
+    def said_as(r: str) -> str:
+        own = r.removeprefix(EARLIER)
+        return r[: len(r) - len(own)] + worst.get(_cause(own), own)
+
+    return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False)
 
 
 def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:

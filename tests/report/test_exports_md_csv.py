@@ -207,5 +207,18 @@ def test_a_rows_unstable_why_counts_nothing(busy: Path, capsys: pytest.CaptureFi
     (busy / RECORD).write_text(record.model_dump_json())
     rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
     (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["analysis"] in {a.name for a in record.analyses}
-              and "IQR 34-40%" in r["unstable_why"]]
-    assert "load 5.1 on 2 cores" in why and not re.search(r"\(\d+\)", why), why
+              and "IQR up to 40%" in r["unstable_why"]]
+    assert "load 5.1 on 2 cores" in why and not re.search(r"\((?:\d+|\d+ measurements?)\)", why), why
+
+
+def test_a_rows_unstable_why_spans_no_range_over_its_shape_groups(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 7 (exports 2): a row read `IQR 35-54% of median`, a range over its two shape
+    groups that reads as one measurement's: the worst is said, with its group."""
+    record = load_record(busy)
+    t = next(t for a in record.analyses for t in a.timings if len(t.groups) > 1)
+    for g, iqr in zip(t.groups, (35, 54)):
+        g.measurement.unstable, g.measurement.reasons = True, [f"IQR {iqr}% of median", "load 4.5 on 2 cores"]
+    (busy / RECORD).write_text(record.model_dump_json())
+    rows = json.loads(exported(busy, "json", capsys))["results"]
+    (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"] and "IQR" in r["unstable_why"]]
+    assert why == f"IQR up to 54% of median ({t.groups[1].group}), load 4.5 on 2 cores", why
