@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -19,6 +21,7 @@ from harness.base.units import format_seconds
 from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
+from harness.bench.noise import EARLIER, FIGURE, _by_cause, _cause, _worst
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
@@ -54,8 +57,7 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "extrapolated": t.extrapolated, "speedup": t.speedup,
                 "speedup_low": None if ci is None else ci[0], "speedup_high": None if ci is None else ci[1],
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
-                "unstable_why": unstable_why((g.measurement.reasons for g in t.groups if g.measurement.reasons),
-                                             counted=False) or None,
+                "unstable_why": row_unstable_why([(g.group, g.measurement.reasons) for g in t.groups]) or None,
                 "rounds": t.rounds, "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 "resumed": t.resumed,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
@@ -67,6 +69,25 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                          "computed_results": False, **_planned(record, a, label), "status": status, "reason": why,
                          "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
+
+
+def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """A row's own unstable_why over its shape groups (group, reasons): a cause whose figures differ
+    between them is its worst, with its group (`IQR up to 54% of median (768x3072r16)`), never a
+    range that spans two groups and reads as one row's (`IQR 35-54% of median`: walk-through 7)."""
+    by = _by_cause(((g, r.removeprefix(EARLIER)) for g, each in groups for r in each), lambda gr: _cause(gr[1]))
+    worst = {}
+    for cause, said in by.items():
+        if len({g for g, _r in said}) > 1 and len({r for _g, r in said}) > 1:
+            reason = _worst([r for _g, r in said])
+            group = next(g for g, r in said if r == reason)
+            worst[cause] = re.sub(FIGURE, lambda m: f"up to {m.group(0)}", reason, count=1) + f" ({group})"
+
+    def said_as(r: str) -> str:
+        own = r.removeprefix(EARLIER)
+        return r[: len(r) - len(own)] + worst.get(_cause(own), own)
+
+    return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False)
 
 
 def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
@@ -119,12 +140,18 @@ def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
     return out
 
 
+def warning_texts(record: RunRecord) -> list[str]:
+    """The terminal's lines below its table as plain text: md's bullets, JSON's `warnings` (the
+    JSON had none while md had three: walk-through 7)."""
+    return [Text.from_markup(line).plain for line in warning_lines(record)]
+
+
 def results_json(record: RunRecord) -> str:
     machine = record.machine.model_dump(include=set(MACHINE_FIELDS))
     return json.dumps({"experiment": record.experiment, "machine": record.machine.describe(),
                        "machine_fields": {k: machine[k] for k in MACHINE_FIELDS}, "started": record.started,
                        "complete": record.complete, "verdicts": verdict_fields(record),
-                       "results": result_rows(record)}, indent=2) + "\n"
+                       "warnings": warning_texts(record), "results": result_rows(record)}, indent=2) + "\n"
 
 
 def results_csv(record: RunRecord) -> str:
@@ -170,7 +197,7 @@ def results_markdown(record: RunRecord) -> str:
     for row in result_rows(record):
         lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
     # the terminal's lines below its table, the untimed rows' next step too (md said the reason alone)
-    warned = [f"- {Text.from_markup(line).plain}" for line in warning_lines(record)]
+    warned = [f"- {line}" for line in warning_texts(record)]
     lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "

@@ -165,6 +165,12 @@ def untimed_lines(record: RunRecord) -> list[str]:
     if untimed:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
                      "(without --fresh) times each of them once whatever its limit, and --budget 30s gives more")
+    held = [f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})"
+            for a in record.analyses for t in a.timings if t.unresolved and t.groups
+            and all(len(g.rounds) == g.pooled for g in t.groups)]
+    if held and record.bench is not None:  # walk-through 7: dual_gram showed `1 reused` six runs, no word why
+        lines.append(f"not timed again, the budget ({format_seconds(record.bench.limit_s)}) ran out first: "
+                     f"{shown(', '.join(held))}; --budget 30s times {'it' if len(held) == 1 else 'them'}")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]
     return lines
@@ -244,26 +250,42 @@ def _unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimi
     steady machine; but where every one widened with this run's rounds, or pools STALLED_RUNS runs
     or more and would need over STALLED_MORE more, the machine's load dominates and another run as
     is does not help (issue 48: "a re-run adds a run" after five runs of ±120%, and after
-    2.87-19.99 became 0.77-48.69 and then 0.46-185)."""
+    2.87-19.99 became 0.77-48.69 and then 0.46-185). Each cause is a clause of its own, so the
+    line reads whether widened ones, stalled ones or both are said (walk-through 7)."""
     b = record.bench
     target = f"±{format_share(b.precision)}" if b is not None else "the target asked for"
     head = (f"{plural(len(unresolved), 'speedup')} unresolved ({UNRESOLVED_MARK}): "
             f"{'its interval is' if len(unresolved) == 1 else 'their intervals are'} wider than {target}")
     wider = [(name, t) for name, t in unresolved if widened(t)]
-    more = [m for _name, t in unresolved if not widened(t) and b is not None
-            and (m := more_runs(t, b.precision)) is not None and m > STALLED_MORE]
-    others = f" (and {', '.join(f'{n} {t.label}' for n, t in wider[1:])})" if len(wider) > 1 else ""  # every one named
-    said = (f"{plural(len(wider), 'interval')} widened with this run's rounds, {wider[0][0]} {wider[0][1].label}: "
-            f"{widening(wider[0][1])}{others}" if wider else "")
+    stalled = [t for _name, t in unresolved if not widened(t)]
+    more = [m for t in stalled if b is not None and (m := more_runs(t, b.precision)) is not None and m > STALLED_MORE]
+    said = _widened_clause(wider, len(unresolved)) if wider else ""
     if len(wider) + len(more) == len(unresolved):
-        slow = (f" after {min(t.runs for _name, t in unresolved if not widened(t))} or more runs pooled, and runs "
-                f"narrow {'the others' if wider else 'them'} too slowly to help (the nearest would need "
-                f"~{min(more):,.0f} more)" if more else "")
-        return (f"{head}{f': {said}' if said else ''}{';' if said and slow else ''}{slow}: the machine's load dominates; re-run on a quieter machine "
-                "(`harness system` names what is busy) or with more time for rounds (--budget 30s) rather than as is; "
-                "--verbose says why each")
+        slow = _stalled_clause(len(stalled), len(unresolved), min(t.runs for t in stalled), min(more)) if more else ""
+        return (f"{head}; {', and '.join(c for c in (said, slow) if c)}, so the machine's load dominates: re-run on a "
+                "quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s) "
+                "rather than as is; --verbose says why each")
     return (f"{head}; a re-run adds a run (on a steady machine intervals narrow with runs, not with one run's rounds"
             + (f"; here {said}" if said else "") + "), --verbose says why each")
+
+
+def _widened_clause(wider: list[tuple[str, StrategyTiming]], of: int) -> str:
+    """`2 of them widened with this run's rounds (top3 torch_lowrank: 0.21-1.59 before this run;
+    with it, 0.17-1.48; and top3 torch)`: the first one's intervals, every one named."""
+    k = len(wider)
+    who = "it" if of == 1 else "both" if k == of == 2 else f"all {k}" if k == of else f"{k} of them"
+    others = f"; and {', '.join(f'{n} {t.label}' for n, t in wider[1:])}" if k > 1 else ""
+    name, t = wider[0]
+    return f"{who} widened with this run's rounds ({name} {t.label}: {widening(t)}{others})"
+
+
+def _stalled_clause(k: int, of: int, runs: int, nearest: float) -> str:
+    """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (the nearest
+    would need ~64 more)`: the `k` of `of` unresolved speedups that runs would not settle soon."""
+    who = "it" if of == 1 else "they" if k == of else "the other one" if k == 1 else f"the other {k}"
+    one = k == 1
+    return (f"{who} {'narrows' if one else 'narrow'} too slowly with runs to help after {runs} or more runs pooled "
+            f"({'it' if one else 'the nearest'} would need ~{nearest:,.0f} more)")
 
 
 def bench_summary(record: RunRecord) -> str | None:

@@ -142,13 +142,17 @@ class Rounds:
         return not settled and within_half_width(base, own, self.run_id) > WITHIN_SHARE * self.target
 
     def _cut_before(self, label: str) -> bool:
-        """An earlier run timed this analysis but not this point (a busy machine's limit cut it):
-        this run times it once whatever the limit. Ordered first alone, it was cut again run after
-        run, since the analyses before it spent the limit (on two busy processes the main job's
-        top-3 torch points went untimed in three runs)."""
-        if self.baseline is None or label == self.baseline or self.line(label):
+        """The last earlier run that timed the baseline did not time this point (a busy machine's
+        limit cut it): this run times it once whatever the limit. Ordered first alone, it was cut
+        run after run (the main job's top-3 torch points, three runs; smoke's dual_gram, timed once
+        and then held at its one reused round six runs by later runs' limits: walk-through 7)."""
+        if self.baseline is None or label == self.baseline:
             return False
-        return any(run_of(r) not in self._runs for r in self.line(self.baseline))
+        earlier = [r for s in self.subjects[self.baseline] for r in self.lines[id(s)].pooled if r.run not in self._runs]
+        if not self.line(label):
+            return bool(earlier)
+        last = max((r for r in earlier if r.when), key=lambda r: r.when or "", default=None)
+        return last is not None and not any(run_of(r) == last.run for r in self.line(label))
 
     def _unpaired(self, label: str) -> bool:
         """The point has earlier rounds, none of them paired with the baseline's: its or the
@@ -173,8 +177,9 @@ class Rounds:
     def _blocks(self) -> list[Slot]:
         """The blocks of the next round, slot by slot in a shuffled order of slots (slot 0 first in
         the first round); in each slot the baseline's block, then the others shuffled. In the first
-        round the chosen point and those an earlier run cut come first, then those with the fewest
-        runs behind them: a busy machine's limit cuts the last ones, higher slots first."""
+        round those with the fewest rounds behind them (this run's and pooled) come first, the chosen
+        point and those an earlier run cut first among equals: a busy machine's limit cuts the
+        best-measured ones, higher slots first, and the rotation reaches every point."""
         others = [s for s in self.subjects if s != self.baseline and not self._out(s)]
         todo = [(s, k) for s in others for k in range(self.processes) if self._wants(s, k)]
         if self.baseline is not None and self.baseline in self.subjects and not self._out(self.baseline):
@@ -188,13 +193,13 @@ class Rounds:
             order.remove(0)
             order.insert(0, 0)
         shuffled = {b: rng.random() for b in sorted(todo)}
-        runs, first = {s: len({run_of(r) for r in self.line(s)}) for s in self.subjects}, self._first
+        rounds, first = {s: len(self.line(s)) for s in self.subjects}, self._first
 
         def rank(block: Slot) -> tuple[float, ...]:
             label, k = block
             ahead = label == self.baseline or self._mandatory(label, k) or (first and label == self.chosen)
-            behind = runs[label] if first else 0
-            return (order.index(k), label != self.baseline, not ahead, behind, shuffled[block])
+            behind = rounds[label] if first else 0
+            return (order.index(k), label != self.baseline, behind, not ahead, shuffled[block])
 
         return sorted(todo, key=rank)
 

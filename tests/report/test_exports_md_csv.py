@@ -129,6 +129,17 @@ def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> No
     assert shown == texts
 
 
+def test_the_json_has_the_mds_warnings_as_plain_text(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 7 (exports 1): the md had three warning lines (not timed, unresolved, unstable),
+    the JSON none."""
+    warnings = json.loads(exported(busy, "json", capsys))["warnings"]
+    md = exported(busy, "md", capsys)
+    bullets = [line[2:] for line in md.split("|---|")[-1].splitlines() if line.startswith("- ")]
+    assert warnings == bullets and len(warnings) >= 3
+    assert any(w.startswith("not timed, ") for w in warnings) and any("unresolved (?)" in w for w in warnings)
+    assert not [w for w in warnings if "[bold" in w or "[/" in w]  # no markup
+
+
 def test_json_and_csv_rounds_are_numbers_the_md_keeps_the_terminals_text(
         busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Walk-through 6: JSON `rounds` was `'3'` (`'3+6'` pooled) beside int `rounds_this_run` and
@@ -196,5 +207,18 @@ def test_a_rows_unstable_why_counts_nothing(busy: Path, capsys: pytest.CaptureFi
     (busy / RECORD).write_text(record.model_dump_json())
     rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
     (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["analysis"] in {a.name for a in record.analyses}
-              and "IQR 34-40%" in r["unstable_why"]]
-    assert "load 5.1 on 2 cores" in why and not re.search(r"\(\d+\)", why), why
+              and "IQR up to 40%" in r["unstable_why"]]
+    assert "load 5.1 on 2 cores" in why and not re.search(r"\((?:\d+|\d+ measurements?)\)", why), why
+
+
+def test_a_rows_unstable_why_spans_no_range_over_its_shape_groups(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk-through 7 (exports 2): a row read `IQR 35-54% of median`, a range over its two shape
+    groups that reads as one measurement's: the worst is said, with its group."""
+    record = load_record(busy)
+    t = next(t for a in record.analyses for t in a.timings if len(t.groups) > 1)
+    for g, iqr in zip(t.groups, (35, 54)):
+        g.measurement.unstable, g.measurement.reasons = True, [f"IQR {iqr}% of median", "load 4.5 on 2 cores"]
+    (busy / RECORD).write_text(record.model_dump_json())
+    rows = json.loads(exported(busy, "json", capsys))["results"]
+    (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"] and "IQR" in r["unstable_why"]]
+    assert why == f"IQR up to 54% of median ({t.groups[1].group}), load 4.5 on 2 cores", why

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
+from harness.base.units import format_seconds
 from harness.cli.console import say
 from harness.record.run_record import RECORD, RunRecord, load_record
 from harness.record.verification import Verification
@@ -202,8 +203,8 @@ def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_pa
     assert "a re-run adds a run" not in stalled
     nearest = min(more_runs(t, 0.10) or 0 for t in unresolved)
     assert nearest > STALLED_MORE
-    assert (f"wider than ±10% after 5 or more runs pooled, and runs narrow them too slowly to help (the nearest "
-            f"would need ~{nearest:,.0f} more): the machine's load dominates") in stalled
+    assert (f"wider than ±10%; they narrow too slowly with runs to help after 5 or more runs pooled (the nearest "
+            f"would need ~{nearest:,.0f} more), so the machine's load dominates: re-run") in stalled
     assert "quieter machine" in stalled and "--budget" in stalled
     assert "a re-run adds a run" in footer(STALLED_RUNS - 1)  # too few runs to tell how fast they narrow
 
@@ -228,16 +229,58 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
     assert t.speedup_ci is not None
     t.earlier_ci = (t.speedup_ci[0] * 2, t.speedup_ci[1] / 2)  # this run's rounds widened it
     (one,) = footer()
-    assert f"; here 1 interval widened with this run's rounds, {name} {t.label}: " in one
+    assert f"; here 1 of them widened with this run's rounds ({name} {t.label}: " in one
     for _name, other in unresolved:
         assert other.speedup_ci is not None
         other.earlier_ci = (other.speedup_ci[0] * 2, other.speedup_ci[1] / 2)
     (every,) = footer()
     assert "a re-run adds a run" not in every and "narrow with runs" not in every
-    assert f"{len(unresolved)} intervals widened with this run's rounds" in every and "load dominates" in every
+    assert (f"wider than ±10%; all {len(unresolved)} widened with this run's rounds ({name} {t.label}: " in every
+            and "), so the machine's load dominates: re-run" in every)
     assert all(f"{n} {u.label}" in every for n, u in unresolved)  # walk 6: "2 intervals widened" named one
     verbose = footer(verbose=True)
     assert len(verbose) == len(unresolved) and all("widened with this run's rounds" in line for line in verbose)
+
+
+def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: Path) -> None:
+    """`...: 2 intervals widened with this run's rounds, ... (and top3 torch); after 3 or more runs
+    pooled, and runs narrow the others too slowly ...` was no sentence (walk-through 7, verdict 1):
+    with both causes, each is a clause naming its own speedups, joined by ", and"."""
+    from harness.report.terminal import more_runs, warning_lines, widening
+
+    record = real("main_job", tmp_path)
+    unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved and t.speedup_ci]
+    assert len(unresolved) >= 3
+    for _name, t in unresolved:
+        assert t.speedup_ci is not None and t.speedup is not None
+        t.runs, t.earlier_ci = 3, None
+        t.speedup_ci = (t.speedup / 4, t.speedup * 4)  # ±300%: far more runs than STALLED_MORE
+    name, w = unresolved[0]
+    assert w.speedup_ci is not None
+    w.earlier_ci = (w.speedup_ci[0] * 2, w.speedup_ci[1] / 2)
+    nearest = min(m for _n, t in unresolved[1:] if (m := more_runs(t, 0.10)) is not None)
+    (line,) = [line for line in warning_lines(record) if "unresolved (?)" in line]
+    assert line.startswith(f"{len(unresolved)} speedups unresolved (?): their intervals are wider than ±10%; "
+                           f"1 of them widened with this run's rounds ({name} {w.label}: {widening(w)}), and the "
+                           f"other {len(unresolved) - 1} narrow too slowly with runs to help after 3 or more runs "
+                           f"pooled (the nearest would need ~{nearest:,.0f} more), so the machine's load dominates: re-run")
+
+
+def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path: Path) -> None:
+    """`geometry dual_gram 0.45x (0.17-1.18) ? ≠ 1 reused` six runs in a row, with no line saying
+    that the budget ran out before it each time (walk-through 7, verdict 2)."""
+    from harness.report.terminal import untimed_lines
+
+    record = real("main_job", tmp_path)
+    assert not [line for line in untimed_lines(record) if "not timed again" in line]
+    name, t = next((a.name, t) for a in record.analyses for t in a.timings if t.unresolved)
+    for g in t.groups:
+        g.pooled = len(g.rounds)  # every round reused: this run timed none
+    assert record.bench is not None
+    n = min(g.pooled for g in t.groups)
+    assert [line for line in untimed_lines(record) if "not timed again" in line] == [
+        f"not timed again, the budget ({format_seconds(record.bench.limit_s)}) ran out first: {name} {t.label} "
+        f"({n} reused round{'s' if n != 1 else ''}); --budget 30s times it"]
 
 
 def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_path: Path) -> None:

@@ -268,6 +268,44 @@ def test_a_point_an_earlier_busy_run_cut_is_timed_once_whatever_the_limit(busy: 
         "base": 1, "x": 1, "chosen": 1, "y": 0}
 
 
+def pooled(r: Rounds, label: str, runs: dict[str, int]) -> None:
+    """Earlier runs' rounds of a point: `runs` maps a run id to its rounds; run "e<i>" timed on day i.
+    The baseline's rounds alternate 1 s and 3 s, the others' do not: no speedup is settled."""
+    r.lines[id(r.subjects[label][0])].pooled += [
+        Round(round=f"{run}.0#a#{i}", seconds=1.0 + 2.0 * (label == "base") * (i % 2), when=f"2026-01-0{run[1:]}")
+        for run, n in runs.items() for i in range(n)]
+
+
+def test_the_first_round_times_the_points_with_the_fewest_rounds_first(busy: None) -> None:
+    """smoke's dual_gram stayed at `1 reused` six runs in a row while each run's limit timed only
+    the others (walk-through 7): the point with the fewest rounds is asked before the chosen one."""
+    r, _ = rounds(["base", "many", "few"], {"base": [1.0], "many": [0.5], "few": [0.5]}, chosen="many",
+                  target=0.01)
+    pooled(r, "base", {"e1": 2, "e2": 2})
+    pooled(r, "many", {"e1": 2, "e2": 2})
+    pooled(r, "few", {"e2": 1})  # the last run timed both: neither is owed a round
+    assert [label for label, k in r._blocks() if k == 0] == ["base", "few", "many"]
+
+
+def test_a_point_the_last_run_cut_after_one_round_is_timed_once_whatever_the_limit(busy: None) -> None:
+    """A point with one reused round was never owed a round again (only points with none were):
+    the last run that timed the baseline cut it, so this one times it, as the untimed line says."""
+    spent = Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0})
+    r, _ = rounds(["base", "chosen", "dual"], {"base": [1.0], "chosen": [0.1], "dual": [0.5]}, budget=spent,
+                  chosen="chosen", target=0.01)
+    pooled(r, "base", {"e1": 1, "e2": 1})
+    pooled(r, "chosen", {"e1": 1, "e2": 1})
+    pooled(r, "dual", {"e1": 1})  # e2 cut it
+    r.run()
+    assert {label: len(r.lines[id(s)].new) for label, (s,) in r.subjects.items()} == {"base": 1, "chosen": 1, "dual": 1}
+    r2, _ = rounds(["base", "chosen", "dual"], {"base": [1.0], "chosen": [0.1], "dual": [0.5]},
+                   budget=Budget(0.0, 0.0, {"a": 0.0}, {"a": 1.0}), chosen="chosen", target=0.01)
+    for label in ("base", "chosen", "dual"):  # had e2 timed it, this run's limit would cut it
+        pooled(r2, label, {"e1": 1, "e2": 1})
+    r2.run()
+    assert r2.untimed == ["dual"]
+
+
 def test_a_quiet_run_replaces_an_earlier_busy_runs_rounds_before_it_stops(quiet: None) -> None:
     """Busy rounds stand in only while quiet ones are too few: two runs that agree (one busy, one
     quiet round) do not end the quiet run, which goes on to SPREAD_ROUNDS rounds of its own."""
