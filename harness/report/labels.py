@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_seconds, format_share, plural, speedup_within
+from harness.base.units import format_seconds, format_share, format_speedup, plural
 from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
@@ -176,9 +176,8 @@ def ratio_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
         for t in a.timings:
             if base is not None and t is not base and t.speedup and t.seconds_per_matrix > 0 and not times_disagree(a, t):
                 ratio = base.seconds_per_matrix / t.seconds_per_matrix
-                high = max(t.speedup, ratio, *(t.speedup_ci or ()))  # the cell's rounding for both figures
                 apart.append((max(ratio / t.speedup, t.speedup / ratio),
-                              f"{a.name} {t.label}: {speedup_within(t.speedup, high)} against {speedup_within(ratio, high)}"))
+                              f"{a.name} {t.label}: {format_speedup(t.speedup)} against {format_speedup(ratio)}"))
     factor, row = max(apart, default=(1.0, ""))
     if factor <= RATIO_APART:
         return None

@@ -248,4 +248,4 @@ def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_pa
     record = real("main_job", tmp_path)
     t = next(t for a in record.analyses for t in a.timings if t.speedup_ci)
     t.earlier_ci, t.speedup_ci = (1.67, 11.62), (0.0000053, 13_360_295.0)
-    assert widening(t) == "1.67-11.62 before this run; with it, too wide"
+    assert widening(t) == "1.67-11.6 before this run; with it, too wide"
