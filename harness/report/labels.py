@@ -51,7 +51,8 @@ SPEEDUP_NOTE = ("Speedup: the baseline's time over the strategy's in each round 
 ROUNDS_NOTE = ("Rounds behind each speedup: 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
                "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew).")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
-BENCH_ROUNDS_NOTE = "The benchmark summary's rounds per timing, 1+2/1, lists an analysis' differing counts, one per strategy."
+BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
+                     "rows write it, then the rows that differ by name.")
 # why one seeded spec's max error moves between runs (walk 6): pinning the check to one window of the
 # sample would check fewer matrices over the runs, so the note says what is checked instead
 VERIFIED_NOTE = ("The max error is over the matrices this run's rounds visited: rounds rotate through the timed sample, "
