@@ -41,7 +41,7 @@ def format_bytes(n: float) -> str:
 
 
 def format_speedup(x: float | None) -> str:
-    """A speedup as every page writes it, an interval's ends included (interval_ends): 3 significant
+    """A speedup as every page writes it, an interval's ends included (format_interval): 3 significant
     figures, trailing zeros kept (9.00x, 45.4x, 0.750x, 0.0270x), whole with thousands separators from
     100 up (1,130x). One rule, so one quantity does not read `50.7x (22.5-114)` in one run and
     `45.35x (24.35-84.49)` in the next."""
