@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from datetime import datetime, timezone
 
 DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -42,43 +41,23 @@ def format_bytes(n: float) -> str:
 
 
 def format_speedup(x: float | None) -> str:
-    """Two decimals, but significant digits below 0.1 so a 500x slowdown is not '0.00x', and
-    whole numbers with thousands separators from 100 up (1,130x)."""
-    if x is None:
-        return "-"
-    if x >= 100:
-        return f"{x:,.0f}x"
-    return f"{x:.2f}x" if x >= 0.1 else f"{significant(x, 2)}x"
+    """A speedup as every page writes it, an interval's ends included (format_interval): 3 significant
+    figures, trailing zeros kept (9.00x, 45.4x, 0.750x, 0.0270x), whole with thousands separators from
+    100 up (1,130x). One rule, so one quantity does not read `50.7x (22.5-114)` in one run and
+    `45.35x (24.35-84.49)` in the next."""
+    return "-" if x is None else _figure(x) + "x"
+
+
+def _figure(x: float) -> str:
+    return f"{x:,.0f}" if x >= 99.95 else significant(x, 3)  # 99.95 rounds to 100 at 3 figures
 
 
 def format_interval(low: float | None, high: float | None) -> str:
-    """A speedup's interval without its unit, as format_speedup writes its ends ("1.42-1.60",
-    "1,050-1,210"), but beside a whole end the other keeps 3 significant figures: "21.3-148", not
-    "21.25-148" (two decimals one side, none the other)."""
+    """A speedup's interval without its unit, its ends as format_speedup writes them ("1.42-1.60",
+    "21.3-148", "1,050-1,210", "1.20-inf")."""
     if low is None or high is None:
         return "no interval"
-    return "-".join(interval_ends(low, high))
-
-
-def interval_ends(low: float, high: float) -> tuple[str, str]:
-    """The two ends as format_interval writes them: what a sentence quotes of one end ("at least
-    21.3x") reads as the interval beside it does, not "at least 21.25x" beside "21.3-148"."""
-    if high == float("inf"):
-        return format_speedup(low)[:-1], "inf"
-    return _end(high)(low), _end(high)(high)
-
-
-def _end(high: float) -> Callable[[float], str]:
-    """How a figure reads beside an interval up to `high`: 3 significant figures once it reaches 100."""
-    if high >= 99.95 and high != float("inf"):
-        return lambda x: f"{x:,.0f}" if x >= 99.95 else significant(x, 3)
-    return lambda x: format_speedup(x)[:-1]
-
-
-def speedup_within(x: float, high: float) -> str:
-    """A speedup as the ends of its interval beside it read (interval_ends): `92.9x` beside `44.5-194`,
-    not `92.93x`, so that one sentence or cell has one rounding."""
-    return _end(max(x, high))(x) + "x"
+    return f"{_figure(low)}-{'inf' if high == float('inf') else _figure(high)}"
 
 
 def either_way(factor: float) -> str:

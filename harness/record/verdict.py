@@ -9,7 +9,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.base.units import either_way, format_interval, format_speedup, interval_ends, speedup_within
+from harness.base.units import either_way, format_interval, format_speedup
 from harness.record.run_record import UNTIMED, AnalysisRecord, StrategyTiming
 
 Significance = Literal["baseline", "faster", "slower", "not significant", "no interval"]
@@ -33,8 +33,8 @@ TOO_WIDE = "too wide"
 
 
 def readable_interval(ci: tuple[float, float] | None) -> str:
-    """`1,050-1,210`, `no interval`; ends over UNREADABLE_SPAN apart give what they still say: `≥13.79`
-    wholly above 1, `≤0.50` wholly below, TOO_WIDE around 1 ("1.17x (4.5e-05-30,147)"
+    """`1,050-1,210`, `no interval`; ends over UNREADABLE_SPAN apart give what they still say: `≥13.8`
+    wholly above 1, `≤0.500` wholly below, TOO_WIDE around 1 ("1.17x (4.5e-05-30,147)"
     read as numbers; it is none). The one rule of every table, export and verdict line."""
     if ci is None:
         return "no interval"
@@ -47,10 +47,8 @@ def readable_interval(ci: tuple[float, float] | None) -> str:
 def with_interval(speedup: float | None, ci: tuple[float, float] | None) -> str:
     """`1,130x (1,050-1,210)`: a speedup and its 95% interval as every page and the verdict lines
     write them (the run report's tables, the history's), `(no interval)` without one; ends too far
-    apart give what they still say: `1,453x (≥13.79)`, `0.02x (≤0.50)`, `1.17x (too wide)`
+    apart give what they still say: `1,453x (≥13.8)`, `0.0200x (≤0.500)`, `1.17x (too wide)`
     (readable_interval; labels.too_wide_footnote says what that means)."""
-    if speedup is not None and ci is not None and ci[0] > 0 and ci[1] / ci[0] <= UNREADABLE_SPAN:
-        return f"{speedup_within(speedup, ci[1])} ({format_interval(*ci)})"  # one rounding: 45.6x (17.3-120)
     return f"{format_speedup(speedup)} ({readable_interval(ci)})"
 
 
@@ -73,8 +71,6 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
         why = f" ({head.unresolved_reason})" if head.unresolved_reason else " (no interval)"
         return f"{head.label} measured {ratio} {way} than {baseline.label}{why}"
     low, high = ci if faster else (1 / ci[1], 1 / ci[0])
-    if ci[1] / ci[0] <= UNREADABLE_SPAN:  # one rounding with its interval: 92.9x beside 44.5-194, not 92.93x
-        ratio = speedup_within(head.speedup if faster else 1 / head.speedup, high)
     if not head.unresolved:
         return f"{head.label} is {ratio} ({format_interval(low, high)}) {way} than {baseline.label}"
     # the interval's width, not its whole story: the verdict is one line a reader takes in at once;
@@ -82,10 +78,10 @@ def _compared(head: StrategyTiming, baseline: StrategyTiming) -> str:
     # symmetric in log space (711-3,862 around 1,657): a factor either way, never "±134%" below zero
     factor = max(ci[1] / head.speedup, head.speedup / ci[0])
     left = "; what is left is this machine's own spread" if head.settled else ""
-    if ci[1] / ci[0] > UNREADABLE_SPAN:  # the table's `1,453x (≥13.79) ?`, in words: its far end is no figure
+    if ci[1] / ci[0] > UNREADABLE_SPAN:  # the table's `1,453x (≥13.8) ?`, in words: its far end is no figure
         return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
                 f"({ratio}; the interval is too wide to say more{left})")
-    return (f"{head.label} is at least {interval_ends(low, high)[0]}x {way} than {baseline.label} "
+    return (f"{head.label} is at least {format_speedup(low)} {way} than {baseline.label} "
             f"({ratio}, {format_interval(low, high)}: {either_way(factor)}{left})")
 
 

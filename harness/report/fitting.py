@@ -68,11 +68,18 @@ class Fitted:
         table.columns = _laid_out(console, table, width, self.floors)
         notes = [line for column, line in self.footnotes if column not in left_out]
         if left_out and self.note:
-            them = "them" if len(left_out) > 1 else "it"
-            notes.append(f"(left out at this width: {', '.join(left_out)}; a wider terminal shows {them}{self.elsewhere})")
+            notes.append(self._left_out(console, left_out))
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table
+
+    def _left_out(self, console: Console, left_out: list[str]) -> str:
+        """The caption's note on the columns the width left out and what shows them: a wider
+        terminal, or without one (a pipe, a log) the COLUMNS that draws the whole table."""
+        them = "them" if len(left_out) > 1 else "it"
+        shows = ("a wider terminal shows" if console.is_terminal
+                 else f"COLUMNS={least_width(console, self.table, self.floors)} shows")
+        return f"(left out at this width: {', '.join(left_out)}; {shows} {them}{self.elsewhere})"
 
 
 def _trimmed(line: list[Segment]) -> list[Segment]:

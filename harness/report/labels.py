@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.markup import escape
 
-from harness.base.units import format_seconds, format_share, plural, speedup_within
+from harness.base.units import format_seconds, format_share, format_speedup, plural
 from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
@@ -51,7 +51,8 @@ SPEEDUP_NOTE = ("Speedup: the baseline's time over the strategy's in each round 
 ROUNDS_NOTE = ("Rounds behind each speedup: 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
                "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew).")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
-BENCH_ROUNDS_NOTE = "The benchmark summary's rounds per timing, 1+2/1, lists an analysis' differing counts, one per strategy."
+BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
+                     "rows write it, then the rows that differ by name.")
 # why one seeded spec's max error moves between runs (walk 6): pinning the check to one window of the
 # sample would check fewer matrices over the runs, so the note says what is checked instead
 VERIFIED_NOTE = ("The max error is over the matrices this run's rounds visited: rounds rotate through the timed sample, "
@@ -176,9 +177,8 @@ def ratio_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
         for t in a.timings:
             if base is not None and t is not base and t.speedup and t.seconds_per_matrix > 0 and not times_disagree(a, t):
                 ratio = base.seconds_per_matrix / t.seconds_per_matrix
-                high = max(t.speedup, ratio, *(t.speedup_ci or ()))  # the cell's rounding for both figures
                 apart.append((max(ratio / t.speedup, t.speedup / ratio),
-                              f"{a.name} {t.label}: {speedup_within(t.speedup, high)} against {speedup_within(ratio, high)}"))
+                              f"{a.name} {t.label}: {format_speedup(t.speedup)} against {format_speedup(ratio)}"))
     factor, row = max(apart, default=(1.0, ""))
     if factor <= RATIO_APART:
         return None

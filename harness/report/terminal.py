@@ -4,6 +4,7 @@ verdicts, one compact table, one line per kind of warning), everything on reques
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 import numpy as np
@@ -309,13 +310,22 @@ def _rounds(record: RunRecord) -> str:
     """Each analysis' rounds as its table's rounds column writes them (`geometry 3+9`: this run's +
     pooled), and the busy blocks among this run's: the run's totals (3 rounds, 100 pooled) mixed
     rounds of one analysis with blocks of every strategy and group, and matched no table."""
-    texts = {a.name: "/".join(dict.fromkeys(rounds_text(t) for t in a.timings)) for a in record.analyses if a.timings}
+    texts = {a.name: _analysis_rounds(a) for a in record.analyses if a.timings}
     said = ("rounds per timing (this run's+pooled, as in the tables): " + ", ".join(f"{shown(n)} {t}" for n, t in texts.items())
             if texts else "no rounds timed")
     blocks = sum(len(g.rounds) - g.pooled for a in record.analyses for t in a.timings for g in t.groups)
     busy = record.bench.busy_rounds if record.bench is not None else 0
     return said + (f"; {busy} of this run's {blocks} timed blocks (one strategy on one shape group in one round) "
                    "ran while the machine was busy: kept, and flagged" if busy else "")
+
+
+def _analysis_rounds(a: AnalysisRecord) -> str:
+    """`3+2`, or `2 (torch 1)` where its rows differ: the count most rows show, then the others by
+    name, each as its row writes it (walk-through 7: `svd_topk 2/1` beside tables that read `3+2`)."""
+    texts = {t.label: rounds_text(t) for t in a.timings}
+    common = Counter(texts.values()).most_common(1)[0][0]
+    others = [f"{shown(label)} {text}" for label, text in texts.items() if text != common]
+    return common + (f" ({', '.join(others)})" if others else "")
 
 
 def bench_lines(record: RunRecord, verbose: bool = False) -> list[str]:

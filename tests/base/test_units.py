@@ -7,11 +7,23 @@ from harness.base.units import format_interval, format_seconds, format_share, fo
 
 
 def test_an_intervals_ends_keep_the_same_significant_figures() -> None:
-    assert format_interval(0.01, 0.071) == "0.010-0.071"
-    # issue 48: a verdict read `21.25-148` beside `13.73-95.55`: beside a whole end, 3 figures
-    assert format_interval(21.26, 148.0) == "21.3-148" and format_interval(13.73, 95.55) == "13.73-95.55"
+    assert format_interval(0.01, 0.071) == "0.0100-0.0710"
+    # issue 48: a verdict read `21.25-148` beside `13.73-95.55`
+    assert format_interval(21.26, 148.0) == "21.3-148" and format_interval(13.73, 95.55) == "13.7-95.5"
     assert format_interval(1050.0, 1210.0) == "1,050-1,210" and format_interval(1.2, float("inf")) == "1.20-inf"
-    assert format_speedup(0.027) == "0.027x" and format_speedup(0.0999) == "0.10x"
+    assert format_speedup(0.027) == "0.0270x" and format_speedup(0.0999) == "0.0999x"
+
+
+@pytest.mark.parametrize("speedup, low, high, text", [
+    (45.35, 24.35, 84.49, "45.4x (24.4-84.5)"), (48.9, 18.52, 129.0, "48.9x (18.5-129)"),
+    (28.74, 8.85, 93.32, "28.7x (8.85-93.3)"), (9.0, 9.0, 62.61, "9.00x (9.00-62.6)"),
+    (1648.0, 1086.0, 2501.0, "1,648x (1,086-2,501)"), (0.746, 0.476, 1.18, "0.746x (0.476-1.18)"),
+    (99.96, 99.94, 100.2, "100x (99.9-100)")])
+def test_a_speedup_and_its_ends_have_three_significant_figures_whole_from_100(
+        speedup: float, low: float, high: float, text: str) -> None:
+    """Walk-through 7: one quantity read `50.7x (22.5-114)` in one run and `45.35x (24.35-84.49)`
+    in the next; one rule whatever the upper end."""
+    assert f"{format_speedup(speedup)} ({format_interval(low, high)})" == text
 
 
 def test_shares_below_ten_percent_keep_two_significant_figures() -> None:

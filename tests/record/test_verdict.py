@@ -56,7 +56,7 @@ def test_a_point_that_missed_the_tolerance_or_is_compiled_never_says_the_plan_lo
 
 def test_an_interval_that_holds_1_is_not_significant_never_slower_or_faster() -> None:
     a = analysis("torch", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 0.746, (0.476, 1.18))])
-    assert verdict(a) == ("spectrum: torch is not significantly faster or slower than numpy: 0.75x (0.48-1.18); "
+    assert verdict(a) == ("spectrum: torch is not significantly faster or slower than numpy: 0.746x (0.476-1.18); "
                           "1 of 1 speedups resolved")
     assert [significance(t) for t in a.timings] == ["baseline", "not significant"]
     assert significance(timing("t", "compare", 0.92, (0.85, 0.99))) == "slower"
@@ -74,7 +74,7 @@ def test_a_strategy_the_spec_named_is_the_users_choice_and_the_line_parses() -> 
     both = analysis("torch", [timing("numpy", "baseline", 1.0, None), timing("torch", "compare", 1.2, (1.1, 1.3)),
                               timing("factored", "compare", 9.0, (8.0, 10.0))])
     assert choice_check(both, approximate=set()) == (
-        "spectrum: the plan chose torch, but factored measured faster than it (9.00x (8.00-10.00) against 1.20x "
+        "spectrum: the plan chose torch, but factored measured faster than it (9.00x (8.00-10.0) against 1.20x "
         "(1.10-1.30) over the baseline); the next plan learns from these rounds")
 
 
@@ -117,13 +117,13 @@ def test_an_interval_too_wide_to_read_says_in_the_table_and_the_verdict_what_it_
     from harness.report.labels import speedup_text
 
     cases = [  # (speedup, interval, the table's cell, the verdict's words)
-        (1453.0, (13.79, 152983.0), "1,453x (≥13.79) ?",
-         "factored is at least 13.79x faster than numpy (1,453x; the interval is too wide to say more)"),
-        (0.02, (0.0001, 0.5), "0.020x (≤0.50) ?",
-         "factored is at least 2.00x slower than numpy (50.00x; the interval is too wide to say more)"),
+        (1453.0, (13.79, 152983.0), "1,453x (≥13.8) ?",
+         "factored is at least 13.8x faster than numpy (1,453x; the interval is too wide to say more)"),
+        (0.02, (0.0001, 0.5), "0.0200x (≤0.500) ?",
+         "factored is at least 2.00x slower than numpy (50.0x; the interval is too wide to say more)"),
         (1.17, (4.5e-05, 30147.0), "1.17x (too wide) ?",
          "factored is not significantly faster or slower than numpy: 1.17x (too wide)"),
-        (45.57, (17.27, 120.0), "45.6x (17.3-120) ?",  # readable: every figure 3 significant ones beside a whole end
+        (45.57, (17.27, 120.0), "45.6x (17.3-120) ?",  # readable: every figure 3 significant ones
          "factored is at least 17.3x faster than numpy (45.6x, 17.3-120: x2.6 either way)"),
     ]
     for speedup, ci, cell, said in cases:

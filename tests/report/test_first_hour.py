@@ -81,7 +81,7 @@ def test_an_interval_too_wide_to_read_is_said_in_words(tmp_path: Path) -> None:
     timing.speedup, timing.speedup_ci, timing.unresolved = 1.17, (4.5e-05, 30147.0), True
     assert speedup_text(timing) == "1.17x (too wide) ?"
     timing.speedup_ci = (0.5, 2.5)
-    assert speedup_text(timing) == "1.17x (0.50-2.50) ?"
+    assert speedup_text(timing) == "1.17x (0.500-2.50) ?"
 
 
 def test_the_live_display_shows_whole_labels_and_no_unknown_eta() -> None:

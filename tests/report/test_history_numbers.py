@@ -66,7 +66,7 @@ def test_a_speedup_the_run_would_mark_unresolved_is_marked_so_in_the_table(tmp_p
                                                       points[4]: (3.0, math.nan, 0.0)}])
     page = write_history(load(root), root, tmp_path / "history.html").read_text()
     cells = dict(re.findall(r"<tr><td>(\w+)</td><td class=\"num\">([^<]*)</td></tr>", page))
-    assert cells == {"wide": "1.23x (0.47-3.23) ?", "edge": "2.00x (1.59-2.52) ?", "narrow": "2.00x (1.61-2.48)",
+    assert cells == {"wide": "1.23x (0.468-3.23) ?", "edge": "2.00x (1.59-2.52) ?", "narrow": "2.00x (1.61-2.48)",
                      "none": "3.00x (no interval) ?"}
 
 

@@ -84,10 +84,10 @@ def test_a_tiny_speedup_keeps_its_significant_digits(smoke_run: tuple[Path, RunR
     t.store(speedup(line(baseline), line(t), spread=0.0), 0.1)
     text = terminal_text(record)
     assert t.speedup == pytest.approx(0.0011 / len(t.groups) * len(t.groups))
-    assert row_of(text, a.name, strategy_label(a, t.strategy))[7].startswith("0.0011x (0.0010-0.0012)")
+    assert row_of(text, a.name, strategy_label(a, t.strategy))[7].startswith("0.00110x (0.00104-0.00116)")
     assert " 0.0x" not in text
     page = html_lib.unescape(render_report(record, smoke_run[0]))
-    assert "| 0.0011x (0.0010-0.0012) |" in html_row(page, strategy_label(a, t.strategy))
+    assert "| 0.00110x (0.00104-0.00116) |" in html_row(page, strategy_label(a, t.strategy))
 
 
 def test_the_spread_is_the_interval_of_quartiles_or_n_1(smoke_run: tuple[Path, RunRecord]) -> None:

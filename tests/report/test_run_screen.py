@@ -152,6 +152,21 @@ def test_the_benchmark_line_counts_in_words_and_says_why_no_reference_was_comput
     assert "0 computed, 0 from the cache" not in shown
 
 
+def test_the_benchmark_line_writes_rounds_as_the_tables_rows_do(tmp_path: Path) -> None:
+    """Walk-through 7: the report's Benchmark paragraph wrote `svd_topk 2/1` where the tables write
+    `3+2`: each count as a row writes it, the rows that differ from the most named."""
+    from harness.report.terminal import bench_summary
+
+    record = real("main_job", tmp_path)
+    top3 = next(a for a in record.analyses if a.name == "top3")
+    for t in top3.timings:
+        for g in t.groups:  # 3 of this run's rounds and 2 pooled, torch's 1 of this run's
+            g.rounds, g.pooled = (["r#t#0"], 0) if t.label == "torch" else (["r#t#0", "r#t#1", "r#t#2", "p#0", "p#1"], 2)
+    summary = bench_summary(record)
+    assert summary is not None
+    assert "(this run's+pooled, as in the tables): spectrum 2, top3 3+2 (torch 1), geometry 2;" in summary
+
+
 def test_the_fixtures_are_the_main_jobs_record() -> None:
     """A record of the README's small run of configs/task_geometry.toml (regenerate with that
     command when the record's schema moves on)."""
@@ -291,4 +306,4 @@ def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_pa
     record = real("main_job", tmp_path)
     t = next(t for a in record.analyses for t in a.timings if t.speedup_ci)
     t.earlier_ci, t.speedup_ci = (1.67, 11.62), (0.0000053, 13_360_295.0)
-    assert widening(t) == "1.67-11.62 before this run; with it, too wide"
+    assert widening(t) == "1.67-11.6 before this run; with it, too wide"
