@@ -235,15 +235,16 @@ class Display:
         if self.live:
             # every column but the phase's and its item's has one width in every frame (the first,
             # with an inner phase's `   0/2128`, was a column off the next); the phase and its item
-            # share the rest 2:3, at 100 columns 23 and 34: the clock label past its limit keeps its
-            # word for the shipped configs' longest analysis names (`svd_topk: 15.9 s > 13.9 s budget`;
-            # at 29 and 30 it fell), while a step's "spectrum: svdvals by factored" ends in an ellipsis
+            # share the rest 29:32, at 100 columns 29 and 32: a step's "spectrum: svdvals by factored"
+            # and the clock label past its limit for the shipped configs' longest analysis names
+            # (`svd_topk: 105.9 > 13.9 s budget`) both whole (at 29 and 30 the label lost its word, at
+            # 23 and 34 the step its strategy), the bar 4 cells (8 levels with its half cells)
             self.progress = _Progress(
                 SpinnerColumn(table_column=Column(width=1, no_wrap=True)),
-                TextColumn("{task.description}", table_column=Column(ratio=2, no_wrap=True, overflow="ellipsis")),
-                _Bar(bar_width=8, table_column=Column(width=8, no_wrap=True)),
+                TextColumn("{task.description}", table_column=Column(ratio=29, no_wrap=True, overflow="ellipsis")),
+                _Bar(bar_width=4, table_column=Column(width=4, no_wrap=True)),
                 MofNCompleteColumn(table_column=Column(width=9, no_wrap=True)),  # `1064/2128` whole
-                _Item(table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
+                _Item(table_column=Column(ratio=32, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(table_column=Column(width=7, no_wrap=True)),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,

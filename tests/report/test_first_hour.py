@@ -122,5 +122,5 @@ def test_the_live_display_says_the_budget_ran_over_and_keeps_its_eta() -> None:
         display.progress.tasks[0].start_time -= 10  # the first analysis took 10 s: two more, 20 s
         shown.print(display.progress.make_tasks_table(display.progress.tasks))
     line = shown.export_text()
-    assert "spectrum: 14.8 s > " in line and "…" not in line
+    assert "spectrum: 14.8 > 11.9 s budget" in line and "…" not in line
     assert "ETA ~0:00:20" in line

@@ -52,12 +52,12 @@ def test_the_counter_only_grows_through_one_off_work_and_across_analyses() -> No
     seconds = [float(re.search(r": (\d+\.\d)", s).group(1)) for s in shown]  # type: ignore[union-attr]
     assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 11.5, 11.5, 15.5]
     assert shown[6] == "spectrum: 1.5/13.6 s floor"
-    assert shown[-1] == "geometry: 15.5 s > 13.6 s floor"
+    assert shown[-1] == "geometry: 15.5 > 13.6 s floor"
 
 
 def test_the_label_keeps_its_words_and_its_sign_at_100_columns() -> None:
     under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 16.9, 13.6, "floor")
     assert str(under) == "spectrum: 12.8/13.9 s budget"
-    assert str(over) == "geometry: 16.9 s > 13.6 s floor"
-    assert over.fitted(31) == "geometry: 16.9 s > 13.6 s floor" and under.fitted(30) == "spectrum: 12.8/13.9 s budget"
-    assert over.fitted(26) == "geometry: 16.9 s > 13.6 s"  # narrower: the limit's word goes first
+    assert str(over) == "geometry: 16.9 > 13.6 s floor"
+    assert over.fitted(29) == "geometry: 16.9 > 13.6 s floor" and under.fitted(30) == "spectrum: 12.8/13.9 s budget"
+    assert over.fitted(24) == "geometry: 16.9 > 13.6 s"  # narrower: the limit's word goes first
