@@ -91,7 +91,7 @@ SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", 
                        "verified")
 MODEL_NOTE = ("plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
               "to this machine (modelled x4.7: by 4.7, from the plan's measurements of others), or this machine's "
-              "wisdom's measurement (measured); the cost model's exponent is fitted over its unscaled figures "
+              "wisdom's measurement (measured: as that point's plan found it, the earlier points' runs in it); the cost model's exponent is fitted over its unscaled figures "
               "(points.csv: model_s)")
 
 
