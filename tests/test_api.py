@@ -18,11 +18,11 @@ from tests.report.test_run_screen import RECORDS
 
 
 def test_run_with_overrides_and_open_it_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    done = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2,
+    done = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__layers=1,
                    **{"analysis[0].strategy": "numpy"})
     assert capsys.readouterr() == ("", "")  # quiet: nothing at all, progress included
-    assert done.record.plan.n_matrices == 8 and done.record.analyses[0].strategy == "numpy"
-    assert done.record.command.startswith(f"harness run {CONFIGS / 'smoke.toml'} --set=data.adapters=2")
+    assert done.record.plan.n_matrices == 6 and done.record.analyses[0].strategy == "numpy"
+    assert done.record.command.startswith(f"harness run {CONFIGS / 'smoke.toml'} --set=data.layers=1")
     again = api.open_run(tmp_path / "run")
     assert again.record == done.record
     rows = again.rows
@@ -32,19 +32,19 @@ def test_run_with_overrides_and_open_it_again(tmp_path: Path, capsys: pytest.Cap
     assert len(again.samples) >= len(rows)
     shown = repr(again)
     assert len(shown.splitlines()) <= 20 and len(shown) < 2000, shown  # one screen, not the record's 45,000 characters
-    assert " ".join(shown.split()).startswith(f"Run('{tmp_path / 'run'}': smoke, 8 matrices, 4 analyses, passed)")
+    assert " ".join(shown.split()).startswith(f"Run('{tmp_path / 'run'}': smoke, 6 matrices, 4 analyses, passed)")
 
 
 def test_a_run_that_is_not_quiet_prints_the_verdicts_and_the_table(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    api.run(CONFIGS / "smoke.toml", tmp_path / "run", data__adapters=2, budget="0s")
+    api.run(CONFIGS / "smoke.toml", tmp_path / "run", data__layers=1, budget="0s")
     shown = capsys.readouterr()
     assert "speedup (95% CI)" in shown.out and "faster than" in shown.out or "not significantly" in shown.out
     assert "loading the spec" in shown.err  # the progress, on stderr
     assert shown.out.splitlines()[-1] == f"results: {tmp_path / 'run'}"  # where it wrote, as the CLI ends
     with pytest.raises(api.FolderProblem, match="output folder exists"):  # not the spec's problem
-        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adapters=2)
-    again = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, force=True, data__adapters=2)
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__layers=1)
+    again = api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, force=True, data__layers=1)
     assert (again.folder / RECORD).is_file() and again.record.complete
 
 

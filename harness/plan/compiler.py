@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from harness.bench.budget import POSITIONS, Allocation, ItemKey, rounds_note
+from harness.base.units import plural
 from harness.bench.threads import default_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
@@ -90,9 +91,10 @@ def _evaluate(i: int, analysis: Analysis, spec: Spec, workload: Workload, layout
     op = OpRequest(analysis.op, getattr(analysis, "k", None))
     if isinstance(analysis, PcaAnalysis):
         assert layout is not None
-        if analysis.components > layout.n:
-            raise ValueError(f"analysis[{i}].components: {analysis.components} exceeds the "
-                             f"{layout.n} adapters of the workload")
+        if analysis.components > (most := layout.n - analysis.center):  # centring spends one: the n-th is empty
+            has = f"{most} a PCA of {plural(layout.n, 'adapter')} has (adapters - 1, centred)" if analysis.center \
+                else f"{plural(most, 'adapter')} of the workload"
+            raise ValueError(f"analysis[{i}].components: {analysis.components} exceeds the {has}")
         op = OpRequest("pca", analysis.components)
         sizes = {POSITIONS: len(layout.positions)}
     else:

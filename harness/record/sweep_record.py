@@ -66,8 +66,13 @@ class PointTiming(BaseModel):
     seconds: float  # per matrix (op pca: per position), every group's median scaled to its matrices
     low: float  # the 95% interval of the next run's seconds per matrix
     high: float
-    model_s: float | None = None  # the plan's estimate per matrix (the cost model's, or this machine's wisdom)
-    basis: str = ""  # "modelled" or "measured": where model_s came from
+    # per matrix: the cost model's own figure, unscaled (or the wisdom's, where the plan took that): what the
+    # model's exponent is fitted over
+    model_s: float | None = None
+    # per matrix: the plan's estimate as the planner compared it, a modelled figure scaled by the plan's
+    # calibration (the model's 15.6 ms beside the plan's 73 ms read as a pick against its own figures)
+    planned_s: float | None = None
+    basis: str = ""  # the plan's basis ("modelled x4.7: ...", "measured on this machine, ..."), groups joined by "/"
     passed: bool = True  # its answer verified
 
     @property
@@ -158,19 +163,21 @@ def _interval(t: StrategyTiming, seconds: float) -> tuple[float, float]:
     return seconds * math.exp(-half), seconds * math.exp(half)
 
 
-def _model_s(plan: Plan, analysis: str, t: StrategyTiming) -> tuple[float | None, str]:
-    """The plan's estimate per matrix for the timed point, weighted as its measurement is."""
+def _estimates(plan: Plan, analysis: str, t: StrategyTiming) -> tuple[float | None, float | None, str]:
+    """The cost model's and the plan's estimates per matrix for the timed point, weighted as its
+    measurement is, and the plan's basis for them."""
     step = next((s for s in plan.steps if s.analysis == analysis), None)
     found = next((c for c in step.candidates if c.label == t.label), None) if step else None
     if found is None or any(g.group not in found.per_matrix_s for g in t.groups):
-        return None, ""
+        return None, None, ""
     matrices = sum(g.total for g in t.groups)
     basis = {found.basis.get(g.group, MODELLED) for g in t.groups}
-    # a modelled figure as the cost model gave it, not scaled by the plan's measurements (plan.calibration):
+    # the model's figure as the cost model gave it, not scaled by the plan's measurements (plan.calibration):
     # each point's plan scales by its own factor, which would bend the model's exponent
-    per = {g: found.model_s.get(g, s) if found.basis.get(g, MODELLED).startswith(MODELLED) else s
-           for g, s in found.per_matrix_s.items()}
-    return sum(per[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis))
+    model = {g: found.model_s.get(g, s) if found.basis.get(g, MODELLED).startswith(MODELLED) else s
+             for g, s in found.per_matrix_s.items()}
+    return (sum(model[g.group] * g.total for g in t.groups) / matrices,
+            sum(found.per_matrix_s[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis)))
 
 
 def point_timings(record: RunRecord) -> list[PointTiming]:
@@ -181,9 +188,9 @@ def point_timings(record: RunRecord) -> list[PointTiming]:
         for t in a.timings:
             seconds = t.estimate_total_s / sum(g.total for g in t.groups)
             low, high = _interval(t, seconds)
-            model, basis = _model_s(record.plan, a.name, t)
+            model, planned, basis = _estimates(record.plan, a.name, t)
             rows.append(PointTiming(analysis=a.name, strategy=t.label, seconds=seconds, low=low, high=high,
-                                    model_s=model, basis=basis, passed=t.label not in failed))
+                                    model_s=model, planned_s=planned, basis=basis, passed=t.label not in failed))
     return rows
 
 

@@ -11,14 +11,15 @@ from typing import IO, Any
 
 from harness.base.atomic import write_atomic
 from harness.base.units import format_seconds, plural
+from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
 from harness.record.sweep_fits import class_text, exponent_text, growth, planner_picks
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK, unstable_why
 
-POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "model_s", "basis", "measured", "passed",
-                 "chosen")
+POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "planned_s", "model_s", "basis", "measured",
+                 "passed", "chosen")
 FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
                "model_exponent", "finding")
 
@@ -81,25 +82,33 @@ def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
         label = SweepPoint(values=p.values).label
         for t in p.timings:
             rows.append({"point": label, "folder": p.folder, "analysis": t.analysis, "strategy": t.strategy, "seconds": t.seconds,
-                         "low": t.low, "high": t.high, "model_s": t.model_s, "basis": t.basis, "passed": t.passed,
+                         "low": t.low, "high": t.high, "planned_s": t.planned_s, "model_s": t.model_s, "basis": t.basis, "passed": t.passed,
                          "chosen": p.chosen.get(t.analysis) == t.strategy, "measured": t.measured})
     return rows
 
 
-SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", "95% interval", "model", "verified")
-MEASURED_MARK = " (measured)"
-MODEL_NOTE = ("model: the plan's estimate per matrix, its cost model's figure; marked (measured) where this "
-              "machine's wisdom had measured the point and the plan took that instead (the cost model's exponent "
-              "leaves those out)")
+SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", "95% interval", "plan's estimate",
+                       "verified")
+MODEL_NOTE = ("plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
+              "to this machine (modelled x4.7: by 4.7, from the plan's measurements of others), or this machine's "
+              "wisdom's measurement (measured: as that point's plan found it, the earlier points' runs in it); the cost model's exponent is fitted over its unscaled figures "
+              "(points.csv: model_s)")
+
+
+def basis_mark(basis: str) -> str:
+    """`modelled x4.7`, `measured`: where a plan's estimate came from, each group's basis (joined by
+    "/") in a word or two, without its date, samples or why."""
+    marks = {part.split(":", 1)[0].strip() if part.startswith(MODELLED) else "measured" for part in basis.split("/")}
+    return " / ".join(sorted(marks))
 
 
 def shown_points(record: SweepRecord) -> list[dict[str, str]]:
     """The Points table's cells, as sweep.md and the page both show them: the plan's pick marked,
-    a model figure that is a measurement marked, whether the answer verified."""
+    the plan's estimate marked with its basis, whether the answer verified."""
     return [dict(zip(SHOWN_POINT_COLUMNS, (
         r["point"], r["folder"], r["analysis"], r["strategy"] + (" (picked)" if r["chosen"] else ""),
         format_seconds(r["seconds"]), seconds_interval(r["low"], r["high"]),
-        "-" if r["model_s"] is None else format_seconds(r["model_s"]) + (MEASURED_MARK if r["measured"] else ""),
+        "-" if r["planned_s"] is None else f"{format_seconds(r['planned_s'])} ({basis_mark(r['basis'])})",
         "yes" if r["passed"] else "FAILED"))) for r in point_rows(record)]
 
 

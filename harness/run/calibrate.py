@@ -60,7 +60,7 @@ def lora_ops() -> list[dict[str, Any]]:
         {"name": "svdvals", "op": "svdvals", "compare": ["factored"], "baseline": "factored"},
         {"name": "svd", "op": "svd", "compare": ["factored"], "baseline": "factored"},
         {"name": "top3", "op": "svd_topk", "k": 3, "compare": ["factored"], "baseline": "factored"},
-        {"name": "pca", "op": "pca", "components": 2, "compare": ["dual_gram", "factored_gram"],
+        {"name": "pca", "op": "pca", "components": 1, "compare": ["dual_gram", "factored_gram"],
          "baseline": "dual_gram"},
     ]
 

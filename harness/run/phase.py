@@ -369,7 +369,8 @@ class BenchPhase:
         bench = self.plan.bench
         assert bench is not None
         return Observation(
-            strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape, rank=s.item.rank,
+            strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape,
+            rank=s.item.rank if s.costs_by_rank else None,  # a rank-blind strategy: one figure per shape
             dtype=str(s.item.dtype), device=s.timed.device, threads=bench.threads, width=s.item.width,
             seconds=float(np.median([r.seconds for r in kept])) / s.allocation.matrices, flops=s.flops,
             samples=calls, when=now(), source=self.source, precision=s.arithmetic, compiled=s.timed.compiled,

@@ -180,6 +180,7 @@ class Subject:
     ids: Callable[[int], list[str]]
     checks: dict[tuple[str, ...], Verification] = field(default_factory=dict)
     fans_out: bool = False  # its strategy spreads a call over a process pool
+    costs_by_rank: bool = True  # its work grows with the LoRA rank: the wisdom keys it by rank (Strategy.costs_by_rank)
 
     @property
     def group(self) -> str:
@@ -210,10 +211,11 @@ def matrix_subjects(step: Step, timed: Timed, groups: dict[str, ShapeGroup], sou
             assert isinstance(result, OpResult)
             return checked(timed.label, result, source, refs(r), references, step.tolerance)
 
-        work = strategy.work(op, group, storage_dtype(context.precision).itemsize)
+        itemsize = storage_dtype(context.precision).itemsize
+        work = strategy.work(op, group, itemsize)
         subjects.append(Subject(step, timed, i, a, item, context.precision, len(group), work.flops, work.bytes,
                                 judge, lambda r, refs=refs: [ref.id for ref in refs(r)],  # type: ignore[misc]
-                                fans_out=strategy.fans_out))
+                                fans_out=strategy.fans_out, costs_by_rank=strategy.costs_by_rank(op, group, itemsize)))
     return subjects, MatrixWork(timed.label, timed.strategy, op, tuple(parts), source, context)
 
 

@@ -194,7 +194,8 @@ class PcaAnalysis(_AnalysisBase):
     """PCA across adapters: each adapter's deltas flattened to one vector (or one per position)."""
 
     op: Literal["pca"]
-    components: StrictInt = Field(ge=1, le=MAX_COUNT, description="leading principal components, at most the adapters")
+    components: StrictInt = Field(ge=1, le=MAX_COUNT, description="leading principal components: at most "
+                                  "adapters - 1 (centred; uncentred: the adapters)")
     center: bool = Field(True, description="centre the adapter vectors (PCA); false: uncentred SVD")
     scope: Literal["global", "per_layer"] = Field(
         "global", description="one PCA over whole adapters, or one per (layer, module)"

@@ -59,7 +59,7 @@ def test_validate_lists_what_plan_refuses_all_at_once(tmp_path: Path, capsys: py
 
 def test_a_second_run_into_the_same_folder_needs_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "first"
-    small = ["--set", "data.adapters=2", "--budget", "0s", "--no-cache"]
+    small = ["--set", "data.layers=1", "--budget", "0s", "--no-cache"]
     assert cli.main(["run", SMOKE, "-o", str(folder), *small]) == 0
     first = load_record(folder).started
     capsys.readouterr()

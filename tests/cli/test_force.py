@@ -17,7 +17,7 @@ from tests.cli.test_bad_inputs import one_line
 from tests.cli.test_outputs import digests
 from tests.conftest import CONFIGS
 
-SMALL = ["--set", "data.adapters=2", "--budget", "0s", "--no-cache"]
+SMALL = ["--set", "data.layers=1", "--budget", "0s", "--no-cache"]
 
 
 def user_files(folder: Path) -> None:

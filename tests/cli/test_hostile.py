@@ -121,7 +121,7 @@ DATA_CASES: dict[str, Case] = {
         ["plan", _checkpoint(d, lambda h: _offsets(h, [0.5, 128.5], [128.5, 256.5]))], "data_offsets"),
     "checkpoint value 1e300": lambda d: (["run", _checkpoint(d, value=1e300), "-o", "out"], "layers.0.w"),
     "checkpoint value 1e300, float64 PCA": lambda d: (
-        ["run", _checkpoint(d, value=1e300, analysis='op = "pca"\ncomponents = 1',
+        ["run", _checkpoint(d, value=1e300, analysis='op = "pca"\ncomponents = 1\ncenter = false',
                             extra='[execution]\ndtype = "float64"'), "-o", "out"], "layer0/w: the Gram of its deltas overflows"),
     "arrays dangling symlink": lambda d: (
         ["plan", _arrays(d, lambda f: (f / "gone.npy").symlink_to(f / "missing.npy"))], "gone.npy"),

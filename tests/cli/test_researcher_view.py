@@ -77,7 +77,16 @@ def test_run_lines_group_warnings_and_keep_the_footnote_for_explain(
 
 def test_validate_refuses_more_components_than_adapters_as_plan_does(capsys: pytest.CaptureFixture[str]) -> None:
     spec = str(CONFIGS / "task_geometry.toml")
+    """A centred PCA of n adapters has n - 1 components (walk-through 7: 4 at 4 adapters validated, and
+    3 at 3 ran to an empty third, explained_variance_ratio [0.508, 0.492, 0.]); uncentred, n."""
     assert cli.main(["validate", spec, "--set", "data.adapters=4"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"{spec}: analysis[2].components: 5 exceeds the 4 adapters of the workload")
+        f"{spec}: analysis[2].components: 5 exceeds the 3 a PCA of 4 adapters has (adapters - 1, centred)")
+    assert cli.main(["validate", spec, "--set", "data.adapters=4", "--set", "analysis[2].components=4"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"{spec}: analysis[2].components: 4 exceeds the 3 a PCA of 4 adapters has (adapters - 1, centred)")
     assert cli.main(["validate", spec, "--set", "data.adapters=4", "--set", "analysis[2].components=3"]) == 0
+    uncentred = ["--set", "analysis[2].center=false"]
+    assert cli.main(["validate", spec, "--set", "data.adapters=4", *uncentred, "--set", "analysis[2].components=4"]) == 0
+    assert cli.main(["validate", spec, "--set", "data.adapters=4", *uncentred]) == 2
+    assert capsys.readouterr().err.strip().endswith("analysis[2].components: 5 exceeds the 4 adapters of the workload")

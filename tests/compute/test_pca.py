@@ -68,7 +68,7 @@ def test_planner_picks_factored_gram_for_lora_and_dual_gram_for_dense() -> None:
 
 
 def test_components_over_adapters_is_a_plan_error() -> None:
-    with pytest.raises(PlanError, match=r"analysis\[0\].components: 9 exceeds the 4 adapters"):
+    with pytest.raises(PlanError, match=r"analysis\[0\].components: 9 exceeds the 3 a PCA of 4 adapters has"):
         plan_for(SPEC.format(form="lora", components=9, scope="global"))
 
 

@@ -46,7 +46,7 @@ def test_a_swept_value_that_breaks_an_analysis_is_one_line_naming_it(tmp_path: P
     assert cli.main(["plan", str(spec)]) == 2
     errors = lines_of(capsys.readouterr().err)
     assert errors == [f"{spec}: at data.adapters=2, benchmark.sample=1 (and 3 more points): analysis[1].components: "
-                      "3 exceeds the 2 adapters of the workload"], errors
+                      "3 exceeds the 1 a PCA of 2 adapters has (adapters - 1, centred)"], errors
 
 
 def test_a_point_alone_is_not_run_as_the_sweep(capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,6 +108,9 @@ def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep
         assert run.spec["sweep"] == {}
         assert "numpy" in {t.strategy for t in point.timings}  # the baseline: timed whatever the load
         assert all(t.low <= t.seconds <= t.high and t.model_s for t in point.timings)
+        for t in point.timings:  # the plan's estimate as the planner compared it (scaled), the model's unscaled
+            [c] = [c for s in run.plan.steps if s.analysis == t.analysis for c in s.candidates if c.label == t.strategy]
+            assert t.planned_s == pytest.approx(sum(c.per_matrix_s.values()) / len(c.per_matrix_s))
         measured = [g.measurement for a in run.analyses for t in a.timings for g in t.groups]
         assert (point.measurements, len(point.unstable)) == (len(measured), sum(m.unstable for m in measured)) != (0, 0)
     fits = {f.strategy: f for f in record.fits}
@@ -308,7 +311,8 @@ def test_a_sweep_says_what_its_busy_points_taught_once(tmp_path: Path, monkeypat
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("wisdom: ")]
     learned = [o for o in wisdom.load(tmp_path / "wisdom", probe()).observations if o.busy is not None]
     assert len(learned) >= 2 and len(said) == 1, said
-    assert said[0].startswith(f"wisdom: {len(learned)} measurements taken while busy")
+    measured = sum(len(o.recent) for o in learned)  # a rank-blind strategy's points share an entry
+    assert said[0].startswith(f"wisdom: {measured} measurements taken while busy")
 
 
 def md_points(md: str) -> list[list[str]]:
@@ -319,28 +323,38 @@ def md_points(md: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in table]
 
 
-def test_the_sweep_md_marks_the_pick_the_measured_model_and_the_check_as_the_page_does() -> None:
+def test_the_sweep_md_marks_the_pick_the_plans_estimate_and_the_check_as_the_page_does() -> None:
     """Walk-through 6: sweep.md's Points lacked the page's `(picked)` and `verified`; numpy's model
     read 27.8 ms at rank 16 (the wisdom's measurement) and 41.9 ms elsewhere (the cost model's),
-    unmarked, for one fixed shape."""
-    from harness.report.sweep import MODEL_NOTE, shown_points, sweep_markdown
+    unmarked. Walk-through 7: the column, captioned the plan's estimate, showed the cost model's
+    unscaled 15.6 ms for factored beside the picked torch's 33.2 ms, where the plan compared 73 ms
+    (modelled x4.7): the pick read as against its own figures."""
+    import csv
+
+    from harness.record.exports import csv_text
+    from harness.report.sweep import MODEL_NOTE, POINT_COLUMNS, point_rows, shown_points, sweep_markdown
     from harness.report.sweep_page import render_sweep
 
     record = known_sweep()
     first = record.points[0]
     numpy, factored = first.timings
-    timings = [numpy.model_copy(update={"model_s": 5e-4, "basis": "measured on this machine, 2026-11-28, 5 samples"}),
-               factored.model_copy(update={"model_s": 1e-4, "basis": "modelled: never measured on this machine",
-                                           "passed": False})]
+    timings = [numpy.model_copy(update={"model_s": 5e-4, "planned_s": 5e-4,
+                                        "basis": "measured on this machine, 2026-11-28, 5 samples"}),
+               factored.model_copy(update={"model_s": 1e-4, "planned_s": 4.7e-4, "passed": False,
+                                           "basis": "modelled x4.7: never measured on this machine"})]
     record = record.model_copy(update={"points": [first.model_copy(update={"timings": timings}), *record.points[1:]]})
     header, *rows = md_points(sweep_markdown(record))
-    assert header == ["point", "folder", "analysis", "strategy", "per matrix", "95% interval", "model", "verified"]
+    assert header == ["point", "folder", "analysis", "strategy", "per matrix", "95% interval", "plan's estimate", "verified"]
     assert [r[3] for r in rows[:2]] == ["numpy", "factored (picked)"] and sum("(picked)" in r[3] for r in rows) == 5
-    assert [r[6] for r in rows[:3]] == ["500 µs (measured)", "100 µs", "-"] and [r[7] for r in rows[:3]] == ["yes", "FAILED", "yes"]
+    assert [r[6] for r in rows[:3]] == ["500 µs (measured)", "470 µs (modelled x4.7)", "-"]
+    assert [r[7] for r in rows[:3]] == ["yes", "FAILED", "yes"]
     page = render_sweep(record)
     for row in shown_points(record):  # the page's cells are the md's
-        assert f"<td>{row['strategy']}</td>" in page and f'<td class="num">{row["model"]}</td>' in page
+        estimate = row["plan's estimate"]
+        assert f"<td>{row['strategy']}</td>" in page and f'<td class="num">{estimate}</td>' in page
     assert MODEL_NOTE in sweep_markdown(record) and MODEL_NOTE.replace("'", "&#39;") in page
+    second = list(csv.DictReader(csv_text(POINT_COLUMNS, point_rows(record)).splitlines()))[1]  # points.csv's
+    assert (float(second["planned_s"]), float(second["model_s"])) == (4.7e-4, 1e-4)
 
 
 def test_a_fits_class_is_named_by_the_swept_key_and_a_held_column_says_what_it_holds() -> None:
