@@ -200,7 +200,8 @@ def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_pa
     """After 5 runs of ±120% the footer still said "a re-run adds a run" (issue 48, Verdict 3): from
     STALLED_RUNS runs pooled, a width that runs would narrow to the target only after more than
     STALLED_MORE more (half-width ~ 1/sqrt(runs)) says the load dominates, and what to do instead."""
-    from harness.report.terminal import STALLED_MORE, STALLED_RUNS, more_runs, warning_lines
+    from harness.report.terminal import warning_lines
+    from harness.report.unresolved import STALLED_MORE, STALLED_RUNS, more_runs
 
     record = real("main_job", tmp_path)
     unresolved = [t for a in record.analyses for t in a.timings if t.unresolved]
@@ -261,7 +262,8 @@ def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: 
     """`...: 2 intervals widened with this run's rounds, ... (and top3 torch); after 3 or more runs
     pooled, and runs narrow the others too slowly ...` was no sentence (walk-through 7, verdict 1):
     with both causes, each is a clause naming its own speedups, joined by ", and"."""
-    from harness.report.terminal import more_runs, warning_lines, widening
+    from harness.report.terminal import warning_lines
+    from harness.report.unresolved import more_runs, widening
 
     record = real("main_job", tmp_path)
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved and t.speedup_ci]
@@ -301,7 +303,7 @@ def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path:
 def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_path: Path) -> None:
     """`1.67-11.62 before this run, 0.0000053-13,360,295 with it` (walk-through 3): an interval
     whose ends are too far apart to read is written as the table's cell writes it."""
-    from harness.report.terminal import widening
+    from harness.report.unresolved import widening
 
     record = real("main_job", tmp_path)
     t = next(t for a in record.analyses for t in a.timings if t.speedup_ci)
