@@ -248,3 +248,16 @@ def test_the_columns_stand_still_from_frame_to_frame() -> None:
     assert len(beside) == 2 and beside[0] == alone
     assert alone.index("spectrum: 5.9") == beside[1].index(" x ") + 1  # the items start in one column
     assert alone.index("0:00:00") == beside[1].index("0:00:00")
+
+
+def test_within_its_plan_an_analysis_whose_rounds_count_slowly_keeps_the_plans_eta() -> None:
+    """Walk-through 8: `ETA ~0:01:44` at 12 s of a run that took 27 s: the spectrum's first round,
+    slow with its first calls, counted a tenth of its work at three quarters of its planned time,
+    which alone read as a run 4x slower than planned. Within its plan the further of the two counts."""
+    from harness.base.progress import eta_s
+
+    units, estimate = [16.0, 8.0, 8.0], 32.0
+    eta = eta_s(12.0, 0.1, units, estimate, 0.0, planned_share=12.0 / 16.0)
+    assert not eta.over and abs(eta.seconds - 20.0) <= 0.5, eta
+    past = eta_s(24.0, 0.5, units, estimate, 0.0, planned_share=0.9)  # past its plan: its rounds say how far
+    assert past.over and past.seconds > 20.0, past
