@@ -170,7 +170,9 @@ def untimed_lines(record: RunRecord) -> list[str]:
             for a in record.analyses for t in a.timings if t.unresolved and t.groups
             and all(len(g.rounds) == g.pooled for g in t.groups)]
     if held and record.bench is not None:  # walk-through 7: dual_gram showed `1 reused` six runs, no word why
-        lines.append(f"not timed again, the budget ({format_seconds(record.bench.limit_s)}) ran out first: "
+        b = record.bench  # its limit is the budget, or the floor where that is more (walk-through 8: "the budget (2.00 s)" of a 1 s budget)
+        limit = "budget" if b.limit_s <= b.budget_s else "floor"
+        lines.append(f"not timed again, the {format_seconds(b.limit_s)} {limit} ran out first: "
                      f"{shown(', '.join(held))}; --budget 30s times {'it' if len(held) == 1 else 'them'}")
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]

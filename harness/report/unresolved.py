@@ -60,8 +60,8 @@ def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimin
         return (f"{head}; {', and '.join(c for c in (said, slow) if c)}, so the machine's load dominates: re-run on a "
                 "quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s) "
                 "rather than as is; --verbose says why each")
-    return (f"{head}; a re-run adds a run (on a steady machine intervals narrow with runs, not with one run's rounds"
-            + (f"; here {said}" if said else "") + "), --verbose says why each")
+    return (f"{head}; a re-run adds a run (on a steady machine intervals narrow with runs, not with one run's rounds)"
+            + (f"; here {said}" if said else "") + ", --verbose says why each")  # no "))" after said's own (walk-through 8)
 
 
 def _widened_clause(wider: list[tuple[str, StrategyTiming]], of: int) -> str:

@@ -246,6 +246,7 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
     t.earlier_ci = (t.speedup_ci[0] * 2, t.speedup_ci[1] / 2)  # this run's rounds widened it
     (one,) = footer()
     assert f"; here 1 of them widened with this run's rounds ({name} {t.label}: " in one
+    assert "))" not in one  # walk-through 8: "... and geometry factored_gram)), --verbose says why each"
     for _name, other in unresolved:
         assert other.speedup_ci is not None
         other.earlier_ci = (other.speedup_ci[0] * 2, other.speedup_ci[1] / 2)
@@ -295,9 +296,12 @@ def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path:
         g.pooled = len(g.rounds)  # every round reused: this run timed none
     assert record.bench is not None
     n = min(g.pooled for g in t.groups)
+    limit = "budget" if record.bench.limit_s <= record.bench.budget_s else "floor"  # its limit named as it is
     assert [line for line in untimed_lines(record) if "not timed again" in line] == [
-        f"not timed again, the budget ({format_seconds(record.bench.limit_s)}) ran out first: {name} {t.label} "
+        f"not timed again, the {format_seconds(record.bench.limit_s)} {limit} ran out first: {name} {t.label} "
         f"({n} reused round{'s' if n != 1 else ''}); --budget 30s times it"]
+    record.bench.budget_s, record.bench.limit_s = 1.0, 2.0  # walk-through 8: "the budget (2.00 s)" of a 1 s budget
+    assert any("not timed again, the 2.00 s floor ran out first" in line for line in untimed_lines(record))
 
 
 def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_path: Path) -> None:
