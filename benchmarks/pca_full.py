@@ -174,7 +174,7 @@ base = "base.safetensors"
 [[analysis]]
 name = "geometry"
 op = "pca"
-components = {min(5, adapters)}
+components = {min(5, adapters - 1)}
 scope = "global"
 strategy = "dual_gram"
 
