@@ -1,7 +1,11 @@
 """The live display: phases with their items on a terminal, one line per phase elsewhere."""
 
+import contextlib
 import io
+import os
+import termios
 
+import pytest
 from rich.console import Console
 
 from harness.base.progress import Display
@@ -248,3 +252,21 @@ def test_the_columns_stand_still_from_frame_to_frame() -> None:
     assert len(beside) == 2 and beside[0] == alone
     assert alone.index("spectrum: 5.9") == beside[1].index(" x ") + 1  # the items start in one column
     assert alone.index("0:00:00") == beside[1].index("0:00:00")
+
+
+@pytest.mark.parametrize("stop", [None, KeyboardInterrupt])
+def test_ctrl_c_is_not_echoed_under_the_live_display_and_the_terminal_is_restored(
+        stop: type[BaseException] | None) -> None:
+    """The live lines fill the width: the terminal's `^C` wrapped to a new line, and the display,
+    erasing as many lines up from there as it drew, left its first line above `interrupted: ...`
+    (walk-through 8). Its echo is off while the display is live, back as it was on any exit."""
+    leader, follower = os.openpty()
+    with os.fdopen(follower, "w") as tty, os.fdopen(leader, "rb", buffering=0):
+        before = termios.tcgetattr(follower)[3]
+        assert before & termios.ECHOCTL
+        with contextlib.suppress(KeyboardInterrupt), Display(Console(file=tty, width=100)) as display:
+            assert display.live
+            assert not termios.tcgetattr(follower)[3] & termios.ECHOCTL
+            if stop is not None:
+                raise stop
+        assert termios.tcgetattr(follower)[3] == before
