@@ -5,9 +5,10 @@ finished phase when stderr is not a terminal (a log, CI)."""
 from __future__ import annotations
 
 import time
+import termios
 from datetime import timedelta
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import NamedTuple
 from types import TracebackType
@@ -233,6 +234,23 @@ class _Progress(Progress):
             yield Text("")
 
 
+def _quiet_ctrl_c(console: Console) -> Callable[[], None] | None:
+    """The terminal's echo of Ctrl-C (`^C`) off while the display is live, and what turns it back:
+    the live lines fill the width, so the echo wrapped to a new line and the display, erasing as
+    many lines up from there as it drew, left its first line above the `interrupted:` one."""
+    try:
+        fd = console.file.fileno()
+        mode = termios.tcgetattr(fd)
+        termios.tcsetattr(fd, termios.TCSANOW, [*mode[:3], mode[3] & ~termios.ECHOCTL, *mode[4:]])
+    except (AttributeError, OSError, ValueError, termios.error):  # no terminal (a recorded or captured console)
+        return None
+
+    def restore() -> None:
+        with suppress(termios.error):  # the terminal gone (its window closed): nothing to restore
+            termios.tcsetattr(fd, termios.TCSANOW, mode)
+    return restore
+
+
 class Display:
     """Live on a terminal, one line per phase elsewhere; a context manager around a run."""
 
@@ -240,6 +258,7 @@ class Display:
         self.console = console
         self.live = console.is_terminal if live is None else live
         self.progress: Progress | None = None
+        self._echo: Callable[[], None] | None = None
 
     def __enter__(self) -> Display:
         if self.live:
@@ -262,6 +281,7 @@ class Display:
                 transient=True,
                 refresh_per_second=REFRESH_PER_S,
             )
+            self._echo = _quiet_ctrl_c(self.console)
             self.progress.start()
         return self
 
@@ -271,6 +291,8 @@ class Display:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+            if self._echo is not None:
+                self._echo()
 
     @contextmanager
     def phase(self, description: str, total: int | None = None, estimate_s: float | None = None,

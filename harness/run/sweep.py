@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.base.progress import Display
+from harness.base.progress import Display, planned
 from harness.base.units import now, parse_duration, plural
 from harness.machine.wisdom import Observation, taught
 from harness.plan.model import PlanError
@@ -86,17 +86,26 @@ def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, displa
                          started=now(), axes={k: list(v) for k, v in _axes(plan).items()})
     folder.mkdir(parents=True, exist_ok=True)
     learned: list[Observation] = []
-    for i, (point, sets) in enumerate(zip(plan.points, plan.overrides), 1):
-        mine = RunOptions(output=folder / point.slug, no_cache=options.no_cache, fresh=options.fresh, say_taught=False)
-        # the point under way a row of the live display, no line of its own: its result line says it
-        # (`sweep point 1 of 5: data.rank=16` came just before `sweep point 1 of 5, data.rank=16: …`)
-        with display.phase(f"sweep point {i} of {len(plan.points)}: {point.label}") if display.live else nullcontext():
+    # the whole sweep a row of the live display, its count the points done and its ETA the plan's
+    # (it said `sweep point 1 of 5: data.ran… 0/?`), no line of its own: each point's result line
+    # says it (`sweep point 1 of 5: data.rank=16` came just before `sweep point 1 of 5, data.rank=16: …`)
+    units = [c.plan.estimate_s for c in plan.contexts]
+    with display.phase("sweep", len(plan.points), plan.estimate_s, units) if display.live else nullcontext() as whole:
+        for i, (point, sets) in enumerate(zip(plan.points, plan.overrides), 1):
+            mine = RunOptions(output=folder / point.slug, no_cache=options.no_cache, fresh=options.fresh,
+                              say_taught=False)
+            if whole is not None:
+                whole.item(f"point {i} of {len(plan.points)}: {point.label}")
+                whole.within(planned(units[i - 1]))
             session = prepare_session(plan.spec_path, sets, mine, display, command_line(plan.spec_path, sets, mine))
             run = session.run()
-        learned += session.learned
-        record.points.append(point_record(point.values, point.slug, run))
-        display.plain(f"sweep point {i} of {len(plan.points)}, {point.label}: {point_summary(run, record.points[-1])}")
-        write_sweep(record, folder)
+            if whole is not None:
+                whole.advance()
+            learned += session.learned
+            record.points.append(point_record(point.values, point.slug, run))
+            display.plain(f"sweep point {i} of {len(plan.points)}, {point.label}: "
+                          f"{point_summary(run, record.points[-1])}")
+            write_sweep(record, folder)
     record = fit_sweep(record).model_copy(update={"finished": now(), "complete": True})
     write_sweep(record, folder)
     if (line := taught(learned)) is not None:  # once, for every point (each point's said it again)

@@ -1,7 +1,11 @@
 """The live display: phases with their items on a terminal, one line per phase elsewhere."""
 
+import contextlib
 import io
+import os
+import termios
 
+import pytest
 from rich.console import Console
 
 from harness.base.progress import Display
@@ -261,3 +265,21 @@ def test_within_its_plan_an_analysis_whose_rounds_count_slowly_keeps_the_plans_e
     assert not eta.over and abs(eta.seconds - 20.0) <= 0.5, eta
     past = eta_s(24.0, 0.5, units, estimate, 0.0, planned_share=0.9)  # past its plan: its rounds say how far
     assert past.over and past.seconds > 20.0, past
+
+
+@pytest.mark.parametrize("stop", [None, KeyboardInterrupt])
+def test_ctrl_c_is_not_echoed_under_the_live_display_and_the_terminal_is_restored(
+        stop: type[BaseException] | None) -> None:
+    """The live lines fill the width: the terminal's `^C` wrapped to a new line, and the display,
+    erasing as many lines up from there as it drew, left its first line above `interrupted: ...`
+    (walk-through 8). Its echo is off while the display is live, back as it was on any exit."""
+    leader, follower = os.openpty()
+    with os.fdopen(follower, "w") as tty, os.fdopen(leader, "rb", buffering=0):
+        before = termios.tcgetattr(follower)[3]
+        assert before & termios.ECHOCTL
+        with contextlib.suppress(KeyboardInterrupt), Display(Console(file=tty, width=100)) as display:
+            assert display.live
+            assert not termios.tcgetattr(follower)[3] & termios.ECHOCTL
+            if stop is not None:
+                raise stop
+        assert termios.tcgetattr(follower)[3] == before
