@@ -285,7 +285,7 @@ def ratio_figure(c: Comparison) -> Figure:
     rows = c.rows
     ends = [r.ratio_ci or (r.ratio, r.ratio) for r in rows]
     finite = [abs(np.log10(v)) for r, e in zip(rows, ends) for v in (e[0], r.ratio, e[1]) if 0 < v < np.inf]
-    extent = 1.4 * max([np.log10(c.factor), *finite]) + 0.01  # room for the labels right of the bars
+    extent = 1.4 * max([np.log10(c.factor), *finite]) + 0.01  # room for the labels beside the bars
     lo_x, hi_x = 10**-extent, 10**extent
     fig = _figure(9.0, 0.3 * len(rows) + 1.4)
     ax = fig.subplots()
@@ -298,8 +298,10 @@ def ratio_figure(c: Comparison) -> Figure:
         ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]], fmt="D" if r.regression else "o",
                     ms=7 if r.regression else 5, color=color, mfc="white" if r.unstable else color, capsize=3,
                     zorder=3)
-        ax.annotate(f"{format_ratio(r.ratio)}x", (high, yi), xytext=(4, 0), textcoords="offset points", fontsize=7,
-                    va="center", color=color, fontweight="bold" if r.regression else "normal")
+        faster = r.ratio < 1  # its label left of its bar: away from the 1x line, which struck "0.711x" through
+        ax.annotate(f"{format_ratio(r.ratio)}x", (low if faster else high, yi), xytext=(-4 if faster else 4, 0),
+                    textcoords="offset points", fontsize=7, va="center", ha="right" if faster else "left", color=color,
+                    fontweight="bold" if r.regression else "normal")
     ax.set_xscale("log")
     ax.set_xlim(lo_x, hi_x)
     ticks = next((t for limit, t in RATIO_TICKS if extent <= limit), None)

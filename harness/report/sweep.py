@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from collections.abc import Callable
 from typing import IO, Any
@@ -89,10 +90,15 @@ def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
 
 SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", "95% interval", "plan's estimate",
                        "verified")
-MODEL_NOTE = ("plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
-              "to this machine (modelled x4.7: by 4.7, from the plan's measurements of others), or this machine's "
-              "wisdom's measurement (measured: as that point's plan found it, the earlier points' runs in it); the cost model's exponent is fitted over its unscaled figures "
-              "(points.csv: model_s)")
+def model_note(rows: list[dict[str, str]]) -> str:
+    """The Points table's footnote, its example of a scaled estimate taken from the table's own
+    cells (a fixed `modelled x4.7` sat under a table of x3.2 and x3.8), or none where none is scaled."""
+    scaled = next((m for r in rows for m in re.findall(rf"{MODELLED} x([^ )]+)", r["plan's estimate"])), None)
+    example = f" (e.g. {MODELLED} x{scaled}: by {scaled}, from the plan's measurements of others)" if scaled else ""
+    return ("plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
+            f"to this machine{example}, or this machine's wisdom's measurement (measured: as that point's plan found "
+            "it, the earlier points' runs in it); the cost model's exponent is fitted over its unscaled figures "
+            "(points.csv: model_s)")
 
 
 def basis_mark(basis: str) -> str:
@@ -144,9 +150,10 @@ def sweep_markdown(record: SweepRecord) -> str:
     if picks := pick_rows(record):
         lines += ["", f"| {' | '.join(PICK_COLUMNS)} |", "|---|---|---|---|---|"]
         lines += [f"| {' | '.join(_cell(row[c]) for c in PICK_COLUMNS)} |" for row in picks]
+    shown = shown_points(record)
     lines += ["", f"| {' | '.join(SHOWN_POINT_COLUMNS)} |", "|" + "---|" * len(SHOWN_POINT_COLUMNS)]
-    lines += [f"| {' | '.join(_cell(row[c]) for c in SHOWN_POINT_COLUMNS)} |" for row in shown_points(record)]
-    return "\n".join([*lines, "", f"{MODEL_NOTE}."]) + "\n"
+    lines += [f"| {' | '.join(_cell(row[c]) for c in SHOWN_POINT_COLUMNS)} |" for row in shown]
+    return "\n".join([*lines, "", f"{model_note(shown)}."]) + "\n"
 
 
 def _cell(text: str) -> str:

@@ -18,7 +18,7 @@ from harness.record.sweep_fits import class_text, exponent_interval, exponent_te
 from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, axis_name, load_sweep
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
-from harness.report.sweep import MODEL_NOTE, SHOWN_POINT_COLUMNS, pick_rows, shown_points, sweep_lines
+from harness.report.sweep import SHOWN_POINT_COLUMNS, model_note, pick_rows, shown_points, sweep_lines
 
 REPORT = "report.html"
 CHART_INCHES = (9.0, 4.2)  # 864 x 403 px at 96 dpi: inside the page's 1280 px
@@ -110,10 +110,11 @@ def render_sweep(record: SweepRecord) -> str:
                        "svg": Markup(to_svg(scaling_figure(record, fits)))})
     env = environment()
     env.filters["exponent"] = exponent_text  # the headline's numbers, in the headline's form
+    rows = shown_points(record)
     return env.get_template("sweep.html.j2").render(
         record=record, lines=sweep_lines(record), exponent_interval=exponent_interval, class_text=class_text,
-        held=any(f.fixed for f in record.fits), charts=charts, columns=SHOWN_POINT_COLUMNS, rows=shown_points(record),
-        model_note=MODEL_NOTE, picks=pick_rows(record))
+        held=any(f.fixed for f in record.fits), charts=charts, columns=SHOWN_POINT_COLUMNS, rows=rows,
+        model_note=model_note(rows), picks=pick_rows(record))
 
 
 def write_sweep_report(folder: Path) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from rich.console import Console
 
 from harness.base.units import format_p, format_ratio
@@ -202,3 +203,23 @@ def test_a_ratio_on_the_other_side_of_1_from_its_medians_is_explained_under_the_
     note = apart_note(c)
     assert note is not None and note.startswith("1 row with B / A and the medians on either side of 1")
     assert "B / A pairs each run's own rounds" in note
+
+
+def test_no_ratio_label_is_struck_through_by_the_1x_line(tmp_path: Path) -> None:
+    """Walk-through 8: `0.711x` (no interval) was labelled right of its point, across the dashed 1x
+    line, where another row's 10x ratio widened the axis; each label stays on its side of 1, inside the axes."""
+    record = real("main_job", tmp_path)
+    c = compare_records(_timed(record, "A", [1.0, 1.01, 0.99]), _timed(record, "B", [1.05, 1.06, 1.04]), ("a", "b"))
+    rows = [c.rows[0].model_copy(update={"ratio": 0.711, "ratio_ci": None, "change": "too few rounds"}),
+            c.rows[1].model_copy(update={"ratio": 10.0, "ratio_ci": (9.0, 11.0), "change": "slower"}),
+            c.rows[2].model_copy(update={"ratio": 0.1, "ratio_ci": (0.09, 0.11), "change": "faster"}), *c.rows[3:]]
+    fig = charts.ratio_figure(c.model_copy(update={"rows": rows}))
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[0]
+    one, box = ax.transData.transform((1.0, 0.0))[0], ax.get_window_extent(renderer)
+    assert [t.get_text() for t in ax.texts][:3] == ["0.711x", "10.0x", "0.100x"]
+    for text in ax.texts:
+        extent = text.get_window_extent(renderer)
+        assert not extent.x0 <= one <= extent.x1, (text.get_text(), extent, one)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, (text.get_text(), extent, box)

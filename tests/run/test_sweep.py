@@ -332,7 +332,7 @@ def test_the_sweep_md_marks_the_pick_the_plans_estimate_and_the_check_as_the_pag
     import csv
 
     from harness.record.exports import csv_text
-    from harness.report.sweep import MODEL_NOTE, POINT_COLUMNS, point_rows, shown_points, sweep_markdown
+    from harness.report.sweep import POINT_COLUMNS, model_note, point_rows, shown_points, sweep_markdown
     from harness.report.sweep_page import render_sweep
 
     record = known_sweep()
@@ -352,11 +352,31 @@ def test_the_sweep_md_marks_the_pick_the_plans_estimate_and_the_check_as_the_pag
     for row in shown_points(record):  # the page's cells are the md's
         estimate = row["plan's estimate"]
         assert f"<td>{row['strategy']}</td>" in page and f'<td class="num">{estimate}</td>' in page
-    assert MODEL_NOTE in sweep_markdown(record) and MODEL_NOTE.replace("'", "&#39;") in page
+    note = model_note(shown_points(record))
+    assert note in sweep_markdown(record) and note.replace("'", "&#39;") in page
     second = list(csv.DictReader(csv_text(POINT_COLUMNS, point_rows(record)).splitlines()))[1]  # points.csv's
     assert (float(second["planned_s"]), float(second["model_s"])) == (4.7e-4, 1e-4)
 
 
+
+def test_the_points_footnotes_example_factor_is_one_of_the_tables_own() -> None:
+    """Walk-through 8: the footnote said `modelled x4.7: by 4.7` under a table whose factors were
+    x3.2 and x3.8; a table with no scaled estimate has no example to give."""
+    from harness.report.sweep import model_note, shown_points, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()
+    first = record.points[0]
+    numpy, factored = first.timings
+    for factors, example in (((3.2, 3.8), "modelled x3.2: by 3.2"), ((None, None), None)):
+        timings = [t.model_copy(update={"planned_s": 5e-4, "basis": (f"modelled x{f:g}: never measured on this machine"
+                                                                     if f else "measured on this machine, 5 samples")})
+                   for t, f in zip((numpy, factored), factors)]
+        changed = record.model_copy(update={"points": [first.model_copy(update={"timings": timings}),
+                                                       *record.points[1:]]})
+        note = model_note(shown_points(changed))
+        assert re.findall(r"modelled x[\d.]+: by [\d.]+", note) == ([example] if example else [])
+        assert note in sweep_markdown(changed) and note.replace("'", "&#39;") in render_sweep(changed)
 def test_a_fits_class_is_named_by_the_swept_key_and_a_held_column_says_what_it_holds() -> None:
     """Walk-through 6: `class 1` and `class n^2` on a rank axis; the page's `held` column of `-`."""
     from harness.report.sweep import fit_sentence, sweep_markdown
