@@ -157,6 +157,14 @@ def test_overrides_take_the_index_notation_errors_print(tmp_path: Path) -> None:
     assert spec.analysis[0].k == 3
 
 
+def test_an_index_past_the_analyses_says_how_many_there_are(tmp_path: Path) -> None:
+    """`analysis[9].k` was refused as `does not name a settable key`, with no word of the count."""
+    lines = problems(tmp_path, GOOD + '\n[[analysis]]\nname = "two"\nop = "svd_topk"\nk = 1\n', ["analysis[9].k=3"])
+    assert lines == ["--set 'analysis[9].k=3': analysis[9]: the spec has 2 analyses (analysis[0]-analysis[1])"]
+    assert problems(tmp_path, GOOD, ["analysis[1].k=3"]) == [
+        "--set 'analysis[1].k=3': analysis[1]: the spec has 1 analysis (analysis[0])"]
+
+
 def test_schema_types_budget_as_a_duration() -> None:
     """`budget = "20s"` is documented: the published schema must accept it (and a number), as
     jsonschema reads it: one of its alternatives a string whose pattern takes "20s", not "soon"."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.specs.reading import SpecError, key_parts, leaves, read_raw, set_key, validate_raw
+from harness.specs.reading import SpecError, key_parts, leaves, read_raw, set_key, unsettable, validate_raw
 
 MAX_AXES = 2  # a sweep is a line or a grid: more axes multiply points past any budget
 MAX_POINTS = 64
@@ -124,7 +124,7 @@ def _point_problems(spec_path: str | Path, raw: dict[str, Any], point: SweepPoin
     """`key: message` of each problem of the point's spec (its file's TOML, its values set)."""
     mine = copy.deepcopy(raw)
     mine["sweep"] = {}
-    lines = [f"sweep.{key}: {key} does not name a settable key" for key, value in point.values.items()
+    lines = [f"sweep.{key}: {unsettable(mine, key)}" for key, value in point.values.items()
              if not set_key(mine, key, value)]
     if lines:
         return lines

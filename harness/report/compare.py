@@ -79,6 +79,7 @@ class GroupComparison(BaseModel):
     ratio_ci: tuple[float, float] | None  # its interval at Comparison.level (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
     change: Change
+    wide: str = ""  # "too few rounds" with rounds enough: "interval too wide (x120 either way)"
     unstable: list[str]  # "A: reason", "B: reason": why either measurement is unreliable
     gated: bool  # the gate may fail on this row: both sides stable, enough samples for the test
     regression: bool = False  # a gate was set and this row fails it
@@ -101,6 +102,11 @@ class GroupComparison(BaseModel):
         if self.ratio_ci is not None:
             return not self.ratio_ci[0] <= shown <= self.ratio_ci[1]
         return not 1 / FACTOR <= shown / self.ratio <= FACTOR
+
+    @property
+    def change_text(self) -> str:
+        """The change column's words: why a row was not judged, where its rounds were enough."""
+        return self.wide or self.change
 
     @property
     def ratio_text(self) -> str:
@@ -221,6 +227,17 @@ def compare_rounds(
     return interval.estimate, (interval.low, interval.high), p, change
 
 
+def too_wide(a: dict[str, float], b: dict[str, float], alpha: float, spread: float) -> str:
+    """`interval too wide (x120 either way)` where compare_rounds found rounds enough on each side
+    but an interval over MAX_SPAN wide (3 rounds a side read `too few rounds`); "" otherwise."""
+    if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS:
+        return ""
+    interval, _p = run_difference(by_run(_logs(a)), by_run(_logs(b)), spread, level=1 - alpha)
+    if not interval.high > MAX_SPAN * interval.low:
+        return ""
+    return f"interval too wide (x{math.sqrt(interval.high / interval.low):,.0f} either way)"
+
+
 def _reasons(side: str, m: Measurement) -> list[str]:
     if not m.unstable:
         return []
@@ -283,7 +300,8 @@ def _group(
     b = {r: s for r, s in rb.items() if run_of(r) not in runs_of_a}
     shared = set(rb) - set(b)
     spreads = [x for x in (ga.spread, gb.spread) if x is not None]
-    ratio, ci, p, change = compare_rounds(a, b, alpha, factor, max(spreads) if spreads else DEFAULT_SPREAD)
+    spread = max(spreads) if spreads else DEFAULT_SPREAD
+    ratio, ci, p, change = compare_rounds(a, b, alpha, factor, spread)
     if math.isnan(ratio):  # B's rounds all pooled from A (untested), or a record before rounds
         ratio = (math.exp(log_mean(by_run(_logs(rb))) - log_mean(by_run(_logs(a)))) if a and rb
                  else gb.seconds_per_matrix / ga.seconds_per_matrix)
@@ -293,6 +311,7 @@ def _group(
         analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
         time_a_s=ga.seconds_per_matrix, time_b_s=gb.seconds_per_matrix, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
         runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
+        wide=too_wide(a, b, alpha, spread) if change == "too few rounds" else "",
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
     )
 

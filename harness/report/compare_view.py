@@ -98,7 +98,7 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
                          r.ratio_text + (f" {APART_MARK}" if r.times_apart else ""),
                          f"{r.n_a}, {r.n_b}" + (f" (+{r.shared} pooled)" if r.shared else ""),
                          format_p(r.p_value),
-                         f"[{style}]{r.change}[/]" if style else r.change)),
+                         f"[{style}]{r.change_text}[/]" if style else r.change_text)),
             end_section=last,
         )
     note = apart_note(c)

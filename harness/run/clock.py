@@ -8,6 +8,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 
 from harness.base.progress import Phrases
+from harness.base.units import plural
 from harness.bench.budget import Budget
 
 
@@ -22,13 +23,18 @@ def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phra
     return Phrases((f"{analysis}: {live_s:.1f}/{limit_s:.1f} s", limit))
 
 
-def stopped_text(analysis: str, count: int, planned: int, limit_s: float, limit: str) -> str:
-    """`top3: rounds: 2 of the 5 planned; the 4.0 s floor stopped the rest`: a log's last round line
-    read as a full count (`round 2: 24/24`) with no word that the budget ended the rounds."""
+def stopped_text(analysis: str, count: int, planned: int, processes: int, limit_s: float, limit: str) -> str:
+    """`top3: rounds: 6 of the 15 planned (2 of 5 in each of 3 processes); the 4.0 s floor stopped
+    the rest`: a log's last round line read as a full count (`round 2: 24/24`) with no word that the
+    budget ended the rounds. Counted as the table's rounds column counts, a round in each process
+    (`rounds: 1` sat beside the table's `3+9`)."""
     said = f"the {limit_s:.1f} s {limit}"
+    each = f"{count} of {planned} in each of {plural(processes, 'process', 'processes')}"
     if count < planned:
-        return f"{analysis}: rounds: {count} of the {planned} planned; {said} stopped the rest"
-    return f"{analysis}: rounds: {count} ({planned} planned); {said} ran out before every speedup settled"
+        return (f"{analysis}: rounds: {count * processes} of the {planned * processes} planned ({each}); "
+                f"{said} stopped the rest")
+    return (f"{analysis}: rounds: {count * processes} ({planned * processes} planned, {each}); "
+            f"{said} ran out before every speedup settled")
 
 
 @dataclass(frozen=True)

@@ -307,7 +307,8 @@ class BenchPhase:
             self.budget.close(step.analysis)
             self.timing = None
         if rounds.stopped:
-            self.display.logged(stopped_text(step.analysis, rounds.count, planned, bench.limit_s, bench.limit))
+            self.display.logged(stopped_text(step.analysis, rounds.count, planned, rounds.processes,
+                                             bench.limit_s, bench.limit))
         if self.folder is not None:
             interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from harness.base.bounded import TooLarge, read_capped
+from harness.base.units import plural
 from harness.base.suggest import did_you_mean
 from harness.data.registry import DATA_MODELS
 from harness.specs.sections import ANALYSIS_MODELS, Benchmark, Execution, Experiment, Spec
@@ -78,8 +79,32 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
         except tomllib.TOMLDecodeError:
             value = text
         if not set_key(raw, key, value):
-            problems.append(f"--set {item!r}: {key} does not name a settable key")
+            problems.append(f"--set {item!r}: {unsettable(raw, key)}")
     return problems
+
+
+def unsettable(raw: dict[str, Any], key: str) -> str:
+    """Why `set_key` refused `key`: an index past its list's end says how many items there are
+    (`analysis[9]: the spec has 4 analyses (analysis[0]-analysis[3])`), anything else that the key
+    names nothing settable."""
+    node: Any = raw
+    shown = ""
+    for part in key_parts(key):
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                return f"{shown}[{part}]: the spec has {_items(shown, len(node))}"
+            node, shown = node[int(part)], f"{shown}[{part}]"
+        elif isinstance(node, dict) and part in node:
+            node, shown = node[part], f"{shown}.{part}" if shown else part
+        else:
+            break
+    return f"{key} does not name a settable key"
+
+
+def _items(name: str, n: int) -> str:
+    """`4 analyses (analysis[0]-analysis[3])`: how many items the list `name` holds, and their keys."""
+    count = plural(n, "analysis", "analyses") if name.endswith("analysis") else plural(n, "entry", "entries")
+    return count + ("" if n == 0 else f" ({name}[0])" if n == 1 else f" ({name}[0]-{name}[{n - 1}])")
 
 
 def set_key(raw: dict[str, Any], key: str, value: Any) -> bool:

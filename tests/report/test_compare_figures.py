@@ -111,6 +111,25 @@ def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path)
     assert 1 / 10 < lo and hi < 10
 
 
+def test_a_row_with_rounds_enough_says_its_interval_is_too_wide(tmp_path: Path) -> None:
+    """`3, 3  too few rounds`: the rounds were enough, the interval over 100x wide; one round a side
+    is still too few."""
+    import math
+    import re
+
+    record = real("main_job", tmp_path)
+    c = compare_records(_timed(record, "A", [1.0, 4.0]), _timed(record, "B", [1.5, 5.0]), ("a", "b"))
+    said = {r.change_text for r in c.rows}
+    assert len(said) == 1 and re.fullmatch(r"interval too wide \(x[\d,]+ either way\)", said.pop())
+    x = int(c.rows[0].wide.split("(x")[1].split(" ")[0].replace(",", ""))
+    assert x > math.sqrt(100)  # over 100x end to end: over 10x either way
+    cells = [str(cell) for cell in compare_table(c).table.columns[-1]._cells]
+    assert all(c.rows[0].wide in cell for cell in cells)
+    assert f">{c.rows[0].wide}</td>" in write_compare([c], tmp_path / "c.html").read_text()
+    few = compare_records(_timed(record, "A", [1.0]), _timed(record, "B", [1.5, 5.0]), ("a", "b"))
+    assert {r.change_text for r in few.rows} == {"too few rounds"}
+
+
 def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Path) -> None:
     """`0.754`, `0.81`, `1.3` and `3.3e-01` in one table."""
     assert [format_ratio(x) for x in (0.754, 0.81, 1.3, 0.000779, 2157.0, 12.8)] == [

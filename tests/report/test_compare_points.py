@@ -139,3 +139,13 @@ def test_a_strategy_timed_in_neither_run_is_said_in_one_line(tmp_path: Path, cap
     assert (c.untimed, c.unmatched) == (["spectrum torch"], [])
     assert "spectrum/torch" not in {f"{r.analysis}/{r.strategy}" for r in c.rows}
     assert [line for line in captured.err.splitlines() if "torch" in line] == ["not timed in either run: spectrum torch"]
+
+
+def test_the_html_says_what_neither_run_timed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal said `not timed in either run: geometry dual_gram`; compare.html had no word of it."""
+    raw = json.loads((RECORDS / "main_job.json").read_text())
+    _untimed_torch(raw)
+    a, b = _saved(raw, tmp_path / "A"), _saved(raw, tmp_path / "B")
+    page = tmp_path / "compare.html"
+    assert cli.main(["compare", a, b, "--html", str(page)]) == 0
+    assert "Not timed in either run: spectrum torch" in page.read_text()

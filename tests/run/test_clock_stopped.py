@@ -10,10 +10,12 @@ from harness.run.clock import stopped_text
 
 
 def test_the_line_says_how_many_rounds_of_the_planned_and_the_limit() -> None:
-    assert stopped_text("top3", 2, 5, 4.0, "floor") == (
-        "top3: rounds: 2 of the 5 planned; the 4.0 s floor stopped the rest")
-    assert stopped_text("top3", 6, 5, 17.3, "budget") == (
-        "top3: rounds: 6 (5 planned); the 17.3 s budget ran out before every speedup settled")
+    """Counted as the table's rounds column counts, a round in each process: `rounds: 1` sat beside `3+9`."""
+    assert stopped_text("top3", 2, 5, 3, 4.0, "floor") == (
+        "top3: rounds: 6 of the 15 planned (2 of 5 in each of 3 processes); the 4.0 s floor stopped the rest")
+    assert stopped_text("top3", 1, 1, 3, 17.3, "budget") == (
+        "top3: rounds: 3 (3 planned, 1 of 1 in each of 3 processes); the 17.3 s budget ran out before every "
+        "speedup settled")
 
 
 def test_only_a_log_gets_the_line() -> None:

@@ -20,7 +20,7 @@ from harness.bench.series import Round, speedup, unit_of
 from harness.bench.environment import CannotStart
 from harness.bench.worker import Reply, Request, WorkerDied
 from harness.run import rounds as rounding
-from harness.run.items import Timeline
+from harness.run.items import Timeline, plausible
 from harness.bench.budget import Pace
 from harness.run.rounds import Rounds
 from harness.run.subjects import Subject
@@ -399,3 +399,9 @@ def test_pooled_rounds_set_aside_are_timed_anew_whatever_the_limit(busy: None) -
     assert {unit_of(x) for x in new["chosen"] | new["x"]} == {"run.0"} and not r.untimed
     found = speedup(r.line("base"), r.line("chosen"))  # what the record's speedup and verdict stand on
     assert found is not None and found.rounds == 1 and found.estimate == pytest.approx(7.0 / 0.15)
+
+
+def test_one_pooled_round_set_aside_is_a_round() -> None:
+    """The walk-through read `1 rounds at 14.6 ms a call`."""
+    said = plausible([Round(round="earlier.0#a#0", seconds=1.0)], 0.1, 5.0, "this run measured")
+    assert said is not None and said.startswith("1 round at 1e+03 ms a call")
