@@ -57,7 +57,7 @@ class Fitted:
             yield from _trimmed(line)
             yield Segment.line()
         for whole in ([] if wrap or not caption else note.split("\n")):
-            yield from whole.render(console)
+            yield from _trimmed(list(whole.render(console)))
             yield Segment.line()
 
     def fit(self, console: Console, width: int) -> Table:
