@@ -3,16 +3,21 @@ run folder, tidy rows, a repr of one screen, and errors that name the key."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
+from rich.text import Text
 
 from harness import api
+from harness.api import runs
 from harness.record.run_record import RECORD, RunRecord
 from harness.report.labels import verdict_lines
+from harness.report.terminal import run_screen
 from tests.conftest import CONFIGS
 from tests.report.test_run_screen import RECORDS
 
@@ -131,3 +136,26 @@ def test_its_errors_are_its_own_and_speak_its_words(tmp_path: Path) -> None:
     assert said.startswith(f"{taken}: output folder exists and is not empty; choose another with output=, leave "
                            "output out") and said.endswith("or force=True to replace the run in it")
     assert " -o" not in said and "--force" not in said and (taken / "notes.txt").read_text() == "mine"
+
+
+def test_a_run_shown_in_a_repl_hangs_its_continuations_as_the_cli_does() -> None:
+    """Walk-through 8 (API 1): `api.run` without quiet wrapped its lines at column 0 in a 100-column
+    REPL ("... 0 of 2" / "speedups resolved") where `harness run` hangs them two spaces in."""
+    record = RunRecord.model_validate_json((RECORDS / "main_job.json").read_text())
+    repl = Console(file=io.StringIO(), width=100, force_terminal=True, color_system=None)
+    runs.show(record, Path("runs/nb"), repl)
+    drawn = repl.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    texts = [Text.from_markup(item).plain for item in run_screen(record) if isinstance(item, str)]
+    spans = [_lines_of(drawn, text) for text in texts]
+    assert max(spans) > 1 and all(len(line) <= 100 for line in drawn)  # some line wrapped, none past the width
+    assert drawn[-1] == "results: runs/nb"
+
+
+def _lines_of(drawn: list[str], text: str) -> int:
+    """How many drawn lines `text` took, each after its first hung two spaces in."""
+    start = next(i for i, line in enumerate(drawn) if line and text.startswith(line))
+    got, end = drawn[start], start + 1
+    while " ".join(got.split()) != " ".join(text.split()):
+        assert end < len(drawn) and drawn[end].startswith("  "), (text[:60], drawn[start:end + 1])
+        got, end = f"{got} {drawn[end].strip()}", end + 1
+    return end - start

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from harness.api.errors import DataError, FolderProblem, RecordError, SpecProblem, our_words
 from harness.api.rows import columns, table
-from harness.base.lines import wrapped
+from harness.base.lines import print_shown, wrapped
 from harness.base.progress import Display
 from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
@@ -110,8 +110,13 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
 
         write_report(session.folder)
     if not quiet:
-        shown = Console()
-        for item in run_screen(record):
-            shown.print(item, highlight=False)
-        shown.print(f"results: {session.folder}", markup=False, highlight=False, soft_wrap=True)  # as the CLI ends
+        show(record, session.folder, Console())
     return Run(session.folder, record)
+
+
+def show(record: RunRecord, folder: Path, console: Console) -> None:
+    """What `harness run` prints on stdout, through its line printer: in a REPL each line wrapped
+    between words and its continuations hung under it, as the CLI's are."""
+    for item in run_screen(record):
+        print_shown(console, item)
+    console.print(f"results: {folder}", markup=False, highlight=False, soft_wrap=True)  # as the CLI ends

@@ -10,7 +10,7 @@ import os
 import re
 import textwrap
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 NBSP = "\u00a0"  # holds a number to its unit while a line is wrapped; never printed
@@ -67,3 +67,12 @@ def print_line(console: Console, line: str, markup: bool = False, hang: int = 2,
     if wraps(console):
         text = wrapped_text(text, console.width, hang)
     console.print(text, soft_wrap=True)
+
+
+def print_shown(console: Console, item: str | RenderableType) -> None:
+    """A line of markup as `print_line` prints it, or a table; in a pipe without COLUMNS the table's
+    caption lines are kept whole too (rich would crop them at the console's width)."""
+    if isinstance(item, str):
+        print_line(console, item, markup=True)
+    else:
+        console.print(item, crop=wraps(console))

@@ -18,7 +18,7 @@ from rich.segment import Segment
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.base.lines import wrapped_text
+from harness.base.lines import wrapped_text, wraps
 
 UNBOUNDED = 1 << 20
 
@@ -46,13 +46,18 @@ class Fitted:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
         """The table's lines without the blanks that pad them to its width (a copied or piped table
         carried 100 trailing spaces on its blank rows), then its caption wrapped at the terminal's
-        width, not the table's (a 153-column table wrapped its notes at 153 in a 160-column terminal)."""
+        width, not the table's (a 153-column table wrapped its notes at 153 in a 160-column terminal),
+        or in a pipe without COLUMNS each whole (print it with `print_shown`, which does not crop them)."""
         table = copy.copy(self.fit(console, options.max_width))
         caption, table.caption = table.caption, None
-        notes = [wrapped_text(Text.from_markup(str(caption)), options.max_width)] if caption else []  # each hangs
-        drawn: list[Table | Text] = [table, *notes]
+        note = Text.from_markup(str(caption)) if caption else Text()
+        wrap = wraps(console)  # a pipe without COLUMNS keeps each note whole, as every line, for `grep`
+        drawn: list[Table | Text] = [table, wrapped_text(note, options.max_width)] if wrap and caption else [table]
         for line in (line for part in drawn for line in console.render_lines(part, options, pad=False)):
             yield from _trimmed(line)
+            yield Segment.line()
+        for whole in ([] if wrap or not caption else note.split("\n")):
+            yield from _trimmed(list(whole.render(console)))
             yield Segment.line()
 
     def fit(self, console: Console, width: int) -> Table:

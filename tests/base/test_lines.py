@@ -7,8 +7,9 @@ import io
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
-from harness.base.lines import NBSP, print_line, wrapped
+from harness.base.lines import NBSP, print_line, print_shown, wrapped
 
 LINE = "bimodal: 19 samples near 173 µs, 2 near 527 µs; est. 4.66 s, took 73 % of 2.5 GiB at 19.4 GFLOP/s"
 UNITS = ("173 µs", "527 µs", "4.66 s", "73 %", "2.5 GiB", "19.4 GFLOP/s")
@@ -32,3 +33,26 @@ def test_a_console_line_keeps_each_number_with_its_unit_and_its_style(width: int
     assert NBSP not in "".join(lines) and lines[0].startswith("note: bimodal")
     assert all(len(line) <= width for line in lines)
     assert all(any(pair in line for line in lines) for pair in UNITS), lines
+
+
+def test_a_pipe_without_columns_keeps_every_note_under_the_run_table_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk-through 8 (README 1): in a pipe the table's notes wrapped at 160 columns ("--explain says"
+    / "  more") while the lines after them were kept whole; `grep` must find every note whole."""
+    from harness.record.run_record import RunRecord
+    from harness.report.fitting import Fitted
+    from harness.report.terminal import run_screen
+    from tests.report.test_run_screen import RECORDS
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    record = RunRecord.model_validate_json((RECORDS / "main_job.json").read_text())
+    pipe = Console(file=io.StringIO(), width=160, color_system=None)  # as harness.cli.console draws a pipe
+    items = run_screen(record, wide=True, explain=True)
+    for item in items:
+        print_shown(pipe, item)
+    drawn = pipe.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    table = next(item for item in items if isinstance(item, Fitted))
+    notes = [Text.from_markup(line).plain for line in str(table.fit(pipe, 160).caption).split("\n")]
+    assert any(len(note) > 160 for note in notes)  # the case at hand: a note longer than the table's width
+    assert all(note in drawn for note in notes), [n[:60] for n in notes if n not in drawn]
+    lines = [Text.from_markup(line).plain for line in items if isinstance(line, str)]
+    assert all(line in drawn for line in lines)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from harness.base.lines import print_shown
 from harness.report import charts, roofline_chart
 from harness.report.artifacts import decay_bands
 from harness.report.html import REPORT, render_report
@@ -31,7 +32,7 @@ def terminal_text(record: RunRecord, explain: bool = True) -> str:
     """The wide run table as `harness run --wide --explain` prints it, without colours, wide
     enough not to fold cells."""
     console = Console(file=io.StringIO(), width=400, record=True, color_system=None)
-    console.print(run_table(record, wide=True, explain=explain))
+    print_shown(console, run_table(record, wide=True, explain=explain))  # as the CLI prints it: notes whole
     return console.export_text()
 
 

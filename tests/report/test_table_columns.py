@@ -138,18 +138,20 @@ def test_a_width_shows_the_same_columns_in_every_run_of_a_spec(width: int, tmp_p
 
 
 @pytest.mark.parametrize("width", [100, 160])
-def test_no_line_of_a_drawn_table_ends_in_blanks(width: int, tmp_path: Path) -> None:
+def test_no_line_of_a_drawn_table_ends_in_blanks(width: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Walk-through 3: the blank rows between analyses were 95-100 spaces, and every row carried the
-    padding of its last column, into a copy or a pipe."""
+    padding of its last column, into a copy or a pipe (`COLUMNS=100 harness run ... | tee log`)."""
+    monkeypatch.setenv("COLUMNS", str(width))
     out = io.StringIO()
     Console(width=width, file=out).print(run_table(_record(tmp_path, False), explain=True))
     lines = out.getvalue().splitlines()
     assert len(lines) > 10 and not [line for line in lines if line != line.rstrip()]
 
 
-def test_a_note_under_the_table_hangs_as_every_warning_does(tmp_path: Path) -> None:
+def test_a_note_under_the_table_hangs_as_every_warning_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Walk-through 6: at 160 columns the `% of peak >100%` note's second line began at column 0,
-    unlike every other wrapped warning."""
+    unlike every other wrapped warning (in a pipe without COLUMNS it is whole: tests/base/test_lines.py)."""
+    monkeypatch.setenv("COLUMNS", "100")
     out = io.StringIO()
     Console(width=100, file=out).print(run_table(_record(tmp_path, False), wide=True))
     lines = out.getvalue().splitlines()

@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.table import Table
 
 from harness.base.units import format_bytes
+from harness.base.lines import print_shown
 from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
 from harness.plan.model import PlanError
@@ -96,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
         used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
         table.add_row(entry.key[:16], kind, owner, label, format_bytes(entry.size), used)
     if args.action == "ls" or corrupt:
-        out.print(Fitted(table, ("last used", "experiment", "key")))
+        print_shown(out, Fitted(table, ("last used", "experiment", "key")))
     if args.action == "verify":
         out.print(f"{len(entries) - corrupt} of {len(entries)} entries check out; corrupt ones are "
                   "recomputed on their next use")

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from harness.base.progress import Display
+from harness.base.lines import print_shown
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE
 from harness.machine import wisdom
@@ -47,5 +48,5 @@ def main(args: argparse.Namespace) -> int:
             return EXIT_INCONCLUSIVE
     stored = wisdom.load(where, machine)
     for renderable in wisdom_tables(stored, wisdom.path_for(where, machine)):
-        out.print(renderable)
+        print_shown(out, renderable)
     return 0

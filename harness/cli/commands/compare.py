@@ -8,7 +8,7 @@ import math
 from typing import Literal
 from pathlib import Path
 
-from harness.base.lines import print_line
+from harness.base.lines import print_line, print_shown
 from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
@@ -105,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
     for c in comparisons:
         print_line(human, summary_line(c, several))
         if not args.json:
-            out.print(compare_table(c, explain=args.explain))
+            print_shown(out, compare_table(c, explain=args.explain))
         for text, style in _gate_lines(c, several, args.verbose):
             print_line(human, text, style=style)
     if page is not None:

@@ -8,6 +8,7 @@ import argparse
 from harness.cli.commands.spec_args import budget_argument, overrides, spec_arguments
 from rich.markup import escape
 
+from harness.base.lines import print_shown
 from harness.cli.console import err, out, say
 from harness.report.plan_view import plan_lines, plan_table, plan_title
 from harness.run.prepare import RunContext, skipped_warning
@@ -40,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
         print(the_plan.model_dump_json(indent=2))
     else:
         say(escape(plan_title(the_plan)))
-        out.print(plan_table(the_plan))
+        print_shown(out, plan_table(the_plan))
         for line in plan_lines(the_plan):
             say(line, hang=2)  # a wrapped sub-line stays under its item
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.base.progress import Display
 from harness.base.units import plural
 from harness.cli.commands.spec_args import budget_argument, overrides, spec_arguments
+from harness.base.lines import print_shown
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED, exit_code, stopped
 from harness.record.run_record import RECORD
@@ -93,10 +94,7 @@ def main(args: argparse.Namespace) -> int:
         say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
-        if isinstance(shown, str):
-            say(shown)
-        else:
-            out.print(shown)
+        print_shown(out, shown)
     out.print(f"results: {session.folder}", markup=False, highlight=False, soft_wrap=True)
     if args.report:
         from harness.report.html import write_report  # matplotlib: only when a report is asked for

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from harness.base.progress import Display
 from harness.base.units import format_seconds
+from harness.base.lines import print_shown
 from harness.cli.console import err, out, say
 from harness.cli.exit_codes import EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED
 from harness.report.fitting import Fitted, rule_table
@@ -37,7 +38,7 @@ def show_plan(sweep: SweepPlan, as_json: bool) -> int:
         picks = {s.analysis: s.strategy for s in context.plan.steps}
         table.add_row(point.label, *(picks.get(a, "-") for a in analyses), str(context.plan.n_matrices),
                       format_seconds(context.plan.estimate_s))
-    out.print(Fitted(table))  # drawn as a run's tables are: lines without trailing blanks
+    print_shown(out, Fitted(table))  # drawn as a run's tables are: lines without trailing blanks
     say(f"the whole sweep: ~{format_seconds(sweep.estimate_s)} (`harness plan` of one point: --set sweep={{}} and "
         "its values)")
     return 0
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace, sweep: SweepPlan) -> int:
         table = rule_table(*PICK_COLUMNS, title="the planner's pick at each point")
         for row in picks:
             table.add_row(*(escape(row[c]) for c in PICK_COLUMNS))
-        out.print(Fitted(table))
+        print_shown(out, Fitted(table))
     out.print(f"results: {folder}", markup=False, highlight=False, soft_wrap=True)
     if args.report:
         from harness.report.sweep_page import write_sweep_report  # matplotlib: only when a report is asked for
