@@ -22,7 +22,7 @@ from tests.conftest import CONFIGS
 
 
 def screen(renderables: list[object], width: int) -> str:
-    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None, force_terminal=True)  # a terminal: notes wrap
     for r in renderables:
         console.print(r)
     return console.export_text()
