@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness.base.units import plural
 from harness.bench.budget import Allocation
 from harness.bench.series import Line, Round, workload_totals
 from harness.data.layout import AdapterLayout
@@ -67,7 +68,7 @@ def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str
     factor = max(a / b, b / a)
     if factor <= wild:
         return None
-    return (f"{len(pooled)} rounds at {median * 1e3:.3g} ms a call, {factor:,.0f}x off the "
+    return (f"{plural(len(pooled), 'round')} at {median * 1e3:.3g} ms a call, {factor:,.0f}x off the "
             f"{expected_s * 1e3:.3g} ms {what}")
 
 
@@ -83,6 +84,7 @@ class Timeline:
 
     pooled: list[Round]
     new: list[Round] = field(default_factory=list)
+    aside: list[str] = field(default_factory=list)  # the ids of pooled rounds this run discarded
     calls: int = 0
     warmed: set[int] = field(default_factory=set)  # the slots whose worker has run its warm-ups
     first_call: float | None = None  # a process's untimed first call over its block's mean, where measured
