@@ -314,8 +314,7 @@ class BenchPhase:
             interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
-        for s in (s for group in subjects.values() for s in group if lines[id(s)].aside):
-            self.discarded.setdefault(s.item, set()).update(lines[id(s)].aside)
+        self.discarded |= {s.item: {*lines[id(s)].aside} for g in subjects.values() for s in g if lines[id(s)].aside}
         timings, checks = [], []
         for t in step.timed:
             if t.label in rounds.failures:  # no timing, and nothing pooled: a re-run tries again
