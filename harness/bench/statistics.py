@@ -50,6 +50,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
+from harness.base.units import significant
+
 LEVEL = 0.95
 # The between-run log sd of a speedup assumed until a machine has shown its own (three runs of an
 # item): six first runs of the main job, each timing every point in three processes (idle, load
@@ -274,5 +276,6 @@ def drift_reason(values: Sequence[float]) -> str | None:
     span = math.exp(abs(slope) * (len(x) - 1)) - 1
     if trend_p(x) < DRIFT_P and span > DRIFT_SPAN:
         way = "slower" if slope > 0 else "faster"
-        return f"drifting: {len(x)} rounds grew {100 * span:.0f}% {way} from first to last"
+        size = f"{significant(span + 1, 2)}x" if span > 1 else f"{100 * span:.0f}%"  # 8.2x, not 717%
+        return f"drifting: {len(x)} rounds grew {size} {way} from first to last"
     return None

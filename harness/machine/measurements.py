@@ -82,16 +82,28 @@ class Measurements(BaseModel):
     version: int = VERSION
     machine: dict[str, str]
     items: dict[str, list[StoredRound]] = {}
+    # item key -> ids of its rounds a run discarded as implausible: set aside for every later run,
+    # not pooled again once later rounds outvote them in a median (walk 8: a 14x-off round came back)
+    set_aside: dict[str, list[str]] = {}
 
     def rounds(self, item: Item) -> list[Round]:
-        return [Round(round=r.round, seconds=r.seconds, busy=r.busy, when=r.when) for r in self.items.get(item.key(), [])]
+        aside = set(self.set_aside.get(item.key(), ()))
+        return [Round(round=r.round, seconds=r.seconds, busy=r.busy, when=r.when) for r in self.items.get(item.key(), [])
+                if r.round not in aside]
 
-    def add(self, item: Item, rounds: Iterable[Round]) -> None:
-        known = self.items.setdefault(item.key(), [])
+    def add(self, item: Item, rounds: Iterable[Round], aside: Iterable[str] = ()) -> None:
+        """`rounds` kept (the newest KEEP), and the ids in `aside` set aside, of those still kept."""
+        key = item.key()
+        known = self.items.setdefault(key, [])
         seen = {r.round for r in known}
         known.extend(StoredRound(round=r.round, seconds=r.seconds, busy=r.busy, when=r.when) for r in rounds
                      if r.round not in seen)
         del known[:-KEEP]
+        ids = {r.round for r in known}
+        if kept := sorted(ids & (set(self.set_aside.get(key, ())) | set(aside))):
+            self.set_aside[key] = kept
+        else:
+            self.set_aside.pop(key, None)
 
 
 def path_for(where: Path, machine: MachineInfo) -> Path:
@@ -121,10 +133,12 @@ def load(where: Path | None, machine: MachineInfo, say: Say = on_stderr) -> Meas
     return found.model if found is not None and found.model is not None else Measurements(machine=identity(machine))
 
 
-def keep(where: Path | None, machine: MachineInfo, new: dict[Item, list[Round]], say: Say = on_stderr) -> None:
-    """Add a run's rounds to the stored ones under the wisdom lock, atomically; another
-    version's file under this name is left as it is, never overwritten."""
-    if where is None or not new:
+def keep(where: Path | None, machine: MachineInfo, new: dict[Item, list[Round]], say: Say = on_stderr,
+         aside: dict[Item, set[str]] | None = None) -> None:
+    """Add a run's rounds to the stored ones, and set aside the stored rounds it discarded (`aside`),
+    under the wisdom lock, atomically; another version's file under this name is left as it is."""
+    aside = aside or {}
+    if where is None or not (new or aside):
         return
     with locked(where, say):
         found = stored.read(path_for(where, machine), Measurements, VERSION, identity(machine), CAP)
@@ -132,7 +146,7 @@ def keep(where: Path | None, machine: MachineInfo, new: dict[Item, list[Round]],
             say(f"pooled rounds not kept: {path_for(where, machine)} {found.other}")
             return
         pool = found.model or Measurements(machine=identity(machine))
-        for item, rounds in new.items():
-            pool.add(item, rounds)
+        for item in {**new, **aside}:
+            pool.add(item, new.get(item, []), aside.get(item, ()))
         text = pool.model_dump_json().encode()
         write_atomic(path_for(where, machine), lambda fh: fh.write(text))

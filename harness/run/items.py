@@ -84,6 +84,7 @@ class Timeline:
 
     pooled: list[Round]
     new: list[Round] = field(default_factory=list)
+    aside: list[str] = field(default_factory=list)  # the ids of pooled rounds this run discarded
     calls: int = 0
     warmed: set[int] = field(default_factory=set)  # the slots whose worker has run its warm-ups
     first_call: float | None = None  # a process's untimed first call over its block's mean, where measured

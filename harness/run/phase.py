@@ -84,6 +84,7 @@ class BenchPhase:
     observations: list[Observation] = field(default_factory=list)  # what it teaches the wisdom
     errors: list[MeasuredError] = field(default_factory=list)  # each verified point's error, load or not
     notes: list[str] = field(default_factory=list)  # pooled rounds discarded, and why
+    discarded: dict[Item, set[str]] = field(default_factory=dict)  # their ids: set aside in the pool for good
     unstable: int = 0
     counts: Counter[str] = field(default_factory=Counter)  # rounds, pooled, busy; resolved and unresolved speedups
     untimed: dict[str, list[Skipped]] = field(default_factory=dict)  # analysis -> what the limit left untimed
@@ -141,6 +142,7 @@ class BenchPhase:
         why = plausible(pooled, a.per_matrix_s * a.matrices, WILD_PLAN, "this machine's plan expects")
         if why is None:
             return pooled
+        self.discarded.setdefault(item, set()).update(r.round for r in pooled)
         note = f"{step.analysis}: pooled rounds of {timed.label} on {a.group} discarded: {why}"
         if note not in self.notes:
             self.notes.append(note)
@@ -313,6 +315,7 @@ class BenchPhase:
             interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
+        self.discarded |= {s.item: {*lines[id(s)].aside} for g in subjects.values() for s in g if lines[id(s)].aside}
         timings, checks = [], []
         for t in step.timed:
             if t.label in rounds.failures:  # no timing, and nothing pooled: a re-run tries again
@@ -391,7 +394,7 @@ class BenchPhase:
                                                                      s.arithmetic, s.timed.compiled)
 
     def keep_rounds(self, where: Path | None, machine: MachineInfo) -> None:
-        """Add this run's rounds (busy ones with their reasons) to the pool; say what was discarded."""
-        measurements.keep(where, machine, self.new_rounds, say=self.display.note)
+        """Add this run's rounds to the pool, set aside there the pooled ones it discarded; say so."""
+        measurements.keep(where, machine, self.new_rounds, say=self.display.note, aside=self.discarded)
         for note in self.notes:
             self.display.note(f"[yellow]note:[/] {note}")

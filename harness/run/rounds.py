@@ -234,7 +234,7 @@ class Rounds:
                 line = self.lines[id(s)]
                 if line.pooled and (why := disagreeing(line.pooled, line.new)):
                     self.set_aside.append(f"{self.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
-                    line.pooled = []
+                    line.aside, line.pooled = [r.round for r in line.pooled], []
 
     def _floor(self, blocks: list[Slot]) -> bool:
         return any(self._paired(s, k) < MIN_ROUNDS for s, k in blocks)

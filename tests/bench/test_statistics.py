@@ -251,3 +251,9 @@ def test_the_interval_has_no_jump_from_two_runs_to_three_of_the_same_spread(sd: 
     for build in (lambda e: [[[x]] for x in e], _processes):
         two, three = (interval(build(_alike(n, sd)), prior, run_sd=prior) for n in (2, 3))
         assert 1 / 1.5 <= _half(three) / _half(two) <= 1.5, (sd, prior, _half(two), _half(three))
+
+
+def test_a_drift_past_double_is_said_as_a_factor() -> None:
+    """Walk 8: `grew 717% faster` for rounds that fell 8.2-fold; a factor reads at once."""
+    assert drift_reason(np.geomspace(8.2, 1.0, 7)) == "drifting: 7 rounds grew 8.2x faster from first to last"
+    assert drift_reason(np.geomspace(1.0, 1.5, 7)) == "drifting: 7 rounds grew 50% slower from first to last"

@@ -129,3 +129,32 @@ def test_a_new_folder_on_a_known_machine_neither_probes_nor_loses_the_pool(
     assert main(["run", SMOKE, "-o", "run", *spec]) == 0
     assert (tmp_path / "two" / ".harness-cache").is_dir()  # the result cache stays the project's
     assert load_record(tmp_path / "two" / "run").roofs  # from the machine's wisdom
+
+
+def test_a_pooled_round_set_aside_stays_aside_in_every_later_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 8: a pool holding one round 14x off was discarded in one run, then pooled again in the
+    next, where that run's own rounds outvoted it in the median, and the verdict swung. The pool
+    marks it set aside: neither run pools it, and only the first says so."""
+    from harness.run import rounds as rounding
+
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
+    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
+    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='numpy', compare=['torch']}]",
+            "--set", "data.modules={a=[512, 512]}", "--set", "data.form='dense'", "--budget", "0.5s"]
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    path = next((tmp_path / "wisdom").glob(f"rounds-v{measurements.VERSION}-*.json"))
+    pool = Measurements.model_validate_json(path.read_text())
+    for key, rounds in pool.items.items():  # each point's only pooled round: 14x slower than its own
+        slowest = max(r.seconds for r in rounds)
+        pool.items[key] = [rounds[0].model_copy(update={"round": "planted#svdvals#0", "seconds": 14 * slowest})]
+    path.write_text(pool.model_dump_json())
+    capsys.readouterr()
+    for run in ("b", "c"):
+        assert main(["run", SMOKE, "-o", str(tmp_path / run), *spec]) == 0
+        timings = load_record(tmp_path / run).analyses[0].timings
+        assert not any("planted" in r for t in timings for g in t.groups for r in g.rounds), run
+        said = capsys.readouterr().err
+        assert ("1 round at" in said) == (run == "b"), said
+    pool = Measurements.model_validate_json(path.read_text())
+    assert pool.set_aside == {key: ["planted#svdvals#0"] for key in pool.items}
