@@ -61,9 +61,9 @@ def _roof_line(roof: Roof) -> str:
 WISDOM_OPTIONAL = ("by", "measured", "% of GEMM peak", "samples", "GFLOP/s", "rank", "dtype")
 
 
-def wisdom_tables(w: Wisdom, path: object) -> list[object]:
+def wisdom_tables(w: Wisdom, path: object) -> list[str | Table | Fitted]:
     """`harness calibrate --show`: the roofs, the reads, and every measurement kept."""
-    lines: list[object] = [f"wisdom: {path}", "machine: " + "; ".join(f"{k} {v}" for k, v in w.machine.items())]
+    lines: list[str | Table | Fitted] = [f"wisdom: {path}", "machine: " + "; ".join(f"{k} {v}" for k, v in w.machine.items())]
     lines += [_roof_line(roof) for roof in w.roofs.values()] or ["roofs: none measured yet"]
     if w.reads is not None:
         r = w.reads
