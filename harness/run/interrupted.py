@@ -66,9 +66,11 @@ def save(folder: Path, run_id: str, analysis: str, subjects: Sequence[Subject], 
     write_atomic(folder / INTERRUPTED, lambda fh: fh.write(kept.model_dump_json().encode()))
 
 
-def clear(folder: Path) -> None:
-    """The analysis ended: its rounds are in the record (or it raised): the file goes."""
-    (folder / INTERRUPTED).unlink(missing_ok=True)
+def clear(folder: Path | None) -> None:
+    """The analysis ended: its rounds are in the record (or it raised): the file goes (none without
+    a run folder)."""
+    if folder is not None:
+        (folder / INTERRUPTED).unlink(missing_ok=True)
 
 
 def read(folder: Path) -> Interrupted | None:

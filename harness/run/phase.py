@@ -311,8 +311,7 @@ class BenchPhase:
         if rounds.stopped:
             self.display.logged(stopped_text(step.analysis, rounds.count, planned, rounds.processes,
                                              bench.limit_s, bench.limit))
-        if self.folder is not None:
-            interrupted.clear(self.folder)
+        interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside
         self.discarded |= {s.item: {*lines[id(s)].aside} for g in subjects.values() for s in g if lines[id(s)].aside}
