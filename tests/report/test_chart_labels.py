@@ -39,3 +39,20 @@ def test_every_speedup_label_is_inside_the_axes(smoke_run: tuple[Path, RunRecord
         if tick.get_visible() and tick.get_text():
             extent = tick.get_window_extent(renderer)
             assert figure.x0 <= extent.x0 and extent.x1 <= figure.x1, tick.get_text()
+
+
+def test_the_two_axes_tick_labels_never_meet_between_them(smoke_run: tuple[Path, RunRecord]) -> None:
+    """A busy CI run's smoke report drew the time axis' last tick "10 ms" over the speedup axis'
+    first "1e-4": the axes stood 5% of an axis apart. Ticks are drawn up to an axis' edge, so the
+    gap holds the half of the widest label each side: set at both inner edges, they do not meet."""
+    for a in smoke_run[1].analyses:
+        if not any(t.speedup is not None for t in a.timings):
+            continue
+        fig = charts.timing_figure(a)
+        ax_t, ax_s = fig.axes[:2]
+        ax_t.set_xticks([ax_t.get_xlim()[1]], ["500 µs"])
+        ax_s.set_xticks([ax_s.get_xlim()[0]], ["0.0001"])
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.draw(renderer)
+        (left,), (right,) = ([t.get_window_extent(renderer) for t in ax.get_xticklabels()] for ax in (ax_t, ax_s))
+        assert left.x1 < right.x0, (a.name, left, right)
