@@ -113,7 +113,7 @@ def machine_cores(folder: Path) -> int | None:
     n = found.get("num_cpu") if isinstance(found, dict) else None
     if isinstance(n, str) and n.isascii() and n.isdigit() and len(n) <= 6:
         n = int(n)
-    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_CORES else None
+    return n if (n := _count(n)) is not None and n <= MAX_CORES else None
 
 
 def _absent(x: object) -> bool:
