@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -10,6 +11,7 @@ from rich.measure import Measurement
 from harness.base.progress import Phrases
 from harness.base.units import plural
 from harness.bench.budget import Budget
+from harness.run.rounds import Rounds
 
 
 def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phrases:
@@ -23,18 +25,34 @@ def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phra
     return Phrases((f"{analysis}: {live_s:.1f}/{limit_s:.1f} s", limit))
 
 
-def stopped_text(analysis: str, count: int, planned: int, processes: int, limit_s: float, limit: str) -> str:
+def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, processes: int, limit_s: float,
+                 limit: str) -> str:
     """`top3: rounds: 6 of the 15 planned (2 of 5 in each of 3 processes); the 4.0 s floor stopped
     the rest`: a log's last round line read as a full count (`round 2: 24/24`) with no word that the
     budget ended the rounds. Counted as the table's rounds column counts, a round in each process
-    (`rounds: 1` sat beside the table's `3+9`)."""
+    (`rounds: 1` sat beside the table's `3+9`); `1 to 3 by strategy` where a round cut short left
+    some strategies fewer or none (`timed`: this run's rounds of each point), as their rows show."""
     said = f"the {limit_s:.1f} s {limit}"
     each = f"{count} of {planned} in each of {plural(processes, 'process', 'processes')}"
+    some = [t for t in timed if t > 0]
+    lo, hi = min(some, default=0), max(some, default=0)
+    if lo < hi or len(some) < len(timed):
+        counted = f"{lo} to {hi} by strategy, of" if lo < hi else f"{lo} of"
+        untimed = len(timed) - len(some)
+        none = f", {plural(untimed, 'strategy', 'strategies')} not timed" if untimed else ""
+        return (f"{analysis}: rounds: {counted} the {planned * processes} planned ({planned} in each of "
+                f"{plural(processes, 'process', 'processes')}){none}; {said} stopped the rest")
     if count < planned:
         return (f"{analysis}: rounds: {count * processes} of the {planned * processes} planned ({each}); "
                 f"{said} stopped the rest")
     return (f"{analysis}: rounds: {count * processes} ({planned * processes} planned, {each}); "
             f"{said} ran out before every speedup settled")
+
+
+def own_rounds(rounds: Rounds) -> list[int]:
+    """This run's rounds of each point still timing, on its least-timed group: what its row counts."""
+    return [min(len(rounds.lines[id(s)].new) for s in subjects) for label, subjects in rounds.subjects.items()
+            if subjects and label not in rounds.failures and label not in rounds.lost]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.base.units import plural
+from harness.base.units import format_seconds, plural
 from harness.bench.budget import Allocation
 from harness.bench.series import Line, Round, workload_totals
 from harness.data.layout import AdapterLayout
@@ -58,9 +58,10 @@ def layout_rank(layout: AdapterLayout) -> int | None:
     return round(sum(ranks) / len(ranks)) if ranks else None
 
 
-def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str) -> str | None:
-    """Why pooled rounds are not to be believed beside `expected_s` seconds a call (`what` says
-    whose figure that is), or None: their median more than `wild` times off it either way."""
+def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str, matrices: int) -> str | None:
+    """Why pooled rounds are not to be believed beside `expected_s` seconds a call of `matrices`
+    matrices (`what` says whose figure that is), or None: their median more than `wild` times off
+    it either way. Said per matrix, the table's unit: `14.6 ms a call` of 4 matrices matched no row."""
     if not pooled or not expected_s > 0:
         return None
     median = float(np.median([r.seconds for r in pooled]))
@@ -68,14 +69,16 @@ def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str
     factor = max(a / b, b / a)
     if factor <= wild:
         return None
-    return (f"{plural(len(pooled), 'round')} at {median * 1e3:.3g} ms a call, {factor:,.0f}x off the "
-            f"{expected_s * 1e3:.3g} ms {what}")
+    each = max(matrices, 1)
+    return (f"{plural(len(pooled), 'round')} at {format_seconds(median / each)} a matrix, {factor:,.0f}x off the "
+            f"{format_seconds(expected_s / each)} {what}")
 
 
-def disagreeing(pooled: Sequence[Round], new: Sequence[Round]) -> str | None:
+def disagreeing(pooled: Sequence[Round], new: Sequence[Round], matrices: int) -> str | None:
     """Why a point's pooled rounds are not to be believed beside the rounds this run timed of it
     (WILD_RUN off their median), or None: also None before this run timed it."""
-    return plausible(pooled, float(np.median([r.seconds for r in new])), WILD_RUN, "this run measured") if new else None
+    return plausible(pooled, float(np.median([r.seconds for r in new])), WILD_RUN, "this run measured",
+                     matrices) if new else None
 
 
 @dataclass

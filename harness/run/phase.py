@@ -42,7 +42,7 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
-from harness.run.clock import stopped_text
+from harness.run.clock import own_rounds, stopped_text
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
@@ -139,7 +139,7 @@ class BenchPhase:
         """The stored rounds this run pools for an allocation: none when it is fresh, none wildly
         off what this machine's plan expects of the call (said once, with a note)."""
         pooled = [] if self.fresh else self._stored(item)
-        why = plausible(pooled, a.per_matrix_s * a.matrices, WILD_PLAN, "this machine's plan expects")
+        why = plausible(pooled, a.per_matrix_s * a.matrices, WILD_PLAN, "this machine's plan expects", a.matrices)
         if why is None:
             return pooled
         self.discarded.setdefault(item, set()).update(r.round for r in pooled)
@@ -309,8 +309,8 @@ class BenchPhase:
             self.budget.close(step.analysis)
             self.timing = None
         if rounds.stopped:
-            self.display.logged(stopped_text(step.analysis, rounds.count, planned, rounds.processes,
-                                             bench.limit_s, bench.limit))
+            self.display.logged(stopped_text(step.analysis, own_rounds(rounds), rounds.count, planned,
+                                             rounds.processes, bench.limit_s, bench.limit))
         interrupted.clear(self.folder)
         self.counts["rounds"] += rounds.count
         self.notes += rounds.set_aside

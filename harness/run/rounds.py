@@ -232,7 +232,7 @@ class Rounds:
         for group in self.subjects.values():
             for s in group:
                 line = self.lines[id(s)]
-                if line.pooled and (why := disagreeing(line.pooled, line.new)):
+                if line.pooled and (why := disagreeing(line.pooled, line.new, s.allocation.matrices)):
                     self.set_aside.append(f"{self.analysis}: pooled rounds of {s.name} on {s.group} discarded: {why}")
                     line.aside, line.pooled = [r.round for r in line.pooled], []
 

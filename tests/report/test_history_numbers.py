@@ -88,6 +88,16 @@ def test_a_lone_commits_interval_is_a_bar_a_run_of_two_a_band() -> None:
     assert ([3, 3], [8.0, 12.0]) in bars and not any(x == [2, 2] for x, _ in bars)
 
 
+def test_a_point_on_the_1x_line_is_drawn_over_it() -> None:
+    """Walk 8: process_pool at 0.999x sat on the dashed 1x line and was hard to see."""
+    run = Trend(label="process_pool", machine="vm-cpu", values={"c0": 0.999, "c1": 1.0})
+    ax = trend_figure([run], ["c0", "c1"], ["vm-cpu"], "speedup", reference=1.0).axes[0]
+    [one] = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    [points] = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert points.get_zorder() > one.get_zorder() and points.get_markersize() >= 5
+    assert points.get_markeredgecolor() == "white"
+
+
 def test_a_strategy_with_no_value_at_a_commit_is_named_under_its_chart(tmp_path: Path) -> None:
     """top3/torch "n/a this commit" left the legend without a word: a note under the chart names it
     and why, as far as the suite's series tell (a busy share recorded: it was timed)."""
