@@ -169,7 +169,7 @@ def settlement(found: Speedup | None, target: float, names: tuple[str, str] = ("
         return Settlement(settled=not mixed, resolved=True)
     where = f"{_plural(found.rounds, 'round')} of {_plural(found.runs, 'run')}"
     if found.processes > found.runs:
-        where = f"{_plural(found.rounds, 'round')} of {_plural(found.processes, 'process')} in {_plural(found.runs, 'run')}"
+        where = f"{_plural(found.rounds, 'round')} in {_plural(found.processes, 'process')} of {_plural(found.runs, 'run')}"
     if not math.isfinite(found.half_width):
         return Settlement(settled=False, why=f"{where}: no interval")
     # rounded up: an interval of ±10.4% read "±10% ... wider than the ±10% asked for"; from ±100% on

@@ -56,6 +56,16 @@ def test_an_unresolved_speedup_says_why_in_words() -> None:
     assert settlement(found, 0.40).why is None
 
 
+def test_an_unresolved_speedup_counts_its_rounds_in_their_processes() -> None:
+    """`3 rounds of 3 processes in 1 run` read as 3 rounds each; a round is one timing in one process."""
+    own = {round_id(unit_id("r", p), "a", 0): v for p, v in enumerate([1.0, 1.5, 0.7])}
+    base = {round_id(unit_id("r", p), "a", 0): 4.0 for p in range(3)}
+    found = speedup(base, own, spread=0.10)
+    assert found is not None and found.processes == 3 and found.rounds == 3
+    why = settlement(found, 0.10).why
+    assert why is not None and "3 rounds in 3 processes of 1 run" in why
+
+
 def test_a_runs_own_spread_is_told_apart_from_the_machines() -> None:
     base, own = line("r", [4.0] * 4), line("r", [1.0, 1.01, 0.99, 1.0])
     assert within_half_width(base, own, "r") < 0.05 < within_half_width(base, line("r", [1.0, 1.5, 0.8, 1.2]), "r")
