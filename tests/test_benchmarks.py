@@ -195,7 +195,7 @@ def test_the_crossover_check_runs_once_at_the_crossing_and_judges_its_intervals(
     from harness.record.run_record import load_record
     from harness.record.sweep_record import point_timings, write_sweep
     from harness.run import rounds as rounding
-    from tests.run.test_sweep import known_sweep
+    from tests.report.test_sweep_views import known_sweep
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()
@@ -216,7 +216,7 @@ def test_the_crossover_check_runs_once_at_the_crossing_and_judges_its_intervals(
 def test_a_sweep_without_a_crossover_has_nothing_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks.sweep_crossover import main
     from harness.record.sweep_record import write_sweep
-    from tests.run.test_sweep import known_sweep
+    from tests.report.test_sweep_views import known_sweep
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()
