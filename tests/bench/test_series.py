@@ -155,11 +155,14 @@ def test_busy_runs_of_one_round_that_all_agree_on_a_speedup_stay_significant_as_
 
 def test_an_interval_of_a_factor_or_more_is_said_as_the_verdict_says_it() -> None:
     """Walk-through 6: --verbose said `interval ±1361%` where the verdict said `x14.6 either way`; a
-    percentage past 100% reads as if the low end were below zero. Under ±100% it stays a percentage."""
+    percentage past 100% reads as if the low end were below zero. Walk-through 9: `±92%` for
+    0.662-2.43 around 1.27 read as reaching 0.10. Under x1.5 it stays a percentage."""
     wide = Speedup(estimate=9.93, low=9.93 / 14.6, high=9.93 * 14.6, rounds=3, runs=3, processes=3)
     why = settlement(wide, 0.25).why
     assert why is not None and why.startswith("interval x15 either way over 3 rounds of 3 runs") and "±1" not in why
     two = Speedup(estimate=2.0, low=1.0, high=4.0, rounds=3, runs=3, processes=3)
     assert (settlement(two, 0.25).why or "").startswith("interval x2.0 either way over")
     near = Speedup(estimate=2.0, low=2.0 / 1.9, high=2.0 * 1.9, rounds=3, runs=3, processes=3)
-    assert (settlement(near, 0.25).why or "").startswith("interval ±90% over")
+    assert (settlement(near, 0.25).why or "").startswith("interval x1.9 either way over")
+    close = Speedup(estimate=2.0, low=2.0 / 1.3, high=2.0 * 1.3, rounds=3, runs=3, processes=3)
+    assert (settlement(close, 0.25).why or "").startswith("interval ±30% over")
