@@ -38,6 +38,12 @@ COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "compu
            "status", "reason")
 
 
+# a row without a timing: what each flag column says of it, so that every flag column is booleans
+# alone (walk 9: pandas read a column of True, False and blanks as objects); no interval is unresolved
+UNTIMED_FLAGS = {"compiled": False, "extrapolated": False, "unresolved": True, "times_disagree": False, "unstable": False,
+                 "resumed": False}
+
+
 def result_rows(record: RunRecord) -> list[dict[str, Any]]:
     """Every compared strategy of every analysis, timed or not, with its verification: the table's
     rows as data (`status`: passed, FAILED, not timed, not run or error; `reason`: why untimed; a
@@ -65,8 +71,8 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
             })
         for label, role, status, why in untimed_rows(record, a):
             v = verified(a, label, status)  # the limit cut its rounds, not the check of its answer
-            rows.append({**dict.fromkeys(COLUMNS), "analysis": a.name, "op": a.op, "strategy": label, "role": role,
-                         "computed_results": False, **_planned(record, a, label), "status": status, "reason": why,
+            rows.append({**dict.fromkeys(COLUMNS), **UNTIMED_FLAGS, "analysis": a.name, "op": a.op, "strategy": label,
+                         "role": role, "computed_results": False, **_planned(record, a, label), "status": status, "reason": why,
                          "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
 

@@ -103,6 +103,18 @@ def test_an_untimed_row_says_the_precision_device_and_library_the_plan_gave_it(
         assert f"| {row['device']} ({row['library']}) |" in line, line
 
 
+def test_every_flag_column_holds_booleans_alone(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 9: the not-timed rows left `extrapolated, unresolved, times_disagree, unstable` blank, so
+    pandas read those columns as objects of True, False and NaN."""
+    rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
+    data = json.loads(exported(busy, "json", capsys))["results"]
+    assert any(r["status"] == "not timed" for r in rows)
+    for flag in ("compiled", "extrapolated", "unresolved", "times_disagree", "unstable", "resumed"):
+        assert {r[flag] for r in rows} <= {"True", "False"}, flag
+        assert all(isinstance(d[flag], bool) for d in data), flag
+    assert all(r["unresolved"] == "True" for r in rows if r["status"] == "not timed")  # no interval at all
+
+
 def test_the_md_and_the_page_say_the_machines_memory_alike(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Walk 5: the md's header said `24 GiB`, the HTML `23.5 GiB (22.6 GiB available)`."""
     from harness.base.units import format_bytes
