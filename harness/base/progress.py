@@ -151,7 +151,9 @@ def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: f
     runs slower than that pace (its seconds against its share done), the evidence raises it: its
     rest at its own pace (as much prior as the run's), the units after it at the run's pace
     counting it. Both move with the
-    clock, so the ETA rises smoothly (it fell to ~0:00:01 for 10 s while a unit overran). Within its
+    clock, so the ETA rises smoothly (it fell to ~0:00:01 for 10 s while a unit overran). Past its
+    plan (`over`) the figure is a floor: its rest and the units after it at the run's pace, never
+    its own (a resumed run read `ETA >0:00:40` with 14 s left: one-off work ahead of its rounds). Within its
     plan a unit is as far along as the further of its work counted and its planned time spent
     (`planned_share`): its first rounds, slow with their first calls, counted little and alone read
     as a run 4x slower (walk-through 8: `ETA ~0:01:44` at 12 s of a 27 s run)."""
@@ -168,11 +170,12 @@ def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: f
     # (the planned share stops at its cap there and says nothing more)
     share = max(share, planned_share) if ran <= pace * unit else share or planned_share
     own = rest = pace
-    if share > 0 and ran > pace * unit * share:  # slower than the run's pace: its rounds say how much
+    over = ran > pace * unit
+    if not over and share > 0 and ran > pace * unit * share:  # slower than the run's pace: its rounds say how much
         own = max(pace, _paced(ran + PACE_PRIOR * unit * pace, unit * share + PACE_PRIOR * unit))
         rest = max(pace, _paced(elapsed_s + prior, planned_done + unit * share + prior))
     left = own * unit * (1.0 - share) + rest * sum(units_s[whole + 1:]) * scale
-    return Eta(max(0.0, left), over=ran > pace * unit)
+    return Eta(max(0.0, left), over=over)
 
 
 def _paced(spent_s: float, planned_s: float) -> float:

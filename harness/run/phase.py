@@ -42,7 +42,7 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
-from harness.run.clock import own_rounds, stopped_text
+from harness.run.clock import Timing, blocks, counted_share, own_rounds, stopped_text, timing_left_s
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
@@ -91,7 +91,7 @@ class BenchPhase:
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
     pace: Pace = field(default_factory=Pace)
     kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
-    timing: tuple[Rounds, int] | None = None  # the open analysis' rounds and how many it planned
+    timing: Timing | None = None  # the open analysis' rounds and the blocks it took back (run.clock)
     interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
     folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
 
@@ -194,19 +194,9 @@ class BenchPhase:
         return settled, floored
 
     def share_of(self, step: Step) -> Callable[[], float]:
-        """The share of the step's planned seconds its rounds say is done, for the run's ETA
-        (base.progress.Phase.within's `counted`): 0 until they start, then its full analysis and
-        the part of its timing the rounds timed against the planned (at most all: a fast run may
-        time more), held once they end (its features follow), so that it never falls back."""
-        timing = sum(t.estimate_s for t in step.timed)
-        part = timing / (step.estimate_s + timing) if step.estimate_s + timing > 0 else 0.0
-        seen = [0.0]
-
-        def share() -> float:
-            if self.timing is not None and self.timing[0].analysis == step.analysis and self.timing[1]:
-                seen[0] = max(seen[0], 1.0 - part + part * min(1.0, self.timing[0].count / self.timing[1]))
-            return seen[0]
-        return share
+        """The share of the step's work left its blocks say is done, for the run's ETA (run.clock)."""
+        left_s = timing_left_s(step, step.analysis in self.kept, self.interrupted)
+        return counted_share(step, left_s, lambda: self.timing)
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench
@@ -302,7 +292,7 @@ class BenchPhase:
                         deadline_s=bench.limit_s, saved=lambda: self._save_rounds(step, subjects, lines))
         kept = {r.round for line in lines.values() for r in line.new}
         planned = max((a.rounds for t in step.timed for a in t.allocations), default=0)
-        self.timing = (rounds, planned)
+        self.timing = (rounds, blocks(rounds))
         try:
             rounds.run()
         finally:
