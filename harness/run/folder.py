@@ -167,11 +167,13 @@ def interrupted_rounds(stopped: RunRecord, record: RunRecord, rounds: Interrupte
     return rounds if rounds.analysis in _alike(stopped, record) - finished else None
 
 
-def resume_line(folder: Path, kept: int, steps: int, rounds: Interrupted | None = None) -> str:
-    """What resuming into `folder` does, said before it does it."""
+def resume_line(folder: Path, kept: int, steps: int, rounds: Interrupted | None = None, cached: bool = True) -> str:
+    """What resuming into `folder` does, said before it does it; without a cache (`cached`:
+    --no-cache) what the stopped run computed is computed again."""
     now = steps - kept
     cut = (f" but for {plural(rounds.count, 'round')} of {rounds.analysis} kept from the interrupted run"
            if rounds is not None and rounds.count else "")
     return (f"resuming into {folder}: a run of this spec stopped there; {plural(kept, 'finished analysis', 'finished analyses')} "
             f"{'is' if kept == 1 else 'are'} kept as timed, {now} {'is' if now == 1 else 'are'} timed now{cut} "
-            "(what the stopped run computed comes back from the cache)")
+            + ("(what the stopped run computed comes back from the cache)" if cached
+               else "(--no-cache: what the stopped run computed is computed again)"))

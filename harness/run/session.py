@@ -52,12 +52,15 @@ class RunOptions:
     say_taught: bool = True  # the wisdom line of measurements taken while busy (a sweep says it once)
 
 
-def command_line(spec_path: str | Path, overrides: list[str], options: RunOptions, report: bool = False) -> str:
+def command_line(spec_path: str | Path, overrides: list[str], options: RunOptions, report: bool = False,
+                 into: Path | None = None) -> str:
     """The command line that reproduces the run, its overrides and flags included: the report shows
     it verbatim. It has no `-o`: run as shown it writes a fresh folder under results/ (the run's own
     folder would be refused, or with --force replaced), so a reader can paste it as it is (a run
-    from Python records the command that does the same)."""
-    words = ["harness", "run", str(spec_path), *(f"--set={s}" for s in overrides)] + ["--report"] * report
+    from Python records the command that does the same). With `into`, the command that resumes a
+    run stopped in that folder: `-o into`, and never --force, which would start it over."""
+    words = ["harness", "run", str(spec_path), *(["-o", str(into)] if into is not None else []),
+             *(f"--set={s}" for s in overrides)] + ["--report"] * report
     return shlex.join(words + ["--no-cache"] * options.no_cache + ["--fresh"] * options.fresh)
 
 
@@ -201,7 +204,8 @@ class Session:
         if stopped is None:
             return {}, None
         kept, rounds = finished_analyses(stopped[0], self.record), interrupted_rounds(stopped[0], self.record, stopped[1])
-        self.display.plain(resume_line(self.folder, len(kept), len(self.context.plan.steps), rounds))
+        self.display.plain(resume_line(self.folder, len(kept), len(self.context.plan.steps), rounds,
+                                       self.cache is not None))
         return kept, rounds
 
 

@@ -42,3 +42,10 @@ def test_a_p_value_in_a_sentence_reads_p_below_or_p_equals() -> None:
 def test_times_have_three_significant_figures_whole_from_100(seconds: float, text: str) -> None:
     """Issue 48 (exports): the md wrote `~466.37 s` beside `~307.0 ms`."""
     assert format_seconds(seconds) == text
+
+
+def test_no_time_at_all_is_said_in_seconds() -> None:
+    """A newcomer's walk-through: `--budget 0s` was echoed as `the budget of 0 µs`, a unit they
+    never wrote; a grain below 1 ms is for times that have one."""
+    assert format_seconds(0) == format_seconds(0.0) == "0 s"
+    assert format_seconds(0.0000004) == "0 µs"  # a real time under the timer's grain keeps it

@@ -162,3 +162,42 @@ def test_the_recorded_command_runs_again_as_shown_into_a_fresh_folder() -> None:
     words = shlex.split(command_line("configs/smoke.toml", ["data.adapters=2", 'benchmark.budget="30s"'], options))
     assert words == ["harness", "run", "configs/smoke.toml", "--set=data.adapters=2", '--set=benchmark.budget="30s"',
                      "--fresh"]
+
+
+def test_ctrl_c_names_the_command_that_resumes_a_forced_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newcomer's walk-through: Ctrl-C of `run SPEC -o runs/c3 --force` said "the same command again
+    resumes it", and the same command started the run over (--force replaces the run in the folder).
+    The line names the command that does resume (no --force), and that command resumes; a run
+    without -o is resumed only with the -o of its folder."""
+    import shlex
+
+    from harness.run.runner import Runner
+    from tests.cli.test_cache_cli import write_spec
+
+    def ctrl_c(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    spec, folder = write_spec(tmp_path, tmp_path / "cache"), tmp_path / "runs" / "c3"
+    forced = ["run", str(spec), "--set=data.adapters=2", "-o", str(folder), "--force"]
+    monkeypatch.setattr(Runner, "_step", ctrl_c)
+    said = []
+    for _ in range(2):  # stopped, then the same forced command: it starts over and is stopped again
+        capsys.readouterr()
+        assert main(forced) == 130
+        err = capsys.readouterr().err
+        said.append(next(line for line in err.splitlines() if line.startswith("interrupted: ")))
+    assert "resuming into" not in err and said[0] == said[1]
+    command = said[0].split("`")[1]
+    assert shlex.split(command) == ["harness", "run", str(spec), "-o", str(folder), "--set=data.adapters=2"]
+    assert said[0].startswith(f"interrupted: {folder} holds a record marked incomplete after 0 of 1 analysis; "
+                              f"`{command}` resumes it (with --force it starts over): ")
+    monkeypatch.chdir(tmp_path)
+    assert main(forced[:3]) == 130  # no -o: a fresh folder under results/, which only its -o resumes
+    line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("interrupted: "))
+    stopped, fresh = line.split()[1], shlex.split(line.split("`")[1])
+    assert fresh[3:5] == ["-o", stopped] and "(without -o a run starts in a fresh folder)" in line
+    monkeypatch.undo()
+    assert main(shlex.split(command)[1:]) == 0
+    assert f"resuming into {folder}: a run of this spec stopped there" in capsys.readouterr().err
+    assert load_record(folder).complete

@@ -104,11 +104,17 @@ def test_the_recorded_command_has_the_flags_and_leaves_the_output_folder_out() -
 
 def test_the_ctrl_c_line_promises_only_what_a_resume_keeps() -> None:
     """A resume keeps a finished analysis' timings only where its own plan times it alike
-    (run.folder.finished_analyses); the line said every finished one kept them."""
+    (run.folder.finished_analyses); the line said every finished one kept them, in words a
+    newcomer could not parse ("of the 2 finished, each its new plan times alike keeps its timings")."""
     held = run_command.holds({"complete": False, "analyses": [{}, {}]}, 3)
-    assert held == ("a record marked incomplete after 2 of 3 analyses; the same command again resumes it: of the 2 "
-                    "finished, each its new plan times alike keeps its timings, every other is timed; what it "
-                    "computed comes back from the cache")
+    assert held == ("a record marked incomplete after 2 of 3 analyses; the same command again resumes it: the 2 "
+                    "finished analyses keep their timings where the new plan times them the same way, the rest are "
+                    "timed; what it computed comes back from the cache")
+    assert run_command.holds({"analyses": [{}]}, 2, interrupted=True).endswith(
+        "the 1 finished analysis keeps its timings where the new plan times it the same way, the rest are timed but "
+        "for the rounds already timed of the analysis it stopped in; what it computed comes back from the cache")
     assert run_command.holds({"analyses": "?"}, 1).endswith("after 0 of 1 analysis; the same command again resumes "
                                                             "it: what it computed comes back from the cache")
+    assert run_command.holds({"analyses": []}, 1, cached=False).endswith(  # --no-cache: nothing comes back
+        "resumes it: what it computed is computed again (--no-cache)")
     assert run_command.holds({"complete": True}, 2) == "its finished record (its measurements were not kept)"

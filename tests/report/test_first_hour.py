@@ -73,6 +73,8 @@ def test_the_default_budget_grows_to_the_floor_without_a_word(tmp_path: Path) ->
     assert floor_note(plan, asked=False) is None
     note = floor_note(plan, asked=True)
     assert note is not None and "floor" not in note and "is less than the least that times every strategy" in note
+    plan.bench.budget_s = 0.0  # `--budget 0s`: echoed in the unit given, not as `0 µs`
+    assert (floor_note(plan, asked=True) or "").startswith("the budget of 0 s is less than the least")
 
 
 def test_an_interval_too_wide_to_read_is_said_in_words(tmp_path: Path) -> None:

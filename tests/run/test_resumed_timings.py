@@ -45,6 +45,7 @@ def test_a_resumed_run_keeps_the_finished_analysis_and_times_only_the_other(
     assert main(["run", SMOKE, "-o", str(stopped), *TWO]) == 0
     said = capsys.readouterr().err
     assert "1 finished analysis is kept as timed, 1 is timed now" in " ".join(said.split())
+    assert "(--no-cache: what the stopped run computed is computed again)" in said  # not "comes back from the cache"
     after = load_record(stopped)
     assert after.complete and [a.name for a in after.analyses] == [s.analysis for s in after.plan.steps]
     kept, new = after.analyses

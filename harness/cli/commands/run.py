@@ -25,9 +25,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     budget_argument(parser)
     parser.add_argument("-o", "--output", help="run folder (default: a fresh results/<experiment>/<time>-<hash>)")
     parser.add_argument("--force", action="store_true",
-                        help="with -o: replace the earlier run in that folder, its files only (a folder without "
-                        "this harness's record.json, the current folder, home, a folder above the spec and the cache "
-                        "are refused)")
+                        help="with -o: replace the earlier run in that folder, its files only, a stopped one too "
+                        "(without --force it resumes); a folder without this harness's record.json, the current "
+                        "folder, home, a folder above the spec and the cache are refused")
     parser.add_argument("--report", action="store_true", help="write report.html into the run folder")
     parser.add_argument("--no-cache", action="store_true",
                         help="compute everything; neither read nor write the result cache")
@@ -55,21 +55,45 @@ def _run_command(args: argparse.Namespace) -> str:
     return command_line(args.spec, overrides(args), _options(args), args.report)
 
 
-def holds(raw: dict[str, object], steps: int, interrupted: bool = False) -> str:
+AGAIN = "the same command again resumes it"
+
+
+def resumer(args: argparse.Namespace, folder: Path) -> str:
+    """Who resumes a run stopped in `folder`: the same command again, unless it had no -o (it
+    would write a fresh folder) or had --force (it would start the run over): then the command
+    that does, named in full."""
+    if args.output is not None and not args.force:
+        return AGAIN
+    command = command_line(args.spec, overrides(args), _options(args), args.report, into=folder)
+    return f"`{command}` resumes it " + ("(with --force it starts over)" if args.output is not None
+                                         else "(without -o a run starts in a fresh folder)")
+
+
+def holds(raw: dict[str, object], steps: int, interrupted: bool = False, resumes: str = AGAIN,
+          cached: bool = True) -> str:
     """What a stopped run's folder holds, from its record (`raw`, untrusted: the count of analyses
-    alone is read), and what the same command again does with it. A resume keeps a finished
+    alone is read), and what `resumes` (resumer) does with it. A resume keeps a finished
     analysis' timings only where its own plan times it alike (run.folder.finished_analyses: the
     same inputs, machine and points), which the next plan, on the wisdom of then, decides; and
-    the rounds of the analysis it stopped in, where it left them (`interrupted`: run.interrupted)."""
+    the rounds of the analysis it stopped in, where it left them (`interrupted`: run.interrupted).
+    What it computed comes back from the cache, unless the run had none (`cached`: --no-cache)."""
     analyses = raw.get("analyses")
     done = len(analyses) if isinstance(analyses, list) else 0
     if raw.get("complete") is True:  # stopped while keeping its measurements
         return "its finished record (its measurements were not kept)"
-    kept = f"of the {done} finished, each its new plan times alike keeps its timings, every other is timed; " \
-        if done else ""
-    cut = "the rounds timed of the analysis it stopped in are kept; " if interrupted else ""
-    return (f"a record marked incomplete after {done} of {plural(steps, 'analysis', 'analyses')}; the same command "
-            f"again resumes it: {kept}{cut}what it computed comes back from the cache")
+    cut = "the rounds already timed of the analysis it stopped in"
+    said: list[str] = []
+    if done:
+        one = done == 1
+        said.append(f"the {plural(done, 'finished analysis', 'finished analyses')} "
+                    f"{'keeps its' if one else 'keep their'} timings where the new plan times {'it' if one else 'them'} "
+                    f"the same way, the rest are timed" + (f" but for {cut}" if interrupted else ""))
+    elif interrupted:
+        said.append(f"{cut} are kept")
+    said.append("what it computed comes back from the cache" if cached
+                else "what it computed is computed again (--no-cache)")
+    return (f"a record marked incomplete after {done} of {plural(steps, 'analysis', 'analyses')}; {resumes}: "
+            f"{'; '.join(said)}")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -90,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
         if session is None or not (session.folder / RECORD).is_file():
             raise  # before the run folder has a record: harness.cli.main says nothing was written
         held = holds(recorded(session.folder) or {}, len(session.context.plan.steps),
-                     (session.folder / INTERRUPTED).is_file())
+                     (session.folder / INTERRUPTED).is_file(), resumer(args, session.folder), not args.no_cache)
         say(f"{stopped(exc)}: {session.folder} holds {held}", err, markup=False)
         return exit_code(exc)
     for shown in run_screen(record, wide=args.wide, explain=args.explain, verbose=args.verbose):
