@@ -25,7 +25,8 @@ from harness.report.labels import (BENCH_ROUNDS_NOTE, COMPUTE_TOTAL, COMPUTED_NO
 
 
 # every column; a terminal too narrow for them all leaves these out, first to last (--wide says
-# which); the default table leaves them silently, so it widens with the terminal
+# which); the default table leaves them silently, so it widens with the terminal, unless a value
+# over its floor left out one the width holds (fitting.Fitted.note)
 RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN,
                "rounds", "GFLOP/s", PEAK_COLUMN, "max error", "status")
 # rounds last: it says how much data lies behind each speedup (a long speedup cell dropped it first, issue 48)
@@ -34,9 +35,10 @@ ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it ne
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 # the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
-# run"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
-# says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors)
-FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "max error": 7, "status": 7}
+# run", "3+6"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
+# says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors), and
+# a wider value (`3+6 resumed`) that leaves one out more is said
+FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "rounds": 3, "max error": 7, "status": 7}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
 
