@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from harness.record.run_record import RECORD, RunRecord, load_record
-from harness.report.labels import COMPUTE_TOTAL
+from harness.report.labels import COMPUTE_TOTAL, RESUMED
 from harness.report.terminal import ERRORS_APART, RUN_COLUMNS, run_table
 
 RECORDS = Path(__file__).parent / "records"
@@ -56,8 +56,8 @@ def test_explain_notes_only_the_columns_drawn(width: int, tmp_path: Path) -> Non
 @pytest.mark.parametrize("verbose", [False, True])
 def test_explain_says_what_each_form_of_rounds_means(verbose: bool, tmp_path: Path) -> None:
     _, caption = _drawn(_record(tmp_path, False), 160, verbose=verbose)
-    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs"):
-        assert form in caption
+    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", f"3+6 resumed, {RESUMED}"):
+        assert form in caption  # walk 9: `resumed` was explained in docs/limits.md alone
     assert ("3+2 (torch 1)" in caption) == verbose  # the benchmark summary it explains is printed with --verbose only
 
 
