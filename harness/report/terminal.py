@@ -168,17 +168,40 @@ def untimed_lines(record: RunRecord) -> list[str]:
     if untimed:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
                      "(without --fresh) times each of them once whatever its limit, and --budget 30s gives more")
-    held = [f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})"
-            for a in record.analyses for t in a.timings if t.unresolved and t.groups
-            and all(len(g.rounds) == g.pooled for g in t.groups)]
-    if held and record.bench is not None:  # walk-through 7: dual_gram showed `1 reused` six runs, no word why
-        b = record.bench  # its limit is the budget, or the floor where that is more (walk-through 8: "the budget (2.00 s)" of a 1 s budget)
-        limit = "budget" if b.limit_s <= b.budget_s else "floor"
-        lines.append(f"not timed again, the {format_seconds(b.limit_s)} {limit} ran out first: "
-                     f"{shown(', '.join(held))}; --budget 30s times {'it' if len(held) == 1 else 'them'}")
+    lines += held_lines(record)
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]
     return lines
+
+
+def held_lines(record: RunRecord) -> list[str]:
+    """Why each row this run timed no round of (`4 reused`) was not timed: earlier runs' rounds
+    already settle every speedup it stands in (a baseline: its analysis' every one), or the limit
+    ran out before it (walk-through 7: dual_gram showed `1 reused` six runs, no word why; walk 9: a
+    settled row had no line, and a settled unresolved one was said to wait on the limit)."""
+    settled: list[str] = []
+    cut: list[str] = []
+    for a in record.analyses:
+        for t in a.timings:  # a resumed row's cell says why: the stopped run timed it
+            if t.resumed or not t.groups or any(len(g.rounds) > g.pooled for g in t.groups):
+                continue
+            done = all(o.settled for o in a.timings if o.role != "baseline") if t.role == "baseline" else t.settled
+            (settled if done else cut).append(f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})")
+    lines = []
+    if settled:
+        lines.append(f"not timed again, earlier runs' rounds already settle every speedup {_they(settled, 'it stands', 'they stand')} "
+                     f"in: {shown(', '.join(settled))}; --fresh times {_they(settled, 'it', 'them')} anew")
+    if cut:  # the limit is the budget, or the floor where that is more (walk-through 8: "the budget (2.00 s)" of a 1 s budget)
+        b = record.bench
+        limit = ("this run's limit" if b is None else
+                 f"the {format_seconds(b.limit_s)} {'budget' if b.limit_s <= b.budget_s else 'floor'}")
+        lines.append(f"not timed again, {limit} ran out first: {shown(', '.join(cut))}; "
+                     f"--budget 30s times {_they(cut, 'it', 'them')}")
+    return lines
+
+
+def _they(rows: list[str], one: str, more: str) -> str:
+    return one if len(rows) == 1 else more
 
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
