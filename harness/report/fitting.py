@@ -27,13 +27,16 @@ UNBOUNDED = 1 << 20
 class Fitted:
     """A table drawn at the width it gets: while its narrowest layout (every value whole, every
     other column as wide as its longest word) is wider than the terminal, the optional columns
-    go, in the order given, and the caption says which (unless `note` is off). Rich alone would fold "strategy" into
+    go, in the order given, and the caption says which (`note` off: only where a value, not the
+    width, cost a column). Rich alone would fold "strategy" into
     "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns. A footnote (column, line) is
     under the table while its column is drawn: it explains a mark in that column's cells."""
 
     table: Table
     optional: tuple[str, ...] = ()
-    note: bool = True  # the caption names what the width left out
+    # the caption names what the width left out; off, only where the values left out a column the
+    # width holds at the floors (walk 9: `3+6 resumed` widened rounds and `dtype` left unsaid)
+    note: bool = True
     elsewhere: str = ""  # where else the columns left out are shown, beside a wider terminal
     footnotes: tuple[tuple[str, str], ...] = ()
     # the caption of the table as drawn, given the columns the width left out: it explains only what is shown
@@ -62,21 +65,27 @@ class Fitted:
 
     def fit(self, console: Console, width: int) -> Table:
         """The table as drawn `width` columns wide: fewer columns, fixed widths."""
-        table, left_out = self.table, []
-        for name in self.optional:
-            if least_width(console, table, self.floors) <= width:
-                break
-            table = copy.copy(table)
-            table.columns = [c for c in table.columns if c.header != name]
-            left_out.append(name)
+        table, left_out = self._shed(console, width, least_width)
         table = copy.copy(table)
         table.columns = _laid_out(console, table, width, self.floors)
         notes = [line for column, line in self.footnotes if column not in left_out]
-        if left_out and self.note:
+        if left_out and (self.note or left_out != self._shed(console, width, floored_width)[1]):
             notes.append(self._left_out(console, left_out))
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table
+
+    def _shed(self, console: Console, width: int, measure: Callable[[Console, Table, Mapping[str, int]], int]
+              ) -> tuple[Table, list[str]]:
+        """The table less the optional columns that leave, in order, until it `measure`s within `width`."""
+        table, left_out = self.table, []
+        for name in self.optional:
+            if measure(console, table, self.floors) <= width:
+                break
+            table = copy.copy(table)
+            table.columns = [c for c in table.columns if c.header != name]
+            left_out.append(name)
+        return table, left_out
 
     def _left_out(self, console: Console, left_out: list[str]) -> str:
         """The caption's note on the columns the width left out and what shows them: a wider
@@ -97,11 +106,12 @@ def _trimmed(line: list[Segment]) -> list[Segment]:
     return line
 
 
-def _spans(console: Console, column: Column, floor: int = 0) -> tuple[int, int]:
-    """(least, most) width of a column: a value is never narrower than itself, a header or a
-    name may wrap between words; neither is under the column's floor."""
+def _spans(console: Console, column: Column, floor: int = 0, cells: bool = True) -> tuple[int, int]:
+    """(least, most) width of a column (its header alone without `cells`): a value is never narrower
+    than itself, a header or a name may wrap between words; neither is under the column's floor."""
     unbounded = console.options.update_width(UNBOUNDED)  # rich clamps a measurement to the width given
-    spans = [(Measurement.get(console, unbounded, cell), is_value(cell)) for cell in [column.header, *column._cells]]
+    spans = [(Measurement.get(console, unbounded, cell), is_value(cell))
+             for cell in [column.header, *(column._cells if cells else ())]]
     least = max(floor, *(m.maximum if whole else m.minimum for m, whole in spans))
     return least, max(least, *(m.maximum for m, _ in spans))
 
@@ -132,6 +142,13 @@ def _chrome(table: Table) -> int:
 
 def least_width(console: Console, table: Table, floors: Mapping[str, int]) -> int:
     return _chrome(table) + sum(_spans(console, c, floors.get(str(c.header), 0))[0] for c in table.columns)
+
+
+def floored_width(console: Console, table: Table, floors: Mapping[str, int]) -> int:
+    """least_width with each floored column at its floor (or its header's longest word): the width
+    the table needs where no value is wider than its column's values commonly are."""
+    return _chrome(table) + sum(_spans(console, c, floors[str(c.header)], cells=False)[0] if str(c.header) in floors
+                                else _spans(console, c)[0] for c in table.columns)
 
 
 def _laid_out(console: Console, table: Table, width: int, floors: Mapping[str, int]) -> list[Column]:

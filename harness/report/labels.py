@@ -51,7 +51,8 @@ SPEEDUP_NOTE = ("Speedup: the baseline's time over the strategy's in each round 
 # a round as compare and the piped log count it (walk 8 read `rounds: 1` in the log against `3+9` here)
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
-               "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew).")
+               "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
+               f"3+6 resumed, {RESUMED}.")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
 BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
                      "rows write it, then the rows that differ by name.")

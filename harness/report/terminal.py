@@ -25,7 +25,8 @@ from harness.report.labels import (BENCH_ROUNDS_NOTE, COMPUTE_TOTAL, COMPUTED_NO
 
 
 # every column; a terminal too narrow for them all leaves these out, first to last (--wide says
-# which); the default table leaves them silently, so it widens with the terminal
+# which); the default table leaves them silently, so it widens with the terminal, unless a value
+# over its floor left out one the width holds (fitting.Fitted.note)
 RUN_COLUMNS = ("analysis", "strategy", "role", "device", "dtype", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN,
                "rounds", "GFLOP/s", PEAK_COLUMN, "max error", "status")
 # rounds last: it says how much data lies behind each speedup (a long speedup cell dropped it first, issue 48)
@@ -34,9 +35,10 @@ ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it ne
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 # the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
-# run"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
-# says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors)
-FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "max error": 7, "status": 7}
+# run", "3+6"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
+# says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors), and
+# a wider value (`3+6 resumed`) that leaves one out more is said
+FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "rounds": 3, "max error": 7, "status": 7}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
 
@@ -166,17 +168,40 @@ def untimed_lines(record: RunRecord) -> list[str]:
     if untimed:
         lines.append(f"not timed, {UNTIMED.split(': ', 1)[1]}: {shown(', '.join(untimed))}; the next run "
                      "(without --fresh) times each of them once whatever its limit, and --budget 30s gives more")
-    held = [f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})"
-            for a in record.analyses for t in a.timings if t.unresolved and t.groups
-            and all(len(g.rounds) == g.pooled for g in t.groups)]
-    if held and record.bench is not None:  # walk-through 7: dual_gram showed `1 reused` six runs, no word why
-        b = record.bench  # its limit is the budget, or the floor where that is more (walk-through 8: "the budget (2.00 s)" of a 1 s budget)
-        limit = "budget" if b.limit_s <= b.budget_s else "floor"
-        lines.append(f"not timed again, the {format_seconds(b.limit_s)} {limit} ran out first: "
-                     f"{shown(', '.join(held))}; --budget 30s times {'it' if len(held) == 1 else 'them'}")
+    lines += held_lines(record)
     not_run = [(f"{a.name} {s.strategy}", s.reason) for a in record.analyses for s in a.skipped if s.reason != UNTIMED]
     lines += [f"not run ({shown(reason)}): {shown(', '.join(what))}" for reason, what in grouped(not_run)]
     return lines
+
+
+def held_lines(record: RunRecord) -> list[str]:
+    """Why each row this run timed no round of (`4 reused`) was not timed: earlier runs' rounds
+    already settle every speedup it stands in (a baseline: its analysis' every one), or the limit
+    ran out before it (walk-through 7: dual_gram showed `1 reused` six runs, no word why; walk 9: a
+    settled row had no line, and a settled unresolved one was said to wait on the limit)."""
+    settled: list[str] = []
+    cut: list[str] = []
+    for a in record.analyses:
+        for t in a.timings:  # a resumed row's cell says why: the stopped run timed it
+            if t.resumed or not t.groups or any(len(g.rounds) > g.pooled for g in t.groups):
+                continue
+            done = all(o.settled for o in a.timings if o.role != "baseline") if t.role == "baseline" else t.settled
+            (settled if done else cut).append(f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})")
+    lines = []
+    if settled:
+        lines.append(f"not timed again, earlier runs' rounds already settle every speedup {_they(settled, 'it stands', 'they stand')} "
+                     f"in: {shown(', '.join(settled))}; --fresh times {_they(settled, 'it', 'them')} anew")
+    if cut:  # the limit is the budget, or the floor where that is more (walk-through 8: "the budget (2.00 s)" of a 1 s budget)
+        b = record.bench
+        limit = ("this run's limit" if b is None else
+                 f"the {format_seconds(b.limit_s)} {'budget' if b.limit_s <= b.budget_s else 'floor'}")
+        lines.append(f"not timed again, {limit} ran out first: {shown(', '.join(cut))}; "
+                     f"--budget 30s times {_they(cut, 'it', 'them')}")
+    return lines
+
+
+def _they(rows: list[str], one: str, more: str) -> str:
+    return one if len(rows) == 1 else more
 
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:

@@ -304,6 +304,38 @@ def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path:
     assert any("not timed again, the 2.00 s floor ran out first" in line for line in untimed_lines(record))
 
 
+@pytest.mark.parametrize("settled", [("torch_lowrank",), ("torch_lowrank", "torch", "factored")])
+def test_every_row_this_run_did_not_time_says_why_in_every_view(settled: tuple[str, ...], tmp_path: Path) -> None:
+    """Walk 9: run 2 said `not timed again, the 19.0 s floor ran out first: top3 torch_lowrank (1
+    reused round)`, and the next run's `top3 torch_lowrank ... 4 reused` and `top3 torch ... 4
+    reused` had no line: settled, they were never waiting on the limit. Each row this run timed no
+    round of gets one true reason, in the terminal's, the md's and the HTML's words alike."""
+    import html
+
+    from harness.report.exports import results_markdown
+    from harness.report.html import render_report
+
+    record = real("main_job", tmp_path)
+    top3 = next(a for a in record.analyses if a.name == "top3")
+    for t in top3.timings:
+        if t.label in ("torch_lowrank", "torch") or len(settled) == 3:  # three: the baseline's every speedup settled
+            for g in t.groups:
+                g.pooled = len(g.rounds)  # every round reused: this run timed none
+        t.settled = t.label in settled
+    screen = " ".join(draw(run_screen(record, wide=True, explain=True), 160)[0].split())
+    assert "not timed again" in screen
+    for t in top3.timings:
+        said = f"top3 {t.label} ({min(g.pooled for g in t.groups)} reused rounds)"
+        reused = all(len(g.rounds) == g.pooled for g in t.groups)
+        settle = "already settle every speedup" in screen.split(said)[0].rsplit("not timed again", 1)[-1]
+        assert (screen.count(said) == 1) == reused and (not reused or settle == (t.settled or t.role == "baseline"))
+    md = " ".join(results_markdown(record).split())
+    page = " ".join(html.unescape(render_report(record, tmp_path / "main_job")).split())
+    for line in screen.split("not timed again")[1:]:
+        line = "not timed again" + line.split("; --")[0]
+        assert line in md and line in page, line
+
+
 def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_path: Path) -> None:
     """`1.67-11.62 before this run, 0.0000053-13,360,295 with it` (walk-through 3): an interval
     whose ends are too far apart to read is written as the table's cell writes it."""

@@ -22,7 +22,7 @@ from harness.record.run_record import RECORD, RunRecord, load_record, save_recor
 from harness.record.verdict import headline
 from harness.report.exports import results_csv, results_json, results_markdown
 from harness.report.html import render_report
-from harness.report.labels import ABOVE_ROOF, APART_MARK, verdict_lines
+from harness.report.labels import ABOVE_ROOF, APART_MARK, RESUMED, verdict_lines
 from harness.report.terminal import run_table
 
 from .test_run_screen import RECORDS
@@ -195,3 +195,14 @@ def test_the_compute_total_has_one_name_in_every_table(tmp_path: Path) -> None:
     assert "<th>compute total</th>" in page
     for other in ("workload (compute only)", "workload total (compute only)", "workload_compute_s"):
         assert other not in page and other not in results_markdown(record) and other not in results_csv(record)
+
+
+def test_resumed_rounds_are_explained_where_the_other_forms_are(tmp_path: Path) -> None:
+    """Walk 9: `3+6 resumed` in the rounds column, explained in docs/limits.md alone; the report's
+    "How to read the tables" defines it beside `3+6` and `3 reused`, as --explain does."""
+    record = record_of(tmp_path)
+    record.analyses[0].timings[0].resumed = True
+    page = " ".join(html.unescape(render_report(record, tmp_path / "main_job")).split())
+    reading = page[page.index('<h2 id="reading">'):]
+    reading = reading[:reading.index("</p>")]
+    assert all(form in reading for form in ("3+6, this run's 3", "3 reused, all", f"3+6 resumed, {RESUMED}"))

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from harness.record.run_record import RECORD, RunRecord, load_record
-from harness.report.labels import COMPUTE_TOTAL
+from harness.report.labels import COMPUTE_TOTAL, RESUMED
 from harness.report.terminal import ERRORS_APART, RUN_COLUMNS, run_table
 
 RECORDS = Path(__file__).parent / "records"
@@ -56,8 +56,8 @@ def test_explain_notes_only_the_columns_drawn(width: int, tmp_path: Path) -> Non
 @pytest.mark.parametrize("verbose", [False, True])
 def test_explain_says_what_each_form_of_rounds_means(verbose: bool, tmp_path: Path) -> None:
     _, caption = _drawn(_record(tmp_path, False), 160, verbose=verbose)
-    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs"):
-        assert form in caption
+    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", f"3+6 resumed, {RESUMED}"):
+        assert form in caption  # walk 9: `resumed` was explained in docs/limits.md alone
     assert ("3+2 (torch 1)" in caption) == verbose  # the benchmark summary it explains is printed with --verbose only
 
 
@@ -157,3 +157,31 @@ def test_a_note_under_the_table_hangs_as_every_warning_does(tmp_path: Path, monk
     lines = out.getvalue().splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("(left out at this width:"))
     assert len(lines[at]) <= 100 and lines[at + 1].startswith("  ") and lines[at + 1].strip()
+
+
+def _resumed(record: RunRecord, resumed: bool = True) -> RunRecord:
+    """The walk 9 resumed run: each timing taken over from the stopped run, its rounds `10+12 resumed`."""
+    for a in record.analyses:
+        for t in a.timings:
+            t.resumed = resumed
+            for g in t.groups:
+                g.rounds, g.pooled = [f"r.{i}#{a.name}#{i}" for i in range(22)], 12
+    return record
+
+
+@pytest.mark.parametrize("width", [100, 140, 160])
+@pytest.mark.parametrize("name", ["main_job", "busy_run"])
+def test_a_column_a_wide_value_left_out_is_said(name: str, width: int, tmp_path: Path) -> None:
+    """Walk 9: `3+6 resumed` widened the rounds column and the default 100-column table lost its
+    dtype without a word; whatever the width holds for the same run not resumed and the resumed
+    one leaves out, the line under the table names, as --wide's does."""
+    shutil.copy(RECORDS / f"{name}.json", tmp_path / RECORD)
+    console = Console(width=width, file=io.StringIO(), force_terminal=True)
+    plain = run_table(_resumed(load_record(tmp_path), resumed=False)).fit(console, width)
+    assert "left out at this width" not in str(plain.caption)  # the width alone leaves them silently
+    table = run_table(_resumed(load_record(tmp_path))).fit(console, width)
+    headers = [str(c.header) for c in table.columns]
+    gone = [str(c.header) for c in plain.columns if c.header not in headers]
+    _, said, left_out = " ".join(str(table.caption).split()).partition("(left out at this width: ")
+    assert bool(said) == bool(gone) and all(c in left_out.split(";")[0] for c in gone)
+    assert said or name == "busy_run" or width == 160  # main_job's lose a column at 100 and 140
