@@ -302,7 +302,8 @@ def ratio_figure(c: Comparison) -> Figure:
                     ms=7 if r.regression else 5, color=color, mfc="white" if r.unstable else color, capsize=3,
                     zorder=3)
         faster = r.ratio < 1  # its label left of its bar: away from the 1x line, which struck "0.711x" through
-        ax.annotate(f"{format_ratio(r.ratio)}x", (low if faster else high, yi), xytext=(-4 if faster else 4, 0),
+        # B / A as the tables write it: `0.931`, not `0.931x` (a ratio of times, not a speedup)
+        ax.annotate(format_ratio(r.ratio), (low if faster else high, yi), xytext=(-4 if faster else 4, 0),
                     textcoords="offset points", fontsize=7, va="center", ha="right" if faster else "left", color=color,
                     fontweight="bold" if r.regression else "normal")
     ax.set_xscale("log")

@@ -36,7 +36,7 @@ from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.plan.model import Point
 from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
-from harness.report.labels import printable
+from harness.report.labels import group_rounds_text, printable, rounds_text
 from harness.specs.reading import leaves
 from harness.specs.sections import duration_keys
 
@@ -75,6 +75,10 @@ class GroupComparison(BaseModel):
     runs_a: int = 1  # the runs those rounds came from: the test's replicates
     runs_b: int = 1
     shared: int = 0  # rounds of B from runs A holds (pooled): tested on A's side only
+    # the group's rounds as each run's own table writes them (labels.rounds_text): `3`, `3+6` (its own 3, 6
+    # pooled), `3 reused`, `3+6 resumed`; compare printed `3, 6 (+3 pooled)` beside B's table's `3+6 resumed`
+    rounds_a: str = ""
+    rounds_b: str = ""
     ratio: float  # B over A per matrix from the paired rounds (each run's geometric mean): above 1 is slower
     ratio_ci: tuple[float, float] | None  # its interval at Comparison.level (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
@@ -129,6 +133,9 @@ class Comparison(BaseModel):
     passed: bool = True  # no regression (always true without a gate)
     incomplete: list[str] = []  # "A" and/or "B": the runs whose record is marked incomplete
     untimed: list[str] = []  # "geometry dual_gram": planned for timing, timed in neither run (no row, no pair)
+    # "svd_topk torch on 48x32r4 (B's table: 1+1)": a row whose rounds its run's table writes otherwise (a
+    # strategy's fewest over its shape groups), so the row's `2+1` is not read as a contradiction
+    table_rounds: list[str] = []
 
     @property
     def level(self) -> str:
@@ -153,8 +160,8 @@ class Comparison(BaseModel):
 
     @property
     def unstable(self) -> list[str]:
-        """`label (B/A 1.42x, slower): B: reason; A: reason` per row measured unreliably."""
-        return [f"{r.label} (B/A {format_ratio(r.ratio)}x, {r.change}): {'; '.join(r.unstable)}"
+        """`label (B/A 1.42, slower): B: reason; A: reason` per row measured unreliably."""
+        return [f"{r.label} (B/A {format_ratio(r.ratio)}, {r.change}): {'; '.join(r.unstable)}"
                 for r in self.rows if r.unstable]
 
     @property
@@ -249,8 +256,11 @@ def _point(t: StrategyTiming, dtype: str) -> Point:
     return t.point._replace(precision=t.precision or dtype)
 
 
-def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, GroupTiming, GroupTiming]], list[str]]:
-    """(analysis, A's timing, A's group, B's group) for every analysis, point and shape group
+Pair = tuple[str, StrategyTiming, StrategyTiming, GroupTiming, GroupTiming]  # (analysis, A's and B's timing, their groups)
+
+
+def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[Pair], list[str]]:
+    """(analysis, A's timing, B's timing, A's group, B's group) for every analysis, point and shape group
     both runs timed, and what only one did, by its whole label: never a point paired with
     another precision, compilation or environment of its strategy."""
     names = {"A": [an.name for an in a.analyses], "B": [an.name for an in b.analyses]}
@@ -261,7 +271,7 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
     picks = {side: {an.name: an.strategy for an in r.analyses} for side, r in (("A", a), ("B", b))}
     skipped = {side: {(an.name, s.strategy): s.reason for an in r.analyses for s in an.skipped}
                for side, r in (("A", a), ("B", b))}
-    pairs = []
+    pairs: list[Pair] = []
     for side, other in (("A", "B"), ("B", "A")):
         for (analysis, point), t in points[side].items():
             if analysis not in names[other]:
@@ -279,7 +289,7 @@ def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[tuple[str, StrategyTiming, 
             groups = {g.group: g for g in theirs.groups}
             unmatched += [f"{analysis}/{point.label} on {g.group}: only in {side}" for g in t.groups if g.group not in groups]
             if side == "A":
-                pairs += [(analysis, t, g, groups[g.group]) for g in t.groups if g.group in groups]
+                pairs += [(analysis, t, theirs, g, groups[g.group]) for g in t.groups if g.group in groups]
     return pairs, unmatched
 
 
@@ -291,10 +301,9 @@ def _untimed(a: RunRecord, b: RunRecord) -> list[str]:
     return [f"{an.name} {s.strategy}" for an in a.analyses for s in an.skipped if (an.name, s.strategy) in in_b]
 
 
-def _group(
-    analysis: str, ta: StrategyTiming, ga: GroupTiming, gb: GroupTiming, alpha: float, factor: float, gate: bool
-) -> GroupComparison:
+def _group(pair: Pair, alpha: float, factor: float, gate: bool) -> GroupComparison:
     """One shape group of one point, B against A; B's rounds from a run A holds count for A only."""
+    analysis, ta, tb, ga, gb = pair
     a, rb = _rounds(ga), _rounds(gb)
     runs_of_a = {run_of(r) for r in a}
     b = {r: s for r, s in rb.items() if run_of(r) not in runs_of_a}
@@ -310,7 +319,8 @@ def _group(
     return GroupComparison(
         analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
         time_a_s=ga.seconds_per_matrix, time_b_s=gb.seconds_per_matrix, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
-        runs_b=len(by_run(b)), shared=len(shared), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
+        runs_b=len(by_run(b)), shared=len(shared), rounds_a=group_rounds_text(ga, ta.resumed),
+        rounds_b=group_rounds_text(gb, tb.resumed), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
         wide=too_wide(a, b, alpha, spread) if change == "too few rounds" else "",
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
     )
@@ -346,12 +356,20 @@ def compare_records(
     if a.spec_hash != b.spec_hash:
         raise RecordError(f"{folders[1]}: {spec_difference(a, b, folders)}; compare only runs of the same spec")
     pairs, unmatched = _pairs(a, b)
-    rows = [_group(analysis, t, ga, gb, alpha, factor, gate) for analysis, t, ga, gb in pairs]
+    rows = [_group(pair, alpha, factor, gate) for pair in pairs]
     regressions = [r.describe() for r in rows if r.regression]
     incomplete = [side for side, record in (("A", a), ("B", b)) if not record.complete]
     return Comparison(
         experiment=a.experiment, spec_hash=a.spec_hash, a=summarise(a, folders[0]),
         b=summarise(b, folders[1]), alpha=alpha, factor=factor, rows=rows, unmatched=unmatched,
         gate=factor if gate else None, regressions=regressions, passed=not regressions, incomplete=incomplete,
-        untimed=_untimed(a, b),
+        untimed=_untimed(a, b), table_rounds=_table_rounds(pairs, rows),
     )
+
+
+def _table_rounds(pairs: list[Pair], rows: list[GroupComparison]) -> list[str]:
+    """`svd_topk torch on 48x32r4 (B's table: 1+1)` per row and run whose table writes its rounds
+    otherwise: a table gives a strategy's fewest over its shape groups, a row one group's."""
+    return [f"{r.analysis} {r.strategy}{r.variant} on {r.group} ({side}'s table: {table})"
+            for r, (_, ta, tb, _, _) in zip(rows, pairs)
+            for side, t, text in (("A", ta, r.rounds_a), ("B", tb, r.rounds_b)) if (table := rounds_text(t)) != text]

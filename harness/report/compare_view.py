@@ -22,11 +22,15 @@ CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few r
 # its record holds, pooled ones too); the ratio is the test's, from each run's own rounds, and says so
 TIME_A, TIME_B = "A median", "B median"
 ROUNDS = "rounds A, B"
-# what a narrow terminal leaves out first: the test's figures before the times a reader compares first
+# the rounds cells in the run tables' notation (labels.ROUNDS_NOTE), said by --explain and the HTML page alike
+ROUNDS_CELLS = ("each shape group's rounds as its run's table writes them (a round times each strategy once; 3+6: the "
+                "run's own 3 and 6 pooled from earlier runs; 3 reused: all pooled; resumed: taken over from the stopped "
+                "run it resumed); rounds both runs share (B pooled them from A) count for A only")
 P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter
-COMPARE_OPTIONAL = (P_VALUE, ROUNDS, "group", TIME_A, TIME_B)
-# ...but rows "too few rounds" keep the column that explains them to the last
-FEW_ROUNDS_OPTIONAL = (P_VALUE, "group", TIME_A, TIME_B, ROUNDS)
+# what a narrow terminal leaves out first: the medians (B / A is the comparison) and the p-value (the change
+# column says what it decided), then the rounds; the group last, as it tells a strategy's rows apart (walk 9:
+# at 100 columns two `spectrum numpy` rows differed by nothing shown)
+COMPARE_OPTIONAL = (TIME_A, TIME_B, P_VALUE, ROUNDS, "group")
 
 
 NAMED = 3  # rows a footnote names; beyond, it counts them (18 names filled 6 lines)
@@ -61,9 +65,8 @@ def _caption(c: Comparison) -> str:
             "over every round the run's record holds, pooled ones too: the figure its run table shows. B / A (paired "
             "rounds): the geometric mean of B's own rounds in the test over A's (each run a replicate), with a "
             f"{c.level} interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} (so the interval "
-            f"excludes 1) and B/A beyond {c.factor}x either way. {ROUNDS}: each run's rounds in the test (a round "
-            "times each strategy once); rounds B pooled from a run A holds count for A only (\"pooled\"). A point "
-            "pairs only with the same strategy, precision, compilation and environment.")
+            f"excludes 1) and B/A beyond {c.factor}x either way. {ROUNDS}: {ROUNDS_CELLS}. A point pairs only with the "
+            "same strategy, precision, compilation and environment.")
 
 
 def apart_note(c: Comparison) -> str | None:
@@ -81,6 +84,25 @@ def apart_note(c: Comparison) -> str | None:
                                      f"(within B / A's interval): {why}")
 
 
+def rounds_note(c: Comparison) -> str | None:
+    """The line under the table where a row's rounds need a word: rounds both runs share, tested on A's side
+    only, and rows whose run's table writes their rounds otherwise (its fewest over a strategy's groups)."""
+    shared = sum(bool(r.shared) for r in c.rows)
+    said = [f"B's rounds pooled from A count for A only ({shared} of {plural(len(c.rows), 'row')}), never tested "
+            "against themselves"] if shared else []
+    if c.table_rounds:
+        named = ", ".join(c.table_rounds) if len(c.table_rounds) <= NAMED else f"{len(c.table_rounds)} rows"
+        said.append(f"a run's table writes a strategy's fewest over its shape groups, a row here its group's: {named}")
+    return f"{ROUNDS}: {'; '.join(said)}" if said else None
+
+
+def table_notes(c: Comparison) -> list[tuple[str, str]]:
+    """(column, line): the lines under the table that explain its cells, the terminal's and the HTML page's (one
+    source: the page lacked the terminal's `1 row with B / A and the medians on either side of 1`)."""
+    notes = ((ratio_header(c), apart_note(c)), (ROUNDS, rounds_note(c)))
+    return [(column, line) for column, line in notes if line]
+
+
 def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
     c = comparison
     table = rule_table()
@@ -96,14 +118,12 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
             escape(r.analysis) if first else "", escape(r.strategy + r.variant), escape(r.group),
             *map(value, (format_seconds(r.time_a_s), format_seconds(r.time_b_s),
                          r.ratio_text + (f" {APART_MARK}" if r.times_apart else ""),
-                         f"{r.n_a}, {r.n_b}" + (f" (+{r.shared} pooled)" if r.shared else ""),
+                         f"{r.rounds_a}, {r.rounds_b}",
                          format_p(r.p_value),
                          f"[{style}]{r.change_text}[/]" if style else r.change_text)),
             end_section=last,
         )
-    note = apart_note(c)
-    return Fitted(table, FEW_ROUNDS_OPTIONAL if c.too_few else COMPARE_OPTIONAL,
-                  footnotes=((ratio_header(c), escape(note)),) if note else ())
+    return Fitted(table, COMPARE_OPTIONAL, footnotes=tuple((column, escape(line)) for column, line in table_notes(c)))
 
 
 Flag = tuple[int, str, str, bool]  # (its group's row, its run: A or B, its reason, whether earlier runs' rounds gave it)

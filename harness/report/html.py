@@ -16,7 +16,7 @@ from rich.text import Text
 
 from harness.report.compare import MAX_SPAN, Comparison
 from harness.report import charts, pca_chart, roofline_chart
-from harness.report.compare_view import summary_line, unstable_lines
+from harness.report.compare_view import ROUNDS_CELLS, summary_line, table_notes, unstable_lines
 from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
@@ -224,8 +224,9 @@ def write_compare(comparisons: list[Comparison], path: Path) -> Path:
     """The comparison page: per B, its table and its chart of B/A ratios with their spread."""
     several = len(comparisons) > 1
     sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None,
-                 "summary": summary_line(c, several), "unstable": unstable_lines(c)} for c in comparisons]
+                 "summary": summary_line(c, several), "unstable": unstable_lines(c),
+                 "notes": [line for _column, line in table_notes(c)]} for c in comparisons]  # the terminal's, every column drawn
     page = environment().get_template("compare.html.j2")
-    html = page.render(comparisons=comparisons, sections=sections, max_span=MAX_SPAN)
+    html = page.render(comparisons=comparisons, sections=sections, max_span=MAX_SPAN, rounds_cells=ROUNDS_CELLS)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

@@ -14,7 +14,7 @@ from rich.markup import escape
 from harness.base.units import format_seconds, format_share, format_speedup, plural
 from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
 from harness.machine.roofline import roof_device
-from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
+from harness.record.run_record import UNTIMED, AnalysisRecord, GroupTiming, RunRecord, StrategyTiming
 from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
@@ -222,14 +222,23 @@ def too_wide_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
 
 def rounds_text(t: StrategyTiming) -> str:
     """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
-    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were."""
+    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were.
+    A strategy's fewest over its shape groups (group_rounds_text gives one group's)."""
     pooled = min((g.pooled for g in t.groups), default=0)
-    own = min((len(g.rounds) for g in t.groups), default=0) - pooled
+    return _rounds_words(min((len(g.rounds) for g in t.groups), default=0) - pooled, pooled, t.resumed)
+
+
+def group_rounds_text(g: GroupTiming, resumed: bool) -> str:
+    """One shape group's rounds in rounds_text's notation: compare's rows are groups, read beside each run's table."""
+    return _rounds_words(len(g.rounds) - g.pooled, g.pooled, resumed)
+
+
+def _rounds_words(own: int, pooled: int, resumed: bool) -> str:
     if own <= 0 and pooled:
         text = f"{pooled} reused"
     else:
         text = f"{own}+{pooled}" if pooled else str(own)
-    return f"{text} resumed" if t.resumed else text
+    return f"{text} resumed" if resumed else text
 
 
 def spread(t: StrategyTiming) -> str:

@@ -150,41 +150,29 @@ def _kept(fitted: object) -> dict[int, set[str]]:
     return {w: {str(col.header) for col in fitted.fit(console, w).columns} for w in range(160, 50, -2)}  # type: ignore[attr-defined]
 
 
-def test_a_narrow_terminal_keeps_the_times_and_leaves_the_tests_figures_first(tmp_path: Path) -> None:
-    """At 100 columns compare left out A's and B's times, what a reader compares first, and kept
-    `rounds A, B (+3 pooled)` and p (issue 48, Compare 5): now p, rounds and the group leave first."""
+def test_a_narrow_terminal_leaves_the_medians_and_p_first_and_the_group_last(tmp_path: Path) -> None:
+    """Walk 9: at 100 columns the group left, and two `spectrum numpy` rows read alike; now the
+    medians and the p-value leave first (B / A and the change say what they decide), the group last,
+    rows "too few rounds" or not. Each left out is named in the caption."""
     record = real("main_job", tmp_path)
     a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
-    fitted = compare_table(compare_records(a, b, ("runs/a", "runs/b")))
-    console = Console(width=200, force_terminal=True)  # a terminal's note: a wider one shows the rest
-    full = [str(col.header) for col in fitted.fit(console, 200).columns]
-    assert {"p-value", "rounds A, B", "A median", "B median"} <= set(full)
-    kept_at = _kept(fitted)
-    assert {"A median", "B median"} <= kept_at[100]
-    for kept in kept_at.values():
-        if not {"A median", "B median"} <= kept:
-            assert not {"p-value", "rounds A, B", "group"} & kept, kept
-    assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached
-    narrow = next(w for w, kept in kept_at.items() if "p-value" not in kept)
-    # not a bare "p"; one column is "it", not "them"
-    assert "(left out at this width: p-value; a wider terminal shows it)" in str(fitted.fit(console, narrow).caption)
-    assert "a wider terminal shows them)" in str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption)
-
-
-def test_rows_with_too_few_rounds_keep_the_rounds_column_to_the_last(tmp_path: Path) -> None:
-    """At 100 columns compare left out `rounds A, B` beside `too few rounds` verdicts, the column that
-    explains them; the p-value (`-` on those rows), the group and the times now leave before it."""
-    record = real("main_job", tmp_path)
-    a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
-    b.analyses[0].timings[0].groups[0].rounds[:2] = ["A#x#0", "A#x#1"]  # two of A's rounds pooled in B
-    c = compare_records(a, b, ("runs/a", "runs/b"))
-    assert c.too_few
-    kept_at = _kept(compare_table(c))
-    assert "rounds A, B" in kept_at[100] and "p-value" not in kept_at[100]
-    for kept in kept_at.values():
-        if {"p-value", "group", "A median", "B median"} & kept:
-            assert "rounds A, B" in kept, kept
-    assert any("rounds A, B" not in kept for kept in kept_at.values())  # the narrow widths were reached
+    few = b.model_copy(deep=True)
+    few.analyses[0].timings[0].groups[0].rounds[:2] = ["A#x#0", "A#x#1"]  # two of A's rounds pooled in B
+    for c in (compare_records(a, b, ("runs/a", "runs/b")), compare_records(a, few, ("runs/a", "runs/b"))):
+        fitted = compare_table(c)
+        console = Console(width=200, force_terminal=True)  # a terminal's note: a wider one shows the rest
+        assert {"p-value", "rounds A, B", "group", "A median", "B median"} <= {str(col.header) for col in fitted.fit(console, 200).columns}
+        kept_at = _kept(fitted)
+        assert {"group", "rounds A, B"} <= kept_at[100]
+        order = ["A median", "B median", "p-value", "rounds A, B", "group"]
+        for kept in kept_at.values():
+            gone = [name for name in order if name not in kept]
+            assert gone == order[:len(gone)], kept
+        assert any("group" not in kept for kept in kept_at.values())  # the narrow widths were reached
+        narrow = next(w for w, kept in kept_at.items() if "A median" not in kept)
+        # not a bare "p"; one column is "it", not "them"
+        assert "(left out at this width: A median; a wider terminal shows it)" in str(fitted.fit(console, narrow).caption)
+        assert "a wider terminal shows them)" in str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption)
 
 
 def test_a_cause_earlier_runs_rounds_gave_is_said_once_with_this_runs(tmp_path: Path) -> None:
@@ -237,7 +225,7 @@ def test_no_ratio_label_is_struck_through_by_the_1x_line(tmp_path: Path) -> None
     fig.draw(renderer)
     ax = fig.axes[0]
     one, box = ax.transData.transform((1.0, 0.0))[0], ax.get_window_extent(renderer)
-    assert [t.get_text() for t in ax.texts][:3] == ["0.711x", "10.0x", "0.100x"]
+    assert [t.get_text() for t in ax.texts][:3] == ["0.711", "10.0", "0.100"]  # as the tables write B / A
     for text in ax.texts:
         extent = text.get_window_extent(renderer)
         assert not extent.x0 <= one <= extent.x1, (text.get_text(), extent, one)
