@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from harness.base.units import format_ratio, p_clause
+from harness.base.units import format_ratio, p_clause, plural
 from harness.bench.measure import Measurement
 from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
@@ -59,6 +59,7 @@ class RunSummary(BaseModel):
     harness_version: str
     started: str
     command: str
+    threads: int = 0  # threads per timing (the plan's: the cores other processes left free); 0 unknown
 
 
 class GroupComparison(BaseModel):
@@ -138,6 +139,19 @@ class Comparison(BaseModel):
     table_rounds: list[str] = []
 
     @property
+    def threads_differ(self) -> str | None:
+        """Why the two runs' times are not one configuration's: the plan gives each timing the cores
+        other processes leave free, so a run planned while the machine was busy times on fewer
+        threads (a first run at load 4.5 timed with 1, the next, quiet, with 2: scipy_svds took 26 ms
+        against 55-195 ms and top3's speedups moved 3-5x). None when they match or one is unknown."""
+        ta, tb = self.a.threads, self.b.threads
+        if not ta or not tb or ta == tb:
+            return None
+        return (f"A timed with {plural(ta, 'thread')} per timing, B with {tb}: each plan took the cores other "
+                "processes left free, so B / A measures the thread count as much as the code; compare runs "
+                "planned on a machine alike busy")
+
+    @property
     def level(self) -> str:
         """The intervals' level, the test's own (1 - alpha): `99%`, the one every label reads."""
         return f"{100 * (1 - self.alpha):g}%"
@@ -152,7 +166,9 @@ class Comparison(BaseModel):
         if self.gate is None:
             return []
         why = [f"{side} did not finish (its record is marked incomplete)" for side in self.incomplete]
-        if not self.n_gated:
+        if self.threads_differ:  # no group gated, for this reason alone
+            why.append(f"A and B timed with {self.a.threads} and {self.b.threads} threads per timing (below)")
+        elif not self.n_gated:
             counts = [f"{n} {what}" for n, what in ((sum(bool(r.unstable) for r in self.rows), "unstable"),
                                                      (len(self.too_few), "with too few rounds")) if n]
             why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
@@ -202,6 +218,7 @@ def summarise(record: RunRecord, folder: str) -> RunSummary:
         harness_version=record.harness_version,
         started=record.started,
         command=record.command,
+        threads=record.bench.threads if record.bench is not None else 0,
     )
 
 
@@ -356,12 +373,14 @@ def compare_records(
     if a.spec_hash != b.spec_hash:
         raise RecordError(f"{folders[1]}: {spec_difference(a, b, folders)}; compare only runs of the same spec")
     pairs, unmatched = _pairs(a, b)
-    rows = [_group(pair, alpha, factor, gate) for pair in pairs]
+    summaries = summarise(a, folders[0]), summarise(b, folders[1])
+    alike = not (summaries[0].threads and summaries[1].threads) or summaries[0].threads == summaries[1].threads
+    rows = [_group(pair, alpha, factor, gate and alike) for pair in pairs]  # other threads: nothing to gate
     regressions = [r.describe() for r in rows if r.regression]
     incomplete = [side for side, record in (("A", a), ("B", b)) if not record.complete]
     return Comparison(
-        experiment=a.experiment, spec_hash=a.spec_hash, a=summarise(a, folders[0]),
-        b=summarise(b, folders[1]), alpha=alpha, factor=factor, rows=rows, unmatched=unmatched,
+        experiment=a.experiment, spec_hash=a.spec_hash, a=summaries[0], b=summaries[1], alpha=alpha, factor=factor,
+        rows=rows, unmatched=unmatched,
         gate=factor if gate else None, regressions=regressions, passed=not regressions, incomplete=incomplete,
         untimed=_untimed(a, b), table_rounds=_table_rounds(pairs, rows),
     )

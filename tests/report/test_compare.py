@@ -184,6 +184,26 @@ def test_gate_fails_on_a_slowdown(base: tuple[str, RunRecord], tmp_path: Path,
     assert "FAILED: " in out.splitlines()[-1]
 
 
+def test_runs_timed_on_other_thread_counts_are_not_gated_and_say_so(base: tuple[str, RunRecord], tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A first run planned at load 4.5 timed with 1 thread, the next (quiet) with 2: scipy_svds
+    took 26 ms against 55-195 ms, and its 3x "changes" were the thread count, not the code."""
+    a, record = base
+    slow = synthetic(record, seed=2, scale={"numpy": 3.0})
+    assert slow.bench is not None and record.bench is not None
+    slow.bench.threads = record.bench.threads + 1
+    b = saved(slow, tmp_path / "B")
+    page = tmp_path / "compare.html"
+    assert cli.main(["compare", a, b, "--fail-on-regression", "--html", str(page)]) == 4
+    out = capsys.readouterr().out
+    said = (f"A timed with {record.bench.threads} thread{'s' if record.bench.threads > 1 else ''} per timing, "
+            f"B with {slow.bench.threads}: each plan took the cores other processes left free")
+    assert "REGRESSION" not in out and said in out
+    assert f"gate INCONCLUSIVE, A and B timed with {record.bench.threads} and {slow.bench.threads} threads" in out
+    assert said in page.read_text()
+    assert cli.main(["compare", a, b]) == 0 and said in capsys.readouterr().out  # said without a gate too
+
+
 def test_gate_passes_on_noise(base: tuple[str, RunRecord], tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     a, record = base

@@ -52,7 +52,8 @@ def _gate_lines(c: Comparison, several: bool, verbose: bool) -> list[tuple[str, 
     like one that passed, and a comparison would end on a count with no way on. Why the gate could
     not judge is the summary line's lead, said there alone (a line of its own here said it again)."""
     where = f" ({c.b.folder})" if several else ""
-    lines = [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
+    lines = [(f"{c.threads_differ}{where}", "yellow")] if c.threads_differ else []
+    lines += [(f"not compared: {u}{where}", "yellow") for u in c.unmatched]
     if c.untimed:  # no row and in neither run alone: without this line they were absent without a word
         lines.append((f"not timed in either run: {', '.join(c.untimed)}{where}", "yellow"))
     lines += [(f"REGRESSION {r}{where}", "bold red") for r in c.regressions]
