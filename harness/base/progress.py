@@ -183,16 +183,30 @@ def _paced(spent_s: float, planned_s: float) -> float:
     return min(max(spent_s / planned_s if planned_s > 0 else 1.0, PACE_RANGE[0]), PACE_RANGE[1])
 
 
-class _Bar(BarColumn):
-    """The count's bar, filled also within the unit under way by the phase's `within`."""
+class _Bar(ProgressColumn):
+    """The count's bar, filled also within the unit under way by the phase's `within`; none on a
+    part's row (Display.phase)."""
 
-    def render(self, task: Task) -> ProgressBar:
-        bar = super().render(task)
+    def __init__(self, bar_width: int, table_column: Column) -> None:
+        super().__init__(table_column=table_column)
+        self._bar = BarColumn(bar_width=bar_width)
+
+    def render(self, task: Task) -> RenderableType:
+        if task.fields.get("part"):
+            return Text("")
+        bar: ProgressBar = self._bar.render(task)
         within, counted = task.fields.get("within"), task.fields.get("counted")
         if within is not None and task.total is not None and not task.finished:
             further = max(within(), counted() if counted is not None else 0.0)  # either only grows: the bar never falls back
             bar.completed = min(float(task.total), task.completed + min(1.0, max(0.0, further)))
         return bar
+
+
+class _Count(MofNCompleteColumn):
+    """`1/3`; none on a part's row (Display.phase)."""
+
+    def render(self, task: Task) -> Text:
+        return Text("") if task.fields.get("part") else super().render(task)
 
 
 def _share(task: Task) -> float:
@@ -207,9 +221,11 @@ class _Remaining(TimeRemainingColumn):
     """`ETA ~0:00:03`: a phase of planned units (the run's analyses) has eta_s's throughout (Eta's
     text: `~` an estimate, `>` a floor past the plan); any other, rich's remaining time once it has a pace, and after one step of
     several the pace of that step (rich has none before a second, and the ETA vanished mid-run);
-    with none, nothing (rich wrote "ETA -:--:--", which reads as a fault)."""
+    with none, nothing (rich wrote "ETA -:--:--", which reads as a fault); on a part's row, nothing."""
 
     def render(self, task: Task) -> Text:
+        if task.fields.get("part"):
+            return Text("")
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
         if units and estimate and task.elapsed is not None and not task.finished:
             share = min(COUNTED_CAP, max(0.0, _share(task)))
@@ -275,7 +291,7 @@ class Display:
                 SpinnerColumn(table_column=Column(width=1, no_wrap=True)),
                 TextColumn("{task.description}", table_column=Column(ratio=29, no_wrap=True, overflow="ellipsis")),
                 _Bar(bar_width=4, table_column=Column(width=4, no_wrap=True)),
-                MofNCompleteColumn(table_column=Column(width=9, no_wrap=True)),  # `1064/2128` whole
+                _Count(table_column=Column(width=9, no_wrap=True)),  # `1064/2128` whole
                 _Item(table_column=Column(ratio=32, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(table_column=Column(width=7, no_wrap=True)),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
@@ -303,12 +319,16 @@ class Display:
         """A phase: a live task while it runs, or one line when it ends (`what: 3/4 in 1.2 s`, or
         `what (the item) in 1.2 s` without a count);
         `estimate_s`, the plan's, gives its ETA before it has a pace of its own; with `units_s`,
-        the plan's seconds of each unit of the count, its ETA throughout is eta_s's."""
+        the plan's seconds of each unit of the count, its ETA throughout is eta_s's. Such a phase
+        inside another (a sweep's point, a run inside the sweep) is a part of it: the outer row's
+        bar, count and ETA are the whole's, and the part's row says only what it is doing (walk 9:
+        a point's own bar full at 0/1, its ETA >0:00:15 beside points of ~10 s)."""
         start = time.perf_counter()
         task = None
         if self.progress is not None:
+            part = bool(units_s) and any(t.fields.get("units_s") for t in self.progress.tasks)
             task = self.progress.add_task(description, total=total, item="", estimate_s=estimate_s,
-                                          units_s=list(units_s) if units_s else None)
+                                          units_s=list(units_s) if units_s else None, part=part)
         phase = Phase(self, description, total, task)
         try:
             yield phase

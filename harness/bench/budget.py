@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
@@ -193,6 +193,7 @@ class Budget:
     _share_s: float = 0.0
     _depth: int = 0  # `outside` blocks open: one inside another is counted once
     _outside_began: float = 0.0  # when the open `outside` block began
+    _doing: list[str] = field(default_factory=list)  # the open `outside` blocks' names, innermost last
 
     @staticmethod
     def clock() -> float:
@@ -243,16 +244,24 @@ class Budget:
             return quiet or seconds <= self.left_s
         return self.elapsed_s + seconds <= self._share_s and seconds <= self.left_s
 
+    @property
+    def doing(self) -> str:
+        """The one-off work under way, as its innermost named `outside` block names it ("" when
+        none): while it runs the clock holds still, and a display says what runs instead."""
+        return next((what for what in reversed(self._doing) if what), "")
+
     @contextmanager
-    def outside(self) -> Iterator[None]:
-        """One-off work: its seconds are not the budget's."""
+    def outside(self, what: str = "") -> Iterator[None]:
+        """One-off work (`what` it is, for `doing`): its seconds are not the budget's."""
         began = self.clock()
         if not self._depth:
             self._outside_began = began
         self._depth += 1
+        self._doing.append(what)
         try:
             yield
         finally:
+            self._doing.pop()
             if self._depth == 1:
                 end = self.clock()
                 self._outside_s += self._inside_s(end)

@@ -64,7 +64,8 @@ def own_rounds(rounds: Rounds) -> list[int]:
 @dataclass(frozen=True)
 class BenchClockLabel:
     """The run's progress item, read at every redraw: the benchmark's clock moves as each block
-    is timed, not only when the next analysis starts."""
+    is timed, not only when the next analysis starts; while one-off work holds it still, the
+    work's name (`spectrum: starting workers`; walk 9: `0.0/3.0 s budget` stood for 6 s)."""
 
     analysis: str
     budget: Budget
@@ -72,6 +73,8 @@ class BenchClockLabel:
     limit: str = "budget"  # what limit_s is: "budget", or "floor" when the floor is more
 
     def phrases(self) -> Phrases:
+        if doing := self.budget.doing:
+            return Phrases((f"{self.analysis}: {doing}",))
         return clock_text(self.analysis, self.budget.live_s, self.limit_s, self.limit)
 
     def __str__(self) -> str:

@@ -262,7 +262,7 @@ class BenchPhase:
     def _save_rounds(self, step: Step, subjects: dict[str, list[Subject]], lines: dict[int, Timeline]) -> None:
         """After each round, its rounds so far in the run folder, for a resume (one-off work)."""
         if self.folder is not None:
-            with self.budget.outside():
+            with self.budget.outside("saving rounds"):
                 interrupted.save(self.folder, self.run_id, step.analysis,
                                  [s for group in subjects.values() for s in group], lines)
 

@@ -246,7 +246,7 @@ class Rounds:
 
     def _start(self, blocks: list[Slot]) -> None:
         """The workers of `blocks` not yet started, all at once, then each ready: one-off work."""
-        with self.budget.outside():
+        with self.budget.outside("starting workers"):
             fresh = [b for b in dict.fromkeys(blocks) if b not in self.workers and not self._out(b[0])]
             for block in fresh:
                 self._guarded(block[0], partial(self._spawn, block))
@@ -333,7 +333,7 @@ class Rounds:
         worker = self.workers[label, slot]
         ids = tuple(subject.ids(r))
         if slot not in line.warmed and subject.timed.compiled:  # compiling is one-off work, never in a timed call
-            with self.budget.outside():
+            with self.budget.outside("compiling"):
                 self.notes[label] = worker.block(Request(part=subject.part, r=r, warmups=1, calls=1, min_time_s=0.0,
                                                          keep=False), ONE_OFF_S + self.deadline_s).notes
         planned, began = self._planned(subject, slot), self.budget.clock()
@@ -360,7 +360,7 @@ class Rounds:
         round_ = Round(round=rid, seconds=block.seconds, when=now())
         line.new.append(round_)
         if reply.result is not None:
-            with self.budget.outside():
+            with self.budget.outside("verifying answers"):
                 self._judge(subject, reply.result, r)
         return round_
 
@@ -396,5 +396,5 @@ class Rounds:
             self.notes[label] = reply.notes
             self._judge(subject, reply.result, 0)
 
-        with self.budget.outside():
+        with self.budget.outside("verifying answers"):
             self._guarded(label, verify)

@@ -283,3 +283,23 @@ def test_ctrl_c_is_not_echoed_under_the_live_display_and_the_terminal_is_restore
             if stop is not None:
                 raise stop
         assert termios.tcgetattr(follower)[3] == before
+
+
+def test_a_planned_phase_inside_another_is_a_part_without_a_bar_count_or_eta_of_its_own() -> None:
+    """Walk 9: a sweep's point, a run of one analysis, drew its own bar (full at 0/1) and ETA
+    (`>0:00:15` beside points of ~10 s) under the sweep's. The outermost planned phase carries
+    them; a planned phase inside it says what it does; a phase of counted steps keeps its count."""
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Display(console, live=True) as display, display.phase("sweep", 5, 50.0, [10.0] * 5) as whole, \
+            display.phase("sweep_rank", 1, 9.0, [9.0]) as point, display.phase("spectrum: round 1", 24) as rounds:
+        whole.item("point 2 of 5: data.rank=32")
+        point.item("spectrum: starting workers")
+        rounds.item("numpy")
+        rounds.advance(3)
+        assert display.progress is not None
+        seen = Console(file=io.StringIO(), width=100, record=True)
+        seen.print(display.progress.get_renderable())
+    rows = [line.split() for line in seen.export_text().splitlines() if line.strip()]
+    assert [row[1:3] for row in rows] == [["sweep", "0/5"], ["sweep_rank", "spectrum:"], ["spectrum:", "round"]]
+    assert "ETA" in rows[0] and "3/24" in rows[2]
+    assert rows[1][3:-1] == ["starting", "workers"]  # then its elapsed time alone: no count, no ETA

@@ -89,7 +89,7 @@ def test_an_interval_too_wide_to_read_is_said_in_words(tmp_path: Path) -> None:
 def test_the_live_display_shows_whole_labels_and_no_unknown_eta() -> None:
     """At 100 columns: "analysis 1 of 3: spectr..." and "ETA -:--:--" before, and the budget's
     figure cut to "spectrum: timed 12.8/13.…"."""
-    budget = type("Clock", (), {"live_s": 12.8})()
+    budget = type("Clock", (), {"live_s": 12.8, "doing": ""})()
     console = Console(file=io.StringIO(), width=100, force_terminal=True)
     shown = Console(file=io.StringIO(), width=100, record=True, color_system=None)
     with Display(console, live=True) as display, display.phase("spectrum: svdvals by factored", 3) as phase:
@@ -114,7 +114,7 @@ def test_a_warning_line_during_a_run_wraps_between_words_on_a_terminal() -> None
 def test_the_live_display_says_the_budget_ran_over_and_keeps_its_eta() -> None:
     """Issue 48: `top3: timed 14.8/11.9 s` ran past its budget with no sign, and after the first of
     three analyses the ETA vanished (rich has no pace before a second step)."""
-    budget = type("Clock", (), {"live_s": 14.8})()
+    budget = type("Clock", (), {"live_s": 14.8, "doing": ""})()
     console = Console(file=io.StringIO(), width=100, force_terminal=True)
     shown = Console(file=io.StringIO(), width=100, record=True, color_system=None)
     with Display(console, live=True) as display, display.phase("spectrum: svdvals by factored", 3) as phase:

@@ -61,3 +61,22 @@ def test_the_label_keeps_its_words_and_its_sign_at_100_columns() -> None:
     assert str(over) == "geometry: 16.9 > 13.6 s floor"
     assert over.fitted(29) == "geometry: 16.9 > 13.6 s floor" and under.fitted(30) == "spectrum: 12.8/13.9 s budget"
     assert over.fitted(24) == "geometry: 16.9 > 13.6 s"  # narrower: the limit's word goes first
+
+
+def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
+    """Walk 9: `spectrum: 0.0/3.0 s budget` stood for 6 s while a point's workers started. While
+    named one-off work runs the label names it (the innermost), and the counter comes back after."""
+    budget = Scripted(3.0, 3.0, {"spectrum": 1.0}, {"spectrum": 1.0})
+    label = BenchClockLabel("spectrum", budget, 3.0)
+    budget.open("spectrum")
+    shown: list[str] = []
+    with budget.outside("verifying answers"):
+        shown.append(str(label))
+        with budget.outside("starting workers"):
+            shown.append(str(label))
+        with budget.outside():  # unnamed inside: the named one around it is still under way
+            shown.append(str(label))
+    budget.now = 1.2
+    shown.append(str(label))
+    assert shown == ["spectrum: verifying answers", "spectrum: starting workers", "spectrum: verifying answers",
+                     "spectrum: 1.2/3.0 s budget"]
