@@ -37,16 +37,18 @@ def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, 
     the rest`: a log's last round line read as a full count (`round 2: 24/24`) with no word that the
     budget ended the rounds. Counted as the table's rounds column counts, a round in each process
     (`rounds: 1` sat beside the table's `3+9`); `1 to 3 by strategy` where a round cut short left
-    some strategies fewer or none (`timed`: this run's rounds of each point), as their rows show."""
+    some strategies fewer or none (`timed`: this run's rounds of each point), as their rows show;
+    `1 of the 3 planned` where a round cut in its first process left each strategy one (walk 10 read
+    `rounds: 3` for 8 of 24 blocks)."""
     said = f"the {limit_s:.1f} s {limit}"
     each = f"{count} of {planned} in each of {plural(processes, 'process', 'processes')}"
     some = [t for t in timed if t > 0]
     lo, hi = min(some, default=0), max(some, default=0)
-    if lo < hi or len(some) < len(timed):
+    if lo < hi or len(some) < len(timed) or (some and hi < count * processes):
         counted = f"{lo} to {hi} by strategy, of" if lo < hi else f"{lo} of"
         untimed = len(timed) - len(some)
         none = f", {plural(untimed, 'strategy', 'strategies')} not timed" if untimed else ""
-        return (f"{analysis}: rounds: {counted} the {planned * processes} planned ({planned} in each of "
+        return (f"{analysis}: rounds: {counted} the {planned * processes} planned ({planned} planned in each of "
                 f"{plural(processes, 'process', 'processes')}){none}; {said} stopped the rest")
     if count < planned:
         return (f"{analysis}: rounds: {count * processes} of the {planned * processes} planned ({each}); "

@@ -22,11 +22,18 @@ def test_a_round_cut_short_says_the_strategies_fewest_and_most() -> None:
     """The smoke run's log said `svd_topk: rounds: 3` of a round the budget cut at 11 of 24 blocks,
     beside the table's `1 (scipy_svds 2)`."""
     assert stopped_text("svd_topk", [1, 2, 3], 1, 1, 3, 4.0, "budget") == (
-        "svd_topk: rounds: 1 to 3 by strategy, of the 3 planned (1 in each of 3 processes); the 4.0 s budget "
+        "svd_topk: rounds: 1 to 3 by strategy, of the 3 planned (1 planned in each of 3 processes); the 4.0 s budget "
         "stopped the rest")
     assert stopped_text("geometry", [1, 1, 0], 1, 1, 3, 4.0, "budget") == (
-        "geometry: rounds: 1 of the 3 planned (1 in each of 3 processes), 1 strategy not timed; the 4.0 s "
+        "geometry: rounds: 1 of the 3 planned (1 planned in each of 3 processes), 1 strategy not timed; the 4.0 s "
         "budget stopped the rest")
+
+
+def test_a_round_cut_in_its_first_process_counts_what_each_strategy_got() -> None:
+    """Walk 10: `svd_topk: rounds: 3 (3 planned, 1 of 1 in each of 3 processes)` where the budget
+    timed 8 of 24 blocks, one process's, beside the table's `1+15`."""
+    assert stopped_text("svd_topk", [1, 1, 1, 1], 1, 1, 3, 4.0, "budget") == (
+        "svd_topk: rounds: 1 of the 3 planned (1 planned in each of 3 processes); the 4.0 s budget stopped the rest")
 
 
 def test_only_a_log_gets_the_line() -> None:

@@ -393,12 +393,19 @@ def test_pooled_rounds_set_aside_are_timed_anew_whatever_the_limit(busy: None) -
     assert not r._wants("chosen", 0) and r._wants("x", 0)  # the state the walk-through met
     r.run()
     assert r.set_aside == ["a: pooled rounds of base on g discarded: 3 rounds at 1.00 s a matrix, 7x off the "
-                           "7.00 s this run measured"]
+                           "7.00 s this run's own rounds measured"]
     new = {label: {x.round for x in r.lines[id(s)].new} for label, s in subjects.items()}
     assert new["chosen"] and new["chosen"] <= new["base"] and new["x"] and new["x"] <= new["base"]
     assert {unit_of(x) for x in new["chosen"] | new["x"]} == {"run.0"} and not r.untimed
     found = speedup(r.line("base"), r.line("chosen"))  # what the record's speedup and verdict stand on
     assert found is not None and found.rounds == 1 and found.estimate == pytest.approx(7.0 / 0.15)
+
+
+def test_the_factor_said_is_between_the_two_figures_said() -> None:
+    """Walk 10: `27 rounds at 2.10 ms a matrix, 4x off the 125 µs this run measured`: the factor was
+    taken above the 1 ms call overhead, the figures were not."""
+    said = plausible([Round(round="earlier.0#a#0", seconds=4 * 2.10e-3)] * 27, 4 * 125e-6, 5.0, "it", 4)
+    assert said == "27 rounds at 2.10 ms a matrix, 17x off the 125 µs it"
 
 
 def test_one_pooled_round_set_aside_is_a_round_said_per_matrix() -> None:
