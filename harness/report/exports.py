@@ -28,7 +28,7 @@ from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    table_footnotes, device_library, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, unstable_why, verdict_lines, verdicts)
-from harness.report.terminal import untimed_rows, verified, warning_lines
+from harness.report.terminal import ERRORS_APART, untimed_rows, verified, warning_lines
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
@@ -172,7 +172,7 @@ def results_csv(record: RunRecord) -> str:
 def _error_text(row: dict[str, Any]) -> str:
     if row["values_error"] is None:
         return "-"
-    return f"{row['values_error']:.1e}" + (f" / {row['vectors_error']:.1e}" if row["vectors_error"] is not None else "")
+    return f"{row['values_error']:.1e}" + (f"/{row['vectors_error']:.1e}" if row["vectors_error"] is not None else "")
 
 
 def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
@@ -194,7 +194,7 @@ def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
     timing says why below the table) and the notes its marks need."""
     header = ["analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL,
-              SPEEDUP_COLUMN, "rounds", "error (values / vectors)", "status"]
+              SPEEDUP_COLUMN, "rounds", ERRORS_APART, "status"]
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
@@ -212,5 +212,6 @@ def results_markdown(record: RunRecord) -> str:
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
               "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal.",
-              *(line for column, line in table_footnotes(record, record.analyses) if column in header)]
+              # each a paragraph of its own: a line under the legend ran into it once rendered (walk 10)
+              *(part for column, line in table_footnotes(record, record.analyses) if column in header for part in ("", line))]
     return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

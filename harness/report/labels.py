@@ -261,12 +261,13 @@ def worst_error(analysis: AnalysisRecord, label: str) -> float | None:
     return None if v is None else v.worst
 
 
-def errors_text(analysis: AnalysisRecord, label: str, sep: str = " / ") -> str:
-    """`1.6e-07 / 4.7e-07`: values' error, and the vectors' where the op has vectors."""
+def errors_text(analysis: AnalysisRecord, label: str) -> str:
+    """`1.6e-07/4.7e-07`: values' error, and the vectors' where the op has vectors; one spelling in
+    the terminal, md and HTML (walk 10 met `/` in one and ` / ` in the other)."""
     v = check_of(analysis, label)
     if v is None:
         return "-"
-    return f"{v.values_error:.1e}" + (f"{sep}{v.vectors_error:.1e}" if v.vectors_error is not None else "")
+    return f"{v.values_error:.1e}" + (f"/{v.vectors_error:.1e}" if v.vectors_error is not None else "")
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
             shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
             rounds_text(t), format_rate(t.gflops_per_s), peak_text(record, t),
-            "-" if worst is None else f"{worst:.1e}", STATUS[status], *([errors_text(a, t.label, "/")] if wide else [])]
+            "-" if worst is None else f"{worst:.1e}", STATUS[status], *([errors_text(a, t.label)] if wide else [])]
 
 
 def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, str, str, str]]:
@@ -115,7 +115,7 @@ def _untimed_row(a: AnalysisRecord, label: str, role: str, status: str, wide: bo
     cells = ["-"] * (len(RUN_COLUMNS) - 5)  # device to % of peak
     cells[RUN_COLUMNS.index("per matrix") - RUN_COLUMNS.index("device")] = STATUS[status]
     return [shown(label), role, *cells, f"{worst_error(a, label):.1e}", STATUS["passed" if v.passed else "FAILED"],
-            *([errors_text(a, label, "/")] if wide else [])]
+            *([errors_text(a, label)] if wide else [])]
 
 
 def run_table(record: RunRecord, wide: bool = False, explain: bool = False, verbose: bool = False) -> Fitted:

@@ -45,13 +45,35 @@ def test_markdown_keeps_every_row_its_marks_and_the_vectors_error(busy: Path,
     top3 = next(a for a in record.analyses if a.name == "top3")  # not timed, and verified all the same
     for v in top3.verification:
         assert any(row.startswith(f"| top3 | {v.strategy} |") and "| not timed |" in row
-            and row.endswith(f"| {v.values_error:.1e} / {v.vectors_error:.1e} | passed |") for row in rows)
+            and row.endswith(f"| {v.values_error:.1e}/{v.vectors_error:.1e} | passed |") for row in rows)
     assert "- not timed, out of time on a busy machine: top3: scipy_svds, top3: torch_lowrank" in md  # as the terminal
     assert "; the next run (without --fresh) times each of them once whatever its limit, and --budget 30s gives more" in md
     no_interval = [t for a in record.analyses for t in a.timings if t.speedup is not None and t.speedup_ci is None
                    and t.role != "baseline"]
     assert no_interval and all(row.count("(no interval) ?") == 1 for row in rows if "process_pool@float32" in row)
     assert "! |" in md and "`?` unresolved" in md and md.count("- spectrum: factored@float32 measured 3,057x faster") == 1  # verdicts
+
+
+def test_markdown_notes_are_paragraphs_and_the_errors_read_as_the_terminals(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 10: the line under the legend ran into it once rendered ("...as in the terminal. speedups
+    pair..."), and the md wrote `5.8e-08 / 6.8e-08` under `error (values / vectors)` where --wide
+    writes `5.8e-08/6.8e-08` under `values / vectors error`."""
+    from harness.report.labels import table_footnotes
+    from harness.report.terminal import ERRORS_APART
+
+    from harness.record.run_record import save_record
+
+    record = load_record(RECORDS / "main_job.json")
+    t = next(t for a in record.analyses for t in a.timings if t.role != "baseline" and t.speedup and t.speedup_ci)
+    t.speedup, t.speedup_ci = t.speedup * 1.3, (t.speedup_ci[0] * 1.3, t.speedup_ci[1] * 1.3)  # a line under it
+    (folder := tmp_path / "main").mkdir()
+    save_record(record, folder)
+    md = exported(folder, "md", capsys)
+    header = next(line for line in md.splitlines() if line.startswith("| analysis |"))
+    notes = [line for column, line in table_footnotes(record, record.analyses) if f"| {column} |" in header]
+    assert notes and all(f"\n\n{line}" in md for line in notes), md
+    assert f"| {ERRORS_APART} |" in md and " / " not in md.split("| status |")[1].split("\n\n")[0]
 
 
 def test_markdown_shows_the_vectors_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -62,7 +84,7 @@ def test_markdown_shows_the_vectors_error(capsys: pytest.CaptureFixture[str], tm
     top3 = next(a for a in record.analyses if a.name == "top3")
     md = exported(folder, "md", capsys)
     for v in top3.verification:
-        assert f"{v.values_error:.1e} / {v.vectors_error:.1e}" in md
+        assert f"{v.values_error:.1e}/{v.vectors_error:.1e}" in md
 
 
 def test_csv_and_json_hold_the_same_rows(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
