@@ -91,3 +91,20 @@ def test_system_names_each_pool_without_blanks_and_says_what_to_do_when_busy() -
     threads = next(line for line in lines if line.startswith("threads: "))
     assert threads.startswith("threads: openmp 2 threads; openblas 0.3.31 2 threads; torch ")
     assert "stop what is busy" in lines[-1] and "--budget 30s" in lines[-1]
+
+
+def test_validate_hangs_its_continuation_as_every_command_does() -> None:
+    """Walk 10: at 100 columns `validate` wrapped `shows what would run` to column 0, where `run`,
+    `plan`, `compare` and `system` indent their continuations."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import CONFIGS
+
+    env = {**os.environ, "COLUMNS": "60"}
+    done = subprocess.run([sys.executable, "-m", "harness", "validate", str(CONFIGS / "smoke.toml")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) >= 2, done.stdout + done.stderr
+    assert all(len(line) <= 60 for line in lines) and all(line.startswith("  ") for line in lines[1:])

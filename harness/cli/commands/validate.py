@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from harness.base.lines import print_line
 from harness.cli.commands.spec_args import spec_arguments
 from harness.cli.console import err, out
 from harness.run.prepare import skipped_warning
@@ -20,13 +21,14 @@ def main(args: argparse.Namespace) -> int:
     from harness.run.sweep import plan_sweep
 
     if (sweep := plan_sweep(args.spec, args.set)) is not None:
-        out.print(f"{args.spec}: valid sweep of {len(sweep.points)} points, each a run of its own; `harness plan` "
-                  "shows them", markup=False, highlight=False)
+        print_line(out, f"{args.spec}: valid sweep of {len(sweep.points)} points, each a run of its own; "
+                        "`harness plan` shows them")
         return 0
     context = validate(args.spec, args.set)
     if context.plan.skipped_inputs:
-        err.print(skipped_warning(context.plan.skipped_inputs), markup=False, highlight=False, soft_wrap=True)
+        print_line(err, skipped_warning(context.plan.skipped_inputs))
     spec = context.spec
-    out.print(f"{args.spec}: valid ({len(spec.analysis)} analyses, {len(context.workload)} matrices, data source "
-              f"{spec.data.source}); `harness plan` shows what would run", markup=False, highlight=False)
+    # wrapped with the hanging indent every other command's lines have (walk 10)
+    print_line(out, f"{args.spec}: valid ({len(spec.analysis)} analyses, {len(context.workload)} matrices, data source "
+                    f"{spec.data.source}); `harness plan` shows what would run")
     return 0
