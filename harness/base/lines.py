@@ -16,6 +16,21 @@ from rich.text import Text
 NBSP = "\u00a0"  # holds a number to its unit while a line is wrapped; never printed
 # "173 µs", "4.66 s", "1,234 GiB", "73 %": a space between a number and a unit a reader would not part
 _UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:ns|µs|us|ms|s|min|h|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB|%|x|[GTM]FLOP/s)(?![\w/]))")
+_COMMAND = re.compile(r"`[^`\n]+`")  # a command to paste: parted, each of its lines would run alone
+_WORD = re.compile(r'"[^"\n]*"|\$\([^)\n]*\)')  # within a command: a quoted argument, a substitution
+
+
+def _held(plain: str, width: int) -> str:
+    """`plain` with the spaces a wrap must not break at held (NBSP, same length): a number's before
+    its unit; every space of a backticked command that fits on a line, else those inside its quoted
+    arguments and `$(...)` (walk 10 met `"$(harness` / `asv-machine)"` on two lines)."""
+    def hold(m: re.Match[str]) -> str:
+        return m.group(0).replace(" ", NBSP)
+
+    def command(m: re.Match[str]) -> str:
+        return hold(m) if len(m.group(0)) <= width - 4 else _WORD.sub(hold, m.group(0))
+
+    return _COMMAND.sub(command, _UNIT_SPACE.sub(NBSP, plain))
 
 
 def asked_width() -> int | None:
@@ -32,9 +47,9 @@ def wraps(console: Console) -> bool:
 def wrapped_text(text: Text, width: int, hang: int = 2) -> Text:
     """`text` (its styles kept) wrapped between words at `width`, each line's continuations
     indented `hang` columns past the line's own indent; a number stays with its unit; only a
-    word longer than a line is cut."""
+    word longer than a line is cut; a command in backticks is kept whole where it fits a line."""
     plain = text.plain
-    held = _UNIT_SPACE.sub(NBSP, plain)  # same length: an offset in `held` is one in `text`
+    held = _held(plain, width)  # same length: an offset in `held` is one in `text`
     pieces: list[Text] = []
     start = 0
     for line in plain.split("\n"):

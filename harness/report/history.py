@@ -218,9 +218,9 @@ def load(results_dir: Path, skipped: list[str] | None = None) -> list[Series]:
     results, _step_detect = _asv()
     if not (results_dir / "benchmarks.json").exists() or not machines(results_dir):
         raise HistoryError(f"{results_dir}: no asv results here (benchmarks.json and <machine>/machine.json); "
-                           "record some first: `asv machine --yes --machine \"$(harness asv-machine)\"`, then "
-                           "`asv run --machine \"$(harness asv-machine)\" --python=same --quick "
-                           "--set-commit-hash \"$(git rev-parse HEAD)\"` (docs/tracking.md, The workflow)")
+                           "record some first (docs/tracking.md, The workflow): "
+                           "`M=\"$(harness asv-machine)\"; asv machine --yes --machine \"$M\"`, then "
+                           "`asv run --machine \"$M\" --python=same --quick --set-commit-hash \"$(git rev-parse HEAD)\"`")
     meta = _meta(results_dir)
     found: dict[tuple[str, str, str, tuple[str, ...]], Series] = {}
     for machine in machines(results_dir):

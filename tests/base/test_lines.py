@@ -4,6 +4,7 @@ between `near 173` and `µs`), in the plain helper and on a console, with no NBS
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -56,3 +57,15 @@ def test_a_pipe_without_columns_keeps_every_note_under_the_run_table_whole(monke
     assert all(note in drawn for note in notes), [n[:60] for n in notes if n not in drawn]
     lines = [Text.from_markup(line).plain for line in items if isinstance(line, str)]
     assert all(line in drawn for line in lines)
+
+
+def test_a_command_in_backticks_is_never_parted_where_it_fits_nor_inside_a_substitution() -> None:
+    """Walk 10: `harness history` wrapped `"$(harness` / `asv-machine)"` over two lines; pasted, each
+    line ran alone."""
+    line = ("x: no results here; record some first: `asv machine --yes --machine \"$(harness asv-machine)\"`, then "
+            "`asv run --machine \"$M\" --python=same --quick --set-commit-hash \"$(git rev-parse HEAD)\"` (docs)")
+    for width in (60, 100, 160):
+        shown = wrapped(line, width)
+        whole = [c for c in re.findall(r"`[^`]+`", line) if len(c) <= width - 4]
+        assert whole and all(c in shown for c in whole), (width, shown)
+        assert "$(harness asv-machine)" in shown and "$(git rev-parse HEAD)" in shown, (width, shown)

@@ -145,9 +145,11 @@ def test_cli_history_and_its_one_line_error(asv_results: Path, tmp_path: Path, c
     err = capsys.readouterr().err.strip()
     assert "no asv results here" in err and "\n" not in err and "Traceback" not in err
     # the page that has the workflow, and both commands it needs: `asv run` alone refuses an unknown machine
-    assert "docs/tracking.md" in err and "`asv machine --yes" in err and "`asv run --machine" in err
+    assert "docs/tracking.md" in err and "asv machine --yes --machine \"$M\"`" in err and "`asv run --machine" in err
     # with --python=same, asv saves nothing unless told which commit the checkout is
-    assert "--set-commit-hash \"$(git rev-parse HEAD)\"" in err and "$(harness asv-machine)" in err
+    assert "--set-commit-hash \"$(git rev-parse HEAD)\"" in err and "`M=\"$(harness asv-machine)\";" in err
+    # each command fits a 100-column line, so a wrapped terminal keeps it whole to paste (walk 10)
+    assert all(len(command) <= 96 for command in re.findall(r"`[^`]+`", err))
     assert (Path(__file__).parents[2] / "docs" / "tracking.md").exists()
     with pytest.raises(HistoryError):
         load(tmp_path / "nothing")
