@@ -131,7 +131,7 @@ def class_fits(sizes: Sequence[float], seconds: Sequence[float],
         log_c = float(np.sum(w * residual) / np.sum(w))
         rms = math.sqrt(float(np.sum(w * (residual - log_c) ** 2) / np.sum(w)))
         fits.append(ClassFit(name=name, coefficient=math.exp(log_c), rms=rms,
-                             exponent=power_law(sizes, g, variances).exponent))
+                             exponent=power_law(sizes, g.tolist(), variances).exponent))
     return sorted(fits, key=lambda fit: fit.rms)
 
 
