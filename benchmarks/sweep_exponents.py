@@ -99,6 +99,7 @@ def spec_text(name: str, sizes: list[object], budget: str) -> str:
 def run_sweep(name: str, sizes: list[object], folder: Path, budget: str) -> str:
     """One sweep run through the CLI; its fit of the checked strategy as a table row."""
     from harness.cli import main as cli
+    from harness.record.sweep_fits import class_text
     from harness.record.sweep_record import load_sweep
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -115,7 +116,7 @@ def run_sweep(name: str, sizes: list[object], folder: Path, budget: str) -> str:
     within = "yes" if low <= p.exponent <= high else "NO"
     model = f"{fit.model.exponent:.2f}" if fit.model else "-"
     return (f"| {name} | {strategy} | {p.exponent:.2f} ({p.low:.2f} to {p.high:.2f}) | {low}-{high} {within} | "
-            f"{model} | {fit.complexity} ({fit.rms:.0%}) |")
+            f"{model} | {class_text(fit)} |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -132,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{folder}: exists and is not empty; choose another with --output", file=sys.stderr)
         return 2
     rows = [run_sweep(name, sizes[name], folder, budget) for name in (args.sweeps or SWEEPS)]
-    print("| sweep | strategy | fitted exponent (95%) | expected | cost model | class (RMS) |")
+    print("| sweep | strategy | fitted exponent (95%) | expected | cost model | class |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 0

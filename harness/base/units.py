@@ -18,12 +18,14 @@ def now() -> str:
 def format_seconds(s: float | None) -> str:
     """3 significant figures in ms and s, whole from 100 up (4.66 s, 46.6 s, 466 s, 1,234 s, 30.7 ms,
     1.10 ms), so a column of times reads alike (not `~466.37 s` beside `~307.0 ms`); whole µs
-    below a millisecond, the timer's grain; nothing at all in seconds (`--budget 0s` read back as
-    `0 µs` named a grain the user never wrote)."""
+    below a millisecond, the timer's grain, `<1 µs` below it (a plan's `est. 0 µs` read as a bug);
+    nothing at all in seconds (`--budget 0s` read back as `0 µs` named a grain the user never wrote)."""
     if s is None:
         return "-"
     if s == 0:
         return "0 s"
+    if 0 < s < 1e-6:
+        return "<1 µs"
     if s < 0.9995e-3:  # would round to 1,000 µs: 1.00 ms
         return f"{s * 1e6:.0f} µs"
     value, unit = (s * 1e3, "ms") if s < 0.9995 else (s, "s")

@@ -61,6 +61,16 @@ def log_variance(estimate: float, low: float, high: float, level: float = LEVEL)
     return (half / quantile(math.inf, level)) ** 2
 
 
+def fit_weights(x: np.ndarray, variances: Sequence[float] | None) -> np.ndarray:
+    """Each point's weight in a log-log fit at log sizes `x`: 1 / its variance; all alike where
+    fewer than two distinct sizes have a known one."""
+    var = np.full(len(x), 1.0) if variances is None else np.asarray(variances, float)
+    w = np.where(np.isfinite(var) & (var > 0), 1.0 / np.where(var > 0, var, 1.0), 0.0)
+    if np.count_nonzero(w) < 2 or len(set(x[w > 0].tolist())) < 2:
+        w = np.ones(len(x))
+    return w
+
+
 def power_law(sizes: Sequence[float], seconds: Sequence[float], variances: Sequence[float] | None = None,
               level: float = LEVEL) -> PowerLaw:
     """The weighted log-log fit of t = c n^k over at least two points of distinct sizes; a point
@@ -69,10 +79,7 @@ def power_law(sizes: Sequence[float], seconds: Sequence[float], variances: Seque
     x, y = np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float))
     if len(x) < 2 or len(set(x.tolist())) < 2:
         raise ValueError(f"a power law needs two distinct sizes or more; got {list(sizes)}")
-    var = np.full(len(x), 1.0) if variances is None else np.asarray(variances, float)
-    w = np.where(np.isfinite(var) & (var > 0), 1.0 / np.where(var > 0, var, 1.0), 0.0)
-    if np.count_nonzero(w) < 2 or len(set(x[w > 0].tolist())) < 2:
-        w = np.ones(len(x))
+    w = fit_weights(x, variances)
     centre = float(np.sum(w * x) / np.sum(w))
     dx = x - centre
     sxx = float(np.sum(w * dx**2))
@@ -100,29 +107,38 @@ COMPLEXITY_CLASSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 
 class ClassFit(BaseModel):
-    """One complexity class fitted as Google Benchmark fits it: t = coefficient f(n), and the RMS
-    of the residuals relative to the mean time (benchmark's `_BigO` and `_RMS` rows)."""
+    """One complexity class fitted as the power law is: t = coefficient f(n); the weighted RMS of
+    its log residuals (about a relative error: 0.04 is 4%); and the class's own exponent over the
+    sizes, by the same fit of f(n) (n log n over 16..256 grows as n^1.2)."""
 
     name: str
     coefficient: float
     rms: float
+    exponent: float
 
 
-def class_fits(sizes: Sequence[float], seconds: Sequence[float]) -> list[ClassFit]:
-    """Every class's least-squares fit (unweighted, as benchmark's MinimalLeastSq), best first."""
-    n, t = np.asarray(sizes, float), np.asarray(seconds, float)
+def class_fits(sizes: Sequence[float], seconds: Sequence[float],
+               variances: Sequence[float] | None = None) -> list[ClassFit]:
+    """Every class positive at every size (log n is 0 at n = 1: no log to fit), best first."""
+    n, x, y = np.asarray(sizes, float), np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float))
+    w = fit_weights(x, variances)
     fits = []
     for name, f in COMPLEXITY_CLASSES.items():
         g = f(n)
-        coefficient = float(np.sum(t * g) / np.sum(g * g))
-        rms = math.sqrt(float(np.mean((t - coefficient * g) ** 2))) / float(np.mean(t))
-        fits.append(ClassFit(name=name, coefficient=coefficient, rms=rms))
+        if np.any(g <= 0):
+            continue
+        residual = y - np.log(g)
+        log_c = float(np.sum(w * residual) / np.sum(w))
+        rms = math.sqrt(float(np.sum(w * (residual - log_c) ** 2) / np.sum(w)))
+        fits.append(ClassFit(name=name, coefficient=math.exp(log_c), rms=rms,
+                             exponent=power_law(sizes, g.tolist(), variances).exponent))
     return sorted(fits, key=lambda fit: fit.rms)
 
 
-def complexity_class(sizes: Sequence[float], seconds: Sequence[float]) -> ClassFit:
-    """The class of lowest RMS (benchmark's oAuto)."""
-    return class_fits(sizes, seconds)[0]
+def complexity_class(sizes: Sequence[float], seconds: Sequence[float], variances: Sequence[float] | None,
+                     power: PowerLaw) -> ClassFit | None:
+    """The class of lowest RMS among those whose exponent `power`'s interval covers; None where none does."""
+    return next((fit for fit in class_fits(sizes, seconds, variances) if power.covers(fit.exponent)), None)
 
 
 class Crossover(BaseModel):

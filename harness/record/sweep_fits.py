@@ -1,6 +1,6 @@
 """The fits of a sweep over its points' measurements (bench.scaling): for every analysis, strategy
 and axis (the other axis held at each of its values), a power law with an interval on its exponent,
-Google Benchmark's complexity class, the same power law over the planner's estimates, a finding
+the complexity class (of those whose exponent is in that interval) that fits best, the same power law over the planner's estimates, a finding
 where the two disagree beyond the interval; the crossovers of every two strategies' fits inside
 or near the swept range; and whether the planner's pick was the fastest measured at each point."""
 
@@ -55,8 +55,9 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
         if len(set(sizes)) < 2:
             continue
         seconds = [t.seconds for _, t in series]
-        power = power_law(sizes, seconds, [log_variance(t.seconds, t.low, t.high) for _, t in series])
-        best = complexity_class(sizes, seconds)
+        variances = [log_variance(t.seconds, t.low, t.high) for _, t in series]
+        power = power_law(sizes, seconds, variances)
+        best = complexity_class(sizes, seconds, variances, power)
         # the cost model's exponent only where every estimate is the model's: a point the wisdom
         # measured (numpy at rank 16: 28.3 ms, modelled 56.4 ms at every other rank) made one of a
         # fixed-shape SVD's cost read rank^0.2, and a finding of it (walk-through 4)
@@ -64,7 +65,7 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
                     and t.basis.startswith(MODELLED)]
         model = power_law(sizes, modelled) if len(modelled) == len(series) else None
         fit = ScalingFit(analysis=analysis, strategy=strategy, axis=axis, fixed=fixed, sizes=sizes, power=power,
-                         complexity=best.name, rms=best.rms, model=model)
+                         complexity=best.name if best else None, rms=best.rms if best else None, model=model)
         if model is not None and not power.covers(model.exponent):
             fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
                            f"says {exponent_text(model.exponent)}")  # as fit_sentence says it
@@ -84,9 +85,12 @@ def exponent_interval(low: float, high: float) -> str:
 
 
 def class_text(fit: ScalingFit) -> str:
-    """Google Benchmark's class in the swept key's name: `rank^2`, `rank log rank`; its `1` is
-    `constant` (`class n^2` on a rank axis made the reader translate)."""
-    return "constant" if fit.complexity == "1" else re.sub(r"\bn\b", axis_name(fit.axis), fit.complexity)
+    """`class rank^2 (RMS 4%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
+    on a rank axis made the reader translate); or that no class's exponent is in the fit's interval."""
+    if fit.complexity is None or fit.rms is None:
+        return "no class within its interval"
+    name = "constant" if fit.complexity == "1" else re.sub(r"\bn\b", axis_name(fit.axis), fit.complexity)
+    return f"class {name} (RMS {fit.rms:.0%})"
 
 
 def growth(fit: ScalingFit) -> str:

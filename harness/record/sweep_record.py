@@ -102,8 +102,8 @@ class ScalingFit(BaseModel):
     fixed: dict[str, Any] = {}
     sizes: list[float]
     power: PowerLaw
-    complexity: str  # Google Benchmark's class of lowest RMS
-    rms: float  # its RMS over the mean time
+    complexity: str | None  # the class of lowest RMS whose exponent is in power's interval; None: no class is
+    rms: float | None  # its weighted RMS in log space (about a relative error)
     model: PowerLaw | None = None  # the same fit of the cost model's estimates
     finding: str | None = None  # the measured exponent's interval leaves out the model's
 

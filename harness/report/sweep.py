@@ -32,7 +32,7 @@ def _writes(data: bytes) -> Callable[[IO[bytes]], object]:
 def fit_sentence(fit: ScalingFit) -> str:
     """`spectrum, factored: cost grows as rank^1.90 (1.70 to 2.10), its cost model says 2.00; class rank^2 (RMS 4%)`."""
     model = f", its cost model says {exponent_text(fit.model.exponent)}" if fit.model is not None else ""
-    return f"{growth(fit)}{model}; class {class_text(fit)} (RMS {fit.rms:.0%})"
+    return f"{growth(fit)}{model}; {class_text(fit)}"
 
 
 def crossover_sentence(c: SweepCrossover) -> str:

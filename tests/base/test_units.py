@@ -48,4 +48,9 @@ def test_no_time_at_all_is_said_in_seconds() -> None:
     """A newcomer's walk-through: `--budget 0s` was echoed as `the budget of 0 µs`, a unit they
     never wrote; a grain below 1 ms is for times that have one."""
     assert format_seconds(0) == format_seconds(0.0) == "0 s"
-    assert format_seconds(0.0000004) == "0 µs"  # a real time under the timer's grain keeps it
+
+
+def test_a_time_under_the_grain_reads_less_than_one_not_zero() -> None:
+    """Walk-through 10: the run report's plan said `2 positions a call (est. 0 µs)`, read as a bug."""
+    assert format_seconds(4e-7) == format_seconds(1e-12) == "<1 µs"
+    assert format_seconds(1e-6) == "1 µs" and format_seconds(0) == "0 s"

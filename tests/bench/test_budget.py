@@ -56,6 +56,9 @@ def test_rounds_note_of_a_fast_call_gives_the_call_and_the_blocks_it_fills() -> 
         f"{format_seconds(BLOCK_S)} blocks: ~{format_seconds(PROCESSES * 2 * (BLOCK_S + BLOCK_OVERHEAD_S))} "
         "of its timing a round")
 
+    tiny = allocate({("a", "x", POSITIONS): want(2e-7, group=POSITIONS, matrices=2)}, 0.0)
+    assert "2 positions a call (est. <1 µs)" in rounds_note(list(tiny.values()))  # walk 10: `est. 0 µs`
+
 
 class Clock:
     """A clock the test moves by hand: the Budget reads time only through Budget.clock."""

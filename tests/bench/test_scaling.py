@@ -1,6 +1,6 @@
 """The cost fits of bench.scaling on synthetic timings of known cost: a power law's exponent
-interval covers the true exponent as often as it says, Google Benchmark's class fit names the
-class the data grow by, and two known curves cross where the algebra says."""
+interval covers the true exponent as often as it says, the class fit names the class the data
+grow by (one the exponent's interval holds), and two known curves cross where the algebra says."""
 
 import math
 
@@ -55,10 +55,27 @@ def test_an_exact_power_law_is_fitted_exactly_and_two_points_leave_no_interval()
 def test_the_class_fit_picks_the_class_the_times_grow_by(name: str, f) -> None:
     rng = np.random.default_rng(2)
     t = 1e-6 * f(SIZES) * np.exp(rng.normal(0, 0.02, len(SIZES)))
-    best = complexity_class(SIZES, t)
-    assert best.name == name
+    best = complexity_class(SIZES, t, None, power_law(SIZES, t))
+    assert best is not None and best.name == name
     assert best.coefficient == pytest.approx(1e-6, rel=0.05)
     assert best.rms < 0.05 < class_fits(SIZES, t)[1].rms
+
+
+def test_the_class_is_one_the_exponents_interval_holds_weighted_as_the_exponent_is() -> None:
+    """Walk-through 10: `rank^1.93 (1.36 to 2.50) ... class rank^3`: Google Benchmark's unweighted
+    fit in seconds follows the largest point (here 1.8x off its rank^2 line, and its interval wide),
+    where rank^3 fits best; the class is rank^2, as the exponent says. A rank^2.5 law, its
+    interval between the classes, has none."""
+    sizes = [16.0, 32.0, 64.0, 128.0, 256.0]
+    t = [1e-6 * n**2 * off for n, off in zip(sizes, [1.0, 1.25, 0.8, 0.75, 1.8])]
+    variances = [log_variance(s, s / h, s * h) for s, h in zip(t, [1.1, 1.1, 1.1, 1.1, 2.5])]
+    power = power_law(sizes, t, variances)
+    assert power.high < 3
+    best = complexity_class(sizes, t, variances, power)
+    assert best is not None and best.name == "n^2" and power.covers(best.exponent)
+    rng = np.random.default_rng(3)
+    between = 1e-8 * SIZES**2.5 * np.exp(rng.normal(0, 0.02, len(SIZES)))
+    assert complexity_class(SIZES, between, None, power_law(SIZES, between)) is None
 
 
 def test_two_known_curves_cross_where_they_are_equal() -> None:

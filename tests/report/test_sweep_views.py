@@ -189,13 +189,41 @@ def test_a_fits_class_is_named_by_the_swept_key_and_a_held_column_says_what_it_h
     classes = {f.strategy: fit_sentence(f).rsplit("; ", 1)[1] for f in record.fits}
     assert classes["numpy"].startswith("class constant (RMS") and classes["factored"].startswith("class rank^2 (RMS")
     assert f"- {fit_sentence(record.fits[1])}" in sweep_markdown(record)
-    assert "<td>rank^2 (" in render_sweep(record) and "<td>n^2 (" not in render_sweep(record)
+    assert "<td>class rank^2 (RMS" in render_sweep(record) and "n^2" not in render_sweep(record)
     held = record.model_copy(update={"fits": [f.model_copy(update={"fixed": {"data.adapters": 4}}) for f in record.fits],
                                      "points": [p.model_copy(update={"values": {**p.values, "data.adapters": 4}})
                                                 for p in record.points]})
     fits = render_sweep(held).split("<h2>Fits</h2>")[1].split("<h2>Points</h2>")[0]
     assert "<th>held at</th>" in fits and "held at: the other swept key's value along the fit" in fits
     assert fits.count('<td>{"data.adapters": 4}</td>') == 2
+
+
+def sweep_of(factored: list[float], widths: list[float]) -> SweepRecord:
+    """known_sweep's numpy and points, factored at `factored` seconds, each interval `widths` times either way."""
+    record = known_sweep()
+    points = [p.model_copy(update={"timings": [p.timings[0], p.timings[1].model_copy(update={
+        "seconds": s, "low": s / w, "high": s * w})]}) for p, s, w in zip(record.points, factored, widths)]
+    return fit_sweep(record.model_copy(update={"points": points}))
+
+
+def test_the_class_is_said_alike_everywhere_and_never_beyond_the_exponents_interval() -> None:
+    """Walk-through 10: `cost grows as rank^1.93 (1.36 to 2.50) ... class rank^3 (RMS 7%)`: the
+    class was Google Benchmark's unweighted fit, led by the largest point (here 1.8x off rank^2,
+    with a wide interval). A rank^2.5 law has no class within its interval, and says so."""
+    from harness.report.sweep import fit_sentence, sweep_lines, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    ranks = [8, 16, 32, 64, 128]
+    walk = sweep_of([1e-6 * r**2 * off for r, off in zip(ranks, [1.0, 1.25, 0.8, 0.75, 1.8])], [1.1] * 4 + [2.5])
+    between = sweep_of([1e-7 * r**2.5 * (1 + 0.02 * (-1) ** i) for i, r in enumerate(ranks)], [1.1] * 5)
+    for record, said in ((walk, "class rank^2 (RMS "), (between, "no class within its interval")):
+        numpy, factored = record.fits
+        assert factored.power.high < 3 and fit_sentence(numpy).endswith("; class constant (RMS 3%)")
+        sentence = fit_sentence(factored)
+        assert sentence.split("; ")[-1].startswith(said) and "rank^3" not in sentence
+        assert sentence in sweep_lines(record) and f"- {sentence}" in sweep_markdown(record)
+        page = render_sweep(record)
+        assert f"<td>{sentence.split('; ')[-1]}</td>" in page and "rank^3" not in page
 
 
 def test_a_crossover_past_the_largest_rank_is_clipped_there_and_says_so() -> None:
