@@ -43,7 +43,6 @@ COUNTED_CAP = 0.99  # of a unit its counted work may fill: only its end counts i
 # doubled the ETA of a 3-analysis run, which then ended sooner), and the pace stays within PACE_RANGE.
 PACE_PRIOR = 0.25
 PACE_RANGE = (0.5, 3.0)
-UNKNOWN_BELOW_S = 2.0  # an ETA past its plan under this is unknown (Eta)
 
 
 @dataclass
@@ -130,8 +129,9 @@ def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> C
 
 class Eta(NamedTuple):
     """Seconds left, and whether the unit under way has run past its plan at the run's pace: then
-    its end is unknown and the figure a floor (`ETA >0:00:31`), and below UNKNOWN_BELOW_S unknown
-    (`ETA ?`; `ETA ~0:00:01` held for 10 s while an analysis ran 20 s past its plan)."""
+    its end is unknown and the figure a floor, rounded down (`ETA >0:00:31`), down to `ETA >0:00:00`
+    (`ETA ~0:00:01` held for 10 s while an analysis ran 20 s past its plan; walk 10: `ETA ?`, which
+    took the figure away at the end, where it is most wanted)."""
 
     seconds: float
     over: bool = False
@@ -139,7 +139,7 @@ class Eta(NamedTuple):
     def text(self) -> str:
         if not self.over:
             return f"ETA ~{timedelta(seconds=round(self.seconds))}"
-        return f"ETA >{timedelta(seconds=round(self.seconds))}" if self.seconds >= UNKNOWN_BELOW_S else "ETA ?"
+        return f"ETA >{timedelta(seconds=int(self.seconds))}"
 
 
 def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float,

@@ -1,10 +1,11 @@
 """Estimated seconds of the work around the analyses that their own estimates leave out:
-loading, features, importing torch, starting workers."""
+loading, features, importing torch, starting workers (the run's, and the benchmark's timing workers)."""
 
 from __future__ import annotations
 
 import sys
 
+from harness.bench.budget import PROCESSES
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.linalg.features import PAIRWISE_FEATURES
@@ -41,7 +42,15 @@ def overheads(
         "features": features,
         "torch import": cost.TORCH_IMPORT_S if used & {"cpu", "cuda"} and "torch" not in sys.modules else 0.0,
         "worker start": cost.WORKER_START_S * workers if fan_out else 0.0,
+        "timing workers": sum(timing_one_off_s(s) for s in steps),
     }
     return {name: seconds for name, seconds in found.items() if seconds > 0}
 
 
+
+
+def timing_one_off_s(step: Step) -> float:
+    """Estimated seconds of the benchmark's one-off work for a step, beside its timed blocks: a worker
+    per timed point in each of PROCESSES processes started, its answers verified. Left out, the run's
+    ETA near its end was short by it (walk 10: `~0:00:01` during `geometry: starting workers`)."""
+    return cost.TIMING_WORKER_S * PROCESSES * len(step.timed)

@@ -14,9 +14,11 @@ from harness.base.progress import Phrases
 from harness.base.units import plural
 from harness.bench.budget import PROCESSES, Budget
 from harness.plan.model import Plan, Step
+from harness.plan.overheads import timing_one_off_s
 from harness.run.interrupted import Interrupted
 from harness.run.rounds import Rounds
 
+AFTER_BLOCKS = 0.5  # of an analysis' one-off benchmark work, the share after its last block (verifying)
 Timing = tuple[Rounds, int]  # the open analysis' rounds, and the blocks it took back from a stopped run
 
 
@@ -95,23 +97,25 @@ def planned_blocks(step: Step) -> int:
 
 
 def timing_left_s(step: Step, kept: bool, stopped: Interrupted | None) -> float:
-    """Its planned timing seconds this run still times: none where it takes the analysis over
+    """Its planned timing seconds this run still times, its one-off work with them (starting its
+    workers, verifying: plan.overheads.timing_one_off_s): none where it takes the analysis over
     (`kept`), less the share of its planned blocks the stopped run kept of the one it stopped in
     (run.interrupted); a resumed run's ETA counted both as work to do, ran far under its plan,
     then read `ETA >0:00:40` with 14 s left."""
-    timing = sum(t.estimate_s for t in step.timed)
-    planned = planned_blocks(step)
-    if kept or not planned:
-        return 0.0 if kept else timing
+    if kept:
+        return 0.0
+    timing, planned = sum(t.estimate_s for t in step.timed), planned_blocks(step)
     done = sum(len(k.rounds) for k in stopped.subjects) if stopped and stopped.analysis == step.analysis else 0
-    return timing * (1.0 - min(done, planned) / planned)
+    return timing * (1.0 - min(done, planned) / planned if planned else 1.0) + timing_one_off_s(step)
 
 
 def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None) -> tuple[list[float], float]:
     """The run's units for its ETA (base.progress.eta_s): each analysis' seconds still to do, and
-    the plan's estimate less what the stopped run this one resumes did."""
+    the plan's estimate less what the stopped run this one resumes did. Each unit holds its own
+    one-off benchmark work, which the plan's overheads hold for the whole run (spread over every
+    unit, the last analysis' `starting workers` read `ETA ~0:00:01` with 7 s left)."""
     units = [plan.busy_s(s.estimate_s + timing_left_s(s, s.analysis in kept, stopped)) for s in plan.steps]
-    full = sum(plan.busy_s(s.estimate_s + sum(t.estimate_s for t in s.timed)) for s in plan.steps)
+    full = sum(plan.busy_s(s.estimate_s + timing_left_s(s, False, None)) for s in plan.steps)
     return units, max(plan.estimate_s - full + sum(units), 0.0)
 
 
@@ -124,10 +128,15 @@ def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None]
     """The share of the step's work left its timed blocks say is done, for the run's ETA
     (base.progress.Phase.within's `counted`): 0 until they start, then its full analysis and the
     blocks timed since against the planned still to time (at most all: a fast run may time more),
-    a block at a time (by rounds, one planned round counted nothing until it ended), held once
-    they end (its features follow), so that it never falls back. `left_s`: timing_left_s."""
-    part = left_s / (step.estimate_s + left_s) if step.estimate_s + left_s > 0 else 0.0
-    seen = [0.0]
+    a block at a time (by rounds, one planned round counted nothing until it ended), with its
+    one-off work (starting workers) but for AFTER_BLOCKS of it, what follows its last block
+    (verifying the untimed points' answers), counted once its timing ends: the share never
+    reached its end before the rounds did (walk 10: `~0:00:01` with 7 s left). Held then (its
+    features follow), so that it never falls back. `left_s`: timing_left_s."""
+    whole = step.estimate_s + left_s
+    part = left_s / whole if whole > 0 else 0.0
+    after = AFTER_BLOCKS * timing_one_off_s(step) / whole if whole > 0 and left_s > 0 else 0.0
+    seen, opened = [0.0], [False]
 
     def share() -> float:
         now = timing()
@@ -135,6 +144,9 @@ def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None]
             rounds, kept = now
             todo = planned_blocks(step) - kept
             timed = min(1.0, (blocks(rounds) - kept) / todo) if todo > 0 else 1.0
-            seen[0] = max(seen[0], 1.0 - part + part * timed)
+            opened[0] = True
+            seen[0] = max(seen[0], 1.0 - part + (part - after) * timed)
+        elif opened[0]:  # its timing ended, the one-off work after its blocks with it
+            seen[0] = 1.0
         return seen[0]
     return share

@@ -170,6 +170,9 @@ def dense_bytes(vectors: bool, shape: tuple[int, int], itemsize: int) -> int:
 # Work around the analyses, for the whole-run estimate (2-core x86, measured on task_geometry)
 TORCH_IMPORT_S = 1.5  # the first `import torch` of a process: 1.3-2.6 s
 WORKER_START_S = 0.3  # a spawned worker importing numpy and the harness (in parallel)
+# a timed point's worker in one process of the benchmark: forked from the forkserver, ready, its answers
+# verified (walk 10: 3.5-7.1 s of one-off work a run, 0.2-0.25 s a worker at slowdown 2)
+TIMING_WORKER_S = 0.12
 SCALAR_ROW_S = 4e-5  # one scalar feature of one matrix, Python included
 PAIR_ROW_S = 8e-6  # one pairwise feature row
 FLOAT64_GEMM_FLOPS_PER_CORE = 30e9  # delta_cosine's float64 factor Grams

@@ -170,8 +170,8 @@ def test_a_phase_of_planned_units_shows_their_eta() -> None:
 def test_an_analysis_twice_as_slow_as_planned_raises_the_eta_to_the_true_remaining() -> None:
     """Walk-through 7: the last analysis ran past its plan and the ETA held `~0:00:01` for 10 s. Its
     rounds, counted at the pace they run, move the ETA to the true remaining within a few redraws of
-    its plan's end, then past its plan it is marked a floor (`>`, never more than is left) and unknown (`?`) once its rounds
-    end while the analysis goes on (its features), never `~0:00:01`. A fake clock, no wall-clock luck."""
+    its plan's end, then past its plan it is marked a floor (`>`, never more than is left), still one once its rounds end while the
+    analysis goes on (its features; walk 10: `?` took the figure away), never `~0:00:01`. A fake clock."""
     from harness.base.progress import planned
 
     now, rounds = {"t": 0.0}, {"done": 0.0}
@@ -197,9 +197,9 @@ def test_an_analysis_twice_as_slow_as_planned_raises_the_eta_to_the_true_remaini
     for t, text in shown.items():
         true = 40.0 - t
         if 31.0 <= t < 36.0:  # past its plan's end: a floor, what its rounds leave at the run's pace (walk 9:
-            assert text.startswith("ETA >") and 0.4 * true <= _seconds(text) <= true, (t, text)  # never more)
+            assert text.startswith("ETA >") and 0.4 * true - 1 <= _seconds(text) <= true, (t, text)  # never more, rounded down)
         if t >= 37.0:
-            assert text == "ETA ?", (t, text)
+            assert text.startswith("ETA >") and _seconds(text) <= max(true, 0.0), (t, text)
     assert shown[20.0] == "ETA ~0:00:10"
 
 

@@ -12,7 +12,9 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from harness.base.progress import Display, planned
+from harness.bench.budget import PROCESSES
 from harness.run.clock import counted_share, timing_left_s, work_left
+from harness.strategies.cost import TIMING_WORKER_S
 
 
 def _step(name: str, estimate_s: float, timed_s: list[float]) -> SimpleNamespace:
@@ -25,32 +27,36 @@ STEPS = [_step("spectrum", 0.3, [3.2, 3.0, 1.0, 0.2]), _step("top3", 0.3, [0.8, 
 PLAN = SimpleNamespace(steps=STEPS, estimate_s=40.0, busy_s=lambda s: 2.0 * s)
 # the stopped run's rounds of top3: 6 of the 12 blocks its 4 points plan in 3 processes
 STOPPED = SimpleNamespace(analysis="top3", subjects=[SimpleNamespace(rounds=[1] * 2)] * 3)
-# (analysis, seconds to its first block, seconds of its blocks, blocks) as the resumed run went: 26 s
-WENT = [("spectrum", 1.0, 0.0, 0), ("top3", 3.0, 9.0, 6), ("geometry", 5.0, 8.0, 6)]
+# (analysis, seconds to its first block, seconds of its blocks, blocks, after them) as the resumed run went: 26 s
+WENT = [("spectrum", 1.0, 0.0, 0, 0.0), ("top3", 3.0, 9.0, 6, 0.0), ("geometry", 5.0, 8.0, 6, 0.0)]
 
 
-def _etas() -> list[tuple[float, str]]:
-    """(elapsed, ETA text) at every half second of the resumed run, drawn by the live display."""
+def _etas(plan: SimpleNamespace, kept: set[str], stopped: SimpleNamespace | None,
+          went: list[tuple[str, float, float, int, float]]) -> list[tuple[float, str]]:
+    """(elapsed, ETA text) at every half second of a run, drawn by the live display: each analysis
+    its seconds to its first block (its full analysis, its workers starting), its blocks, and its
+    one-off work after them (verifying the untimed points' answers) in `went`."""
     now, timing = {"t": 0.0}, {"now": None}
-    units, estimate_s = work_left(PLAN, {"spectrum"}, STOPPED)  # type: ignore[arg-type]
+    units, estimate_s = work_left(plan, kept, stopped)  # type: ignore[arg-type]
     shown = []
     with Display(Console(file=io.StringIO(), width=100, force_terminal=True), live=True) as display:
         assert display.progress is not None
         display.progress.get_time = lambda: now["t"]
-        with display.phase("task_geometry", 3, estimate_s=estimate_s, units_s=units) as run:
+        with display.phase("task_geometry", len(went), estimate_s=estimate_s, units_s=units) as run:
             column = display.progress.columns[-1]
-            for i, (step, (name, first_s, blocks_s, blocks)) in enumerate(zip(STEPS, WENT)):
-                left_s = timing_left_s(step, name == "spectrum", STOPPED)  # type: ignore[arg-type]
+            for i, (step, (name, first_s, blocks_s, blocks, after_s)) in enumerate(zip(plan.steps, went)):
+                left_s = timing_left_s(step, name in kept, stopped)  # type: ignore[arg-type]
                 getter = lambda: timing["now"]  # noqa: E731
                 run.within(planned(units[i] * estimate_s / sum(units), clock=lambda: now["t"]),
                            counted=counted_share(step, left_s, getter))  # type: ignore[arg-type]
-                start, kept = now["t"], 6 if name == "top3" else 0
-                while now["t"] < start + first_s + blocks_s:
+                start = now["t"]
+                taken = 6 if stopped is not None and name == stopped.analysis else 0
+                while now["t"] < start + first_s + blocks_s + after_s:
                     ran = now["t"] - start
                     if ran >= first_s and blocks:
-                        timed = kept + int(blocks * (ran - first_s) / blocks_s)
+                        timed = taken + min(blocks, int(blocks * max(0.0, ran - first_s) / blocks_s))
                         lines = {0: SimpleNamespace(new=[1] * timed)}
-                        timing["now"] = (SimpleNamespace(analysis=name, lines=lines), kept)
+                        timing["now"] = (SimpleNamespace(analysis=name, lines=lines), taken)
                     shown.append((now["t"], column.render(display.progress.tasks[0]).plain))
                     now["t"] += 0.5
                 timing["now"] = None
@@ -64,11 +70,33 @@ def _seconds(text: str) -> float:
 
 
 def test_a_resumed_runs_eta_follows_the_work_left_and_its_floor_is_one() -> None:
-    end = sum(first + blocks for _n, first, blocks, _b in WENT)
-    shown = _etas()
+    end = sum(first + blocks for _n, first, blocks, _b, _a in WENT)
+    shown = _etas(PLAN, {"spectrum"}, STOPPED, WENT)
     for t, text in shown:  # a floor never says more is left than is (a block counts once it ends: 1.5 s)
         assert not text.startswith("ETA >") or _seconds(text) <= end - t + 1.5, (t, text, end - t)
-    for (t, before), (_u, after) in zip(shown, shown[1:]):  # no jumps: ~10 s -> >40 s -> ~3 s -> >18 s
-        if before != "ETA ?" and after != "ETA ?":
+    for (t, before), (_u, after) in zip(shown, shown[1:]):  # no jumps: ~10 s -> >40 s -> ~3 s -> >18 s, but
+        if before[4] == after[4]:  # where the estimate turns into a floor at the plan's end (walk 10: was `?`)
             assert _seconds(after) <= _seconds(before) + 3.0, (t, before, after)
     assert abs(_seconds(shown[0][1]) - end) <= 0.3 * end, shown[0]
+
+
+def test_the_eta_near_the_end_covers_the_benchmarks_one_off_work() -> None:
+    """Walk 10: `ETA ~0:00:01` at 0:00:21 of a run that went on 7 s more (`geometry: starting
+    workers`, then its rounds and verifying), and `ETA ?` past the plan. A run that goes as planned,
+    its one-off work (plan.overheads.timing_one_off_s) included: near the end the ETA covers what is
+    truly left, and past the plan it is a floor, never `?`."""
+    steps = [_step("spectrum", 0.03, [4.4, 4.4]), _step("top3", 0.04, [1.3] * 4), _step("geometry", 0.04, [0.36] * 2)]
+    one_off = [TIMING_WORKER_S * PROCESSES * len(s.timed) for s in steps]
+    idle = sum(s.estimate_s + sum(t.estimate_s for t in s.timed) for s in steps) + sum(one_off)
+    plan = SimpleNamespace(steps=steps, estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
+    # each analysis at twice its idle plan: full analysis and half its one-off work before its first
+    # block, its blocks, the other half after them
+    went = [(s.analysis, 2.0 * (s.estimate_s + o / 2), 2.0 * sum(t.estimate_s for t in s.timed), 6, o)
+            for s, o in zip(steps, one_off)]
+    end = sum(first + blocks + after for _n, first, blocks, _b, after in went)
+    shown = _etas(plan, set(), None, went)
+    assert not any(text == "ETA ?" for _t, text in shown), shown
+    for t, text in shown:
+        if t >= end - 6.0:  # the last analysis: what is left, less a block (0.33 s) and a redraw
+            assert _seconds(text) >= end - t - 0.9, (t, text, end - t)
+            assert not text.startswith("ETA >") or _seconds(text) <= end - t, (t, text, end - t)
