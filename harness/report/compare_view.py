@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
 from harness.report.compare import FACTOR
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import APART_MARK, POOLED_SOURCE
@@ -159,15 +159,23 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    flags: list[Flag] = [(i, side, reason.removeprefix(EARLIER), reason.startswith(EARLIER))
+    flags: list[Flag] = [(i, side, _row_reason(r, reason.removeprefix(EARLIER)), reason.startswith(EARLIER))
                          for i, r in enumerate(c.rows) for side, _, reason in (f.partition(": ") for f in r.unstable)]
     # one cause, said once ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); causes
     # that flag the same groups share a line ("19 groups unstable: A: other processes took 69-72% ..."
-    # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart)
-    causes = _by_cause(flags, lambda flag: _cause(flag[2])).values()
+    # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart); a row's own clusters are its cause alone
+    causes = _by_cause(flags, lambda flag: flag[2] if flag[2].startswith(BIMODAL) else _cause(flag[2])).values()
     lines = _by_cause(causes, lambda same: frozenset(flag[0] for flag in same))
     ranked = sorted(lines.items(), key=lambda line: -len(line[0]))
     return [f"{plural(len(groups), 'group')} unstable{gated}: {_said(same)}" for groups, same in ranked]
+
+
+def _row_reason(r: GroupComparison, reason: str) -> str:
+    """A bimodal reason with its row: its clusters are that group's times (`2 samples near 70-123 µs` spanned
+    two groups' and matched neither's median), so each is said apart, naming the row."""
+    if not reason.startswith(BIMODAL):
+        return reason
+    return f"{BIMODAL}{_name(r)}: {reason.removeprefix(BIMODAL)}"
 
 
 def _said(causes: list[list[Flag]]) -> str:

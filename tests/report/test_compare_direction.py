@@ -1,7 +1,8 @@
 """`harness compare` credits the rounds both runs hold to the run that timed them, whichever is
 given first (walk 10: A, the newer run, had pooled B's rounds, and compare said B timed none of
 its groups, "pooled from A", and a gate was inconclusive; given the other way round, 15 of 20
-groups were judged), and the notes under its table name the rows they are about."""
+groups were judged), and the notes under its table name the rows they are about, a bimodal group's
+clusters its own."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.text import Text
 
 from harness.record.run_record import RunRecord
 from harness.report.compare import CompareOutput, Comparison, compare_records
-from harness.report.compare_view import apart_note, compare_table
+from harness.report.compare_view import apart_note, compare_table, unstable_lines
 
 from .test_run_screen import real
 
@@ -108,3 +109,15 @@ def test_rounds_both_pooled_from_an_earlier_run_count_for_neither(tmp_path: Path
     assert c.rows and all(r.ratio == pytest.approx(1.0) for r in c.rows)
     line = next(line for _, line in compare_table(c).footnotes if line.startswith("rounds A, B: "))
     assert line == f"rounds A, B: rounds both pooled from earlier runs count for neither ({len(c.rows)} of {len(c.rows)} rows)"
+
+
+def test_each_groups_bimodal_clusters_are_said_apart_naming_it(tmp_path: Path) -> None:
+    """`2 groups unstable: B: bimodal: 2 samples near 70-123 µs, 5-7 near 125-191 µs`: two groups'
+    clusters in one range, matching neither group's median."""
+    c, _ = _both_ways(tmp_path)
+    clusters = ["2 samples near 70.0 µs, 5 near 125 µs", "2 samples near 123 µs, 7 near 191 µs"]
+    for i, r in enumerate(c.rows):
+        c.rows[i] = r.model_copy(update={"unstable": [f"B: bimodal: {clusters[i]}"] if i < 2 else []})
+    names = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows[:2]]
+    assert sorted(unstable_lines(c)) == sorted(f"1 group unstable: B: bimodal: {name}: {said}"
+                                               for name, said in zip(names, clusters))
