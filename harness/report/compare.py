@@ -12,10 +12,9 @@ two runs of identical code different more often than the 1% asked. Each side's r
 by the run that timed them: its mean log seconds over runs, or for one run its rounds' mean widened
 by the between-run spread the machine showed for that item (recorded with the timing, else
 bench.statistics.DEFAULT_SPREAD), Welch-Satterthwaite between the sides. Rounds both runs hold
-count only for the run that timed them, whichever was given first (a newer A that pooled B's rounds
-judged none of B's "pooled from A"), and for neither where both pooled them from an earlier run; so a
-run is never tested against itself, and one that pooled the other's rounds and timed its own is tested
-on its own (not "0 rounds on A's side"), the same groups judged in either order.
+count only for the run that timed them, whichever is A (for neither where both pooled them from an earlier
+run): a run is never tested against itself, one that pooled the other's and timed its own is tested on its
+own, and the same groups are judged in either order (a newer A made B's own rounds "pooled from A").
 A change is reported when p < ALPHA and the ratio is beyond FACTOR (asv's rule, `asv compare
 --factor`); otherwise the difference is "not significant", which is not "the same".
 
@@ -217,14 +216,9 @@ class CompareOutput(BaseModel):
 
 
 def summarise(record: RunRecord, folder: str) -> RunSummary:
-    return RunSummary(
-        folder=folder,
-        machine=record.machine.describe(),
-        harness_version=record.harness_version,
-        started=record.started,
-        command=record.command,
-        threads=record.bench.threads if record.bench is not None else 0,
-    )
+    return RunSummary(folder=folder, machine=record.machine.describe(), harness_version=record.harness_version,
+                      started=record.started, command=record.command,
+                      threads=record.bench.threads if record.bench is not None else 0)
 
 
 def _rounds(g: GroupTiming) -> dict[str, float]:
@@ -268,9 +262,7 @@ def too_wide(a: dict[str, float], b: dict[str, float], alpha: float, spread: flo
 
 
 def _reasons(side: str, m: Measurement) -> list[str]:
-    if not m.unstable:
-        return []
-    return [f"{side}: {r}" for r in m.reasons] or [f"{side}: flagged unstable"]
+    return [f"{side}: {r}" for r in m.reasons or ["flagged unstable"]] if m.unstable else []
 
 
 def _point(t: StrategyTiming, dtype: str) -> Point:
@@ -324,9 +316,8 @@ def _untimed(a: RunRecord, b: RunRecord) -> list[str]:
 
 
 def _timed_by(ga: GroupTiming, gb: GroupTiming) -> dict[str, str]:
-    """Each run both groups hold rounds of -> the side that timed them: "A", "B", or "" where both pooled
-    them from an earlier run. A record's own rounds follow its `pooled` leading ones; where both call a
-    run their own (one run compared with itself, or records that do not say), A's."""
+    """Each run both groups hold rounds of -> the side that timed them (its rounds after its `pooled` ones):
+    "A", "B", or "" where both pooled them; A where both say they timed it (a run compared with itself)."""
     own = {side: {run_of(r) for r in g.rounds[g.pooled:]} for side, g in (("A", ga), ("B", gb))}
     both = {run_of(r) for r in ga.rounds} & {run_of(r) for r in gb.rounds}
     return {run: "A" if run in own["A"] else "B" if run in own["B"] else "" for run in both}
@@ -340,8 +331,7 @@ def _group(pair: Pair, alpha: float, factor: float, gate: bool) -> GroupComparis
     a = {r: s for r, s in ra.items() if timer.get(run_of(r), "A") == "A"}
     b = {r: s for r, s in rb.items() if timer.get(run_of(r), "B") == "B"}
     shared = [r for r in ra.keys() | rb.keys() if run_of(r) in timer]
-    spreads = [x for x in (ga.spread, gb.spread) if x is not None]
-    spread = max(spreads) if spreads else DEFAULT_SPREAD
+    spread = max((x for x in (ga.spread, gb.spread) if x is not None), default=DEFAULT_SPREAD)
     ratio, ci, p, change = compare_rounds(a, b, alpha, factor, spread)
     if math.isnan(ratio):  # a side's rounds all the other's (untested), or a record before rounds
         ratio = (math.exp(log_mean(by_run(_logs(rb))) - log_mean(by_run(_logs(ra)))) if ra and rb
@@ -351,9 +341,8 @@ def _group(pair: Pair, alpha: float, factor: float, gate: bool) -> GroupComparis
     return GroupComparison(
         analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
         time_a_s=ga.seconds_per_matrix, time_b_s=gb.seconds_per_matrix, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
-        runs_b=len(by_run(b)), shared=len(shared),
-        shared_a=sum(timer[run_of(r)] == "A" for r in shared), shared_b=sum(timer[run_of(r)] == "B" for r in shared),
-        rounds_a=group_rounds_text(ga, ta.resumed),
+        runs_b=len(by_run(b)), shared=len(shared), shared_a=sum(timer[run_of(r)] == "A" for r in shared),
+        shared_b=sum(timer[run_of(r)] == "B" for r in shared), rounds_a=group_rounds_text(ga, ta.resumed),
         rounds_b=group_rounds_text(gb, tb.resumed), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
         wide=too_wide(a, b, alpha, spread) if change == "too few rounds" else "",
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
