@@ -97,11 +97,11 @@ def measure(
 
 
 def summarised(samples: list[float], warmup: int, conditions: Conditions | None,
-               threads: dict[str, int], earlier: Iterable[Sequence[str]] = ()) -> Measurement:
+               threads: dict[str, int], earlier: Iterable[Sequence[str]] = (), per: int = 1) -> Measurement:
     """The measurement of a strategy's rounds in time order: their median and IQR, the thread
     counts they were timed with, and every reason they are unreliable (noise.judge, `earlier`
-    the busy reasons of the rounds earlier runs timed)."""
+    the busy reasons of the rounds earlier runs timed; `per` the matrices a sample times)."""
     q1, median, q3 = quartiles(samples)
-    reasons = judge(samples, conditions, earlier)
+    reasons = judge(samples, conditions, earlier, per)
     return Measurement(samples_s=samples, median_s=median, iqr_s=q3 - q1, warmup=warmup,
                        threads=threads, conditions=conditions, unstable=bool(reasons), reasons=reasons)

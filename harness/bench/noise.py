@@ -19,10 +19,12 @@ BIMODAL_GAP = 1.3  # consecutive sorted samples this far apart split two modes
 MAX_OTHERS_CPU = 0.25  # share of the machine's CPU time other processes may take
 MAX_STEAL = 0.05
 LOAD_PER_CORE = 1.5  # the load average counts this process too
-BIMODAL = "bimodal: "  # a reason's start: its figures are the samples' (per call), which a summary says
+BIMODAL = "bimodal: "  # a reason's start: its figures are one row's (per matrix), which a summary names
 
 
-def dispersion_reasons(samples: list[float]) -> list[str]:
+def dispersion_reasons(samples: list[float], per: int = 1) -> list[str]:
+    """Why the samples disagree; a bimodal set's two clusters per matrix, `per` the matrices a sample
+    (a call) times: the unit of the table's times, where a call's `69 µs` stood beside a row's 59 µs."""
     s = np.sort(np.asarray(samples, dtype=float))
     if len(s) < 2 or s[0] <= 0:
         return []
@@ -37,7 +39,7 @@ def dispersion_reasons(samples: list[float]) -> list[str]:
         gaps = s[1:] / s[:-1]
         cut = int(np.argmax(gaps)) + 1
         if gaps[cut - 1] > BIMODAL_GAP and min(cut, len(s) - cut) >= 2:
-            low, high = np.median(s[:cut]), np.median(s[cut:])
+            low, high = np.median(s[:cut]) / per, np.median(s[cut:]) / per
             reasons.append(f"{BIMODAL}{cut} samples near {format_seconds(low)}, "
                            f"{len(s) - cut} near {format_seconds(high)}")
     return reasons
@@ -58,12 +60,14 @@ def condition_reasons(c: Conditions) -> list[str]:
 EARLIER = "earlier runs' rounds: "  # a reason that pooled rounds brought, not this run's conditions
 
 
-def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable[Sequence[str]] = ()) -> list[str]:
+def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable[Sequence[str]] = (),
+          per: int = 1) -> list[str]:
     """Why the measurement is unreliable (samples in time order: calls, or rounds); empty when
     it is not. `earlier`: the busy reasons of the rounds earlier runs timed, so that a time keeps
-    its mark when a later run reuses its rounds (a reused `263.8 ms !` lost it, issue 48)."""
+    its mark when a later run reuses its rounds (a reused `263.8 ms !` lost it, issue 48); `per`:
+    the matrices a sample times (dispersion_reasons)."""
     drift = drift_reason(samples)
-    return (dispersion_reasons(samples) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
+    return (dispersion_reasons(samples, per) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
             + [EARLIER + reason_range(same) for same in _by_cause((r for busy in earlier for r in busy), _cause).values()])
 
 

@@ -11,9 +11,10 @@ of one process are correlated, and treating ~200 of them as independent called i
 two runs of identical code different more often than the 1% asked. Each side's rounds are grouped
 by the run that timed them: its mean log seconds over runs, or for one run its rounds' mean widened
 by the between-run spread the machine showed for that item (recorded with the timing, else
-bench.statistics.DEFAULT_SPREAD), Welch-Satterthwaite between the sides. Rounds B pooled from a
-run A also holds count for A only, so a run is never tested against itself, and a B that pooled
-A's rounds and timed its own is tested on its own against A (not "0 rounds on A's side").
+bench.statistics.DEFAULT_SPREAD), Welch-Satterthwaite between the sides. Rounds both runs hold
+count only for the run that timed them, whichever is A (for neither where both pooled them from an earlier
+run): a run is never tested against itself, one that pooled the other's and timed its own is tested on its
+own, and the same groups are judged in either order (a newer A made B's own rounds "pooled from A").
 A change is reported when p < ALPHA and the ratio is beyond FACTOR (asv's rule, `asv compare
 --factor`); otherwise the difference is "not significant", which is not "the same".
 
@@ -71,11 +72,13 @@ class GroupComparison(BaseModel):
     group: str
     time_a_s: float  # per matrix: the record's median over all its rounds, pooled ones too, the figure its
     time_b_s: float  # run table shows for the row (a geometric mean of B's own rounds read 381 ms beside its 246 ms)
-    n_a: int  # rounds of A in the test
-    n_b: int  # rounds of B in the test: those of runs A also holds are left out
+    n_a: int  # rounds of A in the test: those of runs B timed are left out
+    n_b: int  # rounds of B in the test: those of runs A timed are left out
     runs_a: int = 1  # the runs those rounds came from: the test's replicates
     runs_b: int = 1
-    shared: int = 0  # rounds of B from runs A holds (pooled): tested on A's side only
+    shared: int = 0  # rounds of runs both records hold, tested only on the side of the run that timed them:
+    shared_a: int = 0  # A timed them (B pooled them): A's side only
+    shared_b: int = 0  # B timed them (A pooled them): B's side only; the rest both pooled from earlier runs: neither
     # the group's rounds as each run's own table writes them (labels.rounds_text): `3`, `3+6` (its own 3, 6
     # pooled), `3 reused`, `3+6 resumed`; compare printed `3, 6 (+3 pooled)` beside B's table's `3+6 resumed`
     rounds_a: str = ""
@@ -192,9 +195,10 @@ class Comparison(BaseModel):
         if not few:
             return None
         head = f"{'not gated' if self.gate else 'not judged'}: {len(few)} of {len(self.rows)} groups"
-        if all(r.shared and r.n_b == 0 for r in few):
-            return (f"{head}: B timed none of them itself, every round it holds was pooled from A; time B anew: "
-                    "harness run SPEC -o FOLDER --force --fresh")
+        for side, other in (("B", "A"), ("A", "B")):  # whichever pooled the other's rounds: A may be the newer
+            if all(getattr(r, f"shared_{other.lower()}") and not getattr(r, f"n_{side.lower()}") for r in few):
+                return (f"{head}: {side} timed none of them itself, every round it holds was pooled from {other}; "
+                        f"time {side} anew: harness run SPEC -o FOLDER --force --fresh")
         return (f"{head} have fewer than {MIN_ROUNDS} rounds on a side (a round times each strategy once), or so few "
                 f"and scattered that the interval spans over {MAX_SPAN:g}x, too few for a test; for a verdict give "
                 "each run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
@@ -212,14 +216,9 @@ class CompareOutput(BaseModel):
 
 
 def summarise(record: RunRecord, folder: str) -> RunSummary:
-    return RunSummary(
-        folder=folder,
-        machine=record.machine.describe(),
-        harness_version=record.harness_version,
-        started=record.started,
-        command=record.command,
-        threads=record.bench.threads if record.bench is not None else 0,
-    )
+    return RunSummary(folder=folder, machine=record.machine.describe(), harness_version=record.harness_version,
+                      started=record.started, command=record.command,
+                      threads=record.bench.threads if record.bench is not None else 0)
 
 
 def _rounds(g: GroupTiming) -> dict[str, float]:
@@ -263,9 +262,7 @@ def too_wide(a: dict[str, float], b: dict[str, float], alpha: float, spread: flo
 
 
 def _reasons(side: str, m: Measurement) -> list[str]:
-    if not m.unstable:
-        return []
-    return [f"{side}: {r}" for r in m.reasons] or [f"{side}: flagged unstable"]
+    return [f"{side}: {r}" for r in m.reasons or ["flagged unstable"]] if m.unstable else []
 
 
 def _point(t: StrategyTiming, dtype: str) -> Point:
@@ -318,25 +315,34 @@ def _untimed(a: RunRecord, b: RunRecord) -> list[str]:
     return [f"{an.name} {s.strategy}" for an in a.analyses for s in an.skipped if (an.name, s.strategy) in in_b]
 
 
+def _timed_by(ga: GroupTiming, gb: GroupTiming) -> dict[str, str]:
+    """Each run both groups hold rounds of -> the side that timed them (its rounds after its `pooled` ones):
+    "A", "B", or "" where both pooled them; A where both say they timed it (a run compared with itself)."""
+    own = {side: {run_of(r) for r in g.rounds[g.pooled:]} for side, g in (("A", ga), ("B", gb))}
+    both = {run_of(r) for r in ga.rounds} & {run_of(r) for r in gb.rounds}
+    return {run: "A" if run in own["A"] else "B" if run in own["B"] else "" for run in both}
+
+
 def _group(pair: Pair, alpha: float, factor: float, gate: bool) -> GroupComparison:
-    """One shape group of one point, B against A; B's rounds from a run A holds count for A only."""
+    """One shape group of one point, B against A; rounds of a run both hold count for the side that timed them."""
     analysis, ta, tb, ga, gb = pair
-    a, rb = _rounds(ga), _rounds(gb)
-    runs_of_a = {run_of(r) for r in a}
-    b = {r: s for r, s in rb.items() if run_of(r) not in runs_of_a}
-    shared = set(rb) - set(b)
-    spreads = [x for x in (ga.spread, gb.spread) if x is not None]
-    spread = max(spreads) if spreads else DEFAULT_SPREAD
+    ra, rb = _rounds(ga), _rounds(gb)
+    timer = _timed_by(ga, gb)
+    a = {r: s for r, s in ra.items() if timer.get(run_of(r), "A") == "A"}
+    b = {r: s for r, s in rb.items() if timer.get(run_of(r), "B") == "B"}
+    shared = [r for r in ra.keys() | rb.keys() if run_of(r) in timer]
+    spread = max((x for x in (ga.spread, gb.spread) if x is not None), default=DEFAULT_SPREAD)
     ratio, ci, p, change = compare_rounds(a, b, alpha, factor, spread)
-    if math.isnan(ratio):  # B's rounds all pooled from A (untested), or a record before rounds
-        ratio = (math.exp(log_mean(by_run(_logs(rb))) - log_mean(by_run(_logs(a)))) if a and rb
+    if math.isnan(ratio):  # a side's rounds all the other's (untested), or a record before rounds
+        ratio = (math.exp(log_mean(by_run(_logs(rb))) - log_mean(by_run(_logs(ra)))) if ra and rb
                  else gb.seconds_per_matrix / ga.seconds_per_matrix)
     unstable = _reasons("A", ga.measurement) + _reasons("B", gb.measurement)
     gated = not unstable and change != "too few rounds"
     return GroupComparison(
         analysis=analysis, strategy=ta.strategy, variant=ta.variant, group=ga.group,
         time_a_s=ga.seconds_per_matrix, time_b_s=gb.seconds_per_matrix, n_a=len(a), n_b=len(b), runs_a=len(by_run(a)),
-        runs_b=len(by_run(b)), shared=len(shared), rounds_a=group_rounds_text(ga, ta.resumed),
+        runs_b=len(by_run(b)), shared=len(shared), shared_a=sum(timer[run_of(r)] == "A" for r in shared),
+        shared_b=sum(timer[run_of(r)] == "B" for r in shared), rounds_a=group_rounds_text(ga, ta.resumed),
         rounds_b=group_rounds_text(gb, tb.resumed), ratio=ratio, ratio_ci=ci, p_value=p, change=change,
         wide=too_wide(a, b, alpha, spread) if change == "too few rounds" else "",
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
+from harness.report.compare import FACTOR
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import APART_MARK, POOLED_SOURCE
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
-    from harness.report.compare import Change, Comparison
+    from harness.report.compare import Change, Comparison, GroupComparison
 
 CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
 CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few rounds")
@@ -25,7 +26,8 @@ ROUNDS = "rounds A, B"
 # the rounds cells in the run tables' notation (labels.ROUNDS_NOTE), said by --explain and the HTML page alike
 ROUNDS_CELLS = ("each shape group's rounds as its run's table writes them (a round times each strategy once; 3+6: the "
                 "run's own 3 and 6 pooled from earlier runs; 3 reused: all pooled; resumed: taken over from the stopped "
-                "run it resumed); rounds both runs share (B pooled them from A) count for A only")
+                "run it resumed); rounds both runs hold count only for the run that timed them (for neither where both "
+                "pooled them from an earlier run)")
 P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter
 # what a narrow terminal leaves out first: the medians (B / A is the comparison) and the p-value (the change
 # column says what it decided), then the rounds; the group last, as it tells a strategy's rows apart (walk 9:
@@ -69,30 +71,51 @@ def _caption(c: Comparison) -> str:
             "same strategy, precision, compilation and environment.")
 
 
+def named(items: list[str], total: int) -> str:
+    """The rows a note is about, by name: all of them up to NAMED, else the first NAMED and a count
+    (`a, b, c and 2 more: 5 of 20 rows`); `20 of 20 rows` when it is every row. A count alone
+    (`2 rows with B / A and ...`, `4 rows`) left the user to find them at a width without the medians."""
+    if len(items) == total > NAMED:
+        return f"{len(items)} of {plural(total, 'row')}"
+    if len(items) <= NAMED:
+        return ", ".join(items)
+    return f"{', '.join(items[:NAMED])} and {len(items) - NAMED} more: {len(items)} of {plural(total, 'row')}"
+
+
+def _name(r: GroupComparison) -> str:
+    return f"{r.analysis} {r.strategy}{r.variant} on {r.group}"
+
+
 def apart_note(c: Comparison) -> str | None:
     """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why."""
-    apart = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows if r.times_apart]
-    named = ", ".join(apart) if len(apart) <= NAMED else f"{len(apart)} of {plural(len(c.rows), 'row')}"
+    apart = [_name(r) for r in c.rows if r.times_apart]
     # within B / A's interval, yet on the other side of 1: "A 76 µs, B 73 µs, B / A 1.24" read as a fault
-    crossed = sum((r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0 for r in c.rows if not r.times_apart)
+    crossed = [_name(r) for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
     why = ("the medians are over every round each record holds, pooled ones too; B / A pairs each run's own "
            "rounds, and is the comparison")
     if apart:
-        return (f"{APART_MARK} ({named}): the medians' ratio lies outside B / A's interval (or, without one, over "
-                f"{c.factor:g}x from it): {why}")
-    return None if not crossed else (f"{plural(crossed, 'row')} with B / A and the medians on either side of 1 "
-                                     f"(within B / A's interval): {why}")
+        return (f"{APART_MARK} ({named(apart, len(c.rows))}): the medians' ratio lies outside B / A's interval (or, "
+                f"without one, over asv's {FACTOR:g}x from it): {why}")
+    return None if not crossed else (f"{plural(len(crossed), 'row')} with B / A and the medians on either side of 1 "
+                                     f"(within B / A's interval: {named(crossed, len(c.rows))}): {why}")
 
 
 def rounds_note(c: Comparison) -> str | None:
-    """The line under the table where a row's rounds need a word: rounds both runs share, tested on A's side
-    only, and rows whose run's table writes their rounds otherwise (its fewest over a strategy's groups)."""
-    shared = sum(bool(r.shared) for r in c.rows)
-    said = [f"B's rounds pooled from A count for A only ({shared} of {plural(len(c.rows), 'row')}), never tested "
-            "against themselves"] if shared else []
+    """The line under the table where a row's rounds need a word: rounds both runs hold, tested only on the
+    side of the run that timed them (A may be the one that pooled), and rows whose run's table writes their
+    rounds otherwise (its fewest over a strategy's groups)."""
+    said = []
+    for side, other in (("B", "A"), ("A", "B")):
+        rows = [_name(r) for r in c.rows if getattr(r, f"shared_{other.lower()}")]
+        if rows:
+            said.append(f"{side}'s rounds pooled from {other} count for {other} only ({named(rows, len(c.rows))}), "
+                        "never tested against themselves")
+    earlier = [_name(r) for r in c.rows if r.shared > r.shared_a + r.shared_b]
+    if earlier:
+        said.append(f"rounds both pooled from earlier runs count for neither ({named(earlier, len(c.rows))})")
     if c.table_rounds:
-        named = ", ".join(c.table_rounds) if len(c.table_rounds) <= NAMED else f"{len(c.table_rounds)} rows"
-        said.append(f"a run's table writes a strategy's fewest over its shape groups, a row here its group's: {named}")
+        said.append("a run's table writes a strategy's fewest over its shape groups, a row here its group's: "
+                    + named(c.table_rounds, len(c.rows)))
     return f"{ROUNDS}: {'; '.join(said)}" if said else None
 
 
@@ -136,15 +159,23 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    flags: list[Flag] = [(i, side, reason.removeprefix(EARLIER), reason.startswith(EARLIER))
+    flags: list[Flag] = [(i, side, _row_reason(r, reason.removeprefix(EARLIER)), reason.startswith(EARLIER))
                          for i, r in enumerate(c.rows) for side, _, reason in (f.partition(": ") for f in r.unstable)]
     # one cause, said once ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); causes
     # that flag the same groups share a line ("19 groups unstable: A: other processes took 69-72% ..."
-    # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart)
-    causes = _by_cause(flags, lambda flag: _cause(flag[2])).values()
+    # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart); a row's own clusters are its cause alone
+    causes = _by_cause(flags, lambda flag: flag[2] if flag[2].startswith(BIMODAL) else _cause(flag[2])).values()
     lines = _by_cause(causes, lambda same: frozenset(flag[0] for flag in same))
     ranked = sorted(lines.items(), key=lambda line: -len(line[0]))
     return [f"{plural(len(groups), 'group')} unstable{gated}: {_said(same)}" for groups, same in ranked]
+
+
+def _row_reason(r: GroupComparison, reason: str) -> str:
+    """A bimodal reason with its row: its clusters are that group's times (`2 samples near 70-123 µs` spanned
+    two groups' and matched neither's median), so each is said apart, naming the row."""
+    if not reason.startswith(BIMODAL):
+        return reason
+    return f"{BIMODAL}{_name(r)}: {reason.removeprefix(BIMODAL)}"
 
 
 def _said(causes: list[list[Flag]]) -> str:

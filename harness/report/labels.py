@@ -309,7 +309,7 @@ def _causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str, str]]:
                   key=lambda x: -x[0])
 
 
-# a reason of one row's own figures (per call, or per round) -> its kind as a summary says it,
+# a reason of one row's own figures (per matrix, or per round) -> its kind as a summary says it,
 # naming rows and no figures: a bimodal row's "375 µs a call" matched no per-matrix time in the
 # table, and two shape groups' modes merged into ranges (`3-13 near 203-262 ms`) no mode had
 ROW_KINDS = {BIMODAL: "bimodal calls (two clusters of times)", "drifting: ": "drifting rounds (a trend from first to last)"}

@@ -25,7 +25,8 @@ def group_timing(s: Subject, line: Timeline, conditions: Conditions | None, stor
     seconds, as the machine's `stored` rounds of its item show it; when each round was timed."""
     rounds = line.rounds
     measurement = summarised([r.seconds for r in rounds], s.allocation.warmup, conditions if line.new else None,
-                             line.threads, [r.busy for r in line.pooled])  # the worker's pools, not this process's
+                             line.threads, [r.busy for r in line.pooled],  # the worker's pools, not this process's
+                             per=s.allocation.matrices)  # a bimodal reason's clusters per matrix, as the table's times
     return GroupTiming(group=s.group, sampled=s.allocation.matrices, total=s.total, measurement=measurement,
                        flops=s.flops, bytes=s.bytes, rounds=[r.round for r in rounds], pooled=len(line.pooled),
                        busy=[r.round for r in rounds if r.busy], calls=line.calls, timed=[r.when or "" for r in rounds],

@@ -60,3 +60,12 @@ def test_each_sample_row_says_when_its_own_round_was_timed() -> None:
     rows = list(_group_rows(record, analysis, timing, group))
     assert [(r["pooled"], r["timed"]) for r in rows] == [(True, "2026-11-28T08:01:00+00:00"),
                                                         (False, "2026-11-28T08:06:53+00:00")]
+
+
+def test_a_bimodal_reason_gives_its_clusters_per_matrix_as_the_table_does() -> None:
+    """`bimodal: 3 samples near 69 µs, 9 near 125 µs` beside a row's per-matrix `59 µs`: a round's
+    seconds are one call's, of `sampled` matrices (2 here)."""
+    seconds = [0.010, 0.011, 0.010, 0.030, 0.031, 0.030, 0.029]
+    line = Timeline(pooled=[], new=[Round(round=f"abc.0#svd#{n}", seconds=s) for n, s in enumerate(seconds)])
+    group = group_timing(_subject(), line, QUIET, [])
+    assert "bimodal: 3 samples near 5.00 ms, 4 near 15.0 ms" in group.measurement.reasons
