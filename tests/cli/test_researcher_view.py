@@ -56,7 +56,7 @@ def test_run_lines_group_warnings_and_keep_the_footnote_for_explain(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from harness.bench import measure
 
-    monkeypatch.setattr(measure, "judge", lambda samples, conditions, earlier=(): ["load 18.4 on 2 cores"])
+    monkeypatch.setattr(measure, "judge", lambda samples, conditions, earlier=(), per=1: ["load 18.4 on 2 cores"])
     monkeypatch.setattr(out, "width", 40)  # a narrow terminal: a line is still one line
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "a"), "--no-cache"]) == 0
     lines = capsys.readouterr().out.splitlines()

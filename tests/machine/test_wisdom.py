@@ -214,7 +214,7 @@ def steady(monkeypatch: pytest.MonkeyPatch) -> None:
     machine is (unstable measurements are never learned: tested apart)."""
     from harness.run import rounds
 
-    monkeypatch.setattr(measure_module, "judge", lambda samples, conditions, earlier=(): [])
+    monkeypatch.setattr(measure_module, "judge", lambda samples, conditions, earlier=(), per=1: [])
     monkeypatch.setattr(rounds, "condition_reasons", lambda conditions: [])
 
 
@@ -255,7 +255,7 @@ def test_unsteady_measurements_are_learned_flagged_and_the_plan_uses_them(
     """Issue 48: nine busy runs kept nothing, and the plan went on choosing a modelled strategy
     that measured 10x slower. Busy or unsteady measurements are kept, flagged, and used."""
     monkeypatch.setenv(wisdom.ENV, str(tmp_path / "wisdom"))
-    monkeypatch.setattr(measure_module, "judge", lambda samples, conditions, earlier=(): ["a noisy neighbour"])
+    monkeypatch.setattr(measure_module, "judge", lambda samples, conditions, earlier=(), per=1: ["a noisy neighbour"])
     assert cli.main(["run", str(CONFIGS / "smoke.toml"), "--no-cache", "-o", str(tmp_path / "run"),
                      "--set", "benchmark.threads=1"]) == 0
     learned = wisdom.load(tmp_path / "wisdom", MACHINE)

@@ -163,7 +163,7 @@ def test_the_plans_timed_column_says_each_strategys_own_timing_and_its_calls_est
     """Walk 5: `numpy (baseline, est. 210 ms): ... ~210 ms a round` stood for every strategy beside
     a 140 us median; each names its own timing and its call's estimate, which the table checks."""
     folder, record = smoke_run
-    text = " ".join(re.sub(r"<[^>]+>", " ", html_lib.unescape(render_report(record, folder))).split())
+    text = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", render_report(record, folder))).split())  # tags first: `<1 µs`
     for t in (t for s in record.plan.steps for t in s.timed if t.allocations):
         a = max(t.allocations, key=lambda x: x.block_s)
         assert (f"{t.strategy} ({t.role}, timing est. {charts.format_seconds(t.estimate_s)}): "

@@ -203,7 +203,7 @@ def test_rounds_measured_under_load_are_kept_flagged_and_outweighed_by_quiet_one
     assert len(learned) == 4 and all(o.busy is not None for o in learned)  # two strategies on two groups
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
     monkeypatch.setattr(noise, "condition_reasons", lambda conditions: [])
-    monkeypatch.setattr(measure, "judge", lambda samples, conditions, earlier=(): [])  # steady, whatever this machine runs
+    monkeypatch.setattr(measure, "judge", lambda samples, conditions, earlier=(), per=1: [])  # steady, whatever this machine runs
     assert main(["run", SMOKE, "-o", str(tmp_path / "b"), "--no-cache", *ONE]) == 0
     second = load_record(tmp_path / "b")
     assert second.bench is not None and second.bench.rounds_pooled > 0 and second.bench.rounds >= 1
