@@ -281,8 +281,9 @@ class Runner:
         start = time.perf_counter()
         cached = 0
         placements: list[ChunkPlacement] = []
-        with self.display.phase(f"{step.analysis}: {step.op} by {step.strategy}{on_device(step.device)}",
-                                len(self.workload)) as phase:
+        # `svd_topk by gram_eigh`, not `svd_topk: svd_topk by gram_e…`, cut at 100 columns (walk 10)
+        what = step.analysis if step.analysis == step.op else f"{step.analysis}: {step.op}"
+        with self.display.phase(f"{what} by {step.strategy}{on_device(step.device)}", len(self.workload)) as phase:
             todo: list[Item] = []
             for group in self.workload.groups():
                 for chunk in chunks(group.refs, step.batch_sizes[group.label]):

@@ -173,7 +173,7 @@ class Session:
     def run(self) -> RunRecord:
         context, folder = self.context, self.folder
         where = context.wisdom_folder
-        with self.display.phase("this machine's roofs: GEMM peak and bandwidth") as phase:
+        with self.display.phase("this machine's roofs") as phase:
             self.record.roofs = run_roofs(where, context.wisdom, self.record.machine, backends(context.plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in self.record.roofs.values()) or "wisdom is off"
         pool = measurements.load(where, context.machine, say=self.display.plain) if where is not None else None
