@@ -257,3 +257,12 @@ def test_a_drift_past_double_is_said_as_a_factor() -> None:
     """Walk 8: `grew 717% faster` for rounds that fell 8.2-fold; a factor reads at once."""
     assert drift_reason(np.geomspace(8.2, 1.0, 7)) == "drifting: 7 rounds grew 8.2x faster from first to last"
     assert drift_reason(np.geomspace(1.0, 1.5, 7)) == "drifting: 7 rounds grew 50% slower from first to last"
+
+
+def test_two_runs_on_a_side_keep_the_machines_spread_as_a_prior() -> None:
+    """Walk 11: A's 6 rounds from 2 runs took Student's t on one degree of freedom (63.7 at 99%):
+    `interval too wide (x200,866 either way)` where its one run had read 0.450-2.94."""
+    a = [[[math.log(1.0), math.log(1.05), math.log(0.95)]], [[math.log(1.6), math.log(1.7), math.log(1.5)]]]
+    b = [[[math.log(1.2), math.log(1.25), math.log(1.15)]]]
+    interval, p = run_difference(a, b, spread=0.1, level=0.99)
+    assert p is not None and interval.high / interval.low < 20, interval
