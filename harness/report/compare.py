@@ -48,6 +48,7 @@ MIN_ROUNDS = 2  # a side, after the rounds both runs share are left out
 # leave Welch's t a degree of freedom or two, whose 99% quantile (10-64) printed "1.3 (0.000779-2,160)"
 # and stretched the chart's axis over 8 decades. Such a group has too few rounds, as one of 1 round.
 MAX_SPAN = 100.0
+WIDEST = 1000  # a too wide interval's factor above this is said "over x1,000"
 
 Change = Literal["slower", "faster", "not significant", "too few rounds"]
 
@@ -87,7 +88,7 @@ class GroupComparison(BaseModel):
     ratio_ci: tuple[float, float] | None  # its interval at Comparison.level (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
     change: Change
-    wide: str = ""  # "too few rounds" with rounds enough: "interval too wide (x120 either way)"
+    wide: str = ""  # "too few rounds" with rounds enough: "too wide (x120 either way)"
     unstable: list[str]  # "A: reason", "B: reason": why either measurement is unreliable
     gated: bool  # the gate may fail on this row: both sides stable, enough samples for the test
     regression: bool = False  # a gate was set and this row fails it
@@ -143,10 +144,8 @@ class Comparison(BaseModel):
 
     @property
     def threads_differ(self) -> str | None:
-        """Why the two runs' times are not one configuration's: the plan gives each timing the cores
-        other processes leave free, so a run planned while the machine was busy times on fewer
-        threads (a first run at load 4.5 timed with 1, the next, quiet, with 2: scipy_svds took 26 ms
-        against 55-195 ms and top3's speedups moved 3-5x). None when they match or one is unknown."""
+        """Why the runs' times are not one configuration's: each plan times on the cores other processes
+        leave free (1 at load 4.5, 2 quiet: top3's speedups moved 3-5x); None when alike or unknown."""
         ta, tb = self.a.threads, self.b.threads
         if not ta or not tb or ta == tb:
             return None
@@ -251,14 +250,15 @@ def compare_rounds(
 
 
 def too_wide(a: dict[str, float], b: dict[str, float], alpha: float, spread: float) -> str:
-    """`interval too wide (x120 either way)` where compare_rounds found rounds enough on each side
+    """`too wide (x120 either way)` where compare_rounds found rounds enough on each side
     but an interval over MAX_SPAN wide (3 rounds a side read `too few rounds`); "" otherwise."""
     if len(a) < MIN_ROUNDS or len(b) < MIN_ROUNDS:
         return ""
     interval, _p = run_difference(by_run(_logs(a)), by_run(_logs(b)), spread, level=1 - alpha)
     if not interval.high > MAX_SPAN * interval.low:
         return ""
-    return f"interval too wide (x{math.sqrt(interval.high / interval.low):,.0f} either way)"
+    factor = math.sqrt(interval.high / interval.low)  # capped: a 31-digit factor squeezed the table (walk 11)
+    return f"too wide ({f'x{factor:,.0f}' if factor < WIDEST else f'over x{WIDEST:,}'} either way)"
 
 
 def _reasons(side: str, m: Measurement) -> list[str]:

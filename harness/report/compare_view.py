@@ -52,8 +52,9 @@ def summary_line(c: Comparison, several: bool = False) -> str:
     if counts["not significant"]:
         judged.append(f"{counts['not significant']} not significantly different")
     if counts["too few rounds"]:
-        judged.append(f"{counts['too few rounds']} not judged (too few rounds, below)" if judged
-                      else "none judged (too few rounds, below)")
+        # as the rows say it: a row of rounds enough reads `too wide (...)` (walk 11 met both words)
+        why = "too few rounds" + (" or too wide an interval" if any(r.wide for r in c.rows) else "")
+        judged.append(f"{counts['too few rounds']} not judged ({why}, below)" if judged else f"none judged ({why}, below)")
     where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
     unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
     # a gate that cannot judge says so first: "8 not significantly different" read as a pass

@@ -120,9 +120,13 @@ def test_a_row_with_rounds_enough_says_its_interval_is_too_wide(tmp_path: Path) 
     record = real("main_job", tmp_path)
     c = compare_records(_timed(record, "A", [1.0, 4.0]), _timed(record, "B", [1.5, 5.0]), ("a", "b"))
     said = {r.change_text for r in c.rows}
-    assert len(said) == 1 and re.fullmatch(r"interval too wide \(x[\d,]+ either way\)", said.pop())
-    x = int(c.rows[0].wide.split("(x")[1].split(" ")[0].replace(",", ""))
-    assert x > math.sqrt(100)  # over 100x end to end: over 10x either way
+    assert len(said) == 1 and re.fullmatch(r"too wide \((x[\d,]+|over x1,000) either way\)", said.pop())
+    x = int(re.split(r"\(x|\(over x", c.rows[0].wide)[1].split(" ")[0].replace(",", ""))
+    assert x > math.sqrt(100)  # over 100x end to end: over 10x either way; from x1,000 said `over x1,000`
+    from harness.report.compare_view import summary_line
+
+    # walk 11: the headline said `too few rounds` of rows that read `too wide (...)`
+    assert summary_line(c).endswith("none judged (too few rounds or too wide an interval, below)")
     cells = [str(cell) for cell in compare_table(c).table.columns[-1]._cells]
     assert all(c.rows[0].wide in cell for cell in cells)
     assert f">{c.rows[0].wide}</td>" in write_compare([c], tmp_path / "c.html").read_text()
