@@ -21,7 +21,7 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
+from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
                                    device_library,
                                    measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    unstable_causes, unstable_measurements, summary_reasons,
@@ -205,7 +205,7 @@ def render_report(record: RunRecord, folder: Path) -> str:
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
         headline=_headline(record), extrapolated=any(t.extrapolated for a in record.analyses for t in a.timings),
         roofline=_roofline(record), bench=bench_summary(record), missed=missed_note(record),
-        notes={"roles": ROLES_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE, "spread_header": SPREAD_HEADER, "speedup": f"{SPEEDUP_NOTE} {ROUNDS_NOTE} {BENCH_ROUNDS_NOTE}",
+        notes={"roles": ROLES_NOTE, "per_matrix": PER_MATRIX_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE, "spread_header": SPREAD_HEADER, "speedup": f"{SPEEDUP_NOTE} {ROUNDS_NOTE} {BENCH_ROUNDS_NOTE}",
                "peak": PEAK_NOTE, "compute_total": COMPUTE_TOTAL, "verified": VERIFIED_NOTE},
     )
 

@@ -17,7 +17,7 @@ from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
 from harness.report.unresolved import unresolved_line, widened, widening
-from harness.report.labels import (BENCH_ROUNDS_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE, Unstable,
+from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE, Unstable,
                                    device_library, errors_text, measurement_count, peak_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes, unstable_measurements, unstable_why,
                                    summary_reasons,
@@ -56,7 +56,7 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
               else "" if ERRORS_APART in left_out else "; --wide gives each")
     notes = {
         "role": ROLES_NOTE, "strategy": COMPUTED_NOTE + ".",
-        "per matrix": f"{UNSTABLE_MARK} measured under unreliable conditions (below). Per matrix: median over the rounds.",
+        "per matrix": f"{UNSTABLE_MARK} measured under unreliable conditions (below). {PER_MATRIX_NOTE}",
         COMPUTE_TOTAL: f"{COMPUTE_TOTAL.capitalize()}: scaled to the workload (~ = extrapolated), compute only (the wall "
                        "time of each analysis, loading included, is in --verbose).",
         SPEEDUP_COLUMN: SPEEDUP_NOTE, "rounds": ROUNDS_NOTE + (f" {BENCH_ROUNDS_NOTE}" if verbose else ""),

@@ -58,6 +58,7 @@ def test_explain_says_what_each_form_of_rounds_means(verbose: bool, tmp_path: Pa
     _, caption = _drawn(_record(tmp_path, False), 160, verbose=verbose)
     for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", f"3+6 resumed, {RESUMED}"):
         assert form in caption  # walk 9: `resumed` was explained in docs/limits.md alone
+    assert "a mean, not a median" in caption  # walk 11: "median over the rounds" of two groups' average
     assert ("3+2 (torch 1)" in caption) == verbose  # the benchmark summary it explains is printed with --verbose only
 
 
