@@ -129,8 +129,8 @@ def planned(seconds: float, clock: Callable[[], float] = time.perf_counter) -> C
 
 class Eta(NamedTuple):
     """Seconds left, and whether the unit under way has run past its plan at the run's pace: then
-    its end is unknown and the figure a floor, rounded down (`ETA >0:00:31`), down to `ETA >0:00:00`
-    (`ETA ~0:00:01` held for 10 s while an analysis ran 20 s past its plan; walk 10: `ETA ?`, which
+    its end is unknown and the figure a floor, rounded down (`ETA >0:00:31`); under a second,
+    `ETA overdue` (`ETA ~0:00:01` held for 10 s while an analysis ran 20 s past its plan; walk 10: `ETA ?`, which
     took the figure away at the end, where it is most wanted)."""
 
     seconds: float
@@ -139,6 +139,8 @@ class Eta(NamedTuple):
     def text(self) -> str:
         if not self.over:
             return f"ETA ~{timedelta(seconds=round(self.seconds))}"
+        if self.seconds < 1:  # a floor of nothing says nothing (walk 11: `ETA >0:00:00` for 3 s)
+            return "ETA overdue"  # within the 12 columns the display gives it
         return f"ETA >{timedelta(seconds=int(self.seconds))}"
 
 

@@ -198,8 +198,8 @@ def test_an_analysis_twice_as_slow_as_planned_raises_the_eta_to_the_true_remaini
         true = 40.0 - t
         if 31.0 <= t < 36.0:  # past its plan's end: a floor, what its rounds leave at the run's pace (walk 9:
             assert text.startswith("ETA >") and 0.4 * true - 1 <= _seconds(text) <= true, (t, text)  # never more, rounded down)
-        if t >= 37.0:
-            assert text.startswith("ETA >") and _seconds(text) <= max(true, 0.0), (t, text)
+        if t >= 37.0:  # a floor under a second: overdue
+            assert text == "ETA overdue" or text.startswith("ETA >") and _seconds(text) <= max(true, 0.0), (t, text)
     assert shown[20.0] == "ETA ~0:00:10"
 
 
@@ -303,3 +303,11 @@ def test_a_planned_phase_inside_another_is_a_part_without_a_bar_count_or_eta_of_
     assert [row[1:3] for row in rows] == [["sweep", "0/5"], ["sweep_rank", "spectrum:"], ["spectrum:", "round"]]
     assert "ETA" in rows[0] and "3/24" in rows[2]
     assert rows[1][3:-1] == ["starting", "workers"]  # then its elapsed time alone: no count, no ETA
+
+
+def test_a_floor_under_a_second_says_the_unit_is_overdue() -> None:
+    """Walk 11: the sweep read `ETA >0:00:00` for 3 s, a floor that says nothing."""
+    from harness.base.progress import Eta
+
+    assert Eta(0.4, over=True).text() == "ETA overdue" and len("ETA overdue") <= 12
+    assert Eta(3.7, over=True).text() == "ETA >0:00:03" and Eta(0.4).text() == "ETA ~0:00:00"
