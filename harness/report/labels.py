@@ -227,10 +227,16 @@ def too_wide_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
 
 def rounds_text(t: StrategyTiming) -> str:
     """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
-    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were.
+    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were
+    (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
     A strategy's fewest over its shape groups (group_rounds_text gives one group's)."""
     pooled = min((g.pooled for g in t.groups), default=0)
-    return _rounds_words(min((len(g.rounds) for g in t.groups), default=0) - pooled, pooled, t.resumed)
+    own = min((len(g.rounds) for g in t.groups), default=0) - pooled
+    text = _rounds_words(own, pooled, t.resumed)
+    # rounds the stopped run timed of the analysis it stopped in, kept by this one (walk 11: `3+9`, all kept)
+    if t.resumed_rounds and not t.resumed:
+        return f"{text} resumed" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
+    return text
 
 
 def group_rounds_text(g: GroupTiming, resumed: bool) -> str:
