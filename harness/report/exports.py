@@ -87,7 +87,8 @@ def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
         if len({g for g, _r in said}) > 1 and len({r for _g, r in said}) > 1:
             reason = _worst([r for _g, r in said])
             group = next(g for g, r in said if r == reason)
-            worst[cause] = re.sub(FIGURE, lambda m: f"up to {m.group(0)}", reason, count=1) + f" ({group})"
+            # a range's high end alone: `up to 72-76%` read oddly (walk 11)
+            worst[cause] = re.sub(FIGURE, lambda m: f"up to {m.group(2) or m.group(1)}", reason, count=1) + f" ({group})"
 
     def said_as(r: str) -> str:
         own = r.removeprefix(EARLIER)

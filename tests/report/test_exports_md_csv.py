@@ -256,3 +256,16 @@ def test_a_rows_unstable_why_spans_no_range_over_its_shape_groups(busy: Path, ca
     rows = json.loads(exported(busy, "json", capsys))["results"]
     (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"] and "IQR" in r["unstable_why"]]
     assert why == f"IQR up to 54% of median ({t.groups[1].group}), load 4.5 on 2 cores", why
+
+
+def test_a_worst_that_is_a_range_says_its_high_end(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 11: `other processes took up to 72-76% of the 2 CPUs (48x32r4)`: "up to" a range."""
+    record = load_record(busy)
+    t = next(t for a in record.analyses for t in a.timings if len(t.groups) > 1)
+    for g, took in zip(t.groups, ("50-52", "72-76")):
+        g.measurement.unstable, g.measurement.reasons = True, [f"other processes took {took}% of the 2 CPUs"]
+    (busy / RECORD).write_text(record.model_dump_json())
+    rows = json.loads(exported(busy, "json", capsys))["results"]
+    (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"]]
+    assert why == f"other processes took up to 76% of the 2 CPUs ({t.groups[1].group})", why
+
