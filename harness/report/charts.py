@@ -21,7 +21,7 @@ from harness.report.compare import Comparison
 from harness.report.frontier import TIE, has_points, points as frontier_points, tolerance
 from harness.report.labels import COMPUTE_TOTAL, COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
-from harness.record.verdict import significance
+from harness.record.verdict import TOO_WIDE, readable_interval, significance
 from harness.base.units import format_ratio, format_seconds, format_speedup
 
 if TYPE_CHECKING:  # the rc keys matplotlib knows, for rc_context
@@ -121,7 +121,10 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     if any(t.speedup is not None for t in analysis.timings):
         speedup = np.array([t.speedup or np.nan for t in analysis.timings])
         # the 95% interval of each speedup over the rounds (none: one round, or a record before schema 4)
-        ends = np.array([t.speedup_ci if t.speedup_ci else (t.speedup or np.nan,) * 2 for t in analysis.timings])
+        # none drawn where the tables say `(too wide)`: an axis of 1e-10 to 1e5 beside "neither end is a figure" (walk 11)
+        wide = [readable_interval(t.speedup_ci) == TOO_WIDE for t in analysis.timings]
+        ends = np.array([t.speedup_ci if t.speedup_ci and not w else (t.speedup or np.nan,) * 2
+                         for t, w in zip(analysis.timings, wide)])
         serr = np.nan_to_num(np.stack([speedup - ends[:, 0], ends[:, 1] - speedup]).clip(min=0), posinf=0.0)
         colors = [speedup_color(t) for t in analysis.timings]
         ax_s.barh(y, speedup - 1, left=1, xerr=serr, color=colors, capsize=3, height=0.6)
@@ -129,8 +132,8 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
         _log_axis(ax_s.xaxis, ticks=4)
         ax_s.axvline(1.0, color="#444", lw=0.8, ls="--")
         sides: dict[bool, list[str]] = {True: [], False: []}  # faster: labels right of the interval, else left
-        for yi, sp, lo, hi, t in zip(y, speedup, speedup - serr[0], speedup + serr[1], analysis.timings):
-            label = format_speedup(sp) + (" ?" if t.unresolved else "")
+        for yi, sp, lo, hi, t, w in zip(y, speedup, speedup - serr[0], speedup + serr[1], analysis.timings, wide):
+            label = format_speedup(sp) + (f" ({TOO_WIDE})" if w else "") + (" ?" if t.unresolved else "")
             sides[bool(sp >= 1)].append(label)
             ax_s.annotate(label, (hi if sp >= 1 else lo, yi), xytext=(4 if sp >= 1 else -4, 0),
                           textcoords="offset points", fontsize=7, va="center", ha="left" if sp >= 1 else "right")

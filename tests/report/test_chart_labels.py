@@ -41,6 +41,18 @@ def test_every_speedup_label_is_inside_the_axes(smoke_run: tuple[Path, RunRecord
             assert figure.x0 <= extent.x0 and extent.x1 <= figure.x1, tick.get_text()
 
 
+def test_an_interval_too_wide_to_read_is_not_drawn(smoke_run: tuple[Path, RunRecord]) -> None:
+    """Walk 11: a `(too wide)` speedup drew its interval, an axis of 1e-10 to 1e5 beside the note
+    "neither end is a figure"; the label says what the tables say."""
+    record = smoke_run[1].model_copy(deep=True)
+    a = next(a for a in record.analyses if len(a.timings) > 3)
+    t = next(t for t in a.timings if t.role != "baseline")
+    t.speedup, t.speedup_ci, t.unresolved = 0.486, (1e-9, 2e8), True
+    ax = charts.timing_figure(a).axes[1]
+    assert ax.get_xlim()[0] > 1e-3 and ax.get_xlim()[1] < 1e6
+    assert any(text.get_text() == "0.486x (too wide) ?" for text in ax.texts)
+
+
 def test_the_two_axes_tick_labels_never_meet_between_them(smoke_run: tuple[Path, RunRecord]) -> None:
     """A busy CI run's smoke report drew the time axis' last tick "10 ms" over the speedup axis'
     first "1e-4": the axes stood 5% of an axis apart. Ticks are drawn up to an axis' edge, so the
