@@ -48,11 +48,9 @@ SPEEDUP_NOTE = ("Speedup: the baseline's time over the strategy's in each round 
                 "row's median over all its own rounds, so their ratio can differ from the speedup, which is the "
                 f"comparison; {UNRESOLVED_MARK}: unresolved, the interval is wider than the precision asked for; an "
                 "interval that holds 1 is not significant.")
-# what the per-matrix column is (TimingRecord.seconds_per_matrix): walk 11 read "median over the rounds" beside
-# 1.48 ms, the two groups' 2.87 ms and 89 µs averaged, which no round measured
-PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the rounds, over the matrices a call takes; "
-                   "for a strategy on several groups, their medians' sum over all their matrices (a mean, not a median: "
-                   "compare and the HTML's groups show each).")
+# seconds_per_matrix as it is (walk 11 read "median over the rounds" beside two groups' 2.87 ms and 89 µs averaged)
+PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices a call takes; over several groups, "
+                   "their medians' sum over all their matrices (a mean, not a median: compare shows each group).")
 # a round as compare and the piped log count it (walk 8 read `rounds: 1` in the log against `3+9` here)
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
@@ -147,9 +145,7 @@ def speedup_text(t: StrategyTiming) -> str:
     `4.36x (no interval) ?` where one round gave none; ends too far apart as with_interval says."""
     if t.role == "baseline":
         return "1x (baseline)"
-    if t.speedup is None:
-        return f"- {UNRESOLVED_MARK}"
-    return marked_speedup(t.speedup, t.speedup_ci, t.unresolved)
+    return f"- {UNRESOLVED_MARK}" if t.speedup is None else marked_speedup(t.speedup, t.speedup_ci, t.unresolved)
 
 
 def marked_speedup(speedup: float, ci: tuple[float, float] | None, unresolved: bool) -> str:
@@ -161,9 +157,8 @@ def marked_speedup(speedup: float, ci: tuple[float, float] | None, unresolved: b
 def times_disagree(analysis: AnalysisRecord, t: StrategyTiming) -> bool:
     """Whether the rows' compute totals disagree with the speedup: their ratio (baseline over
     strategy) lies outside its 95% interval, which the paired rounds exclude. The speedup pairs the
-    rounds that timed both, earlier runs' too, while each row's times are the median over all its
-    own rounds, so a baseline timed anew on a quieter machine can read faster than the pairs say.
-    Without an interval nothing is excluded (61 µs against 62 µs beside 1.05x was flagged)."""
+    rounds that timed both, earlier runs' too, each row's times the median over all its own rounds (a
+    baseline timed anew on a quieter machine can read faster); no interval excludes nothing."""
     base = baseline_of(analysis)
     if base is None or t is base or t.speedup_ci is None:
         return False
@@ -233,8 +228,7 @@ def rounds_text(t: StrategyTiming) -> str:
     pooled = min((g.pooled for g in t.groups), default=0)
     own = min((len(g.rounds) for g in t.groups), default=0) - pooled
     text = _rounds_words(own, pooled, t.resumed)
-    # rounds the stopped run timed of the analysis it stopped in, kept by this one (walk 11: `3+9`, all kept)
-    if t.resumed_rounds and not t.resumed:
+    if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
         return f"{text} resumed" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
 
@@ -268,15 +262,13 @@ def check_of(analysis: AnalysisRecord, label: str) -> Verification | None:
 
 def worst_error(analysis: AnalysisRecord, label: str) -> float | None:
     """The worst of a point's value and vector errors against the float64 references."""
-    v = check_of(analysis, label)
-    return None if v is None else v.worst
+    return None if (v := check_of(analysis, label)) is None else v.worst
 
 
 def errors_text(analysis: AnalysisRecord, label: str) -> str:
     """`1.6e-07/4.7e-07`: values' error, and the vectors' where the op has vectors; one spelling in
     the terminal, md and HTML (walk 10 met `/` in one and ` / ` in the other)."""
-    v = check_of(analysis, label)
-    if v is None:
+    if (v := check_of(analysis, label)) is None:
         return "-"
     return f"{v.values_error:.1e}" + (f"/{v.vectors_error:.1e}" if v.vectors_error is not None else "")
 
