@@ -76,9 +76,13 @@ def plausible(pooled: Sequence[Round], expected_s: float, wild: float, what: str
 
 def disagreeing(pooled: Sequence[Round], new: Sequence[Round], matrices: int) -> str | None:
     """Why a point's pooled rounds are not to be believed beside the rounds this run timed of it
-    (WILD_RUN off their median), or None: also None before this run timed it."""
-    return plausible(pooled, float(np.median([r.seconds for r in new])), WILD_RUN, "this run's own rounds measured",
-                     matrices) if new else None
+    (WILD_RUN off their median), or None: also None before this run timed it, and while its own
+    rounds are WILD_RUN apart themselves (walk 11: 6 pooled rounds of two runs that agreed were
+    set aside beside 2 of this run's 14x apart, and the verdict rested on those 2)."""
+    seconds = [r.seconds for r in new]
+    if not seconds or max(seconds) > WILD_RUN * min(seconds):
+        return None
+    return plausible(pooled, float(np.median(seconds)), WILD_RUN, "this run's own rounds measured", matrices)
 
 
 @dataclass

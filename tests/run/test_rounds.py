@@ -20,7 +20,7 @@ from harness.bench.series import Round, speedup, unit_of
 from harness.bench.environment import CannotStart
 from harness.bench.worker import Reply, Request, WorkerDied
 from harness.run import rounds as rounding
-from harness.run.items import Timeline, plausible
+from harness.run.items import Timeline, disagreeing, plausible
 from harness.bench.budget import Pace
 from harness.run.rounds import Rounds
 from harness.run.subjects import Subject
@@ -412,3 +412,13 @@ def test_one_pooled_round_set_aside_is_a_round_said_per_matrix() -> None:
     """The walk-through read `1 rounds at 14.6 ms a call` of a 4-matrix call: a unit no table shows."""
     said = plausible([Round(round="earlier.0#a#0", seconds=1.0)], 0.1, 5.0, "this run measured", 4)
     assert said == "1 round at 250 ms a matrix, 10x off the 25.0 ms this run measured"
+
+
+def test_pooled_rounds_are_not_set_aside_beside_own_rounds_that_disagree_themselves() -> None:
+    """Walk 11: 6 pooled rounds of two runs that agreed (87 µs) were set aside beside this run's 2,
+    14x apart (203 µs and 2.87 ms), and the verdict rested on those 2."""
+    pooled = [Round(round=f"earlier.{k}#a#0", seconds=4 * 87e-6) for k in range(6)]  # a call of 4 matrices
+    apart = [Round(round="run.0#a#0", seconds=4 * 203e-6), Round(round="run.1#a#0", seconds=4 * 2.87e-3)]
+    assert disagreeing(pooled, apart, 4) is None
+    agreeing = [Round(round="run.0#a#0", seconds=4 * 2.7e-3), Round(round="run.1#a#0", seconds=4 * 2.87e-3)]
+    assert (disagreeing(pooled, agreeing, 4) or "").startswith("6 rounds at 87 µs a matrix, 32x off")
