@@ -120,6 +120,7 @@ def test_cache_ls_verify_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["cache", "ls", str(spec)]) == 0  # located through the spec's cache_dir
     listing = capsys.readouterr().out
     assert "3 entries" in listing and "chunk" in listing and "verification" in listing and "reference" in listing
+    assert not set("┏┃┡│└") & set(listing)  # the CLI's one table style, a rule under the header (walk 11: boxed)
 
     entries[0].write_bytes(entries[0].read_bytes()[:-3])
     assert main(["cache", "verify", "--dir", str(cache)]) == 3

@@ -9,14 +9,12 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rich.table import Table
-
 from harness.base.units import format_bytes
 from harness.base.lines import print_shown
 from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
 from harness.plan.model import PlanError
-from harness.report.fitting import Fitted
+from harness.report.fitting import Fitted, rule_table
 from harness.specs.reading import load_spec
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
@@ -82,8 +80,8 @@ def main(args: argparse.Namespace) -> int:
     if args.action == "clear":
         return _clear(store, args, experiment)
     entries = list(store.entries())
-    table = Table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}",
-                  title_justify="left")
+    # the CLI's one table style (walk 11: a boxed table here, a rule under the header everywhere else)
+    table = rule_table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}")
     for column in ("key", "kind", "experiment", "holds", "size", "last used"):
         table.add_column(column, overflow="fold")
     corrupt = 0
