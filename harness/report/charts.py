@@ -115,7 +115,7 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     ax_t.set_xscale("log")
     _log_axis(ax_t.xaxis, seconds=True, ticks=4)
     ax_t.margins(x=0.25)
-    ax_t.set_xlabel("time per matrix (dots: samples, bar: median)")
+    ax_t.set_xlabel(TIMING_AXIS)
     ax_t.set_yticks(y, names, fontsize=NAME_POINTS)
     ax_t.invert_yaxis()
     if any(t.speedup is not None for t in analysis.timings):
@@ -153,6 +153,11 @@ def _label_room(fig: Figure, ax: Axes, low: float, high: float, left: list[str],
     span = math.log10(high / low) if high > low else 1.0
     pad = [share * span / max(1 - sum(need), 0.2) for share in need]  # decades a side
     return low / 10 ** pad[0], high * 10 ** pad[1]
+
+
+# the bar is the table's per-matrix figure, over several shape groups their mean (walk 11: "bar: median" between
+# two groups' dots, where no sample was)
+TIMING_AXIS = "time per matrix (dots: samples, bar: the table's per matrix)"
 
 
 def timing_chart(analysis: AnalysisRecord) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.record.features_csv import CSV_COLUMNS
+from harness.report import charts
 from harness.report.html import REPORT, render_report
 from harness.record.run_record import RECORD, RunRecord
 from harness.base.units import format_seconds, format_speedup
@@ -46,7 +47,7 @@ def test_run_report_shows_the_records_numbers(smoke_run: tuple[Path, RunRecord])
     text = html_lib.unescape(html)
     assert [n for n in key_numbers(record) if n not in text] == []
     assert "extrapolated from a sample" in html  # smoke times 2 of 6 matrices per group
-    assert html.count("time per matrix (dots: samples, bar: median)") == sum(1 for a in record.analyses if a.timings)
+    assert html.count(charts.TIMING_AXIS) == sum(1 for a in record.analyses if a.timings)
     assert html.count("singular values, median") == sum(1 for a in record.analyses if a.op != "pca")
     assert "FAILED" not in html
 
