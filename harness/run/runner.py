@@ -149,9 +149,9 @@ class Runner:
             return
         if not any(loads.values()):
             return
-        with self.display.phase("importing for the chosen strategies", len(loads)) as phase:
+        with self.display.phase("importing for the picks", len(loads)) as phase:  # whole at 100 columns (walk 11)
             for (name, device), modules in loads.items():
-                phase.item(f"{', '.join(modules) or 'nothing'} for {name} on {device}")
+                phase.item(f"{name}: {', '.join(modules) or 'nothing'}")
                 STRATEGIES[name].warm(device, self.workload.source)  # type: ignore[arg-type]
                 phase.advance()
 
