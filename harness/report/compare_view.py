@@ -43,14 +43,14 @@ def ratio_header(c: Comparison) -> str:
 
 
 def summary_line(c: Comparison, several: bool = False) -> str:
-    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significantly different`, asv compare's
+    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significant`, asv compare's
     count; the groups the test could not judge are named as such, never a count of "too few". A gate
     that could not judge leads the line: `gate INCONCLUSIVE, none of 11 groups could be gated (11
-    unstable); ungated: 8 not significantly different, ...`."""
+    unstable); ungated: 8 not significant, ...`."""
     counts = Counter(r.change for r in c.rows)
     judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
     if counts["not significant"]:
-        judged.append(f"{counts['not significant']} not significantly different")
+        judged.append(f"{counts['not significant']} not significant")  # the rows' words (walk 12)
     if counts["too few rounds"]:
         # as the rows say it: a row of rounds enough reads `too wide (...)` (walk 11 met both words)
         why = "too few rounds" + (" or too wide an interval" if any(r.wide for r in c.rows) else "")

@@ -86,6 +86,11 @@ def test_a_gate_that_cannot_judge_says_so_in_its_first_line(tmp_path: Path) -> N
     assert summary_line(c).startswith(f"B against A, {n} groups: gate INCONCLUSIVE, none of {n} groups could be "
                                       f"gated ({n} unstable); ungated: ")
     assert not summary_line(compare_records(a, _pooled(a), ("runs/a", "runs/b"))).count("gate")  # no gate: as ever
+    # the headline's words are the rows' (walk 12: `14 not significantly different` over rows of `not significant`)
+    plain = summary_line(compare_records(a, _pooled(a), ("runs/a", "runs/b")))
+    import re
+
+    assert re.search(r"\d+ not significant(,|;|$)", plain) and "significantly different" not in plain, plain
 
 
 def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:
