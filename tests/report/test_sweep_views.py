@@ -116,6 +116,7 @@ def test_exponents_and_intervals_read_alike_in_the_headline_the_page_and_the_md(
         assert f"^{said}" in headline and f">{said}<" in page
     p = record.points[0].timings[0]
     assert seconds_interval(p.low, p.high) in page and seconds_interval(p.low, p.high) in sweep_markdown(record)
+    assert "<th>complexity</th>" in page and "complexity class" not in page  # its cells say `class rank^2` (walk 12)
 
 
 def md_points(md: str) -> list[list[str]]:
