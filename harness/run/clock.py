@@ -43,7 +43,8 @@ def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, 
     `1 of the 3 planned` where a round cut in its first process left each strategy one (walk 10 read
     `rounds: 3` for 8 of 24 blocks)."""
     said = f"the {limit_s:.1f} s {limit}"
-    each = f"{count} of {planned} in each of {plural(processes, 'process', 'processes')}"
+    workers = plural(processes, 'process', 'processes')
+    each = f"{count} of {planned} in each of {workers}"
     some = [t for t in timed if t > 0]
     lo, hi = min(some, default=0), max(some, default=0)
     if lo < hi or len(some) < len(timed) or (some and hi < count * processes):
@@ -51,7 +52,7 @@ def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, 
         untimed = len(timed) - len(some)
         none = f", {plural(untimed, 'strategy', 'strategies')} not timed" if untimed else ""
         return (f"{analysis}: rounds: {counted} the {planned * processes} planned ({planned} planned in each of "
-                f"{plural(processes, 'process', 'processes')}){none}; {said} stopped the rest")
+                f"{workers}){none}; {said} stopped the rest")
     if count < planned:
         return (f"{analysis}: rounds: {count * processes} of the {planned * processes} planned ({each}); "
                 f"{said} stopped the rest")
