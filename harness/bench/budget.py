@@ -191,9 +191,9 @@ class Budget:
     _began: float | None = None
     _outside_s: float = 0.0
     _share_s: float = 0.0
-    _depth: int = 0  # `outside` blocks open: one inside another is counted once
     _outside_began: float = 0.0  # when the open `outside` block began
-    _doing: list[str] = field(default_factory=list)  # the open `outside` blocks' names, innermost last
+    # the open `outside` blocks' names, innermost last: one inside another is counted once
+    _doing: list[str] = field(default_factory=list)
 
     @staticmethod
     def clock() -> float:
@@ -213,7 +213,7 @@ class Budget:
 
     def _inside_s(self, now: float) -> float:
         """Seconds of the open `outside` block since the open analysis began (0 when none is open)."""
-        if not self._depth or self._began is None:
+        if not self._doing or self._began is None:
             return 0.0
         return now - max(self._outside_began, self._began)
 
@@ -254,19 +254,17 @@ class Budget:
     def outside(self, what: str = "") -> Iterator[None]:
         """One-off work (`what` it is, for `doing`): its seconds are not the budget's."""
         began = self.clock()
-        if not self._depth:
+        if not self._doing:
             self._outside_began = began
-        self._depth += 1
         self._doing.append(what)
         try:
             yield
         finally:
-            self._doing.pop()
-            if self._depth == 1:
+            if len(self._doing) == 1:  # the outermost: its seconds counted once
                 end = self.clock()
                 self._outside_s += self._inside_s(end)
                 self.one_off_s += end - began
-            self._depth -= 1
+            self._doing.pop()
 
     def close(self, analysis: str) -> None:
         self.spent_s += self.elapsed_s
