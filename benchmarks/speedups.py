@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harness.record.run_record import AnalysisRecord, RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,6 +142,21 @@ def measure(experiment: str) -> dict[str, Point]:
         return measured(run_spec(path, sets, budget, Path(tmp)), experiment)
 
 
+def _figure(cache: dict[str, Point], point: str, key: str) -> float:
+    return cache.get(point, {}).get(key, math.nan)
+
+
+def _series(key: str, unit: str, doc: str) -> Callable[[_Tracked, dict[str, Point], str], float]:
+    """A track_* method reading one figure of a point from the cache (NaN where the run has none):
+    asv finds a series by its method's name and shows its docstring and unit."""
+
+    def track(self: _Tracked, cache: dict[str, Point], point: str) -> float:
+        return _figure(cache, point, key)
+
+    track.__doc__, track.unit = doc, unit  # type: ignore[attr-defined]
+    return track
+
+
 class _Tracked:
     """Each point's speedup over its baseline, what asv needs to judge it, and its raw figures.
     A subclass per tracked spec, each with its own setup_cache (asv keys a cache by where its
@@ -150,57 +167,19 @@ class _Tracked:
     timeout = 2 * RUN_TIMEOUT
     rounds = 1  # a track's value is read from the cache: asv's second round would read it again
 
-    @staticmethod
-    def _value(cache: dict[str, Point], point: str, key: str) -> float:
-        return cache.get(point, {}).get(key, math.nan)
-
     def track_time_ratio(self, cache: dict[str, Point], point: str) -> float:
         """The strategy's time over its baseline's (1 / speedup): rising is slower."""
-        return 1 / self._value(cache, point, "speedup")
+        return 1 / _figure(cache, point, "speedup")
 
     track_time_ratio.unit = "x"  # type: ignore[attr-defined]
 
-    def track_interval(self, cache: dict[str, Point], point: str) -> float:
-        """f of the speedup's 95% interval [s / f, s * f]: wider is worse."""
-        return self._value(cache, point, "interval")
-
-    track_interval.unit = "x"  # type: ignore[attr-defined]
-
-    def track_busy(self, cache: dict[str, Point], point: str) -> float:
-        """The share of the speedup's rounds timed while other processes held the CPUs."""
-        return self._value(cache, point, "busy")
-
-    track_busy.unit = "share"  # type: ignore[attr-defined]
-
-    def track_seconds(self, cache: dict[str, Point], point: str) -> float:
-        """Median seconds per matrix: rises and falls with whatever else the machine runs."""
-        return self._value(cache, point, "seconds")
-
-    track_seconds.unit = "seconds"  # type: ignore[attr-defined]
-
-    def track_roof_gap(self, cache: dict[str, Point], point: str) -> float:
-        """The machine's measured roof at the kernel's intensity over what it achieved."""
-        return self._value(cache, point, "roof_gap")
-
-    track_roof_gap.unit = "x"  # type: ignore[attr-defined]
-
-    def track_error(self, cache: dict[str, Point], point: str) -> float:
-        """Verification's error against float64 (max relative to sigma_1): lower is better."""
-        return self._value(cache, point, "error")
-
-    track_error.unit = "relative error"  # type: ignore[attr-defined]
-
-    def track_untimed(self, cache: dict[str, Point], point: str) -> float:
-        """Why the run did not time it: 0 timed, else a code of harness.report.regressions.CAUSES."""
-        return self._value(cache, point, "untimed")
-
-    track_untimed.unit = "cause"  # type: ignore[attr-defined]
-
-    def track_load(self, cache: dict[str, Point], point: str) -> float:
-        """The highest load average the run saw: what a busy machine's skips are read with."""
-        return self._value(cache, point, "load")
-
-    track_load.unit = "load"  # type: ignore[attr-defined]
+    track_interval = _series("interval", "x", "f of the speedup's 95% interval [s / f, s * f]: wider is worse.")
+    track_busy = _series("busy", "share", "The share of the speedup's rounds timed while other processes held the CPUs.")
+    track_seconds = _series("seconds", "seconds", "Median seconds per matrix: rises and falls with whatever else the machine runs.")
+    track_roof_gap = _series("roof_gap", "x", "The machine's measured roof at the kernel's intensity over what it achieved.")
+    track_error = _series("error", "relative error", "Verification's error against float64 (max relative to sigma_1): lower is better.")
+    track_untimed = _series("untimed", "cause", "Why the run did not time it: 0 timed, else a code of harness.report.regressions.CAUSES.")
+    track_load = _series("load", "load", "The highest load average the run saw: what a busy machine's skips are read with.")
 
 
 class MainJob(_Tracked):
