@@ -64,6 +64,12 @@ class Phase:
             task = next(t for t in self.display.progress.tasks if t.id == self.task)
             self.display.progress.update(self.task, advance=n, finished_s=task.elapsed or 0.0)
 
+    def replan(self, estimate_s: float, units_s: Sequence[float]) -> None:
+        """The plan's estimate and its units' seconds anew (the run's, once its first analysis
+        measured what its timing workers take: run.eta), for the ETA from the next redraw on."""
+        if self.task is not None and self.display.progress is not None:
+            self.display.progress.update(self.task, estimate_s=estimate_s, units_s=list(units_s))
+
     def within(self, share: Callable[[], float], counted: Callable[[], float] | None = None) -> None:
         """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
         `share` by its planned time, `counted` by the work it counted (0 until it counts). The bar
