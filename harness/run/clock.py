@@ -17,14 +17,14 @@ from harness.run.rounds import Rounds
 
 
 def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phrases:
-    """`top3: 8.2/11.9 s floor`; past it `top3: 14.8 > 11.9 s floor` (one unit for both, as the
-    count's): one counter of the benchmark's seconds, named as the run's Benchmark line names its
-    limit (the budget, or the floor when that is more). Short enough for the 32 columns a
-    100-column display leaves it with its word ("geometry: timed 19.9 s, over" said over what only
-    at 160), up to `svd_topk: 105.9 > 13.9 s budget`."""
+    """`top3: 8.2 of 11.9 s floor`; past it `top3: 2.9 s over floor` (`(timed 14.8 of 11.9 s)`
+    after it where there is room): one counter of the benchmark's seconds, named as the run's
+    Benchmark line names its limit (the budget, or the floor when that is more). Walk 12 could not
+    read `geometry: 19.4 > 15.9 s floor`. Short enough for the 32 columns a 100-column display
+    leaves it, up to `svd_topk: 999.9 s over budget`."""
     if live_s > limit_s:
-        return Phrases((f"{analysis}: {live_s:.1f} > {limit_s:.1f} s", limit))
-    return Phrases((f"{analysis}: {live_s:.1f}/{limit_s:.1f} s", limit))
+        return Phrases((f"{analysis}: {live_s - limit_s:.1f} s over {limit}", f"(timed {live_s:.1f} of {limit_s:.1f} s)"))
+    return Phrases((f"{analysis}: {live_s:.1f} of {limit_s:.1f} s {limit}",))
 
 
 def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, processes: int, limit_s: float,
