@@ -64,6 +64,12 @@ class Phase:
             task = next(t for t in self.display.progress.tasks if t.id == self.task)
             self.display.progress.update(self.task, advance=n, finished_s=task.elapsed or 0.0)
 
+    def replan(self, estimate_s: float, units_s: Sequence[float]) -> None:
+        """The plan's estimate and its units' seconds anew (the run's, once its first analysis
+        measured what its timing workers take: run.eta), for the ETA from the next redraw on."""
+        if self.task is not None and self.display.progress is not None:
+            self.display.progress.update(self.task, estimate_s=estimate_s, units_s=list(units_s))
+
     def within(self, share: Callable[[], float], counted: Callable[[], float] | None = None) -> None:
         """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
         `share` by its planned time, `counted` by the work it counted (0 until it counts). The bar
@@ -131,12 +137,16 @@ class Eta(NamedTuple):
     """Seconds left, and whether the unit under way has run past its plan at the run's pace: then
     its end is unknown and the figure a floor, rounded down (`ETA >0:00:31`); under a second,
     `ETA overdue` (`ETA ~0:00:01` held for 10 s while an analysis ran 20 s past its plan; walk 10: `ETA ?`, which
-    took the figure away at the end, where it is most wanted)."""
+    took the figure away at the end, where it is most wanted). `own`: a row's own pace, no plan's
+    (a round's), bare (`ETA 0:00:10`), as README says."""
 
     seconds: float
     over: bool = False
+    own: bool = False
 
     def text(self) -> str:
+        if self.own:
+            return f"ETA {timedelta(seconds=round(self.seconds))}"
         if not self.over:
             return f"ETA ~{timedelta(seconds=round(self.seconds))}"
         if self.seconds < 1:  # a floor of nothing says nothing (walk 11: `ETA >0:00:00` for 3 s)
@@ -221,26 +231,36 @@ def _share(task: Task) -> float:
 
 class _Remaining(TimeRemainingColumn):
     """`ETA ~0:00:03`: a phase of planned units (the run's analyses) has eta_s's throughout (Eta's
-    text: `~` an estimate, `>` a floor past the plan); any other, rich's remaining time once it has a pace, and after one step of
-    several the pace of that step (rich has none before a second, and the ETA vanished mid-run);
+    text: `~` an estimate, `>` a floor past the plan); any other its own pace's, bare (`ETA 0:00:08`:
+    rich's once it has a pace, and after one step of several the pace of that step: rich has none
+    before a second, and the ETA vanished mid-run), never more than the planned phase around it
+    (walk 12: a round's row read `ETA ~0:00:08` under the run's `ETA ~0:00:04`, the right one);
     with none, nothing (rich wrote "ETA -:--:--", which reads as a fault); on a part's row, nothing."""
 
     def render(self, task: Task) -> Text:
-        if task.fields.get("part"):
-            return Text("")
+        eta = self.eta(task)
+        return Text(eta.text(), style="progress.remaining") if eta is not None else Text("")
+
+    def eta(self, task: Task) -> Eta | None:
+        """What the row's ETA says, or None where it says nothing."""
+        if task.fields.get("part") or task.finished:
+            return None
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
-        if units and estimate and task.elapsed is not None and not task.finished:
+        if units and estimate and task.elapsed is not None:
             share = min(COUNTED_CAP, max(0.0, _share(task)))
             within = task.fields.get("within")
-            eta = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0),
-                        within() if within is not None else 0.0)
-            return Text(eta.text(), style="progress.remaining")
-        if task.time_remaining is None:  # rich's pace needs two steps done: after the first, its mean so far
+            return eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0),
+                         within() if within is not None else 0.0)
+        left = task.time_remaining
+        if left is None:  # rich's pace needs two steps done: after the first, its mean so far
             if not (task.completed and task.total and task.elapsed):
-                return Text("")
-            left = round(task.elapsed / task.completed * (task.total - task.completed))
-            return Text(f"ETA ~{timedelta(seconds=left)}", style="progress.remaining")
-        return Text("ETA ") + super().render(task)
+                return None
+            left = task.elapsed / task.completed * (task.total - task.completed)
+        outer = task.fields.get("outer")
+        around = self.eta(outer) if outer is not None else None
+        if around is not None and not around.over:  # the run's time left holds this row's
+            left = min(left, around.seconds)
+        return Eta(left, own=True)
 
 
 class _Progress(Progress):
@@ -287,7 +307,7 @@ class Display:
             # with an inner phase's `   0/2128`, was a column off the next); the phase and its item
             # share the rest 29:32, at 100 columns 29 and 32: a step's "spectrum: svdvals by factored"
             # and the clock label past its limit for the shipped configs' longest analysis names
-            # (`svd_topk: 105.9 > 13.9 s budget`) both whole (at 29 and 30 the label lost its word, at
+            # (`svd_topk: 92.0 s over budget`) both whole (at 29 and 30 the label lost its word, at
             # 23 and 34 the step its strategy), the bar 4 cells (8 levels with its half cells)
             self.progress = _Progress(
                 SpinnerColumn(table_column=Column(width=1, no_wrap=True)),
@@ -328,9 +348,12 @@ class Display:
         start = time.perf_counter()
         task = None
         if self.progress is not None:
-            part = bool(units_s) and any(t.fields.get("units_s") for t in self.progress.tasks)
+            planned = next((t for t in self.progress.tasks if t.fields.get("units_s") and not t.fields.get("part")),
+                           None)  # the run's (or the sweep's): its ETA holds every row's inside it
             task = self.progress.add_task(description, total=total, item="", estimate_s=estimate_s,
-                                          units_s=list(units_s) if units_s else None, part=part)
+                                          units_s=list(units_s) if units_s else None,
+                                          part=bool(units_s) and planned is not None,
+                                          outer=None if units_s else planned)
         phase = Phase(self, description, total, task)
         try:
             yield phase

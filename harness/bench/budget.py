@@ -188,6 +188,7 @@ class Budget:
     weights: dict[str, float]  # analysis -> seconds of one of its rounds
     spent_s: float = 0.0  # the analyses done: their warm-ups and rounds
     one_off_s: float = 0.0
+    workers: int = 0  # timing workers started (`outside`): one_off_s per worker is what each costs this run
     _began: float | None = None
     _outside_s: float = 0.0
     _share_s: float = 0.0
@@ -251,8 +252,8 @@ class Budget:
         return next((what for what in reversed(self._doing) if what), "")
 
     @contextmanager
-    def outside(self, what: str = "") -> Iterator[None]:
-        """One-off work (`what` it is, for `doing`): its seconds are not the budget's."""
+    def outside(self, what: str = "", workers: int = 0) -> Iterator[None]:
+        """One-off work (`what` it is, for `doing`; `workers` it starts): its seconds are not the budget's."""
         began = self.clock()
         if not self._doing:
             self._outside_began = began
@@ -265,6 +266,7 @@ class Budget:
                 self._outside_s += self._inside_s(end)
                 self.one_off_s += end - began
             self._doing.pop()
+            self.workers += workers
 
     def close(self, analysis: str) -> None:
         self.spent_s += self.elapsed_s

@@ -47,10 +47,9 @@ def overheads(
     return {name: seconds for name, seconds in found.items() if seconds > 0}
 
 
-
-
-def timing_one_off_s(step: Step) -> float:
+def timing_one_off_s(step: Step, worker_s: float = cost.TIMING_WORKER_S) -> float:
     """Estimated seconds of the benchmark's one-off work for a step, beside its timed blocks: a worker
-    per timed point in each of PROCESSES processes started, its answers verified. Left out, the run's
-    ETA near its end was short by it (walk 10: `~0:00:01` during `geometry: starting workers`)."""
-    return cost.TIMING_WORKER_S * PROCESSES * len(step.timed)
+    per timed point in each of PROCESSES processes started, its answers verified, `worker_s` each (the
+    run's ETA passes what its own workers took). Left out, the run's ETA near its end was short by it
+    (walk 10: `~0:00:01` during `geometry: starting workers`)."""
+    return worker_s * PROCESSES * len(step.timed)

@@ -42,7 +42,8 @@ from harness.plan.model import Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
-from harness.run.clock import Timing, blocks, counted_share, own_rounds, stopped_text, timing_left_s
+from harness.run.clock import own_rounds, stopped_text
+from harness.run.eta import Timing, blocks, counted_share, timing_left_s, work_left, worker_s
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
@@ -91,7 +92,7 @@ class BenchPhase:
     since: Snapshot = field(default_factory=snapshot)  # when the phase began
     pace: Pace = field(default_factory=Pace)
     kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
-    timing: Timing | None = None  # the open analysis' rounds and the blocks it took back (run.clock)
+    timing: Timing | None = None  # the open analysis' rounds and the blocks it took back (run.eta)
     interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
     folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
 
@@ -193,10 +194,20 @@ class BenchPhase:
                 floored.add(step.analysis)
         return settled, floored
 
+    @property
+    def one_worker_s(self) -> float:
+        """A timing worker's one-off seconds on an idle machine, as this run's workers took them (run.eta)."""
+        return worker_s(self.budget.one_off_s, self.budget.workers, self.plan.slowdown)
+
+    def work_left(self) -> tuple[list[float], float]:
+        """The run's units and estimate for its ETA, its workers' one-off work as measured so far (run.eta)."""
+        return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s)
+
     def share_of(self, step: Step) -> Callable[[], float]:
-        """The share of the step's work left its blocks say is done, for the run's ETA (run.clock)."""
-        left_s = timing_left_s(step, step.analysis in self.kept, self.interrupted)
-        return counted_share(step, left_s, lambda: self.timing)
+        """The share of the step's work left its blocks say is done, for the run's ETA (run.eta)."""
+        one = self.one_worker_s
+        return counted_share(step, timing_left_s(step, step.analysis in self.kept, self.interrupted, one),
+                             lambda: self.timing, one)
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench

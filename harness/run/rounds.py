@@ -246,8 +246,8 @@ class Rounds:
 
     def _start(self, blocks: list[Slot]) -> None:
         """The workers of `blocks` not yet started, all at once, then each ready: one-off work."""
-        with self.budget.outside("starting workers"):
-            fresh = [b for b in dict.fromkeys(blocks) if b not in self.workers and not self._out(b[0])]
+        fresh = [b for b in dict.fromkeys(blocks) if b not in self.workers and not self._out(b[0])]
+        with self.budget.outside("starting workers", len(fresh)):
             for block in fresh:
                 self._guarded(block[0], partial(self._spawn, block))
             for block in fresh:

@@ -224,7 +224,7 @@ def _frame(width: int, phases: list[tuple[str, int, object]]) -> list[str]:
 
 def test_the_clock_label_keeps_its_limit_word_at_100_columns_for_every_shipped_analysis() -> None:
     """Walk-through 7: `spectrum: 15.9 s > 13.9 s` beside `top3: 16.9 s > 13.9 s floor`: the item's
-    column had 30 cells, and a name of 8 characters past the limit needs 31 (32 with "budget")."""
+    column had 30 cells, and a name of 8 characters past the limit needs 29 (`svd_topk: 92.0 s over budget`)."""
     from pathlib import Path
 
     from harness.run.clock import clock_text
@@ -238,7 +238,7 @@ def test_the_clock_label_keeps_its_limit_word_at_100_columns_for_every_shipped_a
             for label in (clock_text(name, 105.9, 13.9, limit), clock_text(name, 12.8, 13.9, limit)):
                 inner = ("spectrum: svdvals by factored", 2128, "")  # a step's phase open beneath the run's
                 for phases in ([("task_geometry", 3, label)], [("task_geometry", 3, label), inner]):
-                    assert str(label) in _frame(100, phases)[0], (name, limit, str(label))
+                    assert label.parts[0] in _frame(100, phases)[0], (name, limit, str(label))
 
 
 def test_the_columns_stand_still_from_frame_to_frame() -> None:
@@ -311,3 +311,31 @@ def test_a_floor_under_a_second_says_the_unit_is_overdue() -> None:
 
     assert Eta(0.4, over=True).text() == "ETA overdue" and len("ETA overdue") <= 12
     assert Eta(3.7, over=True).text() == "ETA >0:00:03" and Eta(0.4).text() == "ETA ~0:00:00"
+
+
+def test_a_rounds_row_never_promises_more_than_the_runs_and_says_its_own_pace_bare() -> None:
+    """Walk 12: `geometry: round 1 ... ETA ~0:00:08` under the run's `ETA ~0:00:04` (the right one),
+    in the `~` form README gives the plan's estimate. A row of its own pace is bare, and held to the
+    run's time left, which holds it; a floor (`>`) holds nothing."""
+    from harness.base.progress import Eta
+
+    now = {"t": 0.0}
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Display(console, live=True) as display:
+        assert display.progress is not None
+        display.progress.get_time = lambda: now["t"]
+        with display.phase("run", 3, estimate_s=30.0, units_s=[10.0] * 3) as run:
+            for t in (10.0, 20.0):
+                now["t"] = t
+                run.advance()
+            with display.phase("geometry: round 1", 6) as rounds:
+                column = display.progress.columns[-1]
+                outer, inner = display.progress.tasks
+                now["t"] = 24.0
+                rounds.advance()  # one block of six in 4 s: its own pace says 20 s, the run 10 s
+                assert column.eta(outer) == Eta(10.0)  # type: ignore[attr-defined]
+                assert column.eta(inner) == Eta(10.0, own=True)  # type: ignore[attr-defined]
+                assert column.render(inner).plain == "ETA 0:00:10"
+                now["t"] = 34.0  # the run past its plan: its figure a floor, the row's own pace stands
+                whole, mine = column.eta(outer), column.eta(inner)  # type: ignore[attr-defined]
+                assert whole.over and mine.own and mine.seconds > whole.seconds

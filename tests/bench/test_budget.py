@@ -106,6 +106,19 @@ def test_one_off_work_is_outside_the_budget_once_however_nested(clock: Clock) ->
     assert budget.live_s == pytest.approx(0.5)
 
 
+def test_one_off_work_counts_the_workers_it_started_once_it_ends(clock: Clock) -> None:
+    """What each timing worker costs this run, for the ETA (run.eta.worker_s): walk 12's first run
+    took 0.34 s a worker against the plan's 0.24."""
+    budget = Budget(4.0, 4.0, floors={"a": 1.0}, weights={"a": 1.0})
+    budget.open("a")
+    with budget.outside("starting workers", 4):
+        assert budget.workers == 0  # not yet: their seconds are not counted either
+        clock.now = 2.0
+    with budget.outside("verifying answers"):
+        clock.now = 3.0
+    assert budget.workers == 4 and budget.one_off_s == pytest.approx(3.0)
+
+
 def test_a_floor_over_the_budget_buys_no_extra_rounds_and_a_covered_floor_reserves_nothing() -> None:
     """The plan's floor (from the model on a first run) may be an overestimate: the rounds after
     the floor spend the budget, never the estimate's slack; a floor pooled rounds cover is 0."""

@@ -49,18 +49,20 @@ def test_the_counter_only_grows_through_one_off_work_and_across_analyses() -> No
     with budget.outside():
         at(20.0)
     at(24.0)
-    seconds = [float(re.search(r": (\d+\.\d)", s).group(1)) for s in shown]  # type: ignore[union-attr]
+    seconds = [float(re.search(r"(?:timed |: )(\d+\.\d) of", s).group(1)) for s in shown]  # type: ignore[union-attr]
     assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 11.5, 11.5, 15.5]
-    assert shown[6] == "spectrum: 1.5/13.6 s floor"
-    assert shown[-1] == "geometry: 15.5 > 13.6 s floor"
+    assert shown[6] == "spectrum: 1.5 of 13.6 s floor"
+    assert shown[-1] == "geometry: 1.9 s over floor (timed 15.5 of 13.6 s)"
 
 
 def test_the_label_keeps_its_words_and_its_sign_at_100_columns() -> None:
     under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 16.9, 13.6, "floor")
-    assert str(under) == "spectrum: 12.8/13.9 s budget"
-    assert str(over) == "geometry: 16.9 > 13.6 s floor"
-    assert over.fitted(29) == "geometry: 16.9 > 13.6 s floor" and under.fitted(30) == "spectrum: 12.8/13.9 s budget"
-    assert over.fitted(24) == "geometry: 16.9 > 13.6 s"  # narrower: the limit's word goes first
+    """Walk 12 could not read `geometry: 19.4 > 15.9 s floor`: past its limit, by how much in words,
+    the seconds behind it where there is room (160 columns)."""
+    assert str(under) == "spectrum: 12.8 of 13.9 s budget"
+    assert str(over) == "geometry: 3.3 s over floor (timed 16.9 of 13.6 s)"
+    assert over.fitted(32) == "geometry: 3.3 s over floor" and under.fitted(32) == "spectrum: 12.8 of 13.9 s budget"
+    assert clock_text("svd_topk", 1013.8, 13.9, "budget").fitted(32) == "svd_topk: 999.9 s over budget"
 
 
 def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
@@ -79,4 +81,4 @@ def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
     budget.now = 1.2
     shown.append(str(label))
     assert shown == ["spectrum: verifying answers", "spectrum: starting workers", "spectrum: verifying answers",
-                     "spectrum: 1.2/3.0 s budget"]
+                     "spectrum: 1.2 of 3.0 s budget"]

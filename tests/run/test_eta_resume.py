@@ -2,7 +2,7 @@
 timed) and `top3` stopped mid-benchmark (half its blocks kept), it read `~0:00:10`, `>0:00:40`,
 `~0:00:03`, `>0:00:18` in a run that ended 27 s after its start: the kept analysis and the kept
 blocks were counted as work to do, and done in no time. The run's live ETA (base.progress) over
-run.clock's work left and counted share, on a scripted clock."""
+run.eta's work left and counted share, on a scripted clock."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.console import Console
 
 from harness.base.progress import Display, planned
 from harness.bench.budget import PROCESSES
-from harness.run.clock import counted_share, timing_left_s, work_left
+from harness.run.eta import counted_share, timing_left_s, work_left
 from harness.strategies.cost import TIMING_WORKER_S
 
 
@@ -32,11 +32,14 @@ WENT = [("spectrum", 1.0, 0.0, 0, 0.0), ("top3", 3.0, 9.0, 6, 0.0), ("geometry",
 
 
 def _etas(plan: SimpleNamespace, kept: set[str], stopped: SimpleNamespace | None,
-          went: list[tuple[str, float, float, int, float]]) -> list[tuple[float, str]]:
+          went: list[tuple[str, float, float, int, float]], measured: list[float] | None = None
+          ) -> list[tuple[float, str]]:
     """(elapsed, ETA text) at every half second of a run, drawn by the live display: each analysis
     its seconds to its first block (its full analysis, its workers starting), its blocks, and its
-    one-off work after them (verifying the untimed points' answers) in `went`."""
+    one-off work after them (verifying the untimed points' answers) in `went`; with `measured`, the
+    run replans at each analysis' start by a worker's one-off seconds measured by then (run.eta.worker_s)."""
     now, timing = {"t": 0.0}, {"now": None}
+    rates = measured or [TIMING_WORKER_S] * len(went)
     units, estimate_s = work_left(plan, kept, stopped)  # type: ignore[arg-type]
     shown = []
     with Display(Console(file=io.StringIO(), width=100, force_terminal=True), live=True) as display:
@@ -45,10 +48,13 @@ def _etas(plan: SimpleNamespace, kept: set[str], stopped: SimpleNamespace | None
         with display.phase("task_geometry", len(went), estimate_s=estimate_s, units_s=units) as run:
             column = display.progress.columns[-1]
             for i, (step, (name, first_s, blocks_s, blocks, after_s)) in enumerate(zip(plan.steps, went)):
-                left_s = timing_left_s(step, name in kept, stopped)  # type: ignore[arg-type]
+                if measured is not None:
+                    units, estimate_s = work_left(plan, kept, stopped, rates[i])  # type: ignore[arg-type]
+                    run.replan(estimate_s, units)
+                left_s = timing_left_s(step, name in kept, stopped, rates[i])  # type: ignore[arg-type]
                 getter = lambda: timing["now"]  # noqa: E731
                 run.within(planned(units[i] * estimate_s / sum(units), clock=lambda: now["t"]),
-                           counted=counted_share(step, left_s, getter))  # type: ignore[arg-type]
+                           counted=counted_share(step, left_s, getter, rates[i]))  # type: ignore[arg-type]
                 start = now["t"]
                 taken = 6 if stopped is not None and name == stopped.analysis else 0
                 while now["t"] < start + first_s + blocks_s + after_s:
@@ -100,3 +106,24 @@ def test_the_eta_near_the_end_covers_the_benchmarks_one_off_work() -> None:
         if t >= end - 6.0:  # the last analysis: what is left, less a block (0.33 s) and a redraw
             assert _seconds(text) >= end - t - 0.9, (t, text, end - t)
             assert not text.startswith("ETA >") or _seconds(text) <= end - t, (t, text, end - t)
+
+
+def test_the_eta_near_the_end_counts_the_workers_one_off_work_as_this_run_measured_it() -> None:
+    """Walk 12: a first run's ETA read `~0:00:05` during the last analysis' `geometry: starting
+    workers`, 12 s before its end: its timing workers took longer than the plan's constant. Each
+    analysis here runs as planned but for its workers, which take 3x the plan's each: from the second
+    analysis on the run replans by what the first measured, and the last analysis' ETA covers what
+    is left."""
+    steps = [_step("spectrum", 0.03, [4.4, 4.4]), _step("top3", 0.04, [1.3] * 4), _step("geometry", 0.04, [0.36] * 2)]
+    one_off = [3.0 * TIMING_WORKER_S * PROCESSES * len(s.timed) for s in steps]  # 3x the plan's
+    idle = sum(s.estimate_s + sum(t.estimate_s for t in s.timed) + TIMING_WORKER_S * PROCESSES * len(s.timed)
+               for s in steps)
+    plan = SimpleNamespace(steps=steps, estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
+    went = [(s.analysis, 2.0 * (s.estimate_s + o / 2), 2.0 * sum(t.estimate_s for t in s.timed), 6, 2.0 * o / 2)
+            for s, o in zip(steps, one_off)]
+    end = sum(first + blocks + after for _n, first, blocks, _b, after in went)
+    last = went[-1][1] + went[-1][2] + went[-1][4]
+    shown = _etas(plan, set(), None, went, measured=[TIMING_WORKER_S] + [3.0 * TIMING_WORKER_S] * 2)
+    for t, text in shown:
+        if t >= end - last:  # the last analysis, from its start
+            assert _seconds(text) >= end - t - 1.0, (t, text, end - t)

@@ -1,4 +1,4 @@
-"""The run's ETA within an analysis counts its timed blocks (run.clock's counted_share, base.progress.Phase.within's
+"""The run's ETA within an analysis counts its timed blocks (run.eta's counted_share, base.progress.Phase.within's
 `counted`): its full analysis is done once its rounds start, and its timing by the blocks' share of those planned
 still to time (walk 9: a resumed run's kept blocks are behind it, and one planned round counted nothing until it ended),
 with its one-off work (starting workers, verifying: walk 10), AFTER_BLOCKS of it counted once its timing ends."""
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.bench.budget import PROCESSES
-from harness.run.clock import AFTER_BLOCKS, counted_share, timing_left_s
+from harness.run.eta import AFTER_BLOCKS, counted_share, timing_left_s, worker_s
 from harness.strategies.cost import TIMING_WORKER_S
 
 ONE_OFF = TIMING_WORKER_S * PROCESSES * 2  # two timed points, a worker each in each process
@@ -51,3 +51,12 @@ def test_a_resumed_analysis_counts_only_the_blocks_left_to_time() -> None:
     assert share() == pytest.approx(2.0 / (2.0 + left))  # its full analysis, none of the 3 blocks still to time
     now["timing"] = _timing("a", 6, kept=3)
     assert share() == pytest.approx(1.0 - AFTER_BLOCKS * ONE_OFF / (2.0 + left))
+
+
+def test_a_workers_one_off_seconds_are_this_runs_once_measured() -> None:
+    """Its measured seconds over the workers started, on an idle machine as the plan counts them
+    (the plan's slowdown out); the plan's constant before any started."""
+    assert worker_s(0.0, 0, 2.0) == TIMING_WORKER_S
+    assert worker_s(6.0, 10, 2.0) == pytest.approx(0.3)
+    step = _step()
+    assert timing_left_s(step, False, None, 0.3) == pytest.approx(6.0 + 0.3 * PROCESSES * 2)  # type: ignore[arg-type]

@@ -1,0 +1,93 @@
+"""The run's work still to do, for its ETA (base.progress.eta_s): each analysis' seconds left (a
+resumed run's kept analyses and kept rounds behind it), and the share of the one under way its
+timed blocks say is done."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.bench.budget import PROCESSES
+from harness.plan.model import Plan, Step
+from harness.plan.overheads import timing_one_off_s
+from harness.run.interrupted import Interrupted
+from harness.run.rounds import Rounds
+from harness.strategies.cost import TIMING_WORKER_S
+
+AFTER_BLOCKS = 0.5  # of an analysis' one-off benchmark work, the share after its last block (verifying)
+Timing = tuple[Rounds, int]  # the open analysis' rounds, and the blocks it took back from a stopped run
+
+
+def planned_blocks(step: Step) -> int:
+    """The blocks its plan times: each point's rounds on each group in each process."""
+    return PROCESSES * sum(a.rounds for t in step.timed for a in t.allocations)
+
+
+def worker_s(one_off_s: float, workers: int, slowdown: float) -> float:
+    """A timing worker's one-off seconds (started, its answers verified) on an idle machine, as the
+    plan counts them: what this run's workers took each so far (bench.budget.Budget's `one_off_s`
+    over its `workers`, on this machine as busy as the plan found it), the plan's constant before
+    any started. A first run's workers took 0.34 s each against the plan's 0.24 at that load, and
+    its ETA near the end was 12 s short (walk 12)."""
+    return one_off_s / workers / slowdown if workers > 0 else TIMING_WORKER_S
+
+
+def timing_left_s(step: Step, kept: bool, stopped: Interrupted | None,
+                  one_worker_s: float = TIMING_WORKER_S) -> float:
+    """Its planned timing seconds this run still times, its one-off work with them (starting its
+    workers, verifying: plan.overheads.timing_one_off_s, `one_worker_s` each: worker_s): none where
+    it takes the analysis over (`kept`), less the share of its planned blocks the stopped run kept
+    of the one it stopped in (run.interrupted); a resumed run's ETA counted both as work to do, ran
+    far under its plan, then read `ETA >0:00:40` with 14 s left."""
+    if kept:
+        return 0.0
+    timing, planned = sum(t.estimate_s for t in step.timed), planned_blocks(step)
+    done = sum(len(k.rounds) for k in stopped.subjects) if stopped and stopped.analysis == step.analysis else 0
+    return timing * (1.0 - min(done, planned) / planned if planned else 1.0) + timing_one_off_s(step, one_worker_s)
+
+
+def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None,
+              one_worker_s: float = TIMING_WORKER_S) -> tuple[list[float], float]:
+    """The run's units for its ETA (base.progress.eta_s): each analysis' seconds still to do, and
+    the plan's estimate less what the stopped run this one resumes did and more what its workers
+    take beyond the plan's (`one_worker_s`: worker_s). Each unit holds its own one-off benchmark
+    work, which the plan's overheads hold for the whole run (spread over every unit, the last
+    analysis' `starting workers` read `ETA ~0:00:01` with 7 s left); the finished ones' too, so
+    that the run's pace over them is that of the rest of their work."""
+    units = [plan.busy_s(s.estimate_s + timing_left_s(s, s.analysis in kept, stopped, one_worker_s))
+             for s in plan.steps]
+    full = sum(plan.busy_s(s.estimate_s + timing_left_s(s, False, None)) for s in plan.steps)
+    return units, max(plan.estimate_s - full + sum(units), 0.0)
+
+
+def blocks(rounds: Rounds) -> int:
+    """Blocks its points have timed, this run's and those taken back from a stopped run."""
+    return sum(len(line.new) for line in rounds.lines.values())
+
+
+def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None],
+                  one_worker_s: float = TIMING_WORKER_S) -> Callable[[], float]:
+    """The share of the step's work left its timed blocks say is done, for the run's ETA
+    (base.progress.Phase.within's `counted`): 0 until they start, then its full analysis and the
+    blocks timed since against the planned still to time (at most all: a fast run may time more),
+    a block at a time (by rounds, one planned round counted nothing until it ended), with its
+    one-off work (starting workers) but for AFTER_BLOCKS of it, what follows its last block
+    (verifying the untimed points' answers), counted once its timing ends: the share never
+    reached its end before the rounds did (walk 10: `~0:00:01` with 7 s left). Held then (its
+    features follow), so that it never falls back. `left_s`: timing_left_s, of `one_worker_s` a worker."""
+    whole = step.estimate_s + left_s
+    part = left_s / whole if whole > 0 else 0.0
+    after = AFTER_BLOCKS * timing_one_off_s(step, one_worker_s) / whole if whole > 0 and left_s > 0 else 0.0
+    seen, opened = [0.0], [False]
+
+    def share() -> float:
+        now = timing()
+        if now is not None and now[0].analysis == step.analysis:
+            rounds, kept = now
+            todo = planned_blocks(step) - kept
+            timed = min(1.0, (blocks(rounds) - kept) / todo) if todo > 0 else 1.0
+            opened[0] = True
+            seen[0] = max(seen[0], 1.0 - part + (part - after) * timed)
+        elif opened[0]:  # its timing ended, the one-off work after its blocks with it
+            seen[0] = 1.0
+        return seen[0]
+    return share
