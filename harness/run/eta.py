@@ -15,6 +15,7 @@ from harness.strategies.cost import TIMING_WORKER_S
 
 AFTER_BLOCKS = 0.5  # of an analysis' one-off benchmark work, the share after its last block (verifying)
 Timing = tuple[Rounds, int]  # the open analysis' rounds, and the blocks it took back from a stopped run
+Done = tuple[float, int]  # a finished analysis: the plan's seconds of the blocks it timed, the points that timed
 
 
 def planned_blocks(step: Step) -> int:
@@ -45,15 +46,33 @@ def timing_left_s(step: Step, kept: bool, stopped: Interrupted | None,
     return timing * (1.0 - min(done, planned) / planned if planned else 1.0) + timing_one_off_s(step, one_worker_s)
 
 
-def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None,
-              one_worker_s: float = TIMING_WORKER_S) -> tuple[list[float], float]:
+def as_timed(rounds: Rounds) -> Done:
+    """What an analysis' rounds timed in this run, in the plan's seconds (a block its allocation's
+    estimate over its planned blocks), and the points that timed. A busy first run's limit cut top3
+    to 2 of its points, 6 s of a planned 19: counted as planned, the run's pace read 0.74 and the
+    last analysis' ETA ran short (walk 12)."""
+    seconds, points = 0.0, 0
+    for subjects in rounds.subjects.values():
+        new = [sum(r.run == rounds.run_id for r in rounds.lines[id(s)].new) for s in subjects]
+        seconds += sum(k * s.allocation.estimate_s / (rounds.processes * s.allocation.rounds)
+                       for k, s in zip(new, subjects) if s.allocation.rounds)
+        points += any(new)
+    return seconds, points
+
+
+def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worker_s: float = TIMING_WORKER_S,
+              finished: dict[str, Done] | None = None) -> tuple[list[float], float]:
     """The run's units for its ETA (base.progress.eta_s): each analysis' seconds still to do, and
     the plan's estimate less what the stopped run this one resumes did and more what its workers
     take beyond the plan's (`one_worker_s`: worker_s). Each unit holds its own one-off benchmark
     work, which the plan's overheads hold for the whole run (spread over every unit, the last
     analysis' `starting workers` read `ETA ~0:00:01` with 7 s left); the finished ones' too, so
-    that the run's pace over them is that of the rest of their work."""
-    units = [plan.busy_s(s.estimate_s + timing_left_s(s, s.analysis in kept, stopped, one_worker_s))
+    that the run's pace over them is that of the rest of their work; those this run finished
+    (`finished`: as_timed) by what they timed, not by what the plan gave them."""
+    done = finished or {}
+    units = [plan.busy_s(s.estimate_s + (done[s.analysis][0] + one_worker_s * PROCESSES * done[s.analysis][1]
+                                         if s.analysis in done else
+                                         timing_left_s(s, s.analysis in kept, stopped, one_worker_s)))
              for s in plan.steps]
     full = sum(plan.busy_s(s.estimate_s + timing_left_s(s, False, None)) for s in plan.steps)
     return units, max(plan.estimate_s - full + sum(units), 0.0)

@@ -5,10 +5,9 @@ intervals -> record, pool and wisdom.
 One Budget (bench.budget) is the phase's clock. Rounds earlier runs of the same code measured on
 this machine are pooled (machine.measurements) unless the run is `fresh`; a speedup already
 settled by them (bench.series.settlement, the one rule the rounds and the record ask too) costs
-no new round. The pool also tells each pair's between-run spread, which a
-single run's interval cannot be narrower than (bench.statistics), fresh or not. Verdicts are
-cached (store.keys.verification) so a re-run that measures nothing computes nothing either.
-"""
+no new round. The pool also tells each pair's between-run spread, which a single run's interval
+cannot be narrower than (bench.statistics), fresh or not. Verdicts are cached
+(store.keys.verification): a re-run that measures nothing computes nothing either."""
 
 from __future__ import annotations
 
@@ -43,7 +42,7 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, Grou
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
 from harness.run.clock import own_rounds, stopped_text
-from harness.run.eta import Timing, blocks, counted_share, timing_left_s, work_left, worker_s
+from harness.run.eta import Done, Timing, as_timed, blocks, counted_share, timing_left_s, work_left, worker_s
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
@@ -93,6 +92,7 @@ class BenchPhase:
     pace: Pace = field(default_factory=Pace)
     kept: dict[str, AnalysisRecord] = field(default_factory=dict)  # analyses a stopped run of this folder finished
     timing: Timing | None = None  # the open analysis' rounds and the blocks it took back (run.eta)
+    finished: dict[str, Done] = field(default_factory=dict)  # analysis -> what its rounds timed here (run.eta.as_timed)
     interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
     folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
 
@@ -201,7 +201,7 @@ class BenchPhase:
 
     def work_left(self) -> tuple[list[float], float]:
         """The run's units and estimate for its ETA, its workers' one-off work as measured so far (run.eta)."""
-        return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s)
+        return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s, self.finished)
 
     def share_of(self, step: Step) -> Callable[[], float]:
         """The share of the step's work left its blocks say is done, for the run's ETA (run.eta)."""
@@ -308,7 +308,7 @@ class BenchPhase:
             rounds.run()
         finally:
             self.budget.close(step.analysis)
-            self.timing = None
+            self.timing, self.finished[step.analysis] = None, as_timed(rounds)
         if rounds.stopped:
             self.display.logged(stopped_text(step.analysis, own_rounds(rounds), rounds.count, planned,
                                              rounds.processes, bench.limit_s, bench.limit))

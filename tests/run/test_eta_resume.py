@@ -32,12 +32,13 @@ WENT = [("spectrum", 1.0, 0.0, 0, 0.0), ("top3", 3.0, 9.0, 6, 0.0), ("geometry",
 
 
 def _etas(plan: SimpleNamespace, kept: set[str], stopped: SimpleNamespace | None,
-          went: list[tuple[str, float, float, int, float]], measured: list[float] | None = None
-          ) -> list[tuple[float, str]]:
+          went: list[tuple[str, float, float, int, float]], measured: list[float] | None = None,
+          did: list[tuple[float, int]] | None = None) -> list[tuple[float, str]]:
     """(elapsed, ETA text) at every half second of a run, drawn by the live display: each analysis
     its seconds to its first block (its full analysis, its workers starting), its blocks, and its
     one-off work after them (verifying the untimed points' answers) in `went`; with `measured`, the
-    run replans at each analysis' start by a worker's one-off seconds measured by then (run.eta.worker_s)."""
+    run replans at each analysis' start by a worker's one-off seconds measured by then (run.eta.worker_s),
+    and with `did` by what the analyses before it timed (run.eta.as_timed)."""
     now, timing = {"t": 0.0}, {"now": None}
     rates = measured or [TIMING_WORKER_S] * len(went)
     units, estimate_s = work_left(plan, kept, stopped)  # type: ignore[arg-type]
@@ -49,7 +50,8 @@ def _etas(plan: SimpleNamespace, kept: set[str], stopped: SimpleNamespace | None
             column = display.progress.columns[-1]
             for i, (step, (name, first_s, blocks_s, blocks, after_s)) in enumerate(zip(plan.steps, went)):
                 if measured is not None:
-                    units, estimate_s = work_left(plan, kept, stopped, rates[i])  # type: ignore[arg-type]
+                    finished = {s.analysis: t for s, t in zip(plan.steps[:i], did or [])}
+                    units, estimate_s = work_left(plan, kept, stopped, rates[i], finished)  # type: ignore[arg-type]
                     run.replan(estimate_s, units)
                 left_s = timing_left_s(step, name in kept, stopped, rates[i])  # type: ignore[arg-type]
                 getter = lambda: timing["now"]  # noqa: E731
@@ -124,6 +126,26 @@ def test_the_eta_near_the_end_counts_the_workers_one_off_work_as_this_run_measur
     end = sum(first + blocks + after for _n, first, blocks, _b, after in went)
     last = went[-1][1] + went[-1][2] + went[-1][4]
     shown = _etas(plan, set(), None, went, measured=[TIMING_WORKER_S] + [3.0 * TIMING_WORKER_S] * 2)
+    for t, text in shown:
+        if t >= end - last:  # the last analysis, from its start
+            assert _seconds(text) >= end - t - 1.0, (t, text, end - t)
+
+
+def test_the_eta_counts_a_finished_analysis_by_what_it_timed_not_by_its_plan() -> None:
+    """Walk 12: a busy first run's limit cut top3 to 2 of its 4 points (6 s of a planned 19); counted
+    as planned, the run's pace read 0.74 and the last analysis' ETA ran short. Here top3 times 2 of
+    its 4 points and the rest goes at twice the idle plan: replanned by what top3 timed, the last
+    analysis' ETA covers what is left."""
+    steps = [_step("spectrum", 0.03, [4.4, 4.4]), _step("top3", 0.04, [1.3] * 4), _step("geometry", 0.04, [0.36] * 2)]
+    one_off = [TIMING_WORKER_S * PROCESSES * len(s.timed) for s in steps]
+    idle = sum(s.estimate_s + sum(t.estimate_s for t in s.timed) for s in steps) + sum(one_off)
+    plan = SimpleNamespace(steps=steps, estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
+    timed = [(8.8, 2), (2.6, 2), (0.72, 2)]  # top3: 2 of its 4 points, their workers alone started
+    went = [(s.analysis, 2.0 * (s.estimate_s + TIMING_WORKER_S * PROCESSES * n / 2), 2.0 * t, 6,
+             2.0 * TIMING_WORKER_S * PROCESSES * n / 2) for s, (t, n) in zip(steps, timed)]
+    end = sum(first + blocks + after for _n, first, blocks, _b, after in went)
+    last = went[-1][1] + went[-1][2] + went[-1][4]
+    shown = _etas(plan, set(), None, went, measured=[TIMING_WORKER_S] * 3, did=timed)
     for t, text in shown:
         if t >= end - last:  # the last analysis, from its start
             assert _seconds(text) >= end - t - 1.0, (t, text, end - t)
