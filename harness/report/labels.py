@@ -29,6 +29,8 @@ RATIO_APART = 1.05  # a speedup this far from its rows' per-matrix ratio gets a 
 APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
+# a rounds cell's mark of RESUMED (`3+6 r`): `3+6 resumed` cost a 100-column table its dtype (walk 12)
+RESUMED_MARK = "r"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
 # the spread is of the compute total, not of the per-matrix median the walk-through read it beside
@@ -51,7 +53,7 @@ PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
                "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
-               f"3+6 resumed, {RESUMED}.")
+               f"3+6 {RESUMED_MARK}, resumed: {RESUMED}.")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
 BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
                      "rows write it, then the rows that differ by name.")
@@ -190,7 +192,8 @@ def table_footnotes(record: RunRecord, analyses: Sequence[AnalysisRecord], more:
     `more` ends the ratio's line (the terminal's pointer to --explain)."""
     ratio = ratio_footnote(analyses)
     notes = ((SPEEDUP_COLUMN, apart_footnote(analyses)), (SPEEDUP_COLUMN, ratio and ratio + more),
-             (SPEEDUP_COLUMN, too_wide_footnote(analyses)), (PEAK_COLUMN, roof_footnote(record, analyses)))
+             (SPEEDUP_COLUMN, too_wide_footnote(analyses)), (PEAK_COLUMN, roof_footnote(record, analyses)),
+             ("rounds", resumed_footnote(analyses)))
     return [(column, line) for column, line in notes if line]
 
 
@@ -216,16 +219,22 @@ def too_wide_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
         f"{UNREADABLE_SPAN:,.0f}x apart, so neither end is a figure; more rounds narrow it")
 
 
+def resumed_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under a table (of `analyses`) with a RESUMED_MARK, naming the analyses whose rows have one."""
+    marked = [a.name for a in analyses if any(rounds_text(t).endswith(f" {RESUMED_MARK}") for t in a.timings)]
+    return None if not marked else f"{RESUMED_MARK} ({', '.join(marked)}): resumed, {RESUMED}"
+
+
 def rounds_text(t: StrategyTiming) -> str:
     """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
-    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were
+    `5+3 r` where the stopped run this one resumed in its folder timed them, taken over as they were
     (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
     A strategy's fewest over its shape groups (group_rounds_text gives one group's)."""
     pooled = min((g.pooled for g in t.groups), default=0)
     own = min((len(g.rounds) for g in t.groups), default=0) - pooled
     text = _rounds_words(own, pooled, t.resumed)
     if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
-        return f"{text} resumed" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
+        return f"{text} {RESUMED_MARK}" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
 
 
@@ -239,7 +248,7 @@ def _rounds_words(own: int, pooled: int, resumed: bool) -> str:
         text = f"{pooled} reused"
     else:
         text = f"{own}+{pooled}" if pooled else str(own)
-    return f"{text} resumed" if resumed else text
+    return f"{text} {RESUMED_MARK}" if resumed else text
 
 
 def spread(t: StrategyTiming) -> str:

@@ -38,7 +38,7 @@ COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 # the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
 # run", "3+6"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
 # says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors), and
-# a wider value (`3+6 resumed`) that leaves one out more is said
+# a wider value (`3+6 (2 resumed)`) that leaves one out more is said
 FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "rounds": 3, "max error": 7, "status": 7}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
