@@ -271,3 +271,12 @@ def test_a_worst_that_is_a_range_says_its_high_end(busy: Path, capsys: pytest.Ca
     (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"]]
     assert why == f"other processes took up to 76% of the 2 CPUs ({t.groups[1].group})", why
 
+
+
+def test_a_rows_worst_reason_shares_its_notes_parenthetical_with_its_group() -> None:
+    """Walk 12: one parenthetical per reason; the row's group beside a reason's own note made two."""
+    from harness.report.exports import row_unstable_why
+
+    steal = "CPU steal {}% (the hypervisor ran other guests)"
+    why = row_unstable_why([("768x3072r16", [steal.format(6)]), ("3072x768r16", [f"earlier runs' rounds: {steal.format(9)}"])])
+    assert why == "CPU steal up to 9% (3072x768r16; the hypervisor ran other guests), from this run's and earlier runs' pooled rounds"
