@@ -12,7 +12,8 @@ from harness.base.units import format_p, format_seconds, plural
 from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
 from harness.report.compare import FACTOR
 from harness.report.fitting import Fitted, rule_table, value
-from harness.report.labels import APART_MARK, POOLED_SOURCE
+from harness.report.labels import APART_MARK
+from harness.report.unstable import POOLED_SOURCE
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Change, Comparison, GroupComparison
@@ -25,8 +26,8 @@ TIME_A, TIME_B = "A median", "B median"
 ROUNDS = "rounds A, B"
 # the rounds cells in the run tables' notation (labels.ROUNDS_NOTE), said by --explain and the HTML page alike
 ROUNDS_CELLS = ("each shape group's rounds as its run's table writes them (a round times each strategy once; 3+6: the "
-                "run's own 3 and 6 pooled from earlier runs; 3 reused: all pooled; resumed: taken over from the stopped "
-                "run it resumed); rounds both runs hold count only for the run that timed them (for neither where both "
+                "run's own 3 and 6 pooled from earlier runs; 3 reused: all pooled; 3+6 r: resumed, taken over from the "
+                "stopped run it resumed); rounds both runs hold count only for the run that timed them (for neither where both "
                 "pooled them from an earlier run)")
 P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter
 # what a narrow terminal leaves out first: the medians (B / A is the comparison) and the p-value (the change
@@ -181,9 +182,15 @@ def _row_reason(r: GroupComparison, reason: str) -> str:
 
 def _said(causes: list[list[Flag]]) -> str:
     """Causes of the same groups, by run, each its figures' range over that run's flags (`A: load
-    7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), and whether earlier runs' pooled rounds gave them."""
+    7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), a run whose flags earlier runs' pooled rounds
+    gave saying so beside its name (walk 12: said after B's causes, of a --fresh B that pooled none)."""
     texts = _by_cause(((side, reason_range([flag[2] for flag in flags])) for same in causes
                        for side, flags in _by_cause(same, lambda flag: flag[1]).items()), lambda text: text[0])
-    pooled = [flag[3] for same in causes for flag in same]
-    source = f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else ""
-    return "; ".join(f"{side}: {', '.join(text for _, text in texts[side])}" for side in sorted(texts)) + source
+    return "; ".join(f"{side}{_source([flag for same in causes for flag in same if flag[1] == side])}: "
+                     f"{', '.join(text for _, text in texts[side])}" for side in sorted(texts))
+
+
+def _source(flags: list[Flag]) -> str:
+    """` (some from earlier runs' pooled rounds)` after a run's name where any of its flags came from them."""
+    pooled = [flag[3] for flag in flags]
+    return f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else ""

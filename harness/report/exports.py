@@ -27,8 +27,9 @@ from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    table_footnotes, device_library, printable, rounds_text, speedup_cell, times_disagree,
-                                   total_text, unstable_why, verdict_lines, verdicts)
-from harness.report.terminal import ERRORS_APART, untimed_rows, verified, warning_lines
+                                   total_text, verdict_lines, verdicts)
+from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, untimed_rows, verified, warning_lines
+from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
@@ -88,13 +89,20 @@ def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
             reason = _worst([r for _g, r in said])
             group = next(g for g, r in said if r == reason)
             # a range's high end alone: `up to 72-76%` read oddly (walk 11)
-            worst[cause] = re.sub(FIGURE, lambda m: f"up to {m.group(2) or m.group(1)}", reason, count=1) + f" ({group})"
+            worst[cause] = _with_group(re.sub(FIGURE, lambda m: f"up to {m.group(2) or m.group(1)}", reason, count=1), group)
 
     def said_as(r: str) -> str:
         own = r.removeprefix(EARLIER)
         return r[: len(r) - len(own)] + worst.get(_cause(own), own)
 
     return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False)
+
+
+def _with_group(reason: str, group: str) -> str:
+    """`IQR up to 54% of median (768x3072r16)`; a reason's own note shares its parenthetical
+    (`CPU steal up to 6% (768x3072r16; the hypervisor ran other guests)`), never a second one."""
+    what, note = found.groups() if (found := NOTE.fullmatch(reason)) else (reason, "")
+    return f"{what} ({group}" + (f"; {note})" if note else ")")
 
 
 def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
@@ -147,10 +155,20 @@ def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
     return out
 
 
-def warning_texts(record: RunRecord) -> list[str]:
-    """The terminal's lines below its table as plain text: md's bullets, JSON's `warnings` (the
-    JSON had none while md had three: walk-through 7)."""
-    return [Text.from_markup(line).plain for line in warning_lines(record)]
+def warning_texts(record: RunRecord, unstable_line: bool = True) -> list[str]:
+    """The terminal's lines below its table as plain text: JSON's `warnings` (the JSON had none
+    while md had three: walk-through 7), md's bullets (without `unstable_line`: markdown_warnings)."""
+    return [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=unstable_line)]
+
+
+def markdown_warnings(record: RunRecord) -> list[str]:
+    """md's bullets: the terminal's lines, its unstable measurements' a list of causes as the HTML
+    report's headline gives them (one 600-character sentence read badly in a pull request: walk 12)."""
+    bullets = [f"- {line}" for line in warning_texts(record, unstable_line=False)]
+    if unstable := unstable_measurements(record):
+        bullets.append(f"- {unstable_head(record, unstable)} ({UNSTABLE_MARK}): {unstable_advice(unstable)}; by cause:")
+        bullets += [f"  - {n} × {cause}" for n, cause in unstable_causes(unstable)]
+    return bullets
 
 
 def results_json(record: RunRecord) -> str:
@@ -204,7 +222,7 @@ def results_markdown(record: RunRecord) -> str:
     for row in result_rows(record):
         lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
     # the terminal's lines below its table, the untimed rows' next step too (md said the reason alone)
-    warned = [f"- {line}" for line in warning_texts(record)]
+    warned = markdown_warnings(record)
     lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "

@@ -23,9 +23,9 @@ from harness.report.artifacts import decay_bands, feature_grids, read_features, 
 from harness.record.verdict import significance
 from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
                                    device_library,
-                                   measurement_count, peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
-                                   unstable_causes, unstable_measurements, summary_reasons,
+                                   peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
+from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
 from harness.report.plan_view import missed_note
 from harness.report.terminal import axes_summary, bench_summary, untimed_rows, warning_lines
 from harness.base.atomic import write_atomic
@@ -155,9 +155,8 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     the page said them sections lower), and last its unreliable measurements by cause, counted as
     the terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
-    said = [summary_reasons(u) for u in unstable]  # as the terminal's line says them
     warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False)]
-    return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": unstable_causes(said),
+    return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": unstable_causes(unstable),
             "unstable_count": len(unstable), "measurements": measurement_count(record)}
 
 

@@ -1,18 +1,14 @@
-"""One vocabulary for every page and table: how a strategy, a speedup, a spread, a role and an
-unreliable measurement are written, counted and explained, so the terminal, the HTML report, the
-charts and the exports never disagree (one count of unstable measurements, one verdict)."""
+"""One vocabulary for every page and table: how a strategy, a speedup, a spread, a role and a
+mark are written and explained, so the terminal, the HTML report, the charts and the exports never
+disagree (one verdict; unreliable measurements' one count and words are in `unstable`)."""
 
 from __future__ import annotations
 
-from collections import Counter
-from itertools import groupby
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from rich.markup import escape
 
-from harness.base.units import format_seconds, format_share, format_speedup, plural
-from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
+from harness.base.units import format_seconds, format_share, format_speedup
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, GroupTiming, RunRecord, StrategyTiming
 from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
@@ -33,6 +29,8 @@ RATIO_APART = 1.05  # a speedup this far from its rows' per-matrix ratio gets a 
 APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
+# a rounds cell's mark of RESUMED (`3+6 r`): `3+6 resumed` cost a 100-column table its dtype (walk 12)
+RESUMED_MARK = "r"
 ROLES_NOTE = ("Role: baseline, the speedups' reference; chosen, the plan's pick, named in the compare list or not; "
               f"compare, named in the spec's compare list. {COMPUTED_NOTE}, whatever its role.")
 # the spread is of the compute total, not of the per-matrix median the walk-through read it beside
@@ -55,7 +53,7 @@ PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
                "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
-               f"3+6 resumed, {RESUMED}.")
+               f"3+6 {RESUMED_MARK}, resumed: {RESUMED}.")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
 BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
                      "rows write it, then the rows that differ by name.")
@@ -194,7 +192,8 @@ def table_footnotes(record: RunRecord, analyses: Sequence[AnalysisRecord], more:
     `more` ends the ratio's line (the terminal's pointer to --explain)."""
     ratio = ratio_footnote(analyses)
     notes = ((SPEEDUP_COLUMN, apart_footnote(analyses)), (SPEEDUP_COLUMN, ratio and ratio + more),
-             (SPEEDUP_COLUMN, too_wide_footnote(analyses)), (PEAK_COLUMN, roof_footnote(record, analyses)))
+             (SPEEDUP_COLUMN, too_wide_footnote(analyses)), (PEAK_COLUMN, roof_footnote(record, analyses)),
+             ("rounds", resumed_footnote(analyses)))
     return [(column, line) for column, line in notes if line]
 
 
@@ -220,16 +219,22 @@ def too_wide_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
         f"{UNREADABLE_SPAN:,.0f}x apart, so neither end is a figure; more rounds narrow it")
 
 
+def resumed_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under a table (of `analyses`) with a RESUMED_MARK, naming the analyses whose rows have one."""
+    marked = [a.name for a in analyses if any(rounds_text(t).endswith(f" {RESUMED_MARK}") for t in a.timings)]
+    return None if not marked else f"{RESUMED_MARK} ({', '.join(marked)}): resumed, {RESUMED}"
+
+
 def rounds_text(t: StrategyTiming) -> str:
     """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
-    `5+3 resumed` where the stopped run this one resumed in its folder timed them, taken over as they were
+    `5+3 r` where the stopped run this one resumed in its folder timed them, taken over as they were
     (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
     A strategy's fewest over its shape groups (group_rounds_text gives one group's)."""
     pooled = min((g.pooled for g in t.groups), default=0)
     own = min((len(g.rounds) for g in t.groups), default=0) - pooled
     text = _rounds_words(own, pooled, t.resumed)
     if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
-        return f"{text} resumed" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
+        return f"{text} {RESUMED_MARK}" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
 
 
@@ -243,7 +248,7 @@ def _rounds_words(own: int, pooled: int, resumed: bool) -> str:
         text = f"{pooled} reused"
     else:
         text = f"{own}+{pooled}" if pooled else str(own)
-    return f"{text} resumed" if resumed else text
+    return f"{text} {RESUMED_MARK}" if resumed else text
 
 
 def spread(t: StrategyTiming) -> str:
@@ -271,95 +276,6 @@ def errors_text(analysis: AnalysisRecord, label: str) -> str:
     if (v := check_of(analysis, label)) is None:
         return "-"
     return f"{v.values_error:.1e}" + (f"/{v.vectors_error:.1e}" if v.vectors_error is not None else "")
-
-
-@dataclass(frozen=True)
-class Unstable:
-    """One measurement (a strategy on a shape group) flagged unreliable, and why."""
-
-    analysis: str
-    strategy: str
-    group: str
-    reasons: tuple[str, ...]
-    pooled: bool  # every round came from earlier runs
-
-
-def unstable_measurements(record: RunRecord) -> list[Unstable]:
-    """Every measurement flagged unstable: the one count the terminal, the report and the
-    exports give (a measurement with two reasons is one measurement)."""
-    return [Unstable(a.name, t.label, g.group, tuple(g.measurement.reasons) or ("flagged unstable",), t.cached)
-            for a in record.analyses for t in a.timings for g in t.groups if g.measurement.unstable]
-
-
-def measurement_count(record: RunRecord) -> int:
-    return sum(len(t.groups) for a in record.analyses for t in a.timings)
-
-
-def _causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str, str]]:
-    """(measurements, the cause with each figure's range over them, whose rounds gave it) per cause of
-    measurements (each its reasons), most frequent first; a measurement counts once under each cause,
-    whether this run's conditions or earlier runs' pooled rounds gave it: `load 5.2-5.7 on 2 cores`,
-    where each was a cause of its own and "earlier runs' rounds:" was said five times in one line.
-    A row's own kind (summary_reasons) names its rows: `bimodal calls (...): spectrum numpy, torch`."""
-    mine = [[r.removeprefix(EARLIER) for r in each] for each in reasons]
-    counts = Counter(cause for each in mine for cause in {_kind(r) for r in each})
-    pooled = {_kind(r.removeprefix(EARLIER)) for each in reasons for r in each if r.startswith(EARLIER)}
-    own = {_kind(r) for each in reasons for r in each if not r.startswith(EARLIER)}
-    sources = {cause: POOLED_SOURCE if cause not in own else BOTH_SOURCES if cause in pooled else ""
-               for cause in counts}
-    by = _by_cause((r for each in mine for r in each), _kind)
-    return sorted(((counts[cause], _said(cause, same), sources[cause]) for cause, same in by.items()),
-                  key=lambda x: -x[0])
-
-
-# a reason of one row's own figures (per matrix, or per round) -> its kind as a summary says it,
-# naming rows and no figures: a bimodal row's "375 µs a call" matched no per-matrix time in the
-# table, and two shape groups' modes merged into ranges (`3-13 near 203-262 ms`) no mode had
-ROW_KINDS = {BIMODAL: "bimodal calls (two clusters of times)", "drifting: ": "drifting rounds (a trend from first to last)"}
-
-
-def _kind(reason: str) -> str:
-    """A summary reason's cause: its row kind, or its reason with the figures blanked."""
-    return next((kind for kind in ROW_KINDS.values() if reason.startswith(kind + ": ")), None) or _cause(reason)
-
-
-def _said(cause: str, same: list[str]) -> str:
-    """Reasons of one cause as one: a row kind's rows, each once, else each figure's range."""
-    if cause in ROW_KINDS.values():
-        return f"{cause}: " + ", ".join(dict.fromkeys(r.removeprefix(cause + ": ") for r in same))
-    return reason_range(same)
-
-
-POOLED_SOURCE, BOTH_SOURCES = "earlier runs' pooled rounds", "this run and earlier runs' pooled rounds"
-
-
-def unstable_causes(reasons: Iterable[Sequence[str]]) -> list[tuple[int, str]]:
-    """(measurements, the cause and whose rounds gave it where earlier runs' did) per cause, most frequent first."""
-    return [(n, cause + (f" ({source})" if source else "")) for n, cause, source in _causes(reasons)]
-
-
-def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> str:
-    """Why measurements were unstable, as a run's and a sweep's warning say it: each cause with the
-    range of its figures, counted where not every measurement has it (`(2 measurements)`: a bare
-    "(2)" said nothing of what it counted; not `counted`: a row's own field, where "(1)" counted
-    nothing a reader sees), and once after causes of the same rounds
-    whose they were: `other processes took 68-70% of the 2 CPUs, load 5.2-5.7 on 2 cores (this run
-    and earlier runs' pooled rounds)`."""
-    reasons = [tuple(each) for each in reasons]
-    said = []
-    for source, causes in groupby(_causes(reasons), key=lambda c: c[2]):
-        said.append(", ".join(cause + (f" ({plural(n, 'measurement')})" if counted and n < len(reasons) else "")
-                              for n, cause, _ in causes)
-                    + (f" ({source})" if source else ""))
-    return ", ".join(said)
-
-
-def summary_reasons(u: Unstable) -> tuple[str, ...]:
-    """Its reasons as a summary under a table of per-matrix times says them: a reason of the row's
-    own figures by its kind and the row (`bimodal calls (two clusters of times): svdvals gram_eigh`);
-    --verbose says each measurement's figures."""
-    return tuple(next((f"{kind}: {u.analysis} {u.strategy}" for start, kind in ROW_KINDS.items() if r.startswith(start)), r)
-                 for r in u.reasons)
 
 
 def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:

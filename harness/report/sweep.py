@@ -17,7 +17,8 @@ from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
 from harness.record.sweep_fits import class_text, exponent_text, growth, planner_picks
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
-from harness.report.labels import UNSTABLE_MARK, unstable_why
+from harness.report.labels import UNSTABLE_MARK
+from harness.report.unstable import unstable_why
 
 POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "planned_s", "model_s", "basis", "measured",
                  "passed", "chosen")

@@ -17,11 +17,12 @@ from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
 from harness.report.unresolved import unresolved_line, widened, widening
-from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE, Unstable,
-                                   device_library, errors_text, measurement_count, peak_text, precision_text,
-                                   rounds_text, speedup_cell, strategy_label, table_footnotes, unstable_measurements, unstable_why,
-                                   summary_reasons,
+from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
+                                   device_library, errors_text, peak_text, precision_text,
+                                   rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
+from harness.report.unstable import (Unstable, measurement_count, reasons_text, summary_reasons, unstable_measurements,
+                                     unstable_why)
 
 
 # every column; a terminal too narrow for them all leaves these out, first to last (--wide says
@@ -37,7 +38,7 @@ COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 # the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
 # run", "3+6"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
 # says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors), and
-# a wider value (`3+6 resumed`) that leaves one out more is said
+# a wider value (`3+6 (2 resumed)`) that leaves one out more is said
 FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "rounds": 3, "max error": 7, "status": 7}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
           "not timed": "[yellow]not timed[/]", "not run": "not run"}
@@ -204,13 +205,22 @@ def _they(rows: list[str], one: str, more: str) -> str:
     return one if len(rows) == 1 else more
 
 
+def unstable_head(record: RunRecord, unstable: list[Unstable]) -> str:
+    """`18 of 18 measurements (a strategy on one shape group) unstable`: the terminal's line and the md's list begin so."""
+    return f"{len(unstable)} of {plural(measurement_count(record), 'measurement')} (a strategy on one shape group) unstable"
+
+
+def unstable_advice(unstable: list[Unstable]) -> str:
+    """What to do about them; reused rounds said here, once, not stacked after the causes' own words."""
+    return ("compare their speedups with care, or re-run on a quiet machine (`harness system` names what is busy) or "
+            "with more time for rounds (--budget 30s)"
+            + ("; some were timed by earlier runs, which --fresh measures anew" if any(u.pooled for u in unstable) else ""))
+
+
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = unstable_why(summary_reasons(u) for u in unstable)
-    pooled = " (some from earlier runs' rounds; --fresh measures anew)" if any(u.pooled for u in unstable) else ""
-    return (f"[bold yellow]{len(unstable)} of {plural(measurement_count(record), 'measurement')} "
-            "(a strategy on one shape group) unstable[/] "
-            f"({UNSTABLE_MARK}): {shown(why)}{pooled}; compare their speedups with care, or re-run on a quiet "
-            "machine (`harness system` names what is busy) or with more time for rounds (--budget 30s)")
+    return (f"[bold yellow]{unstable_head(record, unstable)}[/] ({UNSTABLE_MARK}): {shown(why)}; "
+            f"{shown(unstable_advice(unstable))}")
 
 
 def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True) -> list[str]:
@@ -233,7 +243,7 @@ def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool 
     if unstable and not verbose and unstable_line:
         lines.append(_unstable_line(record, unstable))
     lines += [f"[bold yellow]unstable[/] {shown(u.analysis)} {shown(u.strategy)} on {shown(u.group)}: "
-              f"{shown('; '.join(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")
+              f"{shown(reasons_text(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")
               for u in unstable if verbose]
     if verbose and b is not None and b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):  # nothing to act on
         lines.append(f"benchmark: its rounds took {format_seconds(b.spent_s - b.one_off_s)}, more than the "

@@ -187,8 +187,21 @@ def test_a_cause_earlier_runs_rounds_gave_is_said_once_with_this_runs(tmp_path: 
     b = _timed(record, "B", [1.0, 1.1, 1.2], [["earlier runs' rounds: load 7.4 on 2 cores"],
                                               ["earlier runs' rounds: load 10.3 on 2 cores"]])
     c = compare_records(a, b, ("a", "b"))
-    assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A: load 4.8-5.2 on 2 cores; B: load 7.4-10.3 on 2 "
-                                 "cores (some from earlier runs' pooled rounds)"]
+    assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A (some from earlier runs' pooled rounds): load 4.8-5.2 on 2 "
+                                 "cores; B (all from earlier runs' pooled rounds): load 7.4-10.3 on 2 cores"]
+
+
+def test_earlier_runs_rounds_are_said_of_the_run_that_pooled_them(tmp_path: Path) -> None:
+    """Walk 12: `A: ...; B: other processes took 67-70% of the 2 CPUs, load 6.7-6.9 on 2 cores (some
+    from earlier runs' pooled rounds)` of a --fresh B, which pooled none: A's were."""
+    record = real("main_job", tmp_path)
+    a = _timed(record, "A", [1.0, 1.1, 1.2], [["other processes took 66% of the 2 CPUs", "earlier runs' rounds: load 6.1 on 2 cores"]])
+    b = _timed(record, "B", [1.0, 1.1, 1.2], [["other processes took 67% of the 2 CPUs", "load 6.7 on 2 cores"],
+                                              ["other processes took 70% of the 2 CPUs", "load 6.9 on 2 cores"]])
+    (line,) = unstable_lines(compare_records(a, b, ("a", "b")))
+    said_a, _, said_b = line.split(": ", 1)[1].partition("; B")
+    assert said_a.startswith("A (some from earlier runs' pooled rounds): ") and "pooled" not in said_b
+    assert said_b == ": other processes took 67-70% of the 2 CPUs, load 6.7-6.9 on 2 cores"
 
 
 def test_causes_that_flag_the_same_groups_share_one_line(tmp_path: Path) -> None:

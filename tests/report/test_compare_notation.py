@@ -79,15 +79,15 @@ def test_the_rounds_read_as_each_runs_own_table(tmp_path: Path) -> None:
     for r, cell in zip(c.rows, cells):
         key = (r.analysis, r.strategy + r.variant)
         assert (r.n_a, r.n_b, r.shared) == ((2, 3, 2) if r is short else (2, 4, 2))  # the test as before
-        assert cell == ("2, 1+4 resumed" if r is short else "2, 2+4 resumed") == f"{r.rounds_a}, {r.rounds_b}"
+        assert cell == ("2, 1+4 r" if r is short else "2, 2+4 r") == f"{r.rounds_a}, {r.rounds_b}"
         if key != ("spectrum", "numpy"):
             assert cell == f"{tables['A'][key]}, {tables['B'][key]}"
-    assert tables["B"][("spectrum", "numpy")] == "1+4 resumed"  # the table gives the fewest over the groups
+    assert tables["B"][("spectrum", "numpy")] == "1+4 r"  # the table gives the fewest over the groups
     note = [line for line in str(compare_table(c).fit(Console(width=200), 200).caption).split("\n")
             if line.startswith("rounds A, B: ")]
     assert note == [f"rounds A, B: B's rounds pooled from A count for A only ({len(c.rows)} of {len(c.rows)} rows), "
                     "never tested against themselves; a run's table writes a strategy's fewest over its shape groups, "
-                    "a row here its group's: spectrum numpy on 3072x768r16 (B's table: 1+4 resumed)"]
+                    "a row here its group's: spectrum numpy on 3072x768r16 (B's table: 1+4 r)"]
     as_json = json.loads(CompareOutput(gate=None, passed=True, comparisons=[c]).model_dump_json())
     assert [f"{r['rounds_a']}, {r['rounds_b']}" for r in as_json["comparisons"][0]["rows"]] == cells
     page = write_compare([c], tmp_path / "c.html").read_text()

@@ -155,7 +155,8 @@ def test_the_md_keeps_the_terminals_warnings_and_every_export_has_rounds() -> No
 
     record = load_record(Path(__file__).parent / "records" / "busy_run.json")
     md = results_markdown(record)
-    assert "speedups unresolved (?)" in md and "measurements (a strategy on one shape group) unstable (!): other processes took" in md
+    assert "speedups unresolved (?)" in md and "measurements (a strategy on one shape group) unstable (!): " in md
+    assert "  - 12 × other processes took 72-77% of the 2 CPUs" in md.splitlines()  # its causes listed, with their figures
     assert "| rounds |" in md
     texts = [rounds_text(t) for a in record.analyses for t in a.timings]
     shown = [line.split(" | ")[7] for line in md.splitlines() if line.startswith("| ") and "| not run |" not in line
@@ -169,7 +170,8 @@ def test_the_json_has_the_mds_warnings_as_plain_text(busy: Path, capsys: pytest.
     warnings = json.loads(exported(busy, "json", capsys))["warnings"]
     md = exported(busy, "md", capsys)
     bullets = [line[2:] for line in md.split("|---|")[-1].splitlines() if line.startswith("- ")]
-    assert warnings == bullets and len(warnings) >= 3
+    assert warnings[:-1] == bullets[:-1] and len(warnings) >= 3  # the unstable line last, its causes a list in md
+    assert bullets[-1].startswith(warnings[-1].split(": ")[0] + ": compare their speedups") and bullets[-1].endswith("by cause:")
     assert any(w.startswith("not timed, ") for w in warnings) and any("unresolved (?)" in w for w in warnings)
     assert not [w for w in warnings if "[bold" in w or "[/" in w]  # no markup
 
@@ -214,7 +216,7 @@ def test_an_untimed_row_says_whether_it_computed_the_results_and_the_md_marks_it
 
 def test_csv_and_json_rows_say_why_a_measurement_was_unstable(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 48 (exports 2): `unstable` was a bare boolean; the row says why, with its load figures."""
-    from harness.report.labels import unstable_why
+    from harness.report.unstable import unstable_why
 
     rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
     data = json.loads(exported(busy, "json", capsys))["results"]
@@ -269,3 +271,12 @@ def test_a_worst_that_is_a_range_says_its_high_end(busy: Path, capsys: pytest.Ca
     (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"]]
     assert why == f"other processes took up to 76% of the 2 CPUs ({t.groups[1].group})", why
 
+
+
+def test_a_rows_worst_reason_shares_its_notes_parenthetical_with_its_group() -> None:
+    """Walk 12: one parenthetical per reason; the row's group beside a reason's own note made two."""
+    from harness.report.exports import row_unstable_why
+
+    steal = "CPU steal {}% (the hypervisor ran other guests)"
+    why = row_unstable_why([("768x3072r16", [steal.format(6)]), ("3072x768r16", [f"earlier runs' rounds: {steal.format(9)}"])])
+    assert why == "CPU steal up to 9% (3072x768r16; the hypervisor ran other guests), from this run's and earlier runs' pooled rounds"

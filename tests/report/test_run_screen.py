@@ -138,7 +138,7 @@ def test_one_count_of_unstable_measurements(tmp_path: Path) -> None:
     count = sum(g.measurement.unstable for a in record.analyses for t in a.timings for g in t.groups)
     assert count == record.bench.unstable  # type: ignore[union-attr]
     assert f"{count} of {count} measurements (a strategy on one shape group) unstable (!): other processes took" in shown
-    assert "(1 measurement)" in shown and _headline(record)["unstable_count"] == count
+    assert "in 1 measurement" in shown and _headline(record)["unstable_count"] == count
 
 
 def test_the_benchmark_line_counts_in_words_and_says_why_no_reference_was_computed(tmp_path: Path) -> None:

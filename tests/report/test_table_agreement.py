@@ -205,7 +205,7 @@ def test_resumed_rounds_are_explained_where_the_other_forms_are(tmp_path: Path) 
     page = " ".join(html.unescape(render_report(record, tmp_path / "main_job")).split())
     reading = page[page.index('<h2 id="reading">'):]
     reading = reading[:reading.index("</p>")]
-    assert all(form in reading for form in ("3+6, this run's 3", "3 reused, all", f"3+6 resumed, {RESUMED}"))
+    assert all(form in reading for form in ("3+6, this run's 3", "3 reused, all", f"3+6 r, resumed: {RESUMED}"))
 
 
 def test_the_per_matrix_column_is_said_to_be_what_it_is(tmp_path: Path) -> None:

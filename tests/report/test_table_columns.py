@@ -56,7 +56,7 @@ def test_explain_notes_only_the_columns_drawn(width: int, tmp_path: Path) -> Non
 @pytest.mark.parametrize("verbose", [False, True])
 def test_explain_says_what_each_form_of_rounds_means(verbose: bool, tmp_path: Path) -> None:
     _, caption = _drawn(_record(tmp_path, False), 160, verbose=verbose)
-    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", f"3+6 resumed, {RESUMED}"):
+    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", f"3+6 r, resumed: {RESUMED}"):
         assert form in caption  # walk 9: `resumed` was explained in docs/limits.md alone
     assert "a mean, not a median" in caption  # walk 11: "median over the rounds" of two groups' average
     assert ("3+2 (torch 1)" in caption) == verbose  # the benchmark summary it explains is printed with --verbose only
@@ -160,13 +160,14 @@ def test_a_note_under_the_table_hangs_as_every_warning_does(tmp_path: Path, monk
     assert len(lines[at]) <= 100 and lines[at + 1].startswith("  ") and lines[at + 1].strip()
 
 
-def _resumed(record: RunRecord, resumed: bool = True) -> RunRecord:
-    """The walk 9 resumed run: each timing taken over from the stopped run, its rounds `10+12 resumed`."""
+def _resumed(record: RunRecord, resumed: bool = True, own: int = 10, pooled: int = 12, kept: int = 0) -> RunRecord:
+    """The walk 9 resumed run: each timing taken over from the stopped run, its rounds `10+12 r`;
+    `kept`: of this run's rounds, those the stopped run timed (`10+12 (2 resumed)`)."""
     for a in record.analyses:
         for t in a.timings:
-            t.resumed = resumed
+            t.resumed, t.resumed_rounds = resumed, kept
             for g in t.groups:
-                g.rounds, g.pooled = [f"r.{i}#{a.name}#{i}" for i in range(22)], 12
+                g.rounds, g.pooled = [f"r.{i}#{a.name}#{i}" for i in range(own + pooled)], pooled
     return record
 
 
@@ -174,15 +175,32 @@ def _resumed(record: RunRecord, resumed: bool = True) -> RunRecord:
 @pytest.mark.parametrize("name", ["main_job", "busy_run"])
 def test_a_column_a_wide_value_left_out_is_said(name: str, width: int, tmp_path: Path) -> None:
     """Walk 9: `3+6 resumed` widened the rounds column and the default 100-column table lost its
-    dtype without a word; whatever the width holds for the same run not resumed and the resumed
-    one leaves out, the line under the table names, as --wide's does."""
+    dtype without a word; whatever the width holds for the same run not resumed and one resumed
+    part way (`10+12 (2 resumed)`, still wide) leaves out, the line under the table names, as --wide's does."""
     shutil.copy(RECORDS / f"{name}.json", tmp_path / RECORD)
     console = Console(width=width, file=io.StringIO(), force_terminal=True)
     plain = run_table(_resumed(load_record(tmp_path), resumed=False)).fit(console, width)
     assert "left out at this width" not in str(plain.caption)  # the width alone leaves them silently
-    table = run_table(_resumed(load_record(tmp_path))).fit(console, width)
+    table = run_table(_resumed(load_record(tmp_path), resumed=False, kept=2)).fit(console, width)
     headers = [str(c.header) for c in table.columns]
     gone = [str(c.header) for c in plain.columns if c.header not in headers]
     _, said, left_out = " ".join(str(table.caption).split()).partition("(left out at this width: ")
     assert bool(said) == bool(gone) and all(c in left_out.split(";")[0] for c in gone)
     assert said or name == "busy_run" or width == 160  # main_job's lose a column at 100 and 140
+
+
+@pytest.mark.parametrize(("own", "pooled"), [(3, 6), (3, 12)])
+@pytest.mark.parametrize("name", ["main_job", "busy_run"])
+def test_a_resumed_run_draws_the_columns_of_the_same_run_not_resumed(name: str, own: int, pooled: int, tmp_path: Path) -> None:
+    """Walk 12: at 100 columns the resumed run's `3+6 resumed` cost it the dtype every other run of
+    the spec showed; its mark (`3+6 r`) is no wider than the header, and the line under the table says it."""
+    shutil.copy(RECORDS / f"{name}.json", tmp_path / RECORD)
+    for width in range(80, 200, 2):
+        console = Console(width=width, file=io.StringIO(), force_terminal=True)
+        plain, resumed = (run_table(_resumed(load_record(tmp_path), on, own, pooled)).fit(console, width) for on in (False, True))
+        assert [c.header for c in resumed.columns] == [c.header for c in plain.columns], width
+        if "rounds" in [c.header for c in resumed.columns]:
+            cells = resumed.columns[[c.header for c in resumed.columns].index("rounds")]._cells
+            assert f"{own}+{pooled} r" in map(str, cells)
+            timed = ", ".join(a.name for a in load_record(tmp_path).analyses if a.timings)
+            assert f"r ({timed}): resumed, {RESUMED}" in " ".join(str(resumed.caption).split())

@@ -131,9 +131,9 @@ def test_a_resumed_run_keeps_the_rounds_of_the_analysis_it_stopped_in(
                  for s in [seconds.get(rid)]}
     assert recorded_ and all(s is not None for s in recorded_.values())  # the kept rounds, and no other
     assert all(t.resumed_rounds == n and not t.resumed for t in after.analyses[1].timings)
-    from harness.report.labels import rounds_text  # walk 11: the kept rounds read `3+9`, unmarked
+    from harness.report.labels import RESUMED_MARK, rounds_text  # walk 11: the kept rounds read `3+9`, unmarked
 
-    assert all(rounds_text(t).endswith(" resumed") for t in after.analyses[1].timings)
+    assert all(rounds_text(t).endswith(f" {RESUMED_MARK}") for t in after.analyses[1].timings)
     assert after.complete and not (cut / "interrupted.json").exists()
     assert after.analyses[1].verification and after.passed
 

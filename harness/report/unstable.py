@@ -1,0 +1,128 @@
+"""Unreliable measurements as every page says them: one count (a measurement with two reasons is
+one), each cause once with its figures' range, how many it flags and whose rounds gave it, in one
+phrase with one parenthetical at most (walk 12 read `CPU steal 6% (the hypervisor ran other
+guests) (4 measurements) (earlier runs' pooled rounds)`). The terminal says them as a sentence,
+the HTML report and the md export as a list (unstable_causes), a sweep and a row's own field too."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from harness.base.units import plural
+from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
+from harness.record.run_record import RunRecord
+
+
+@dataclass(frozen=True)
+class Unstable:
+    """One measurement (a strategy on a shape group) flagged unreliable, and why."""
+
+    analysis: str
+    strategy: str
+    group: str
+    reasons: tuple[str, ...]
+    pooled: bool  # every round came from earlier runs
+
+
+def unstable_measurements(record: RunRecord) -> list[Unstable]:
+    """Every measurement flagged unstable: the one count the terminal, the report and the
+    exports give (a measurement with two reasons is one measurement)."""
+    return [Unstable(a.name, t.label, g.group, tuple(g.measurement.reasons) or ("flagged unstable",), t.cached)
+            for a in record.analyses for t in a.timings for g in t.groups if g.measurement.unstable]
+
+
+def measurement_count(record: RunRecord) -> int:
+    return sum(len(t.groups) for a in record.analyses for t in a.timings)
+
+
+POOLED_SOURCE, BOTH_SOURCES = "earlier runs' pooled rounds", "this run's and earlier runs' pooled rounds"
+# a reason of one row's own figures (per matrix, or per round) -> its kind as a summary says it,
+# naming rows and no figures: a bimodal row's "375 µs a call" matched no per-matrix time in the
+# table, and two shape groups' modes merged into ranges (`3-13 near 203-262 ms`) no mode had
+ROW_KINDS = {BIMODAL: "bimodal calls (two clusters of times)", "drifting: ": "drifting rounds (a trend from first to last)"}
+NOTE = re.compile(r"(.*?) \(([^()]*)\)")  # `CPU steal 6% (the hypervisor ran other guests)`: what, then its note
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One cause over the measurements it flags: what it was (its figures' range, or a row kind),
+    its note (what that means), a row kind's rows, and whose rounds gave it ("": this run's)."""
+
+    n: int
+    what: str
+    note: str
+    rows: str
+    source: str
+
+    def said(self, counted: bool) -> str:
+        """`CPU steal 6% in 4 measurements (the hypervisor ran other guests)`, `bimodal calls in 2
+        measurements (two clusters of times): spectrum numpy, torch`; the count where `counted`."""
+        return (self.what + (f" in {plural(self.n, 'measurement')}" if counted else "")
+                + (f" ({self.note})" if self.note else "") + (f": {self.rows}" if self.rows else ""))
+
+
+def _kind(reason: str) -> str:
+    """A summary reason's cause: its row kind, or its reason with the figures blanked."""
+    return next((kind for kind in ROW_KINDS.values() if reason.startswith(kind + ": ")), None) or _cause(reason)
+
+
+def _cause_of(n: int, kind: str, same: list[str], source: str) -> Cause:
+    """Reasons of one kind as one cause: a row kind's rows, each once, else each figure's range."""
+    rows = ", ".join(dict.fromkeys(r.removeprefix(kind + ": ") for r in same)) if kind in ROW_KINDS.values() else ""
+    text = kind if rows else reason_range(same)
+    what, note = found.groups() if (found := NOTE.fullmatch(text)) else (text, "")
+    return Cause(n, what, note, rows, source)
+
+
+def _causes(reasons: Iterable[Sequence[str]]) -> list[Cause]:
+    """Each cause of measurements (each its reasons), most frequent first; a measurement counts
+    once under each cause, whether this run's conditions or earlier runs' pooled rounds gave it:
+    `load 5.2-5.7 on 2 cores`, where each was a cause of its own and "earlier runs' rounds:" was
+    said five times in one line. A row's own kind (summary_reasons) names its rows."""
+    reasons = [tuple(each) for each in reasons]
+    mine = [[r.removeprefix(EARLIER) for r in each] for each in reasons]
+    counts = Counter(cause for each in mine for cause in {_kind(r) for r in each})
+    pooled = {_kind(r.removeprefix(EARLIER)) for each in reasons for r in each if r.startswith(EARLIER)}
+    own = {_kind(r) for each in reasons for r in each if not r.startswith(EARLIER)}
+    by = _by_cause((r for each in mine for r in each), _kind)
+    causes = [_cause_of(counts[kind], kind, same, POOLED_SOURCE if kind not in own else BOTH_SOURCES if kind in pooled else "")
+              for kind, same in by.items()]
+    return sorted(causes, key=lambda c: -c.n)
+
+
+def unstable_causes(unstable: Sequence[Unstable]) -> list[tuple[int, str]]:
+    """(measurements, the cause and whose rounds gave it where earlier runs' did) per cause, most
+    frequent first: the list the HTML report and the md export give under their line."""
+    return [(c.n, c.said(False) + (f", from {c.source}" if c.source else ""))
+            for c in _causes(summary_reasons(u) for u in unstable)]
+
+
+def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> str:
+    """Why measurements were unstable, as a run's and a sweep's warning say it: each cause with the
+    range of its figures, counted where not every measurement has it (`in 2 measurements`; not
+    `counted`: a row's own field, where a count counted nothing a reader sees), and once after the
+    causes of the same rounds whose they were: `other processes took 68-70% of the 2 CPUs, load
+    5.2-5.7 on 2 cores, from this run's and earlier runs' pooled rounds; CPU steal 6% in 4
+    measurements (the hypervisor ran other guests), from earlier runs' pooled rounds`."""
+    reasons = [tuple(each) for each in reasons]
+    by_source = _by_cause(_causes(reasons), lambda c: c.source)
+    return "; ".join(", ".join(c.said(counted and c.n < len(reasons)) for c in causes) + (f", from {source}" if source else "")
+                     for source, causes in by_source.items())
+
+
+def summary_reasons(u: Unstable) -> tuple[str, ...]:
+    """Its reasons as a summary under a table of per-matrix times says them: a reason of the row's
+    own figures by its kind and the row (`bimodal calls (two clusters of times): svdvals gram_eigh`);
+    --verbose says each measurement's figures."""
+    return tuple(next((f"{kind}: {u.analysis} {u.strategy}" for start, kind in ROW_KINDS.items() if r.startswith(start)), r)
+                 for r in u.reasons)
+
+
+def reasons_text(reasons: Sequence[str]) -> str:
+    """One measurement's reasons, those earlier runs' pooled rounds gave after their prefix said
+    once (--verbose said `earlier runs' rounds:` before each of them)."""
+    earlier = [r.removeprefix(EARLIER) for r in reasons if r.startswith(EARLIER)]
+    return "; ".join([*(r for r in reasons if not r.startswith(EARLIER)), *([EARLIER + ", ".join(earlier)] if earlier else [])])
