@@ -8,6 +8,7 @@ import html
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,8 @@ def test_a_speedup_said_to_stall_is_not_advised_a_re_run_when_one_more_run_poole
 
 
 # each speedup's (half-width, runs, earlier half-width) -> what the line says after its head
-CASES = {
+Outlooks = Sequence[tuple[float, int, float | None]]
+CASES: dict[str, tuple[Outlooks, str]] = {
     "all early": ([(1.0, 1, None)] * 7, f"; a re-run adds a run {STEADY}; --verbose says why each"),
     "all settle": ([(0.15, 4, None)] * 6 + [(0.2, 3, None)],
                    "; re-running as is should settle all 7 (~5-9 more runs); --verbose says why each"),
