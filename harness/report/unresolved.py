@@ -46,8 +46,8 @@ def widened(t: StrategyTiming) -> bool:
 
 def outlook(t: StrategyTiming, target: float | None) -> Outlook:
     """One speedup's own outlook, from its own interval alone, so that what the line says of it
-    follows its rate and not how many others stalled (walk 12: 5 stalled and 1 borderline read
-    "not as is", one more borderline the next run "a re-run adds a run", for all of them)."""
+    follows its rate and not how many others stalled (walk 12: one run said of them all "rather
+    than as is", the next, one run more pooled, "a re-run adds a run": all or nothing)."""
     if widened(t):
         return "widened"
     more = None if target is None else more_runs(t, target)
