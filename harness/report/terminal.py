@@ -16,7 +16,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.unresolved import unresolved_line, widened, widening
+from harness.report.unresolved import outlook_note, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    device_library, errors_text, peak_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
@@ -237,8 +237,7 @@ def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool 
     if unresolved and not verbose:
         lines.append(unresolved_line(record, unresolved))
     lines += [f"unresolved {shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
-              + (f"; widened with this run's rounds, {widening(t)}: runs under different loads disagree"
-                 if widened(t) else "") for name, t in unresolved if verbose]
+              + outlook_note(t, b.precision if b is not None else None) for name, t in unresolved if verbose]
     unstable = unstable_measurements(record)
     if unstable and not verbose and unstable_line:
         lines.append(_unstable_line(record, unstable))

@@ -1,8 +1,11 @@
-"""Why a run's speedups are unresolved, and whether another run as is would help: a re-run adds a
-run, which narrows an interval on a steady machine; an interval this run's rounds widened, or one
-that runs narrow too slowly, says the machine's load dominates instead."""
+"""Why a run's speedups are unresolved, and whether another run as is would help, speedup by
+speedup: a re-run adds a run, which narrows an interval on a steady machine; an interval this run's
+rounds widened, or one that runs narrow too slowly, says the machine's load dominates instead."""
 
 from __future__ import annotations
+
+import math
+from typing import Literal
 
 from harness.base.units import format_share, plural
 from harness.record.run_record import RunRecord, StrategyTiming
@@ -11,6 +14,14 @@ from harness.report.labels import UNRESOLVED_MARK
 
 STALLED_RUNS = 3  # runs pooled from which a speedup's interval shows how fast runs narrow it
 STALLED_MORE = 10  # more runs than this to reach the target: re-running as is does not help
+
+# What another run as is does for an unresolved speedup, by its own interval: settle it within
+# STALLED_MORE runs, add a run before its rate can be told, or nothing (widened, or too slow).
+Outlook = Literal["settles", "early", "widened", "slow"]
+HELPS: tuple[Outlook, ...] = ("settles", "early")
+STEADY = "on a steady machine intervals narrow with runs, not with one run's rounds"
+QUIETER = ("re-run on a quieter machine (`harness system` names what is busy) or with more time for rounds "
+           "(--budget 30s) rather than as is")
 
 
 def more_runs(t: StrategyTiming, target: float) -> float | None:
@@ -33,6 +44,21 @@ def widened(t: StrategyTiming) -> bool:
     return t.speedup_ci[1] / t.speedup_ci[0] > t.earlier_ci[1] / t.earlier_ci[0]
 
 
+def outlook(t: StrategyTiming, target: float | None) -> Outlook:
+    """One speedup's own outlook, from its own interval alone, so that what the line says of it
+    follows its rate and not how many others stalled (walk 12: one run said of them all "rather
+    than as is", the next, one run more pooled, "a re-run adds a run": all or nothing)."""
+    if widened(t):
+        return "widened"
+    more = None if target is None else more_runs(t, target)
+    return "early" if more is None else "slow" if more > STALLED_MORE else "settles"
+
+
+def runs_to_settle(t: StrategyTiming, target: float) -> int:
+    """The whole runs a speedup that settles needs: at least one (a re-run is one)."""
+    return max(1, math.ceil(more_runs(t, target) or 0.0))
+
+
 def widening(t: StrategyTiming) -> str:
     """`0.77-48.69 before this run; with it, 0.46-185`; ends too far apart to read as the tables say
     them (`1.67-11.62 before this run; with it, too wide`, not `0.0000053-13,360,295`)."""
@@ -41,43 +67,79 @@ def widening(t: StrategyTiming) -> str:
 
 
 def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTiming]]) -> str:
-    """What to do about unresolved speedups: a re-run adds a run, which narrows an interval on a
-    steady machine; but where every one widened with this run's rounds, or pools STALLED_RUNS runs
-    or more and would need over STALLED_MORE more, the machine's load dominates and another run as
-    is does not help (issue 48: "a re-run adds a run" after five runs of ±120%, and after
-    2.87-19.99 became 0.77-48.69 and then 0.46-185). Each cause is a clause of its own, so the
-    line reads whether widened ones, stalled ones or both are said (walk-through 7)."""
+    """What to do about unresolved speedups, one clause per outlook with its count: those a re-run
+    helps first (it settles them in ~N runs, or adds a run before their rate can be told), then
+    those it does not (widened with this run's rounds, or narrowing too slowly after STALLED_RUNS
+    runs), for which the quieter machine is advised; so no speedup is told both "re-run as is" and
+    "not as is", and a speedup's advice changes only when its own interval does (issue 48: "a
+    re-run adds a run" after five runs of ±120%; walk 12: the advice flipped between two runs)."""
     b = record.bench
-    target = f"±{format_share(b.precision)}" if b is not None else "the target asked for"
+    precision = b.precision if b is not None else None
+    target = f"±{format_share(precision)}" if precision is not None else "the target asked for"
     head = (f"{plural(len(unresolved), 'speedup')} unresolved ({UNRESOLVED_MARK}): "
             f"{'its interval is' if len(unresolved) == 1 else 'their intervals are'} wider than {target}")
-    wider = [(name, t) for name, t in unresolved if widened(t)]
-    stalled = [t for _name, t in unresolved if not widened(t)]
-    more = [m for t in stalled if b is not None and (m := more_runs(t, b.precision)) is not None and m > STALLED_MORE]
-    said = _widened_clause(wider, len(unresolved)) if wider else ""
-    if len(wider) + len(more) == len(unresolved):
-        slow = _stalled_clause(len(stalled), len(unresolved), min(t.runs for t in stalled), min(more)) if more else ""
-        return (f"{head}; {', and '.join(c for c in (said, slow) if c)}, so the machine's load dominates: re-run on a "
-                "quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s) "
-                "rather than as is; --verbose says why each")
-    return (f"{head}; a re-run adds a run (on a steady machine intervals narrow with runs, not with one run's rounds)"
-            + (f"; here {said}" if said else "") + ", --verbose says why each")  # no "))" after said's own (walk-through 8)
+    by: dict[Outlook, list[tuple[str, StrategyTiming]]] = {"settles": [], "early": [], "widened": [], "slow": []}
+    for name, t in unresolved:
+        by[outlook(t, precision)].append((name, t))
+    kinds = [kind for kind, of in by.items() if of]
+    who = {kind: _who(len(by[kind]), len(unresolved), kind == kinds[0], kind == kinds[-1]) for kind in kinds}
+    clauses = [_helps_clause(kind, who[kind], by[kind], len(unresolved), precision) for kind in kinds if kind in HELPS]
+    not_helps = ([_widened_clause(by["widened"], who["widened"])] if by["widened"] else []) + (
+        [_stalled_clause(by["slow"], who["slow"], precision)] if by["slow"] and precision is not None else [])
+    if not_helps:
+        those = "" if not clauses else "for that one, " if len(by["widened"]) + len(by["slow"]) == 1 else "for those, "
+        clauses.append(f"{', and '.join(not_helps)}, so the machine's load dominates: {those}{QUIETER}")
+    return f"{head}; {'; '.join(clauses)}; --verbose says why each"
 
 
-def _widened_clause(wider: list[tuple[str, StrategyTiming]], of: int) -> str:
+def outlook_note(t: StrategyTiming, target: float | None) -> str:
+    """What another run as is does for one speedup, said after why it is unresolved (--verbose),
+    in the words of the line that counts them."""
+    kind = outlook(t, target)
+    if kind == "widened":
+        return f"; widened with this run's rounds, {widening(t)}: runs under different loads disagree"
+    if kind == "early" or target is None:
+        return ""
+    if kind == "slow":
+        return f"; it narrows too slowly with runs to help (it would need ~{more_runs(t, target) or 0.0:,.0f} more)"
+    n = runs_to_settle(t, target)
+    return f"; re-running as is should settle it (~{plural(n, 'more run')})"
+
+
+def _who(k: int, of: int, first: bool, last: bool) -> str:
+    """How a clause names its `k` of `of` speedups: `it`, `all 3` when they are every one, `the
+    other 2` when an earlier clause named the rest, else `2 of them`."""
+    if k == of:
+        return "it" if k == 1 else "both" if k == 2 else f"all {k}"
+    if last and not first:
+        return "the other one" if k == 1 else f"the other {k}"
+    return f"{k} of them"
+
+
+def _helps_clause(kind: Outlook, who: str, of: list[tuple[str, StrategyTiming]], total: int,
+                  target: float | None) -> str:
+    """`re-running as is should settle 1 of them (~4 more runs)`, or `a re-run adds a run to the
+    other 2 (on a steady machine ...)`; with every one early, the clause names none."""
+    if kind == "early" or target is None:
+        return f"a re-run adds a run{'' if len(of) == total else ' to ' + who} ({STEADY})"
+    runs = sorted(runs_to_settle(t, target) for _name, t in of)
+    span = f"{runs[0]}" if runs[0] == runs[-1] else f"{runs[0]}-{runs[-1]}"
+    return f"re-running as is should settle {who} (~{span} more run{'' if span == '1' else 's'})"
+
+
+def _widened_clause(wider: list[tuple[str, StrategyTiming]], who: str) -> str:
     """`2 of them widened with this run's rounds (top3 torch_lowrank: 0.21-1.59 before this run;
     with it, 0.17-1.48; and top3 torch)`: the first one's intervals, every one named."""
-    k = len(wider)
-    who = "it" if of == 1 else "both" if k == of == 2 else f"all {k}" if k == of else f"{k} of them"
-    others = f"; and {', '.join(f'{n} {t.label}' for n, t in wider[1:])}" if k > 1 else ""
+    others = f"; and {', '.join(f'{n} {t.label}' for n, t in wider[1:])}" if len(wider) > 1 else ""
     name, t = wider[0]
     return f"{who} widened with this run's rounds ({name} {t.label}: {widening(t)}{others})"
 
 
-def _stalled_clause(k: int, of: int, runs: int, nearest: float) -> str:
+def _stalled_clause(slow: list[tuple[str, StrategyTiming]], who: str, target: float) -> str:
     """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (the nearest
-    would need ~64 more)`: the `k` of `of` unresolved speedups that runs would not settle soon."""
-    who = "it" if of == 1 else "they" if k == of else "the other one" if k == 1 else f"the other {k}"
-    one = k == 1
-    return (f"{who} {'narrows' if one else 'narrow'} too slowly with runs to help after {runs} or more runs pooled "
-            f"({'it' if one else 'the nearest'} would need ~{nearest:,.0f} more)")
+    would need ~64 more)`: the unresolved speedups that runs would not settle soon."""
+    one = len(slow) == 1
+    nearest = min(more_runs(t, target) or 0.0 for _name, t in slow)
+    runs = min(t.runs for _name, t in slow)
+    return (f"{'they' if who.startswith('all ') else who} {'narrows' if one else 'narrow'} too slowly with runs to "
+            f"help after {runs} or more runs pooled ({'it' if one else 'the nearest'} would need ~{nearest:,.0f} more)")

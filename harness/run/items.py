@@ -78,7 +78,10 @@ def disagreeing(pooled: Sequence[Round], new: Sequence[Round], matrices: int) ->
     """Why a point's pooled rounds are not to be believed beside the rounds this run timed of it
     (WILD_RUN off their median), or None: also None before this run timed it, and while its own
     rounds are WILD_RUN apart themselves (walk 11: 6 pooled rounds of two runs that agreed were
-    set aside beside 2 of this run's 14x apart, and the verdict rested on those 2)."""
+    set aside beside 2 of this run's 14x apart, and the verdict rested on those 2). Not
+    bench.noise's dispersion verdict: that marks a time `unstable` from 1.5x apart, where own
+    rounds still judge a pool WILD_RUN off; only own rounds further apart than the tolerance they
+    would judge by cannot tell a wild pool from their own spread."""
     seconds = [r.seconds for r in new]
     if not seconds or max(seconds) > WILD_RUN * min(seconds):
         return None

@@ -79,19 +79,27 @@ def test_another_versions_pool_is_never_read_nor_written(tmp_path: Path) -> None
     assert len(said) == 1 and "not kept" in said[0]
 
 
-def test_a_planted_pool_is_outvoted_by_what_the_run_measures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """Five planted runs in which torch is 1,000x faster than numpy: the run measures, finds the
-    pooled torch rounds far off its own, discards them with a note, and says its own figure."""
+SPEC = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='numpy', compare=['torch']}]",
+        "--set", "data.modules={a=[512, 512]}", "--set", "data.form='dense'", "--budget", "0.5s"]
+
+
+def first_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """SPEC's first run into tmp_path/a, timing as on a quiet machine (one shape group, numpy
+    against torch), its pool in tmp_path/wisdom: the pool's file, for a test to plant in."""
     from harness.run import rounds as rounding
 
     monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
-    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='numpy', compare=['torch']}]",
-            "--set", "data.modules={a=[512, 512]}", "--set", "data.form='dense'", "--budget", "0.5s"]
-    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
+    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *SPEC]) == 0
+    return next((tmp_path / "wisdom").glob(f"rounds-v{measurements.VERSION}-*.json"))
+
+
+def test_a_planted_pool_is_outvoted_by_what_the_run_measures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Five planted runs in which torch is 1,000x faster than numpy: the run measures, finds the
+    pooled torch rounds far off its own, discards them with a note, and says its own figure."""
+    path = first_run(tmp_path, monkeypatch)
     before = next(t for t in load_record(tmp_path / "a").analyses[0].timings if t.strategy == "torch")
-    path = next((tmp_path / "wisdom").glob(f"rounds-v{measurements.VERSION}-*.json"))
     pool = Measurements.model_validate_json(path.read_text())
     assert len(pool.items) == 2  # numpy's item and torch's, one shape group
     fast = min(pool.items, key=lambda key: min(r.seconds for r in pool.items[key]))  # torch: 2 threads
@@ -101,7 +109,7 @@ def test_a_planted_pool_is_outvoted_by_what_the_run_measures(tmp_path: Path, mon
                                                                  "seconds": rounds[0].seconds * scale})
                                     for i in range(5)]
     path.write_text(pool.model_dump_json())
-    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *spec]) == 0
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *SPEC]) == 0
     after = next(t for t in load_record(tmp_path / "b").analyses[0].timings if t.strategy == "torch")
     assert after.speedup is not None and before.speedup is not None
     assert 0.2 < after.speedup / before.speedup < 5  # the run's own figure, not the planted one
@@ -136,14 +144,7 @@ def test_a_pooled_round_set_aside_stays_aside_in_every_later_run(tmp_path: Path,
     """Walk 8: a pool holding one round 14x off was discarded in one run, then pooled again in the
     next, where that run's own rounds outvoted it in the median, and the verdict swung. The pool
     marks it set aside: neither run pools it, and only the first says so."""
-    from harness.run import rounds as rounding
-
-    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
-    monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])
-    spec = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='numpy', compare=['torch']}]",
-            "--set", "data.modules={a=[512, 512]}", "--set", "data.form='dense'", "--budget", "0.5s"]
-    assert main(["run", SMOKE, "-o", str(tmp_path / "a"), *spec]) == 0
-    path = next((tmp_path / "wisdom").glob(f"rounds-v{measurements.VERSION}-*.json"))
+    path = first_run(tmp_path, monkeypatch)
     pool = Measurements.model_validate_json(path.read_text())
     for key, rounds in pool.items.items():  # each point's only pooled round: 14x slower than its own
         slowest = max(r.seconds for r in rounds)
@@ -151,10 +152,52 @@ def test_a_pooled_round_set_aside_stays_aside_in_every_later_run(tmp_path: Path,
     path.write_text(pool.model_dump_json())
     capsys.readouterr()
     for run in ("b", "c"):
-        assert main(["run", SMOKE, "-o", str(tmp_path / run), *spec]) == 0
+        assert main(["run", SMOKE, "-o", str(tmp_path / run), *SPEC]) == 0
         timings = load_record(tmp_path / run).analyses[0].timings
         assert not any("planted" in r for t in timings for g in t.groups for r in g.rounds), run
         said = capsys.readouterr().err
         assert ("1 round at" in said) == (run == "b"), said
     pool = Measurements.model_validate_json(path.read_text())
     assert pool.set_aside == {key: ["planted#svdvals#0"] for key in pool.items}
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["own rounds agree", "own rounds 28x apart"])
+def test_a_pool_off_what_the_run_measures_is_set_aside_only_beside_own_rounds_that_agree(
+        apart: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 12 never met the set-aside, walk 11 met it the wrong way round (2 own rounds 14x apart
+    discarded 6 pooled ones that agreed). End to end: torch's pooled rounds, planted 14x slower than
+    it runs, are discarded with the note beside own rounds that agree, and kept in the record beside
+    own rounds that are WILD_RUN apart themselves (here the first 14x, the second 0.5x, the rest 1x)."""
+    from harness.bench.worker import Reply, Request, TimingWorker
+    from harness.run.items import WILD_RUN
+
+    path = first_run(tmp_path, monkeypatch)
+    torch = next(t for t in load_record(tmp_path / "a").analyses[0].timings if t.label == "torch")
+    measured = {(r, s) for g in torch.groups for r, s in zip(g.rounds, g.measurement.samples_s, strict=True)}
+    pool = Measurements.model_validate_json(path.read_text())
+    (key,) = [k for k, rounds in pool.items.items() if {(r.round, r.seconds) for r in rounds} == measured]
+    planted = {r.round for r in pool.items[key]}  # they pair with numpy's pooled rounds, as a real run's do
+    pool.items[key] = [r.model_copy(update={"seconds": 14 * r.seconds}) for r in pool.items[key]]
+    path.write_text(pool.model_dump_json())
+    block, scales = TimingWorker.block, [14.0, 0.5] if apart else []
+
+    def timed(self: TimingWorker, request: Request, deadline_s: float = 0.0) -> Reply:
+        reply = block(self, request, deadline_s)
+        if self.label != "torch" or not request.min_time_s:  # a timed block of torch's, not a verifying call
+            return reply
+        scale = scales.pop(0) if scales else 1.0
+        return Reply(reply.block.model_copy(update={"seconds": scale * reply.block.seconds}), reply.result, reply.notes)
+
+    monkeypatch.setattr(TimingWorker, "block", timed)
+    capsys.readouterr()
+    assert main(["run", SMOKE, "-o", str(tmp_path / "b"), *SPEC]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    torch = next(t for t in load_record(tmp_path / "b").analyses[0].timings if t.label == "torch")
+    kept = {r for g in torch.groups for r in g.rounds} & planted
+    own = [s for g in torch.groups for s in g.measurement.samples_s[g.pooled:]]
+    assert len(own) >= 3 and (max(own) > WILD_RUN * min(own)) == apart  # the case asked for
+    discarded = "svdvals: pooled rounds of torch on 512x512 discarded: "
+    assert (discarded in said) != apart and (kept == planted) == apart, said
+    if not apart:
+        assert said.split(discarded)[1].split(" rounds at ")[0] == str(len(planted))
+        assert "this run's own rounds measured" in said.split(discarded)[1]

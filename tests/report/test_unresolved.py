@@ -1,0 +1,127 @@
+"""The advice on unresolved speedups is per speedup, from each one's own interval (walk 12: the third
+run said the speedups "narrow too slowly ... rather than as is", the next, one more run pooled, "a
+re-run adds a run" of all of them): records with known intervals, each outlook counted in one line."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from harness.record.run_record import RECORD, RunRecord, StrategyTiming, load_record
+
+RECORDS = Path(__file__).parent / "records"
+TARGET = 0.10  # main_job's precision
+QUIETER = "re-run on a quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s)"
+STEADY = "(on a steady machine intervals narrow with runs, not with one run's rounds)"
+
+
+def unresolved_of(tmp_path: Path) -> tuple[RunRecord, list[tuple[str, StrategyTiming]]]:
+    """main_job's record (its precision ±10%) and its 7 unresolved speedups, each with an interval."""
+    (tmp_path / "run").mkdir()
+    shutil.copy(RECORDS / "main_job.json", tmp_path / "run" / RECORD)
+    record = load_record(tmp_path / "run")
+    assert record.bench is not None and record.bench.precision == TARGET
+    unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved and t.speedup]
+    assert len(unresolved) == 7
+    return record, unresolved
+
+
+def known(t: StrategyTiming, half: float, runs: int, earlier: float | None = None) -> None:
+    """Give `t` the interval speedup x/÷ (1 + half) from `runs` runs; `earlier`: the half-width
+    earlier runs' rounds gave alone (narrower: this run widened it)."""
+    assert t.speedup is not None
+    t.runs, t.speedup_ci = runs, (t.speedup / (1 + half), t.speedup * (1 + half))
+    t.earlier_ci = None if earlier is None else (t.speedup / (1 + earlier), t.speedup * (1 + earlier))
+
+
+def footer(record: RunRecord, verbose: bool = False) -> list[str]:
+    from harness.report.terminal import warning_lines
+
+    return [line for line in warning_lines(record, verbose) if line.startswith(("unresolved ", "7 speedups unresolved"))]
+
+
+def test_a_speedup_said_to_stall_is_not_advised_a_re_run_when_one_more_run_pooled_leaves_it_as_slow(
+        tmp_path: Path) -> None:
+    """Run 3: all 7 need far more than STALLED_MORE runs. Run 4: one of them narrowed to need ~4
+    more, the other 6 still stall: the line says so of each group, and the 6 keep their advice."""
+    from harness.report.unresolved import more_runs
+
+    record, unresolved = unresolved_of(tmp_path)
+    for _name, t in unresolved:
+        known(t, 1.0, 3)  # ±100% after 3 runs: ~297 more
+    (third,) = footer(record)
+    assert third.endswith(f"; they narrow too slowly with runs to help after 3 or more runs pooled (the nearest would "
+                          f"need ~297 more), so the machine's load dominates: {QUIETER} rather than as is; --verbose "
+                          "says why each")
+    for _name, t in unresolved:
+        known(t, 0.9, 4)  # one more run, a little narrower: ~320 more, as slow as before
+    name, near = unresolved[0]
+    known(near, 0.15, 4)  # ±15% after 4 runs: 4 * 1.5^2 - 4 = 5 more
+    assert more_runs(near, TARGET) == pytest.approx(5.0)
+    (fourth,) = footer(record)
+    assert fourth.endswith("; re-running as is should settle 1 of them (~5 more runs); the other 6 narrow too slowly with "
+                           "runs to help after 4 or more runs pooled (the nearest would need ~320 more), so the "
+                           f"machine's load dominates: for those, {QUIETER} rather than as is; --verbose says why each")
+    assert "a re-run adds a run" not in fourth
+    verbose = footer(record, verbose=True)
+    assert verbose[0].startswith(f"unresolved {name} {near.label}: ") and verbose[0].endswith(
+        "; re-running as is should settle it (~5 more runs)")
+    assert all(line.endswith("; it narrows too slowly with runs to help (it would need ~320 more)") for line in verbose[1:])
+
+
+# each speedup's (half-width, runs, earlier half-width) -> what the line says after its head
+Outlooks = Sequence[tuple[float, int, float | None]]
+CASES: dict[str, tuple[Outlooks, str]] = {
+    "all early": ([(1.0, 1, None)] * 7, f"; a re-run adds a run {STEADY}; --verbose says why each"),
+    "all settle": ([(0.15, 4, None)] * 6 + [(0.2, 3, None)],
+                   "; re-running as is should settle all 7 (~5-9 more runs); --verbose says why each"),
+    "one settles, one early": ([(0.12, 3, None)] + [(1.0, 2, None)] * 6,
+                               f"; re-running as is should settle 1 of them (~2 more runs); a re-run adds a run to the "
+                               f"other 6 {STEADY}; --verbose says why each"),
+    "one widened, the rest early": ([(1.0, 2, 0.5)] + [(1.0, 2, None)] * 6,
+                                    f"; a re-run adds a run to 6 of them {STEADY}; the other one widened with this "
+                                    "run's rounds ("),
+    "one of each": ([(0.12, 3, None), (1.0, 1, None), (1.0, 3, 0.5)] + [(1.0, 3, None)] * 4,
+                    f"; re-running as is should settle 1 of them (~2 more runs); a re-run adds a run to 1 of them "
+                    f"{STEADY}; 1 of them widened with this run's rounds ("),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_outlook_is_counted_and_none_is_told_both_as_is_and_not(case: str, tmp_path: Path) -> None:
+    """All settle, none settle, mixed, 1 and many: the clauses a re-run helps come first, the ones
+    it does not after them with the quieter machine, scoped to them ("for those") when both are said."""
+    record, unresolved = unresolved_of(tmp_path)
+    outlooks, said = CASES[case]
+    for (_name, t), (half, runs, earlier) in zip(unresolved, outlooks, strict=True):
+        known(t, half, runs, earlier)
+    (line,) = footer(record)
+    assert line.startswith("7 speedups unresolved (?): their intervals are wider than ±10%" + said), line
+    helps = "should settle" in line or "a re-run adds a run" in line
+    if "rather than as is" in line:
+        scope = "for that one, " if case.startswith("one widened") else "for those, "
+        assert (f"so the machine's load dominates: {scope + QUIETER if helps else QUIETER} rather than as is; "
+                "--verbose says why each") in line
+
+
+def test_the_advice_reads_the_same_in_the_terminal_md_json_and_html(tmp_path: Path) -> None:
+    """The line the terminal prints is the md's bullet, the JSON's warning and the HTML headline's
+    (the API's run prints the terminal's screen)."""
+    from harness.report.exports import results_json, results_markdown
+    from harness.report.html import render_report
+
+    record, unresolved = unresolved_of(tmp_path)
+    for (_name, t), (half, runs, earlier) in zip(unresolved, CASES["one of each"][0], strict=True):
+        known(t, half, runs, earlier)
+    (line,) = footer(record)
+    assert CASES["one of each"][1] in line
+    assert line in json.loads(results_json(record))["warnings"]
+    assert f"- {line}" in results_markdown(record).splitlines()
+    page = " ".join(html.unescape(re.sub("<[^>]+>", "", render_report(record, tmp_path / "run"))).split())
+    assert line.replace("`", "") in page  # the page sets the command in <code>
