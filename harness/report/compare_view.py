@@ -83,15 +83,11 @@ def named(items: list[str], total: int) -> str:
     return f"{', '.join(items[:NAMED])} and {len(items) - NAMED} more: {len(items)} of {plural(total, 'row')}"
 
 
-def _name(r: GroupComparison) -> str:
-    return f"{r.analysis} {r.strategy}{r.variant} on {r.group}"
-
-
 def apart_note(c: Comparison) -> str | None:
     """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why."""
-    apart = [_name(r) for r in c.rows if r.times_apart]
+    apart = [r.label for r in c.rows if r.times_apart]
     # within B / A's interval, yet on the other side of 1: "A 76 µs, B 73 µs, B / A 1.24" read as a fault
-    crossed = [_name(r) for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
+    crossed = [r.label for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
     why = ("the medians are over every round each record holds, pooled ones too; B / A pairs each run's own "
            "rounds, and is the comparison")
     if apart:
@@ -107,11 +103,11 @@ def rounds_note(c: Comparison) -> str | None:
     rounds otherwise (its fewest over a strategy's groups)."""
     said = []
     for side, other in (("B", "A"), ("A", "B")):
-        rows = [_name(r) for r in c.rows if getattr(r, f"shared_{other.lower()}")]
+        rows = [r.label for r in c.rows if getattr(r, f"shared_{other.lower()}")]
         if rows:
             said.append(f"{side}'s rounds pooled from {other} count for {other} only ({named(rows, len(c.rows))}), "
                         "never tested against themselves")
-    earlier = [_name(r) for r in c.rows if r.shared > r.shared_a + r.shared_b]
+    earlier = [r.label for r in c.rows if r.shared > r.shared_a + r.shared_b]
     if earlier:
         said.append(f"rounds both pooled from earlier runs count for neither ({named(earlier, len(c.rows))})")
     if c.table_rounds:
@@ -176,7 +172,7 @@ def _row_reason(r: GroupComparison, reason: str) -> str:
     two groups' and matched neither's median), so each is said apart, naming the row."""
     if not reason.startswith(BIMODAL):
         return reason
-    return f"{BIMODAL}{_name(r)}: {reason.removeprefix(BIMODAL)}"
+    return f"{BIMODAL}{r.label}: {reason.removeprefix(BIMODAL)}"
 
 
 def _said(causes: list[list[Flag]]) -> str:
