@@ -42,15 +42,22 @@ def ratio_header(c: Comparison) -> str:
     return f"B / A (paired rounds, {c.level} CI)"
 
 
+def level_rule(c: Comparison) -> str:
+    """`at 99%: a change needs p < 0.01 and B / A beyond 1.1x`: what a row's change column decided by."""
+    return f"at {c.level}: a change needs p < {c.alpha:g} and B / A beyond {c.factor:g}x"
+
+
 def summary_line(c: Comparison, several: bool = False) -> str:
-    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significant`, asv compare's
-    count; the groups the test could not judge are named as such, never a count of "too few". A gate
+    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significant (at 99%: a change needs p < 0.01
+    and B / A beyond 1.1x)`, asv compare's count and the test's level; the groups the test could not judge are named as such, never a count of "too few". A gate
     that could not judge leads the line: `gate INCONCLUSIVE, none of 11 groups could be gated (11
     unstable); ungated: 8 not significant, ...`."""
     counts = Counter(r.change for r in c.rows)
     judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
     if counts["not significant"]:
         judged.append(f"{counts['not significant']} not significant")  # the rows' words (walk 12)
+    if judged:  # the test's level, in the line every width keeps: "0.037 not significant" read as a fault (walk 12)
+        judged[-1] += f" ({level_rule(c)})"
     if counts["too few rounds"]:
         # as the rows say it: a row of rounds enough reads `too wide (...)` (walk 11 met both words)
         why = "too few rounds" + (" or too wide an interval" if any(r.wide for r in c.rows) else "")
