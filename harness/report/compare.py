@@ -35,7 +35,7 @@ from harness.base.units import format_ratio, p_clause, plural
 from harness.bench.measure import Measurement
 from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
-from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
+from harness.record.run_record import GroupTiming, RecordError, RunRecord
 from harness.report.labels import group_rounds_text, printable, rounds_text
 from harness.report.pairing import Pair, pairs, point_name, untimed
 from harness.specs.reading import leaves
