@@ -42,12 +42,13 @@ def check(spec: Path, sets: list[str], sweep: Path, folder: Path, budget: list[s
     from harness.base.units import format_seconds
     from harness.cli import main as cli
     from harness.record.run_record import load_record
+    from harness.record.sweep_fits import NEAR
     from harness.record.sweep_record import axis_name, load_sweep, point_timings
     from harness.report.sweep import crossover_sentence
 
     record = load_sweep(sweep)
     found = []
-    for n, c in enumerate(record.crossovers, 1):
+    for n, c in enumerate([c for c in record.crossovers if c.distance <= NEAR], 1):  # the far ones: no run to check
         value = at_size(record.axes[c.axis], c.crossing.size)
         point = {c.axis: value, **c.fixed}
         out = folder / f"check-{n}"

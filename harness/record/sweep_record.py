@@ -66,8 +66,9 @@ class PointTiming(BaseModel):
     seconds: float  # per matrix (op pca: per position), every group's median scaled to its matrices
     low: float  # the 95% interval of the next run's seconds per matrix
     high: float
-    # per matrix: the cost model's own figure, unscaled (or the wisdom's, where the plan took that): what the
-    # model's exponent is fitted over
+    # per matrix: the cost model's own figure, unscaled, even where the plan took the wisdom's measurement: what
+    # the model's exponent is fitted over (the wisdom's figure there dropped the model's clause from a second run's
+    # sentence, its points measured by the first: walk 12)
     model_s: float | None = None
     # per matrix: the plan's estimate as the planner compared it, a modelled figure scaled by the plan's
     # calibration (the model's 15.6 ms beside the plan's 73 ms read as a pick against its own figures)
@@ -77,7 +78,7 @@ class PointTiming(BaseModel):
 
     @property
     def measured(self) -> bool:
-        """model_s is this machine's wisdom's measurement (of a shape group at least), not the cost model's."""
+        """planned_s is this machine's wisdom's measurement (of a shape group at least), not the cost model's."""
         return bool(self.basis) and not self.basis.startswith(MODELLED)
 
 
@@ -115,8 +116,17 @@ class SweepCrossover(BaseModel):
     a: str  # the strategy that is cheaper above the crossing
     b: str
     crossing: Crossover
-    inside: bool  # within the swept range (else near it: a factor 2 beyond an end at most)
+    inside: bool  # within the swept range
     limit: AxisLimit | None = None  # the axis' largest possible value along the fits
+    swept: tuple[float, float] | None = None  # the two fits' smallest and largest size (sweeps before it: none)
+
+    @property
+    def distance(self) -> float:
+        """How far the crossing lies beyond the swept range, as a factor of its nearer end (1: inside; a sweep
+        before `swept` kept only those within 2x)."""
+        if self.inside or self.swept is None:
+            return 1.0
+        return max(self.swept[0] / self.crossing.size, self.crossing.size / self.swept[1])
 
     @property
     def high(self) -> float:
@@ -173,11 +183,11 @@ def _estimates(plan: Plan, analysis: str, t: StrategyTiming) -> tuple[float | No
     matrices = sum(g.total for g in t.groups)
     basis = {found.basis.get(g.group, MODELLED) for g in t.groups}
     # the model's figure as the cost model gave it, not scaled by the plan's measurements (plan.calibration):
-    # each point's plan scales by its own factor, which would bend the model's exponent
-    model = {g: found.model_s.get(g, s) if found.basis.get(g, MODELLED).startswith(MODELLED) else s
-             for g, s in found.per_matrix_s.items()}
-    return (sum(model[g.group] * g.total for g in t.groups) / matrices,
-            sum(found.per_matrix_s[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis)))
+    # each point's plan scales by its own factor, which would bend the model's exponent; nor the wisdom's
+    # measurement where the plan took that, which left a second run of a sweep without the model's exponent
+    model = (sum(found.model_s[g.group] * g.total for g in t.groups) / matrices
+             if all(g.group in found.model_s for g in t.groups) else None)
+    return model, sum(found.per_matrix_s[g.group] * g.total for g in t.groups) / matrices, "/".join(sorted(basis))
 
 
 def point_timings(record: RunRecord) -> list[PointTiming]:

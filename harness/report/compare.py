@@ -3,7 +3,7 @@ with an interval at the test's own level (99% for p < 0.01: the interval exclude
 the test calls the change significant), and whether they differ. A point is the whole of what was timed (the
 strategy, its precision, compiled or not, its environment: plan.model.Point): keyed by the
 strategy alone, A's plain numpy was compared with B's numpy in an environment of its own, and
-`gram_eigh@float32` with `gram_eigh@float64`. What does not pair is listed by its whole label.
+`gram_eigh@float32` with `gram_eigh@float64`. What does not pair is listed (report.pairing).
 
 The replication unit is the run, not the call or the round (bench.statistics): consecutive calls
 of one process are correlated, and treating ~200 of them as independent called identical code
@@ -35,9 +35,9 @@ from harness.base.units import format_ratio, p_clause, plural
 from harness.bench.measure import Measurement
 from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
-from harness.plan.model import Point
-from harness.record.run_record import GroupTiming, RecordError, RunRecord, StrategyTiming
+from harness.record.run_record import GroupTiming, RecordError, RunRecord
 from harness.report.labels import group_rounds_text, printable, rounds_text
+from harness.report.pairing import Pair, pairs, point_name, untimed
 from harness.specs.reading import leaves
 from harness.specs.sections import duration_keys
 
@@ -95,10 +95,10 @@ class GroupComparison(BaseModel):
 
     @property
     def label(self) -> str:
-        return f"{self.analysis}/{self.strategy}{self.variant} on {self.group}"
+        return point_name(self.analysis, self.strategy + self.variant, self.group)
 
     def describe(self) -> str:
-        """`analysis/strategy on group: B/A 1.42 (1.30-1.55), p=0.003`."""
+        """`analysis strategy on group: B/A 1.42 (1.30-1.55), p=0.003`."""
         p = "" if self.p_value is None else f", {p_clause(self.p_value)}"
         return f"{self.label}: B/A {self.ratio_text}{p}"
 
@@ -132,7 +132,7 @@ class Comparison(BaseModel):
     alpha: float
     factor: float
     rows: list[GroupComparison]
-    unmatched: list[str]  # "analysis/numpy@float64+OPENBLAS_THREAD_TIMEOUT=18: only in B" and the like
+    unmatched: list[str]  # "spectrum torch: timed in A only (B: why)", "spectrum torch (bfloat16): only in B" (pairing)
     gate: float | None = None  # --fail-on-regression's ratio (then equal to factor); None: no gate
     regressions: list[str] = []  # GroupComparison.describe() of every row that fails the gate
     passed: bool = True  # no regression (always true without a gate)
@@ -265,56 +265,6 @@ def _reasons(side: str, m: Measurement) -> list[str]:
     return [f"{side}: {r}" for r in m.reasons or ["flagged unstable"]] if m.unstable else []
 
 
-def _point(t: StrategyTiming, dtype: str) -> Point:
-    """Its point; the plan's dtype stands for the precision of a record before precisions."""
-    return t.point._replace(precision=t.precision or dtype)
-
-
-Pair = tuple[str, StrategyTiming, StrategyTiming, GroupTiming, GroupTiming]  # (analysis, A's and B's timing, their groups)
-
-
-def _pairs(a: RunRecord, b: RunRecord) -> tuple[list[Pair], list[str]]:
-    """(analysis, A's timing, B's timing, A's group, B's group) for every analysis, point and shape group
-    both runs timed, and what only one did, by its whole label: never a point paired with
-    another precision, compilation or environment of its strategy."""
-    names = {"A": [an.name for an in a.analyses], "B": [an.name for an in b.analyses]}
-    unmatched = [f"{n}: only in {side}" for side, other in (("A", "B"), ("B", "A"))
-                 for n in names[side] if n not in names[other]]
-    points = {side: {(an.name, _point(t, r.plan.dtype)): t for an in r.analyses for t in an.timings}
-              for side, r in (("A", a), ("B", b))}
-    picks = {side: {an.name: an.strategy for an in r.analyses} for side, r in (("A", a), ("B", b))}
-    skipped = {side: {(an.name, s.strategy): s.reason for an in r.analyses for s in an.skipped}
-               for side, r in (("A", a), ("B", b))}
-    pairs: list[Pair] = []
-    for side, other in (("A", "B"), ("B", "A")):
-        for (analysis, point), t in points[side].items():
-            if analysis not in names[other]:
-                continue  # said once, for the analysis
-            theirs = points[other].get((analysis, point))
-            if theirs is None:  # a pick that changed between the runs says so: each plan timed its own
-                mine, its = picks[side][analysis], picks[other][analysis]
-                why = f" (the pick of {side}'s plan; {other}'s picked {its})" if t.strategy == mine != its else ""
-                untimed = skipped[other].get((analysis, t.label), skipped[other].get((analysis, t.strategy)))
-                if untimed is not None:  # the other run has it, untimed (or not run, and why)
-                    unmatched.append(f"{analysis}/{point.label}: timed in {side} only ({other}: {untimed})")
-                    continue
-                unmatched.append(f"{analysis}/{point.label}: only in {side}{why}")
-                continue
-            groups = {g.group: g for g in theirs.groups}
-            unmatched += [f"{analysis}/{point.label} on {g.group}: only in {side}" for g in t.groups if g.group not in groups]
-            if side == "A":
-                pairs += [(analysis, t, theirs, g, groups[g.group]) for g in t.groups if g.group in groups]
-    return pairs, unmatched
-
-
-def _untimed(a: RunRecord, b: RunRecord) -> list[str]:
-    """`geometry dual_gram`: what both runs skipped and neither timed, which has no row and no
-    "only in" line, so it would leave the comparison without a word."""
-    timed = {(an.name, name) for r in (a, b) for an in r.analyses for t in an.timings for name in (t.label, t.strategy)}
-    in_b = {(an.name, s.strategy) for an in b.analyses for s in an.skipped} - timed
-    return [f"{an.name} {s.strategy}" for an in a.analyses for s in an.skipped if (an.name, s.strategy) in in_b]
-
-
 def _timed_by(ga: GroupTiming, gb: GroupTiming) -> dict[str, str]:
     """Each run both groups hold rounds of -> the side that timed them (its rounds after its `pooled` ones):
     "A", "B", or "" where both pooled them; A where both say they timed it (a run compared with itself)."""
@@ -378,23 +328,23 @@ def compare_records(
     regression and the comparison fails. Raises RecordError when the runs are of different specs."""
     if a.spec_hash != b.spec_hash:
         raise RecordError(f"{folders[1]}: {spec_difference(a, b, folders)}; compare only runs of the same spec")
-    pairs, unmatched = _pairs(a, b)
+    found, unmatched = pairs(a, b)
     summaries = summarise(a, folders[0]), summarise(b, folders[1])
     alike = not (summaries[0].threads and summaries[1].threads) or summaries[0].threads == summaries[1].threads
-    rows = [_group(pair, alpha, factor, gate and alike) for pair in pairs]  # other threads: nothing to gate
+    rows = [_group(pair, alpha, factor, gate and alike) for pair in found]  # other threads: nothing to gate
     regressions = [r.describe() for r in rows if r.regression]
     incomplete = [side for side, record in (("A", a), ("B", b)) if not record.complete]
     return Comparison(
         experiment=a.experiment, spec_hash=a.spec_hash, a=summaries[0], b=summaries[1], alpha=alpha, factor=factor,
         rows=rows, unmatched=unmatched,
         gate=factor if gate else None, regressions=regressions, passed=not regressions, incomplete=incomplete,
-        untimed=_untimed(a, b), table_rounds=_table_rounds(pairs, rows),
+        untimed=untimed(a, b), table_rounds=_table_rounds(found, rows),
     )
 
 
-def _table_rounds(pairs: list[Pair], rows: list[GroupComparison]) -> list[str]:
+def _table_rounds(found: list[Pair], rows: list[GroupComparison]) -> list[str]:
     """`svd_topk torch on 48x32r4 (B's table: 1+1)` per row and run whose table writes its rounds
     otherwise: a table gives a strategy's fewest over its shape groups, a row one group's."""
-    return [f"{r.analysis} {r.strategy}{r.variant} on {r.group} ({side}'s table: {table})"
-            for r, (_, ta, tb, _, _) in zip(rows, pairs)
+    return [f"{r.label} ({side}'s table: {table})"
+            for r, (_, ta, tb, _, _) in zip(rows, found)
             for side, t, text in (("A", ta, r.rounds_a), ("B", tb, r.rounds_b)) if (table := rounds_text(t)) != text]

@@ -43,15 +43,22 @@ def ratio_header(c: Comparison) -> str:
     return f"B / A (paired rounds, {c.level} CI)"
 
 
+def level_rule(c: Comparison) -> str:
+    """`at 99%: a change needs p < 0.01 and B / A beyond 1.1x`: what a row's change column decided by."""
+    return f"at {c.level}: a change needs p < {c.alpha:g} and B / A beyond {c.factor:g}x"
+
+
 def summary_line(c: Comparison, several: bool = False) -> str:
-    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significant`, asv compare's
-    count; the groups the test could not judge are named as such, never a count of "too few". A gate
+    """`B against A, 16 groups: 2 slower, 1 faster, 13 not significant (at 99%: a change needs p < 0.01
+    and B / A beyond 1.1x)`, asv compare's count and the test's level; the groups the test could not judge are named as such, never a count of "too few". A gate
     that could not judge leads the line: `gate INCONCLUSIVE, none of 11 groups could be gated (11
     unstable); ungated: 8 not significant, ...`."""
     counts = Counter(r.change for r in c.rows)
     judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
     if counts["not significant"]:
         judged.append(f"{counts['not significant']} not significant")  # the rows' words (walk 12)
+    if judged:  # the test's level, in the line every width keeps: "0.037 not significant" read as a fault (walk 12)
+        judged[-1] += f" ({level_rule(c)})"
     if counts["too few rounds"]:
         # as the rows say it: a row of rounds enough reads `too wide (...)` (walk 11 met both words)
         why = "too few rounds" + (" or too wide an interval" if any(r.wide for r in c.rows) else "")
@@ -84,15 +91,11 @@ def named(items: list[str], total: int) -> str:
     return f"{', '.join(items[:NAMED])} and {len(items) - NAMED} more: {len(items)} of {plural(total, 'row')}"
 
 
-def _name(r: GroupComparison) -> str:
-    return f"{r.analysis} {r.strategy}{r.variant} on {r.group}"
-
-
 def apart_note(c: Comparison) -> str | None:
     """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why."""
-    apart = [_name(r) for r in c.rows if r.times_apart]
+    apart = [r.label for r in c.rows if r.times_apart]
     # within B / A's interval, yet on the other side of 1: "A 76 µs, B 73 µs, B / A 1.24" read as a fault
-    crossed = [_name(r) for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
+    crossed = [r.label for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
     why = ("the medians are over every round each record holds, pooled ones too; B / A pairs each run's own "
            "rounds, and is the comparison")
     if apart:
@@ -108,11 +111,11 @@ def rounds_note(c: Comparison) -> str | None:
     rounds otherwise (its fewest over a strategy's groups)."""
     said = []
     for side, other in (("B", "A"), ("A", "B")):
-        rows = [_name(r) for r in c.rows if getattr(r, f"shared_{other.lower()}")]
+        rows = [r.label for r in c.rows if getattr(r, f"shared_{other.lower()}")]
         if rows:
             said.append(f"{side}'s rounds pooled from {other} count for {other} only ({named(rows, len(c.rows))}), "
                         "never tested against themselves")
-    earlier = [_name(r) for r in c.rows if r.shared > r.shared_a + r.shared_b]
+    earlier = [r.label for r in c.rows if r.shared > r.shared_a + r.shared_b]
     if earlier:
         said.append(f"rounds both pooled from earlier runs count for neither ({named(earlier, len(c.rows))})")
     if c.table_rounds:
@@ -177,7 +180,7 @@ def _row_reason(r: GroupComparison, reason: str) -> str:
     two groups' and matched neither's median), so each is said apart, naming the row."""
     if not reason.startswith(BIMODAL):
         return reason
-    return f"{BIMODAL}{_name(r)}: {reason.removeprefix(BIMODAL)}"
+    return f"{BIMODAL}{r.label}: {reason.removeprefix(BIMODAL)}"
 
 
 def _said(causes: list[list[Flag]]) -> str:

@@ -37,26 +37,34 @@ def fit_sentence(fit: ScalingFit) -> str:
 
 
 def crossover_sentence(c: SweepCrossover) -> str:
-    """`spectrum: factored overtakes numpy above rank 190 (150-240)`; an interval past the largest
-    value the axis can take clipped there, and said (`358-512, clipped to the largest rank of a
-    512x512 delta`: it read 358-781)."""
-    x = c.crossing
+    """`spectrum: factored overtakes numpy above rank 190 (150-240)` inside the swept range; outside it, one
+    form however far (a crossing near the end was said in one run and not the next: walk 12), its distance
+    said: `spectrum: factored is cheaper than numpy over the swept rank 16-256; their fits meet at rank 510
+    (387-512, clipped to the largest rank of a 512x512 delta), 2.0x above it`. An interval past the largest
+    value the axis can take is clipped there, and said (it read 358-781)."""
+    x, axis = c.crossing, axis_name(c.axis)
     high = "beyond" if math.isinf(c.high) else f"{c.high:.3g}"
     low = "0" if x.low == 0 else f"{x.low:.3g}"
     clipped = f", clipped to {c.limit.said(c.axis)}" if c.clipped and c.limit is not None else ""
     where = "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
-    near = "" if c.inside else ", beyond the swept range"
-    if c.limit is not None and x.size > c.limit.size:
-        near = f", past {c.limit.said(c.axis)}: within it, it may not happen at all"
-    return f"{c.analysis}: {c.a} overtakes {c.b} above {axis_name(c.axis)} {x.size:.3g} ({low}-{high}{clipped}){where}{near}"
+    meet = f"{axis} {x.size:.3g} ({low}-{high}{clipped})"
+    past = f", past {c.limit.said(c.axis)}: within it, they may never meet" if c.limit is not None and x.size > c.limit.size else ""
+    if c.inside:
+        return f"{c.analysis}: {c.a} overtakes {c.b} above {meet}{where}{past}"
+    if c.swept is None:  # a sweep before its range was kept: only crossings within 2x of it were
+        return f"{c.analysis}: {c.a} overtakes {c.b} above {meet}{where}, beyond the swept range{past}"
+    above = x.size > c.swept[1]
+    cheaper, dearer = (c.b, c.a) if above else (c.a, c.b)  # a is the cheaper above the crossing
+    factor = f"{c.distance:.1f}x" if c.distance < 10 else f"{c.distance:,.0f}x"
+    return (f"{c.analysis}: {cheaper} is cheaper than {dearer} over the swept {axis} {c.swept[0]:.3g}-{c.swept[1]:.3g}"
+            f"{where}; their fits meet at {meet}, {factor} {'above' if above else 'below'} it{past}")
 
 
 def sweep_lines(record: SweepRecord) -> list[str]:
     """What the terminal leads with: findings first, then every exponent, crossover and planner line."""
     lines = [f"finding: {fit.finding}" for fit in record.fits if fit.finding]
     lines += [fit_sentence(fit) for fit in record.fits]
-    lines += [crossover_sentence(c) for c in record.crossovers] or ["no two strategies' fits cross inside or "
-                                                                     "near the swept range"]
+    lines += [crossover_sentence(c) for c in record.crossovers] or ["no two strategies' fits meet"]
     lines += record.planner
     failed = [p.folder for p in record.points if not p.passed]
     if failed:

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.base.atomic import write_atomic
-from harness.record.sweep_fits import class_text, exponent_interval, exponent_text, size_of
+from harness.record.sweep_fits import NEAR, class_text, exponent_interval, exponent_text, size_of
 from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, axis_name, load_sweep
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
@@ -88,9 +88,11 @@ def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
 
 
 def _mark_crossovers(ax: Axes, record: SweepRecord, first: ScalingFit) -> None:
-    """Each crossover of the chart's fits: a dashed line at the crossing and a band over its
-    interval, clipped to the chart (whose range takes in a crossing near the swept one)."""
-    mine = [c for c in record.crossovers if (c.analysis, c.axis, c.fixed) == (first.analysis, first.axis, first.fixed)]
+    """Each crossover of the chart's fits near the swept range (within NEAR of it: the sentences say the
+    others): a dashed line at the crossing and a band over its interval, clipped to the chart (whose range
+    takes in such a crossing)."""
+    mine = [c for c in record.crossovers if (c.analysis, c.axis, c.fixed) == (first.analysis, first.axis, first.fixed)
+            and c.distance <= NEAR]
     if not mine:
         return
     low, high = ax.get_xlim()

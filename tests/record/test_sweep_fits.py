@@ -1,10 +1,15 @@
-"""A sweep's fits: the cost model's exponent is fitted only over the model's own estimates."""
+"""A sweep's fits: the cost model's exponent is fitted over the model's own estimates, at every point."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from harness.record.sweep_fits import exponent_text, fit_slice
-from harness.record.sweep_record import PointRecord, PointTiming
+from harness.record.sweep_record import PointRecord, PointTiming, point_timings
 from harness.report.sweep import fit_sentence
+from tests.report.test_run_screen import real
 
 MODELLED, MEASURED = "modelled: never measured on this machine", "measured on this machine, 2026-11-28, 5 samples"
 
@@ -17,13 +22,28 @@ def _points(bases: list[str], model: list[float]) -> list[PointRecord]:
             for rank, basis, m in zip((16, 32, 64, 128), bases, model)]
 
 
-def test_the_cost_models_exponent_is_fitted_only_over_its_own_estimates() -> None:
-    """numpy at rank 16 measured 28.3 ms by the wisdom and modelled 56.4 ms at every other rank:
-    'the cost model says 0.2' of a fixed-shape SVD, and a finding of it (walk-through 4)."""
-    (mixed,) = fit_slice("data.rank", {}, _points([MEASURED, MODELLED, MODELLED, MODELLED], [0.0283, 0.0564, 0.0564, 0.0564]))
-    assert mixed.model is None and mixed.finding is None
-    (model,) = fit_slice("data.rank", {}, _points([MODELLED] * 4, [0.0564] * 4))
-    assert model.model is not None and abs(model.model.exponent) < 1e-6
+def test_the_cost_models_exponent_is_fitted_over_its_own_estimates_whatever_the_plans_basis() -> None:
+    """numpy at rank 16 measured 28.3 ms by the wisdom and modelled 56.4 ms at every other rank: 'the
+    cost model says 0.2' of a fixed-shape SVD (walk-through 4). Leaving such fits without the model's
+    exponent dropped `its cost model says 2.10` from a second run of one sweep, whose points the first had
+    measured (walk 12): the model's own figure is recorded at every point, and its clause always said."""
+    (mixed,) = fit_slice("data.rank", {}, _points([MEASURED, MODELLED, MODELLED, MODELLED], [0.0564] * 4))
+    assert mixed.model is not None and abs(mixed.model.exponent) < 1e-6 and mixed.finding is None
+    assert "its cost model says 0.00;" in fit_sentence(mixed)
+
+
+def test_a_point_records_the_cost_models_own_figure_where_the_plan_took_the_wisdoms(tmp_path: Path) -> None:
+    """model_s was the wisdom's measurement where the plan took that: a point measured by an earlier run
+    bent the model's exponent, or (left out) lost it."""
+    record = real("main_job", tmp_path)
+    [candidate] = [c for s in record.plan.steps if s.analysis == "spectrum" for c in s.candidates if c.label == "factored"]
+    groups = list(candidate.per_matrix_s)
+    candidate.model_s = {g: 1e-4 for g in groups}
+    candidate.per_matrix_s = {g: 3e-4 for g in groups}
+    candidate.basis = {groups[0]: MEASURED, **{g: MODELLED for g in groups[1:]}}
+    [factored] = [t for t in point_timings(record) if (t.analysis, t.strategy) == ("spectrum", "factored")]
+    assert factored.model_s == pytest.approx(1e-4) and factored.planned_s == pytest.approx(3e-4)
+    assert factored.measured  # the plan's estimate, not the model's, was the wisdom's
 
 
 def test_the_finding_and_the_fit_sentence_round_the_models_exponent_alike() -> None:

@@ -179,7 +179,7 @@ def test_gate_fails_on_a_slowdown(base: tuple[str, RunRecord], tmp_path: Path,
     assert cli.main(["compare", a, b, "--fail-on-regression"]) == 1
     out = capsys.readouterr().out
     slow = [r for r in compare_records(load_record(Path(a)), load_record(Path(b)), (a, b)).rows if r.strategy == "numpy"]
-    assert slow and all(f"REGRESSION {r.analysis}/numpy on {r.group}: B/A " in out for r in slow)
+    assert slow and all(f"REGRESSION {r.analysis} numpy on {r.group}: B/A " in out for r in slow)
     assert out.count("REGRESSION") == len(slow) and re.search(r"p(=0\.\d+|<0\.001)\n", out)
     assert "FAILED: " in out.splitlines()[-1]
 
@@ -233,7 +233,7 @@ def test_unstable_slowdown_reported_not_gated(base: tuple[str, RunRecord], tmp_p
     assert out.startswith(f"B against A, {len(rows)} groups: {unstable} slower, ")  # asv's summary first
     assert cli.main(["compare", a, b, "--fail-on-regression", "--verbose"]) == 0  # each group and why
     out = capsys.readouterr().out
-    assert "unstable, not gated: svdvals/numpy on" in out and "slower): B: other processes took 48%" in out
+    assert "unstable, not gated: svdvals numpy on" in out and "slower): B: other processes took 48%" in out
 
 
 def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecord], tmp_path: Path,

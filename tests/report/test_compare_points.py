@@ -1,7 +1,7 @@
 """`harness compare` pairs a point only with the same point: the strategy at the same precision,
 compiled or not, in the same environment, on the same shape group. Keyed by the strategy alone, it
 compared A's plain numpy with B's numpy in an environment of its own, and gram_eigh@float32 with
-gram_eigh@float64; what does not pair is listed by its whole label, never compared."""
+gram_eigh@float64; what does not pair is listed by name, never compared."""
 
 from __future__ import annotations
 
@@ -72,24 +72,28 @@ def _untimed_torch(raw: Raw) -> None:
     an["skipped"] = [*an.get("skipped", []), {"strategy": "torch", "reason": UNTIMED}]
 
 
-NUMPY, TORCH = "spectrum/numpy@float32", "spectrum/torch@float32"
 # (edit of A, edit of B, what is listed as not compared, the rows left out ("analysis/label" or
-# "analysis/label on group"), and rows whose B/A is not 1 with theirs (by label))
+# "analysis/label on group"), and rows whose B/A is not 1 with theirs (by label)); a point is named as its
+# run's table names it (walk 12: `geometry/dual_gram@float32` was a third form), with its precision,
+# compilation and environment in words only where the name stands for two points
 CASES: dict[str, tuple[Callable[[Raw], None] | None, Callable[[Raw], None], list[str], set[str], dict[str, float]]] = {
     "B's numpy in an environment of its own": (
-        None, _env, [f"{NUMPY}: only in A", f"{NUMPY}+OPENBLAS_THREAD_TIMEOUT=18: only in B"], {"spectrum/numpy"}, {}),
+        None, _env, ["spectrum numpy: only in A", "spectrum numpy+OPENBLAS_THREAD_TIMEOUT=18: only in B"],
+        {"spectrum/numpy"}, {}),
     "B's torch at another precision": (
-        None, _precision, [f"{TORCH}: only in A", "spectrum/torch@bfloat16: only in B"], {"spectrum/torch"}, {}),
+        None, _precision, ["spectrum torch (float32): only in A", "spectrum torch (bfloat16): only in B"],
+        {"spectrum/torch"}, {}),
     "B's torch compiled": (
-        None, _compiled, [f"{TORCH}: only in A", f"{TORCH}+compiled: only in B"], {"spectrum/torch"}, {}),
+        None, _compiled, ["spectrum torch (float32): only in A", "spectrum torch (float32, compiled): only in B"],
+        {"spectrum/torch"}, {}),
     "B's numpy on another shape group": (
-        None, _group, [f"{NUMPY} on 3072x768r16: only in A", f"{NUMPY} on 3072x768r32: only in B"],
+        None, _group, ["spectrum numpy on 3072x768r16: only in A", "spectrum numpy on 3072x768r32: only in B"],
         {"spectrum/numpy on 3072x768r16"}, {}),
     "B's plan picked another strategy": (  # a newcomer's compare listed A's pick "only in A", no why
-        None, _picked_torch, ["spectrum/factored@float32: only in A (the pick of A's plan; B's picked torch)"],
+        None, _picked_torch, ["spectrum factored: only in A (the pick of A's plan; B's picked torch)"],
         {"spectrum/factored"}, {}),
     "B ran out of time for torch": (  # it said "only in A" of a strategy B has, untimed
-        None, _untimed_torch, [f"{TORCH}: timed in A only (B: {UNTIMED})"], {"spectrum/torch"}, {}),
+        None, _untimed_torch, [f"spectrum torch: timed in A only (B: {UNTIMED})"], {"spectrum/torch"}, {}),
     "two precisions a side, B's float64 3x slower": (
         _two_precisions(1.0), _two_precisions(3.0), [], set(), {"numpy@float64": 3.0}),
 }

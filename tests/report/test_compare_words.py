@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.record.run_record import RunRecord
 from harness.record.verdict import verdict
-from harness.report.compare import ALPHA, compare_records, compare_rounds
+from harness.report.compare import ALPHA, FACTOR, compare_records, compare_rounds
 from harness.report.compare_view import compare_table, summary_line
 from tests.conftest import ROOT
 
@@ -47,6 +47,18 @@ def _pooled(a: RunRecord) -> RunRecord:
         g.measurement.samples_s = g.measurement.samples_s * 2
         g.pooled = len(g.rounds) // 2
     return b
+
+
+def test_the_tests_level_is_said_at_100_and_160_columns(tmp_path: Path) -> None:
+    """Walk 12: `0.037 not significant`, right at the 99% level `--json` names (alpha 0.01), but nothing
+    at 100 columns said a change needs p < 0.01: the headline, kept at every width, says it."""
+    a = real("main_job", tmp_path)
+    c = compare_records(a, _pooled(a), ("runs/a", "runs/b"))
+    rule = f"(at 99%: a change needs p < {ALPHA:g} and B / A beyond {FACTOR:g}x)"
+    for width in (100, 160):
+        _text, words, _values = draw([summary_line(c), compare_table(c)], width)
+        assert " ".join(words).count(rule) == 1, width
+    assert summary_line(c) == f"B against A, {len(c.rows)} groups: {len(c.rows)} not significant {rule}"
 
 
 def test_a_run_that_pooled_the_others_rounds_is_judged_on_its_own(tmp_path: Path) -> None:
@@ -90,7 +102,7 @@ def test_a_gate_that_cannot_judge_says_so_in_its_first_line(tmp_path: Path) -> N
     plain = summary_line(compare_records(a, _pooled(a), ("runs/a", "runs/b")))
     import re
 
-    assert re.search(r"\d+ not significant(,|;|$)", plain) and "significantly different" not in plain, plain
+    assert re.search(r"\d+ not significant( \(|,|;|$)", plain) and "significantly different" not in plain, plain
 
 
 def test_an_unresolved_verdict_says_what_its_interval_settles() -> None:

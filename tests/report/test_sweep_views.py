@@ -12,19 +12,46 @@ from harness.record.sweep_fits import fit_sweep
 from harness.record.sweep_record import PointRecord, PointTiming, SweepRecord
 
 
-def known_sweep() -> SweepRecord:
-    """numpy at 1 ms whatever the rank, factored at 1 us * rank^2 (each within 3%): they cross at
-    rank ~32; the plan picked factored everywhere, so it is wrong at ranks 64 and 128."""
+def known_sweep(ranks: tuple[int, ...] = (8, 16, 32, 64, 128), numpy_s: float = 1e-3) -> SweepRecord:
+    """numpy at 1 ms (`numpy_s`) whatever the rank, factored at 1 us * rank^2 (each within 3%): they
+    cross at rank ~32; the plan picked factored everywhere, so it is wrong at ranks 64 and 128."""
     points = []
-    for i, rank in enumerate([8, 16, 32, 64, 128]):
+    for i, rank in enumerate(ranks):
         wobble = 1 + 0.03 * (-1) ** i
         timings = [PointTiming(analysis="spectrum", strategy=name, seconds=s, low=s / 1.1, high=s * 1.1)
-                   for name, s in (("numpy", 1e-3 / wobble), ("factored", 1e-6 * rank**2 * wobble))]
+                   for name, s in (("numpy", numpy_s / wobble), ("factored", 1e-6 * rank**2 * wobble))]
         points.append(PointRecord(values={"data.rank": rank}, folder=f"rank-{rank}", complete=True, passed=True,
                                   chosen={"spectrum": "factored"}, timings=timings))
     record = SweepRecord(experiment="known", spec_path="known.toml", command="harness run known.toml",
-                         started="now", axes={"data.rank": [8, 16, 32, 64, 128]}, points=points)
+                         started="now", axes={"data.rank": list(ranks)}, points=points)
     return fit_sweep(record)
+
+
+def test_a_crossing_beyond_the_swept_range_is_said_one_way_with_its_distance() -> None:
+    """Walk 12: two runs of one sweep said `no two strategies' fits cross inside or near the swept range`
+    and `numpy overtakes factored above rank 510 (...), beyond the swept range`: nearly equal fits, one
+    crossing just past twice the range's end and one just inside it. Each now says where the fits meet
+    and how far beyond the range, in one form; the chart draws only those within 2x."""
+    from harness.report.sweep import sweep_lines
+    from harness.report.sweep_page import scaling_figure
+
+    form = re.compile(r"spectrum: factored is cheaper than numpy over the swept rank 4-16; their fits meet at "
+                      r"rank (\S+) \(\S+-\S+\), (\S+)x above it")
+    said = {}
+    for numpy_s in (0.97e-3, 1.1e-3):  # they meet at rank ~31 (within 2x of 16) and ~33 (past it)
+        record = known_sweep(ranks=(4, 8, 16), numpy_s=numpy_s)
+        [c] = record.crossovers
+        [line] = [line for line in sweep_lines(record) if "numpy" in line and "factored" in line and ";" in line]
+        found = form.fullmatch(line)
+        assert found and float(found[2]) == round(c.crossing.size / 16, 1), line
+        said[numpy_s] = float(found[1])
+        [ax] = scaling_figure(record, record.fits).axes
+        legend = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert ("numpy overtakes factored (95%)" in legend) == (c.distance <= 2)
+    assert said[0.97e-3] < 32 < said[1.1e-3]
+
+
+
 
 
 def test_the_planners_picks_and_the_crossover_are_shown_in_every_output(tmp_path: Path) -> None:
