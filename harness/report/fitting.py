@@ -49,6 +49,9 @@ class Fitted:
     # a column's cells where its own do not fit, said in the caption (walk 12: the plan's batch cell
     # `3072x768r16:1064, 768x3072r16:1064` wrapped under itself at 100 columns)
     short: Mapping[str, tuple[Text, ...]] = dataclasses.field(default_factory=dict)
+    # floors the optional columns leave for, where the other columns hold them, else given up (walk 12:
+    # `cache ls` wrapped what an entry holds mid-phrase beside columns that could have left for it)
+    wants: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
         """The table's lines without the blanks that pad them to its width (a copied or piped table
@@ -69,30 +72,38 @@ class Fitted:
 
     def fit(self, console: Console, width: int) -> Table:
         """The table as drawn `width` columns wide: fewer columns, fixed widths."""
-        table, left_out, shortened = self._shed(console, width, least_width)
+        floors = self._floors(console, width)
+        table, left_out, shortened = self._shed(console, width, least_width, floors)
         table = copy.copy(table)
-        table.columns = _laid_out(console, table, width, self.floors)
+        table.columns = _laid_out(console, table, width, floors)
         notes = [line for column, line in self.footnotes if column not in left_out]
         if shortened and self.note:
             notes.append(self._elsewhere(console, "shortened", shortened, " whole"))
-        if left_out and (self.note or left_out != self._shed(console, width, floored_width)[1]):
+        if left_out and (self.note or left_out != self._shed(console, width, floored_width, floors)[1]):
             notes.append(self._elsewhere(console, "left out", left_out))
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table
 
-    def _shed(self, console: Console, width: int, measure: Callable[[Console, Table, Mapping[str, int]], int]
-              ) -> tuple[Table, list[str], list[str]]:
+    def _floors(self, console: Console, width: int) -> Mapping[str, int]:
+        """The floors, with the wanted ones where the columns that never leave hold them at `width`."""
+        wanted = {**self.floors, **self.wants}
+        kept = copy.copy(self.table)
+        kept.columns = [c for c in kept.columns if c.header not in self.optional]
+        return wanted if self.wants and least_width(console, kept, wanted) <= width else self.floors
+
+    def _shed(self, console: Console, width: int, measure: Callable[[Console, Table, Mapping[str, int]], int],
+              floors: Mapping[str, int]) -> tuple[Table, list[str], list[str]]:
         """The table less the optional columns that leave, in order, until it `measure`s within
         `width`, each first drawn with its short cells where it has them; (table, left out, shortened)."""
         table, left_out, shortened = self.table, [], []
         for name in self.optional:
-            if measure(console, table, self.floors) <= width:
+            if measure(console, table, floors) <= width:
                 break
             table = copy.copy(table)
             if name in self.short:
                 table.columns = [_with_cells(c, self.short[name]) if c.header == name else c for c in table.columns]
-                if measure(console, table, self.floors) <= width:
+                if measure(console, table, floors) <= width:
                     shortened.append(name)
                     break
             table.columns = [c for c in table.columns if c.header != name]
@@ -104,7 +115,7 @@ class Fitted:
         a wider terminal, or without one (a pipe, a log) the COLUMNS that draws the whole table."""
         them = "them" if len(names) > 1 else "it"
         shows = ("a wider terminal shows" if console.is_terminal
-                 else f"COLUMNS={least_width(console, self.table, self.floors)} shows")
+                 else f"COLUMNS={least_width(console, self.table, {**self.floors, **self.wants})} shows")
         return f"({done} at this width: {', '.join(names)}; {shows} {them}{whole}{self.elsewhere})"
 
 
