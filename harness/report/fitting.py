@@ -1,7 +1,7 @@
 """Tables drawn at the width they get without splitting a value: a cell made with `value()`
 ("415.1 ms !", "0.90x (0.49-1.67) ?") is never broken across lines, the others (names, headers)
-wrap between words; what does not fit leaves, optional columns first, and the caption says so.
-(Lines of text wrap in harness.base.lines.)"""
+wrap between words; what does not fit is shortened or leaves, optional columns first, and the caption
+says so. (Lines of text wrap in harness.base.lines.)"""
 
 from __future__ import annotations
 
