@@ -18,19 +18,21 @@ NBSP = "\u00a0"  # holds a number to its unit while a line is wrapped; never pri
 _UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:ns|µs|us|ms|s|min|h|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB|%|x|[GTM]FLOP/s)(?![\w/]))")
 _COMMAND = re.compile(r"`[^`\n]+`")  # a command to paste: parted, each of its lines would run alone
 _WORD = re.compile(r'"[^"\n]*"|\$\([^)\n]*\)')  # within a command: a quoted argument, a substitution
+_DASH_SPACE = re.compile(r"(?<=\S) (?=-(?:\s|$))")  # before a lone "-": a line it began would read as a bullet
 
 
 def _held(plain: str, width: int) -> str:
     """`plain` with the spaces a wrap must not break at held (NBSP, same length): a number's before
-    its unit; every space of a backticked command that fits on a line, else those inside its quoted
-    arguments and `$(...)` (walk 10 met `"$(harness` / `asv-machine)"` on two lines)."""
+    its unit; the one before a lone minus (walk 12 met `(adapters` / `- 1, centred)`); every space of
+    a backticked command that fits on a line, else those inside its quoted arguments and `$(...)`
+    (walk 10 met `"$(harness` / `asv-machine)"` on two lines)."""
     def hold(m: re.Match[str]) -> str:
         return m.group(0).replace(" ", NBSP)
 
     def command(m: re.Match[str]) -> str:
         return hold(m) if len(m.group(0)) <= width - 4 else _WORD.sub(hold, m.group(0))
 
-    return _COMMAND.sub(command, _UNIT_SPACE.sub(NBSP, plain))
+    return _COMMAND.sub(command, _DASH_SPACE.sub(NBSP, _UNIT_SPACE.sub(NBSP, plain)))
 
 
 def asked_width() -> int | None:

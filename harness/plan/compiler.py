@@ -92,7 +92,7 @@ def _evaluate(i: int, analysis: Analysis, spec: Spec, workload: Workload, layout
     if isinstance(analysis, PcaAnalysis):
         assert layout is not None
         if analysis.components > (most := layout.n - analysis.center):  # centring spends one: the n-th is empty
-            has = f"{most} a PCA of {plural(layout.n, 'adapter')} has (adapters - 1, centred)" if analysis.center \
+            has = f"{most} a PCA of {plural(layout.n, 'adapter')} has (centred: one fewer than the adapters)" if analysis.center \
                 else f"{plural(most, 'adapter')} of the workload"
             raise ValueError(f"analysis[{i}].components: {analysis.components} exceeds the {has}")
         op = OpRequest("pca", analysis.components)

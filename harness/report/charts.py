@@ -106,8 +106,9 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     jitter = np.random.default_rng(0)  # the same page for the same record
     for yi, t in zip(y, analysis.timings):
         samples = np.concatenate([np.asarray(g.measurement.samples_s) / max(g.sampled, 1) for g in t.groups])
+        # over the bar, outlined: a lone sample (n=1) sits on it (walk 12: a bar with no dot to see)
         ax_t.scatter(samples, yi + jitter.uniform(-0.25, 0.25, len(samples)), s=9, alpha=0.55, color=SAMPLE,
-                     linewidths=0)
+                     edgecolors="white", linewidths=0.4, zorder=3)
         median = t.seconds_per_matrix
         ax_t.plot([median, median], [yi - 0.35, yi + 0.35], color="#222", lw=1.5)
         ax_t.annotate(format_seconds(median), (samples.max(), yi), xytext=(4, 0), textcoords="offset points",

@@ -1,7 +1,7 @@
 """Tables drawn at the width they get without splitting a value: a cell made with `value()`
 ("415.1 ms !", "0.90x (0.49-1.67) ?") is never broken across lines, the others (names, headers)
-wrap between words; what does not fit leaves, optional columns first, and the caption says so.
-(Lines of text wrap in harness.base.lines.)"""
+wrap between words; what does not fit is shortened or leaves, optional columns first, and the caption
+says so. (Lines of text wrap in harness.base.lines.)"""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ class Fitted:
     other column as wide as its longest word) is wider than the terminal, the optional columns
     go, in the order given, and the caption says which (`note` off: only where a value, not the
     width, cost a column). Rich alone would fold "strategy" into
-    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns. A footnote (column, line) is
-    under the table while its column is drawn: it explains a mark in that column's cells."""
+    "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns. An optional column with `short`
+    cells is drawn with them before it leaves. A footnote (column, line) is under the table while
+    its column is drawn: it explains a mark in that column's cells."""
 
     table: Table
     optional: tuple[str, ...] = ()
@@ -45,6 +46,12 @@ class Fitted:
     # the values one run happened to give (a 100-column terminal drew a run with the compute total
     # and the next run of the same spec without it, two characters apart)
     floors: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # a column's cells where its own do not fit, said in the caption (walk 12: the plan's batch cell
+    # `3072x768r16:1064, 768x3072r16:1064` wrapped under itself at 100 columns)
+    short: Mapping[str, tuple[Text, ...]] = dataclasses.field(default_factory=dict)
+    # floors the optional columns leave for, where the other columns hold them, else given up (walk 12:
+    # `cache ls` wrapped what an entry holds mid-phrase beside columns that could have left for it)
+    wants: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
         """The table's lines without the blanks that pad them to its width (a copied or piped table
@@ -65,35 +72,57 @@ class Fitted:
 
     def fit(self, console: Console, width: int) -> Table:
         """The table as drawn `width` columns wide: fewer columns, fixed widths."""
-        table, left_out = self._shed(console, width, least_width)
+        floors = self._floors(console, width)
+        table, left_out, shortened = self._shed(console, width, least_width, floors)
         table = copy.copy(table)
-        table.columns = _laid_out(console, table, width, self.floors)
+        table.columns = _laid_out(console, table, width, floors)
         notes = [line for column, line in self.footnotes if column not in left_out]
-        if left_out and (self.note or left_out != self._shed(console, width, floored_width)[1]):
-            notes.append(self._left_out(console, left_out))
+        if shortened and self.note:
+            notes.append(self._elsewhere(console, "shortened", shortened, " whole"))
+        if left_out and (self.note or left_out != self._shed(console, width, floored_width, floors)[1]):
+            notes.append(self._elsewhere(console, "left out", left_out))
         caption = self.explain(tuple(left_out)) if self.explain is not None else table.caption
         table.caption = "\n".join([*([str(caption)] if caption else []), *notes]) or None
         return table
 
-    def _shed(self, console: Console, width: int, measure: Callable[[Console, Table, Mapping[str, int]], int]
-              ) -> tuple[Table, list[str]]:
-        """The table less the optional columns that leave, in order, until it `measure`s within `width`."""
-        table, left_out = self.table, []
+    def _floors(self, console: Console, width: int) -> Mapping[str, int]:
+        """The floors, with the wanted ones where the columns that never leave hold them at `width`."""
+        wanted = {**self.floors, **self.wants}
+        kept = copy.copy(self.table)
+        kept.columns = [c for c in kept.columns if c.header not in self.optional]
+        return wanted if self.wants and least_width(console, kept, wanted) <= width else self.floors
+
+    def _shed(self, console: Console, width: int, measure: Callable[[Console, Table, Mapping[str, int]], int],
+              floors: Mapping[str, int]) -> tuple[Table, list[str], list[str]]:
+        """The table less the optional columns that leave, in order, until it `measure`s within
+        `width`, each first drawn with its short cells where it has them; (table, left out, shortened)."""
+        table, left_out, shortened = self.table, [], []
         for name in self.optional:
-            if measure(console, table, self.floors) <= width:
+            if measure(console, table, floors) <= width:
                 break
             table = copy.copy(table)
+            if name in self.short:
+                table.columns = [_with_cells(c, self.short[name]) if c.header == name else c for c in table.columns]
+                if measure(console, table, floors) <= width:
+                    shortened.append(name)
+                    break
             table.columns = [c for c in table.columns if c.header != name]
             left_out.append(name)
-        return table, left_out
+        return table, left_out, shortened
 
-    def _left_out(self, console: Console, left_out: list[str]) -> str:
-        """The caption's note on the columns the width left out and what shows them: a wider
-        terminal, or without one (a pipe, a log) the COLUMNS that draws the whole table."""
-        them = "them" if len(left_out) > 1 else "it"
+    def _elsewhere(self, console: Console, done: str, names: list[str], whole: str = "") -> str:
+        """The caption's note on the columns the width left out (or shortened) and what shows them:
+        a wider terminal, or without one (a pipe, a log) the COLUMNS that draws the whole table."""
+        them = "them" if len(names) > 1 else "it"
         shows = ("a wider terminal shows" if console.is_terminal
-                 else f"COLUMNS={least_width(console, self.table, self.floors)} shows")
-        return f"(left out at this width: {', '.join(left_out)}; {shows} {them}{self.elsewhere})"
+                 else f"COLUMNS={least_width(console, self.table, {**self.floors, **self.wants})} shows")
+        return f"({done} at this width: {', '.join(names)}; {shows} {them}{whole}{self.elsewhere})"
+
+
+def _with_cells(column: Column, cells: tuple[Text, ...]) -> Column:
+    column = copy.copy(column)
+    column._cells = list(cells)
+    return column
 
 
 def _trimmed(line: list[Segment]) -> list[Segment]:

@@ -13,7 +13,8 @@ from harness.record.run_record import RunRecord
 from harness.report.labels import device_library, shown, total_text
 
 
-WHOLE = "est. (whole analysis)"  # the table's estimate, as the reason's is: the full analysis
+ESTIMATE = "est."  # its header on one line at 100 columns (walk 12: "est. (whole" / "analysis)")
+WHOLE = f"{ESTIMATE}: of the whole analysis"  # the table's estimate, as the reason's is: the full analysis
 TIMED = "est. of each one's rounds on the timed sample"
 BUSY_MARK = "*"  # an estimate measured while busy, its caveat said once per plan
 MISSED = 3.0  # a modelled estimate this many times off the run's measurement, either way, is said to be
@@ -67,17 +68,27 @@ def bench_plan_line(plan: Plan) -> str:
 
 def plan_table(plan: Plan) -> Fitted:
     """One row per analysis: what runs it, where, in what batches, how long (the why and what is
-    timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines)."""
+    timed are plan_lines', a line each: sentences in cells made a 100-column plan ~75 lines). Each
+    group's batch where the width holds them, else a summary (`1064 per batch, 2 groups`)."""
     table = rule_table()
-    for column in ("analysis", "op", "strategy", "device", WHOLE, "batch"):
+    for column in ("analysis", "op", "strategy", "device", ESTIMATE, "batch"):
         table.add_column(column)
+    summaries = []
     for step in plan.steps:
+        ahead = " (next chunk read ahead)" if step.reads_ahead else ""
         batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
         table.add_row(shown(step.analysis), value(shown(step.op + (f" k={step.k}" if step.k else ""))),
                       value(shown(step.strategy)), value("{} ({})".format(*device_library(step.device))),
-                      value(format_seconds(step.estimate_s)),
-                      shown(batch) + (" (next chunk read ahead)" if step.reads_ahead else ""))
-    return Fitted(table, ("batch",))
+                      value(format_seconds(step.estimate_s)), value(shown(batch) + ahead))
+        summaries.append(value(shown(_batch_summary(step.batch_sizes) or batch) + ahead))
+    return Fitted(table, ("batch",), footnotes=((ESTIMATE, WHOLE),), short={"batch": tuple(summaries)})
+
+
+def _batch_summary(sizes: dict[str, int]) -> str:
+    """`1064 per batch, 2 groups` (the groups are the plan's title's), or "" for one group or none."""
+    if len(sizes) < 2:
+        return ""
+    return f"{_span([str(n) for n in sorted(sizes.values())], '-')} per batch, {plural(len(sizes), 'group')}"
 
 
 def plan_title(plan: Plan) -> str:

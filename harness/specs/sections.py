@@ -195,7 +195,7 @@ class PcaAnalysis(_AnalysisBase):
 
     op: Literal["pca"]
     components: StrictInt = Field(ge=1, le=MAX_COUNT, description="leading principal components: at most "
-                                  "adapters - 1 (centred; uncentred: the adapters)")
+                                  "one fewer than the adapters (centred; uncentred: the adapters)")
     center: bool = Field(True, description="centre the adapter vectors (PCA); false: uncentred SVD")
     scope: Literal["global", "per_layer"] = Field(
         "global", description="one PCA over whole adapters, or one per (layer, module)"

@@ -69,3 +69,12 @@ def test_a_command_in_backticks_is_never_parted_where_it_fits_nor_inside_a_subst
         whole = [c for c in re.findall(r"`[^`]+`", line) if len(c) <= width - 4]
         assert whole and all(c in shown for c in whole), (width, shown)
         assert "$(harness asv-machine)" in shown and "$(git rev-parse HEAD)" in shown, (width, shown)
+
+
+def test_a_wrap_never_begins_a_line_with_a_lone_minus() -> None:
+    """Walk 12: `... (adapters` / `- 1, centred)` at 100 columns read as a bullet."""
+    line = "spec.toml: analysis[1].components: 5 exceeds the 2 a PCA of 3 adapters has (adapters - 1, centred)"
+    for width in range(30, len(line)):
+        lines = wrapped(line, width).splitlines()
+        assert not any(part.lstrip().startswith("- ") for part in lines), (width, lines)
+        assert " ".join(lines).split() == line.split() and NBSP not in "".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from harness.cli.main import main
 from harness.record.run_record import SPECTRA, load_record
@@ -156,3 +158,26 @@ def test_cache_clear_spec_removes_only_its_experiments_entries(tmp_path: Path, c
     assert 0 < left < before and "of experiment" in said and "--all" in said
     assert main(["cache", "clear", str(spec), "--all"]) == 0
     assert not list(cache.glob("*/*.entry"))
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_cache_ls_keeps_what_an_entry_holds_on_one_line(tmp_path: Path, width: int) -> None:
+    """Walk 12, at 100 columns: `float64 reference: values of` / `adapter00/layer0/mlp_up`; the
+    optional columns leave for it instead (and say so), and a markup-like label is shown as written."""
+    from harness.cli.commands.cache import ls_table
+    from harness.store.cache import ResultCache, cache_key
+
+    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "verdict of factored on 8 of 3072x768r16",
+              "spectrum: svdvals by factored, 1064 from adapter00/[mlp_up]"]
+    store = ResultCache(tmp_path, experiment="task_geometry")
+    for i, label in enumerate(labels):
+        store.put_arrays(cache_key({"i": i}), {"a": np.zeros(3)}, label, kind="reference")
+    table, corrupt = ls_table(tmp_path, list(store.entries()))
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(table)
+    lines = console.export_text().splitlines()
+    assert corrupt == 0 and max(map(len, lines)) <= width
+    assert all(sum(label in line for line in lines) == 1 for label in labels), lines
+    drawn = [str(c.header) for c in table.fit(console, width).columns]
+    assert drawn == (["key", "kind", "holds", "size"] if width == 100 else
+                     ["key", "kind", "experiment", "holds", "size", "last used"])

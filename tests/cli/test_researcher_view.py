@@ -81,10 +81,10 @@ def test_validate_refuses_more_components_than_adapters_as_plan_does(capsys: pyt
     3 at 3 ran to an empty third, explained_variance_ratio [0.508, 0.492, 0.]); uncentred, n."""
     assert cli.main(["validate", spec, "--set", "data.adapters=4"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"{spec}: analysis[2].components: 5 exceeds the 3 a PCA of 4 adapters has (adapters - 1, centred)")
+        f"{spec}: analysis[2].components: 5 exceeds the 3 a PCA of 4 adapters has (centred: one fewer than the adapters)")
     assert cli.main(["validate", spec, "--set", "data.adapters=4", "--set", "analysis[2].components=4"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"{spec}: analysis[2].components: 4 exceeds the 3 a PCA of 4 adapters has (adapters - 1, centred)")
+        f"{spec}: analysis[2].components: 4 exceeds the 3 a PCA of 4 adapters has (centred: one fewer than the adapters)")
     assert cli.main(["validate", spec, "--set", "data.adapters=4", "--set", "analysis[2].components=3"]) == 0
     uncentred = ["--set", "analysis[2].center=false"]
     assert cli.main(["validate", spec, "--set", "data.adapters=4", *uncentred, "--set", "analysis[2].components=4"]) == 0

@@ -68,3 +68,12 @@ def test_the_two_axes_tick_labels_never_meet_between_them(smoke_run: tuple[Path,
         fig.draw(renderer)
         (left,), (right,) = ([t.get_window_extent(renderer) for t in ax.get_xticklabels()] for ax in (ax_t, ax_s))
         assert left.x1 < right.x0, (a.name, left, right)
+
+
+def test_every_sample_dot_is_drawn_over_its_bar_and_outlined(smoke_run: tuple[Path, RunRecord]) -> None:
+    """Walk 12: dual_gram's one sample (n=1) sat under its median bar, a bar with no dot beside it."""
+    for a in smoke_run[1].analyses:
+        ax = charts.timing_figure(a).axes[0]
+        dots, bars = ax.collections, ax.lines
+        assert dots and bars and min(d.get_zorder() for d in dots) > max(b.get_zorder() for b in bars), a.name
+        assert all(min(d.get_linewidths()) > 0 for d in dots), a.name  # seen on the dark bar

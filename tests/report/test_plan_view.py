@@ -8,7 +8,7 @@ import pytest
 
 from harness.machine.wisdom import BUSY, BUSY_USE
 from harness.plan.calibration import SCALED
-from harness.report.plan_view import BUSY_MARK, TIMED, WHOLE, plan_lines, plan_table
+from harness.report.plan_view import BUSY_MARK, ESTIMATE, TIMED, WHOLE, plan_lines, plan_table
 from tests.plan.test_calibration import _measured, _plan
 
 
@@ -28,7 +28,8 @@ def test_the_busy_caveat_is_said_once_and_each_busy_estimate_marked() -> None:
 
 def test_the_whole_analysis_and_the_timed_sample_are_labelled_apart() -> None:
     plan = _plan(None)
-    assert WHOLE in [column.header for column in plan_table(plan).table.columns]
+    table = plan_table(plan)
+    assert ESTIMATE in [column.header for column in table.table.columns] and (ESTIMATE, WHOLE) in table.footnotes
     lines = plan_lines(plan)
     step = plan.steps[0]
     assert lines[0].startswith(f"{step.analysis}: auto: fastest exact strategy (est. of the whole analysis ")

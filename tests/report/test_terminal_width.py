@@ -59,6 +59,24 @@ def test_the_plan_fits_without_splitting_a_word(plan: object, width: int) -> Non
     assert_fits(table, width)
 
 
+@pytest.mark.parametrize("width", [90, 100, 160])
+def test_the_plans_header_is_one_line_and_its_batches_fit_or_are_summarised(plan: object, width: int) -> None:
+    """Walk 12, at 100 columns: `est. (whole` / `analysis)` over two lines, and the batch cell
+    `3072x768r16:1064,` / `768x3072r16:1064` wrapped under itself."""
+    fitted = plan_table(plan)  # type: ignore[arg-type]
+    text = screen([fitted], width)
+    header = next(line for line in text.splitlines() if line.startswith("analysis"))
+    assert header.split() == ["analysis", "op", "strategy", "device", "est.", "batch"]
+    assert "est.: of the whole analysis" in text.splitlines()
+    full = "3072x768r16:1064, 768x3072r16:1064"
+    batches = [cell.plain for cell in fitted.fit(Console(width=width, file=io.StringIO()), width).columns[-1]._cells]
+    if width >= 100:
+        assert batches[:2] == [full, full] and "shortened" not in text
+    else:
+        assert batches[:2] == ["1064 per batch, 2 groups"] * 2 and "(shortened at this width: batch;" in text
+    assert sum(full in line or "per batch" in line for line in text.splitlines()) == 2  # one line a row
+
+
 @pytest.mark.parametrize("width", [100, 160])
 def test_calibrate_show_fits(width: int) -> None:
     roof = Roof(device="cpu", gemm_gflops={"float32": 27.4, "float64": 15.8}, bandwidth_gbs=44.7,

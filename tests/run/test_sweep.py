@@ -45,7 +45,7 @@ def test_a_swept_value_that_breaks_an_analysis_is_one_line_naming_it(tmp_path: P
     assert cli.main(["plan", str(spec)]) == 2
     errors = lines_of(capsys.readouterr().err)
     assert errors == [f"{spec}: at data.adapters=2, benchmark.sample=1 (and 3 more points): analysis[1].components: "
-                      "3 exceeds the 1 a PCA of 2 adapters has (adapters - 1, centred)"], errors
+                      "3 exceeds the 1 a PCA of 2 adapters has (centred: one fewer than the adapters)"], errors
 
 
 def test_a_point_alone_is_not_run_as_the_sweep(capsys: pytest.CaptureFixture[str]) -> None:

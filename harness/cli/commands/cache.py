@@ -9,19 +9,23 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rich.markup import escape
+
 from harness.base.units import format_bytes
 from harness.base.lines import print_shown
 from harness.cli.console import err, out
 from harness.cli.exit_codes import EXIT_VERIFICATION_FAILED
 from harness.plan.model import PlanError
-from harness.report.fitting import Fitted, rule_table
+from harness.report.fitting import Fitted, rule_table, value
 from harness.specs.reading import load_spec
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
-from harness.store.cache import CorruptEntry, ResultCache, locate, read_header
+from harness.store.cache import CorruptEntry, Entry, ResultCache, locate, read_header
 
 
 
 MAX_AGE_S = 100 * 365 * 86400.0
+# the widest `holds` cell kept on one line: what 100 columns leave beside key, kind and size
+HOLDS_WANT = 64
 
 
 def _age(text: str) -> float:
@@ -65,6 +69,28 @@ def _clear(store: ResultCache, args: argparse.Namespace, experiment: str | None)
     return 0
 
 
+def ls_table(root: Path, entries: list[Entry]) -> tuple[Fitted, int]:
+    """The entries' table and how many are corrupt. What an entry holds is one line up to
+    HOLDS_WANT: the optional columns leave for it (walk 12, at 100 columns: `float64 reference:
+    values of` / `adapter00/layer0/mlp_up`)."""
+    # the CLI's one table style (walk 11: a boxed table here, a rule under the header everywhere else)
+    table = rule_table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}")
+    for column in ("key", "kind", "experiment", "holds", "size", "last used"):
+        table.add_column(column, overflow="fold")
+    corrupt, widest = 0, 0
+    for entry in entries:
+        try:
+            header = read_header(entry)
+            kind, owner, label = str(header.kind), header.experiment or "-", header.label
+        except CorruptEntry as exc:
+            corrupt += 1
+            kind, owner, label = "[bold red]corrupt[/]", "-", str(exc)
+        used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
+        table.add_row(entry.key[:16], kind, escape(owner), escape(label), value(format_bytes(entry.size)), used)
+        widest = max(widest, len(label))
+    return Fitted(table, ("last used", "experiment", "key"), wants={"holds": min(widest, HOLDS_WANT)}), corrupt
+
+
 def main(args: argparse.Namespace) -> int:
     root = DEFAULT_CACHE_DIR
     experiment = None
@@ -80,22 +106,9 @@ def main(args: argparse.Namespace) -> int:
     if args.action == "clear":
         return _clear(store, args, experiment)
     entries = list(store.entries())
-    # the CLI's one table style (walk 11: a boxed table here, a rule under the header everywhere else)
-    table = rule_table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}")
-    for column in ("key", "kind", "experiment", "holds", "size", "last used"):
-        table.add_column(column, overflow="fold")
-    corrupt = 0
-    for entry in entries:
-        try:
-            header = read_header(entry)
-            kind, owner, label = str(header.kind), header.experiment or "-", header.label
-        except CorruptEntry as exc:
-            corrupt += 1
-            kind, owner, label = "[bold red]corrupt[/]", "-", str(exc)
-        used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
-        table.add_row(entry.key[:16], kind, owner, label, format_bytes(entry.size), used)
+    table, corrupt = ls_table(root, entries)
     if args.action == "ls" or corrupt:
-        print_shown(out, Fitted(table, ("last used", "experiment", "key")))
+        print_shown(out, table)
     if args.action == "verify":
         out.print(f"{len(entries) - corrupt} of {len(entries)} entries check out; corrupt ones are "
                   "recomputed on their next use")
