@@ -68,7 +68,7 @@ def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable
     the matrices a sample times (dispersion_reasons)."""
     drift = drift_reason(samples)
     return (dispersion_reasons(samples, per) + ([drift] if drift else []) + (condition_reasons(conditions) if conditions else [])
-            + [EARLIER + reason_range(same) for same in _by_cause((r for busy in earlier for r in busy), _cause).values()])
+            + [EARLIER + reason_range(same) for same in grouped_by((r for busy in earlier for r in busy), cause_key).values()])
 
 
 def own_reasons(reasons: Sequence[str]) -> list[str]:
@@ -83,13 +83,13 @@ NUMBER = r"\d+(?:\.\d+)?"  # a figure in a reason
 FIGURE = f"({NUMBER})(?:-({NUMBER}))?"  # ...or a range of them already ("load 4.8-5.2": earlier runs'), one figure
 
 
-def _cause(reason: str) -> str:
+def cause_key(reason: str) -> str:
     """A reason with its numbers blanked: `load # on # cores`, the cause it shares with others."""
     return re.sub(FIGURE, "#", reason)
 
 
-def _by_cause(items: Iterable[T], cause: Callable[[T], K]) -> dict[K, list[T]]:
-    """Items by their `cause`, in first-seen order: reasons by _cause (or a summary's coarser kind),
+def grouped_by(items: Iterable[T], cause: Callable[[T], K]) -> dict[K, list[T]]:
+    """Items by their `cause`, in first-seen order: reasons by cause_key (or a summary's coarser kind),
     or what a comparison flagged by its reason's cause, its run, the set of groups a cause flags."""
     by_cause: dict[K, list[T]] = {}
     for item in items:
@@ -97,7 +97,7 @@ def _by_cause(items: Iterable[T], cause: Callable[[T], K]) -> dict[K, list[T]]:
     return by_cause
 
 
-def _worst(reasons: list[str]) -> str:
+def worst_reason(reasons: list[str]) -> str:
     """The reason of a cause with the largest first number: the one to quote for all of them."""
     def first_number(reason: str) -> float:
         found = re.search(NUMBER, reason)
@@ -110,11 +110,11 @@ def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
     """(how many, the worst instance) per cause, most frequent first: 17 measurements under a
     busy machine are one line, `17 x load 3.2 on 2 cores`, not 17 lines that push the table off
     the screen. Causes are reasons alike but for their numbers."""
-    return sorted(((len(same), _worst(same)) for same in _by_cause(reasons, _cause).values()), key=lambda x: -x[0])
+    return sorted(((len(same), worst_reason(same)) for same in grouped_by(reasons, cause_key).values()), key=lambda x: -x[0])
 
 
 def reason_range(reasons: list[str]) -> str:
-    """Reasons of one cause (_cause) as one, each figure the range it spans over them: `load
+    """Reasons of one cause (cause_key) as one, each figure the range it spans over them: `load
     7.6-8.1 on 2 cores`, where the worst alone claimed 8.1 for all; a figure that is a range
     already spans its ends (`4.8-5.2` and `4.9-5.7` are `4.8-5.7`, not `4.8-5.2-4.9-5.7`)."""
     figures = zip(*([(m.group(1), m.group(2) or m.group(1)) for m in re.finditer(FIGURE, r)] for r in reasons))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's own notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, reason_range  # noise's own notion of one cause
 from harness.report.compare import FACTOR
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import APART_MARK
@@ -169,8 +169,8 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     # one cause, said once ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); causes
     # that flag the same groups share a line ("19 groups unstable: A: other processes took 69-72% ..."
     # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart); a row's own clusters are its cause alone
-    causes = _by_cause(flags, lambda flag: flag[2] if flag[2].startswith(BIMODAL) else _cause(flag[2])).values()
-    lines = _by_cause(causes, lambda same: frozenset(flag[0] for flag in same))
+    causes = grouped_by(flags, lambda flag: flag[2] if flag[2].startswith(BIMODAL) else cause_key(flag[2])).values()
+    lines = grouped_by(causes, lambda same: frozenset(flag[0] for flag in same))
     ranked = sorted(lines.items(), key=lambda line: -len(line[0]))
     return [f"{plural(len(groups), 'group')} unstable{gated}: {_said(same)}" for groups, same in ranked]
 
@@ -187,8 +187,8 @@ def _said(causes: list[list[Flag]]) -> str:
     """Causes of the same groups, by run, each its figures' range over that run's flags (`A: load
     7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), a run whose flags earlier runs' pooled rounds
     gave saying so beside its name (walk 12: said after B's causes, of a --fresh B that pooled none)."""
-    texts = _by_cause(((side, reason_range([flag[2] for flag in flags])) for same in causes
-                       for side, flags in _by_cause(same, lambda flag: flag[1]).items()), lambda text: text[0])
+    texts = grouped_by(((side, reason_range([flag[2] for flag in flags])) for same in causes
+                       for side, flags in grouped_by(same, lambda flag: flag[1]).items()), lambda text: text[0])
     return "; ".join(f"{side}{_source([flag for same in causes for flag in same if flag[1] == side])}: "
                      f"{', '.join(text for _, text in texts[side])}" for side in sorted(texts))
 

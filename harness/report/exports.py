@@ -21,7 +21,7 @@ from harness.base.units import format_seconds
 from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
-from harness.bench.noise import EARLIER, FIGURE, _by_cause, _cause, _worst
+from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, worst_reason
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
@@ -82,18 +82,18 @@ def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
     """A row's own unstable_why over its shape groups (group, reasons): a cause whose figures differ
     between them is its worst, with its group (`IQR up to 54% of median (768x3072r16)`), never a
     range that spans two groups and reads as one row's (`IQR 35-54% of median`: walk-through 7)."""
-    by = _by_cause(((g, r.removeprefix(EARLIER)) for g, each in groups for r in each), lambda gr: _cause(gr[1]))
+    by = grouped_by(((g, r.removeprefix(EARLIER)) for g, each in groups for r in each), lambda gr: cause_key(gr[1]))
     worst = {}
     for cause, said in by.items():
         if len({g for g, _r in said}) > 1 and len({r for _g, r in said}) > 1:
-            reason = _worst([r for _g, r in said])
+            reason = worst_reason([r for _g, r in said])
             group = next(g for g, r in said if r == reason)
             # a range's high end alone: `up to 72-76%` read oddly (walk 11)
             worst[cause] = _with_group(re.sub(FIGURE, lambda m: f"up to {m.group(2) or m.group(1)}", reason, count=1), group)
 
     def said_as(r: str) -> str:
         own = r.removeprefix(EARLIER)
-        return r[: len(r) - len(own)] + worst.get(_cause(own), own)
+        return r[: len(r) - len(own)] + worst.get(cause_key(own), own)
 
     return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False)
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.base.units import plural
-from harness.bench.noise import BIMODAL, EARLIER, _by_cause, _cause, reason_range  # noise's notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, reason_range  # noise's notion of one cause
 from harness.record.run_record import RunRecord
 
 
@@ -66,7 +66,7 @@ class Cause:
 
 def _kind(reason: str) -> str:
     """A summary reason's cause: its row kind, or its reason with the figures blanked."""
-    return next((kind for kind in ROW_KINDS.values() if reason.startswith(kind + ": ")), None) or _cause(reason)
+    return next((kind for kind in ROW_KINDS.values() if reason.startswith(kind + ": ")), None) or cause_key(reason)
 
 
 def _cause_of(n: int, kind: str, same: list[str], source: str) -> Cause:
@@ -87,7 +87,7 @@ def _causes(reasons: Iterable[Sequence[str]]) -> list[Cause]:
     counts = Counter(cause for each in mine for cause in {_kind(r) for r in each})
     pooled = {_kind(r.removeprefix(EARLIER)) for each in reasons for r in each if r.startswith(EARLIER)}
     own = {_kind(r) for each in reasons for r in each if not r.startswith(EARLIER)}
-    by = _by_cause((r for each in mine for r in each), _kind)
+    by = grouped_by((r for each in mine for r in each), _kind)
     causes = [_cause_of(counts[kind], kind, same, POOLED_SOURCE if kind not in own else BOTH_SOURCES if kind in pooled else "")
               for kind, same in by.items()]
     return sorted(causes, key=lambda c: -c.n)
@@ -108,7 +108,7 @@ def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> str:
     5.2-5.7 on 2 cores, from this run's and earlier runs' pooled rounds; CPU steal 6% in 4
     measurements (the hypervisor ran other guests), from earlier runs' pooled rounds`."""
     reasons = [tuple(each) for each in reasons]
-    by_source = _by_cause(_causes(reasons), lambda c: c.source)
+    by_source = grouped_by(_causes(reasons), lambda c: c.source)
     return "; ".join(", ".join(c.said(counted and c.n < len(reasons)) for c in causes) + (f", from {source}" if source else "")
                      for source, causes in by_source.items())
 

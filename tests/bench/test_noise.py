@@ -124,9 +124,9 @@ def test_a_round_beside_busy_processes_is_flagged(busy_processes: list[int]) -> 
 def test_reasons_that_are_ranges_already_merge_into_one_range() -> None:
     """Two runs' `load 4.8-5.2` and `load 4.9-5.7` (earlier runs' rounds) read `load
     4.8-5.2-4.9-5.7` in compare (walk-through 4); they are one cause and one range."""
-    from harness.bench.noise import _cause, reason_range
+    from harness.bench.noise import cause_key, reason_range
 
     assert reason_range(["load 4.8-5.2 on 2 cores", "load 4.9-5.7 on 2 cores"]) == "load 4.8-5.7 on 2 cores"
     assert reason_range(["other processes took 67-68% of the 2 CPUs", "other processes took 70% of the 2 CPUs"]) == (
         "other processes took 67-70% of the 2 CPUs")
-    assert _cause("load 4.8-5.2 on 2 cores") == _cause("load 6.1 on 2 cores")
+    assert cause_key("load 4.8-5.2 on 2 cores") == cause_key("load 6.1 on 2 cores")
