@@ -189,6 +189,7 @@ class Budget:
     spent_s: float = 0.0  # the analyses done: their warm-ups and rounds
     one_off_s: float = 0.0
     workers: int = 0  # timing workers started (`outside`): one_off_s per worker is what each costs this run
+    quiet: bool | None = None  # whether the machine was quiet when a block last asked to fit (None: none asked)
     _began: float | None = None
     _outside_s: float = 0.0
     _share_s: float = 0.0
@@ -240,7 +241,9 @@ class Budget:
     def fits(self, seconds: float, floor: bool, quiet: bool) -> bool:
         """Whether work of `seconds` may start now: a floor's on a quiet machine always (the plan
         may have underestimated it; every speedup gets its interval), else within what the phase
-        has left; beyond the floor, within the analysis' share too."""
+        has left; beyond the floor, within the analysis' share too. `quiet` is kept: past the limit
+        it says what the rest of the phase still times (run.eta.least)."""
+        self.quiet = quiet
         if floor:
             return quiet or seconds <= self.left_s
         return self.elapsed_s + seconds <= self._share_s and seconds <= self.left_s

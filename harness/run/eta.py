@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.bench.budget import PROCESSES
+from harness.bench.budget import MIN_ROUNDS, PROCESSES, Budget
 from harness.plan.model import Plan, Step
 from harness.plan.overheads import timing_one_off_s
 from harness.run.interrupted import Interrupted
@@ -16,11 +16,47 @@ from harness.strategies.cost import TIMING_WORKER_S
 AFTER_BLOCKS = 0.5  # of an analysis' one-off benchmark work, the share after its last block (verifying)
 Timing = tuple[Rounds, int]  # the open analysis' rounds, and the blocks it took back from a stopped run
 Done = tuple[float, int]  # a finished analysis: the plan's seconds of the blocks it timed, the points that timed
+Limit = tuple[float, bool]  # the plan's timing seconds the phase may still spend, and whether the machine is quiet
+Allowed = tuple[float, int]  # an analysis' timing: the plan's seconds of it, and its blocks
+MANDATORY = ("baseline", "chosen")  # the roles a first round times whatever the limit (run.rounds' _mandatory)
 
 
 def planned_blocks(step: Step) -> int:
     """The blocks its plan times: each point's rounds on each group in each process."""
     return PROCESSES * sum(a.rounds for t in step.timed for a in t.allocations)
+
+
+def limit_of(budget: Budget, slowdown: float) -> Limit:
+    """What the phase may still spend (the budget's left_s, its overrun allowance in), in the plan's
+    seconds of an idle machine (the limit counts the clock's; `slowdown`: plan.model.Plan's), and
+    whether the machine was quiet when a block last asked to fit (before any: the plan's idle
+    machine). On a busy 2-core machine the plan counted every planned round at twice its seconds
+    while the limit cut them: the ETA at 5.9 s read `~0:00:52` with 37 s left (walk 13)."""
+    quiet = budget.quiet if budget.quiet is not None else slowdown <= 1.0
+    return max(budget.left_s, 0.0) / slowdown, quiet
+
+
+def least(step: Step, quiet: bool) -> Allowed:
+    """What the analysis times whatever the limit (bench.budget.Budget.fits): on a quiet machine
+    its floor (MIN_ROUNDS of each point in each process), on a busy one its first round's mandatory
+    blocks (the baseline's and the chosen point's, in one process: run.rounds)."""
+    allocations = [a for t in step.timed if quiet or t.role in MANDATORY for a in t.allocations]
+    processes, rounds = (PROCESSES, MIN_ROUNDS) if quiet else (1, 1)
+    return (sum(processes * (a.first_s + rounds * a.block_s) for a in allocations),
+            processes * rounds * len(allocations))
+
+
+def allowed(step: Step, limit: Limit | None) -> Allowed:
+    """Its planned timing, or what the limit leaves it (`limit`'s seconds; none: the plan's), never
+    less than `least`: past the limit a round stopped after its mandatory blocks while the ETA still
+    counted the 5 it cut, `~0:00:12` with 1.4 s left (walk 13)."""
+    planned_s, planned_n = sum(t.estimate_s for t in step.timed), planned_blocks(step)
+    if limit is None or limit[0] >= planned_s:
+        return planned_s, planned_n
+    least_s, least_n = least(step, limit[1])
+    if limit[0] <= least_s or planned_s <= least_s:
+        return min(least_s, planned_s), min(least_n, planned_n)
+    return limit[0], least_n + round((planned_n - least_n) * (limit[0] - least_s) / (planned_s - least_s))
 
 
 def worker_s(one_off_s: float, workers: int, slowdown: float) -> float:
@@ -33,15 +69,15 @@ def worker_s(one_off_s: float, workers: int, slowdown: float) -> float:
 
 
 def timing_left_s(step: Step, kept: bool, stopped: Interrupted | None,
-                  one_worker_s: float = TIMING_WORKER_S) -> float:
-    """Its planned timing seconds this run still times, its one-off work with them (starting its
-    workers, verifying: plan.overheads.timing_one_off_s, `one_worker_s` each: worker_s): none where
-    it takes the analysis over (`kept`), less the share of its planned blocks the stopped run kept
-    of the one it stopped in (run.interrupted); a resumed run's ETA counted both as work to do, ran
-    far under its plan, then read `ETA >0:00:40` with 14 s left."""
+                  one_worker_s: float = TIMING_WORKER_S, limit: Limit | None = None) -> float:
+    """Its timing seconds this run still times (what the `limit` allows of its plan: allowed), its
+    one-off work with them (starting its workers, verifying: plan.overheads.timing_one_off_s,
+    `one_worker_s` each: worker_s): none where it takes the analysis over (`kept`), less the share
+    of its blocks the stopped run kept of the one it stopped in (run.interrupted); a resumed run's
+    ETA counted both as work to do, ran far under its plan, then read `ETA >0:00:40` with 14 s left."""
     if kept:
         return 0.0
-    timing, planned = sum(t.estimate_s for t in step.timed), planned_blocks(step)
+    timing, planned = allowed(step, limit)
     done = sum(len(k.rounds) for k in stopped.subjects) if stopped and stopped.analysis == step.analysis else 0
     return timing * (1.0 - min(done, planned) / planned if planned else 1.0) + timing_one_off_s(step, one_worker_s)
 
@@ -61,19 +97,25 @@ def as_timed(rounds: Rounds) -> Done:
 
 
 def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worker_s: float = TIMING_WORKER_S,
-              finished: dict[str, Done] | None = None) -> tuple[list[float], float]:
+              finished: dict[str, Done] | None = None, limit: Limit | None = None) -> tuple[list[float], float]:
     """The run's units for its ETA (base.progress.eta_s): each analysis' seconds still to do, and
     the plan's estimate less what the stopped run this one resumes did and more what its workers
     take beyond the plan's (`one_worker_s`: worker_s). Each unit holds its own one-off benchmark
     work, which the plan's overheads hold for the whole run (spread over every unit, the last
     analysis' `starting workers` read `ETA ~0:00:01` with 7 s left); the finished ones' too, so
     that the run's pace over them is that of the rest of their work; those this run finished
-    (`finished`: as_timed) by what they timed, not by what the plan gave them."""
-    done = finished or {}
-    units = [plan.busy_s(s.estimate_s + (done[s.analysis][0] + one_worker_s * PROCESSES * done[s.analysis][1]
-                                         if s.analysis in done else
-                                         timing_left_s(s, s.analysis in kept, stopped, one_worker_s)))
-             for s in plan.steps]
+    (`finished`: as_timed) by what they timed, not by what the plan gave them; those to come by
+    what the `limit` leaves each in turn (allowed: floors are timed as they come)."""
+    done, room = finished or {}, limit
+    units = []
+    for s in plan.steps:
+        if s.analysis in done:
+            left = done[s.analysis][0] + one_worker_s * PROCESSES * done[s.analysis][1]
+        else:
+            left = timing_left_s(s, s.analysis in kept, stopped, one_worker_s, room)
+            if room is not None and s.analysis not in kept:
+                room = (max(room[0] - allowed(s, room)[0], 0.0), room[1])
+        units.append(plan.busy_s(s.estimate_s + left))
     full = sum(plan.busy_s(s.estimate_s + timing_left_s(s, False, None)) for s in plan.steps)
     return units, max(plan.estimate_s - full + sum(units), 0.0)
 
@@ -84,26 +126,31 @@ def blocks(rounds: Rounds) -> int:
 
 
 def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None],
-                  one_worker_s: float = TIMING_WORKER_S) -> Callable[[], float]:
+                  one_worker_s: float = TIMING_WORKER_S, limit: Callable[[], Limit] | None = None
+                  ) -> Callable[[], float]:
     """The share of the step's work left its timed blocks say is done, for the run's ETA
     (base.progress.Phase.within's `counted`): 0 until they start, then its full analysis and the
-    blocks timed since against the planned still to time (at most all: a fast run may time more),
-    a block at a time (by rounds, one planned round counted nothing until it ended), with its
-    one-off work (starting workers) but for AFTER_BLOCKS of it, what follows its last block
-    (verifying the untimed points' answers), counted once its timing ends: the share never
-    reached its end before the rounds did (walk 10: `~0:00:01` with 7 s left). Held then (its
-    features follow), so that it never falls back. `left_s`: timing_left_s, of `one_worker_s` a worker."""
+    blocks timed since against those still to time (at most all: a fast run may time more), those
+    the `limit` allowed it at its start (allowed), and once the phase is past it only those it
+    times whatever the limit (least): a block at a time (by rounds, one planned round counted
+    nothing until it ended), with its one-off work (starting workers) but for AFTER_BLOCKS of it,
+    what follows its last block (verifying the untimed points' answers), counted once its timing
+    ends: the share never reached its end before the rounds did (walk 10: `~0:00:01` with 7 s
+    left). Held then (its features follow), so that it never falls back. `left_s`: timing_left_s,
+    of `one_worker_s` a worker."""
     whole = step.estimate_s + left_s
     part = left_s / whole if whole > 0 else 0.0
     after = AFTER_BLOCKS * timing_one_off_s(step, one_worker_s) / whole if whole > 0 and left_s > 0 else 0.0
-    seen, opened = [0.0], [False]
+    seen, opened, planned = [0.0], [False], allowed(step, limit() if limit else None)[1]
 
     def share() -> float:
         now = timing()
         if now is not None and now[0].analysis == step.analysis:
             rounds, kept = now
-            todo = planned_blocks(step) - kept
-            timed = min(1.0, (blocks(rounds) - kept) / todo) if todo > 0 else 1.0
+            done, todo = blocks(rounds) - kept, planned - kept
+            if limit is not None and (past := limit())[0] <= 0:  # past the limit: what it times whatever it
+                todo = min(todo, max(least(step, past[1])[1] - kept, done))
+            timed = min(1.0, done / todo) if todo > 0 else 1.0
             opened[0] = True
             seen[0] = max(seen[0], 1.0 - part + (part - after) * timed)
         elif opened[0]:  # its timing ended, the one-off work after its blocks with it

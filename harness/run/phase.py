@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +42,7 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, Grou
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
 from harness.run.clock import own_rounds, stopped_text
-from harness.run.eta import Done, Timing, as_timed, blocks, counted_share, timing_left_s, work_left, worker_s
+from harness.run.eta import Done, Timing, as_timed, blocks, counted_share, limit_of, timing_left_s, work_left, worker_s
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
@@ -176,8 +176,7 @@ class BenchPhase:
         those whose floor they cover (every speedup has an interval: no floor reserved)."""
         bench = self.plan.bench
         assert bench is not None
-        settled: set[str] = set()
-        floored: set[str] = set()
+        settled, floored = set[str](), set[str]()
         if self.pool is None or self.fresh:
             return settled, floored
         for step in self.plan.steps:
@@ -200,14 +199,15 @@ class BenchPhase:
         return worker_s(self.budget.one_off_s, self.budget.workers, self.plan.slowdown)
 
     def work_left(self) -> tuple[list[float], float]:
-        """The run's units and estimate for its ETA, its workers' one-off work as measured so far (run.eta)."""
-        return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s, self.finished)
+        """The run's units and estimate for its ETA: its workers as measured, the limit as left (run.eta)."""
+        return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s, self.finished,
+                         limit_of(self.budget, self.plan.slowdown))
 
     def share_of(self, step: Step) -> Callable[[], float]:
         """The share of the step's work left its blocks say is done, for the run's ETA (run.eta)."""
-        one = self.one_worker_s
-        return counted_share(step, timing_left_s(step, step.analysis in self.kept, self.interrupted, one),
-                             lambda: self.timing, one)
+        one, limit = self.one_worker_s, partial(limit_of, self.budget, self.plan.slowdown)
+        return counted_share(step, timing_left_s(step, step.analysis in self.kept, self.interrupted, one, limit()),
+                             lambda: self.timing, one, limit)
 
     def record(self) -> BenchRecord:
         bench = self.plan.bench
