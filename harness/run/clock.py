@@ -17,14 +17,17 @@ from harness.run.rounds import Rounds
 
 
 def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phrases:
-    """`top3: 8.2 of 11.9 s floor`; past it `top3: 2.9 s over floor` (`(timed 14.8 of 11.9 s)`
-    after it where there is room): one counter of the benchmark's seconds, named as the run's
-    Benchmark line names its limit (the budget, or the floor when that is more). Walk 12 could not
-    read `geometry: 19.4 > 15.9 s floor`. Short enough for the 32 columns a 100-column display
-    leaves it, up to `svd_topk: 999.9 s over budget`."""
+    """`benchmark: 8.2 of 11.9 s floor · top3`; past it `benchmark: 2.9 s over floor · top3` (`timed
+    14.8 of 11.9 s` after it where there is room): one counter of the whole benchmark's seconds, every
+    analysis' so far, named as the run's Benchmark line names its limit (the budget, or the floor when
+    that is more), the analysis under way after it. Walk 12 could not read `geometry: 19.4 > 15.9 s
+    floor`; walk 13 read `top3: 12.7 of 21.0 s floor`, shown the instant top3 began, as top3's own
+    seconds. Its first phrase whole in the 32 columns a 100-column display leaves it, up to
+    `benchmark: 999.9 s over budget`."""
     if live_s > limit_s:
-        return Phrases((f"{analysis}: {live_s - limit_s:.1f} s over {limit}", f"(timed {live_s:.1f} of {limit_s:.1f} s)"))
-    return Phrases((f"{analysis}: {live_s:.1f} of {limit_s:.1f} s {limit}",))
+        return Phrases((f"benchmark: {live_s - limit_s:.1f} s over {limit}", analysis,
+                        f"timed {live_s:.1f} of {limit_s:.1f} s"), sep=" · ")
+    return Phrases((f"benchmark: {live_s:.1f} of {limit_s:.1f} s {limit}", analysis), sep=" · ")
 
 
 def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, processes: int, limit_s: float,
@@ -63,8 +66,9 @@ def own_rounds(rounds: Rounds) -> list[int]:
 @dataclass(frozen=True)
 class BenchClockLabel:
     """The run's progress item, read at every redraw: the benchmark's clock moves as each block
-    is timed, not only when the next analysis starts; while one-off work holds it still, the
-    work's name (`spectrum: starting workers`; walk 9: `0.0/3.0 s budget` stood for 6 s)."""
+    is timed, not only when the next analysis starts (and holds still while an analysis computes
+    its answers: the count is the benchmark's, not the analysis'); while one-off work holds it
+    still, the work's name (`spectrum: starting workers`; walk 9: `0.0/3.0 s budget` stood for 6 s)."""
 
     analysis: str
     budget: Budget

@@ -51,18 +51,18 @@ def test_the_counter_only_grows_through_one_off_work_and_across_analyses() -> No
     at(24.0)
     seconds = [float(re.search(r"(?:timed |: )(\d+\.\d) of", s).group(1)) for s in shown]  # type: ignore[union-attr]
     assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 11.5, 11.5, 15.5]
-    assert shown[6] == "spectrum: 1.5 of 13.6 s floor"
-    assert shown[-1] == "geometry: 1.9 s over floor (timed 15.5 of 13.6 s)"
+    assert shown[6] == "benchmark: 1.5 of 13.6 s floor · spectrum"
+    assert shown[-1] == "benchmark: 1.9 s over floor · geometry · timed 15.5 of 13.6 s"
 
 
 def test_the_label_keeps_its_words_and_its_sign_at_100_columns() -> None:
     under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 16.9, 13.6, "floor")
     """Walk 12 could not read `geometry: 19.4 > 15.9 s floor`: past its limit, by how much in words,
-    the seconds behind it where there is room (160 columns)."""
-    assert str(under) == "spectrum: 12.8 of 13.9 s budget"
-    assert str(over) == "geometry: 3.3 s over floor (timed 16.9 of 13.6 s)"
-    assert over.fitted(32) == "geometry: 3.3 s over floor" and under.fitted(32) == "spectrum: 12.8 of 13.9 s budget"
-    assert clock_text("svd_topk", 1013.8, 13.9, "budget").fitted(32) == "svd_topk: 999.9 s over budget"
+    the analysis and the seconds behind it where there is room (160 columns)."""
+    assert str(under) == "benchmark: 12.8 of 13.9 s budget · spectrum"
+    assert str(over) == "benchmark: 3.3 s over floor · geometry · timed 16.9 of 13.6 s"
+    assert over.fitted(32) == "benchmark: 3.3 s over floor" and under.fitted(32) == "benchmark: 12.8 of 13.9 s budget"
+    assert clock_text("svd_topk", 1013.8, 13.9, "budget").fitted(32) == "benchmark: 999.9 s over budget"
 
 
 def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
@@ -81,4 +81,18 @@ def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
     budget.now = 1.2
     shown.append(str(label))
     assert shown == ["spectrum: verifying answers", "spectrum: starting workers", "spectrum: verifying answers",
-                     "spectrum: 1.2 of 3.0 s budget"]
+                     "benchmark: 1.2 of 3.0 s budget · spectrum"]
+
+
+def test_the_count_is_the_benchmarks_not_the_analysis_under_way() -> None:
+    """Walk 13: `top3: 12.7 of 21.0 s floor` showed the instant top3 began, before it timed anything,
+    and `top3: 0.4 s over floor` for 4 s while top3 computed its answers: read as top3's own seconds.
+    The label says whose count it is, the analysis under way after it."""
+    budget = Scripted(10.0, 21.0, {"spectrum": 5.0, "top3": 5.0}, {"spectrum": 1.0, "top3": 1.0})
+    budget.open("spectrum")
+    budget.now = 12.7
+    budget.close("spectrum")
+    label = BenchClockLabel("top3", budget, 21.0, "floor")
+    assert str(label) == "benchmark: 12.7 of 21.0 s floor · top3"  # top3 begun: none of it top3's
+    budget.spent_s = 21.4
+    assert label.phrases().fitted(32) == "benchmark: 0.4 s over floor"
