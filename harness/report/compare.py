@@ -343,8 +343,14 @@ def compare_records(
 
 
 def _table_rounds(found: list[Pair], rows: list[GroupComparison]) -> list[str]:
-    """`svd_topk torch on 48x32r4 (B's table: 1+1)` per row and run whose table writes its rounds
-    otherwise: a table gives a strategy's fewest over its shape groups, a row one group's."""
-    return [f"{r.label} ({side}'s table: {table})"
-            for r, (_, ta, tb, _, _) in zip(rows, found)
-            for side, t, text in (("A", ta, r.rounds_a), ("B", tb, r.rounds_b)) if (table := rounds_text(t)) != text]
+    """`svd_topk torch on 48x32r4 (A's table: 1, B's: 1+1)` per row whose run's table writes its
+    rounds otherwise, the row named once (walk 13 read it twice, once per run): a table gives a
+    strategy's fewest over its shape groups, a row one group's."""
+    said = []
+    for r, (_, ta, tb, _, _) in zip(rows, found):
+        apart = [(side, table) for side, t, text in (("A", ta, r.rounds_a), ("B", tb, r.rounds_b))
+                 if (table := rounds_text(t)) != text]
+        if apart:
+            tables = ", ".join(f"{side}'s{' table' * (k == 0)}: {table}" for k, (side, table) in enumerate(apart))
+            said.append(f"{r.label} ({tables})")
+    return said

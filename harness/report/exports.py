@@ -95,7 +95,7 @@ def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
         own = r.removeprefix(EARLIER)
         return r[: len(r) - len(own)] + worst.get(cause_key(own), own)
 
-    return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False)
+    return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False).said()
 
 
 def _with_group(reason: str, group: str) -> str:
@@ -166,8 +166,10 @@ def markdown_warnings(record: RunRecord) -> list[str]:
     report's headline gives them (one 600-character sentence read badly in a pull request: walk 12)."""
     bullets = [f"- {line}" for line in warning_texts(record, unstable_line=False)]
     if unstable := unstable_measurements(record):
-        bullets.append(f"- {unstable_head(record, unstable)} ({UNSTABLE_MARK}): {unstable_advice(unstable)}; by cause:")
-        bullets += [f"  - {n} × {cause}" for n, cause in unstable_causes(unstable)]
+        why = unstable_causes(unstable)  # whose rounds, in the lead where every cause's are the same
+        head = why.lead(f"{unstable_head(record, unstable)} ({UNSTABLE_MARK})")
+        bullets.append(f"- {head}: {unstable_advice(unstable)}; by cause:")
+        bullets += [f"  - {n} × {cause}" for n, cause in why.causes]
     return bullets
 
 
@@ -221,7 +223,10 @@ def results_markdown(record: RunRecord) -> str:
     cells = {(a.name, t.label): (speedup_cell(a, t), rounds_text(t)) for a in record.analyses for t in a.timings}
     for row in result_rows(record):
         lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
-    # the terminal's lines below its table, the untimed rows' next step too (md said the reason alone)
+    # right under the table, as the terminal's: the notes its cells need (after the legend they read as
+    # its afterthought: walk 13), each a paragraph of its own (a line under the legend ran into it once
+    # rendered: walk 10); then the terminal's lines, the untimed rows' next step too (md said the reason alone)
+    lines += [part for column, line in table_footnotes(record, record.analyses) if column in header for part in ("", line)]
     warned = markdown_warnings(record)
     lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
@@ -230,7 +235,5 @@ def results_markdown(record: RunRecord) -> str:
               f"{COMPUTE_TOTAL.capitalize()}: per-matrix medians scaled to every "
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
-              "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal.",
-              # each a paragraph of its own: a line under the legend ran into it once rendered (walk 10)
-              *(part for column, line in table_footnotes(record, record.analyses) if column in header for part in ("", line))]
+              "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal."]
     return "\n".join(printable(line) for line in lines if line is not None) + "\n"  # printed to a terminal

@@ -156,8 +156,10 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     the terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
     warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False)]
-    return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": unstable_causes(unstable),
-            "unstable_count": len(unstable), "measurements": measurement_count(record)}
+    why, n, of = unstable_causes(unstable), len(unstable), measurement_count(record)
+    return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": why.causes,  # whose rounds in the lead
+            "unstable_lead": why.lead(f"{n} of {of} measurements (a strategy on one shape group) were unstable"),
+            "unstable_count": n, "measurements": of}
 
 
 def _roofline(record: RunRecord) -> dict[str, Any]:

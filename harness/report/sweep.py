@@ -80,9 +80,9 @@ def unstable_lines(record: SweepRecord) -> list[str]:
         return []
     total = sum(p.measurements for p in record.points)
     points = sum(bool(p.unstable) for p in record.points)
-    return [f"{len(unstable)} of {plural(total, 'measurement')} (a strategy on one shape group) unstable "
-            f"({UNSTABLE_MARK}) at {points} of "
-            f"{plural(len(record.points), 'point')}: {unstable_why(unstable)}; read the exponents and picks with "
+    head = (f"{len(unstable)} of {plural(total, 'measurement')} (a strategy on one shape group) unstable "
+            f"({UNSTABLE_MARK}) at {points} of {plural(len(record.points), 'point')}")
+    return [f"{unstable_why(unstable).said(head)}; read the exponents and picks with "
             "care, or re-run on a quiet machine (`harness system` names what is busy)"]
 
 

@@ -219,7 +219,7 @@ def unstable_advice(unstable: list[Unstable]) -> str:
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = unstable_why(summary_reasons(u) for u in unstable)
-    return (f"[bold yellow]{unstable_head(record, unstable)}[/] ({UNSTABLE_MARK}): {shown(why)}; "
+    return (f"{why.lead(f'[bold yellow]{unstable_head(record, unstable)}[/] ({UNSTABLE_MARK})')}: {shown(why.text)}; "
             f"{shown(unstable_advice(unstable))}")
 
 

@@ -58,10 +58,38 @@ class Cause:
     source: str
 
     def said(self, counted: bool) -> str:
-        """`CPU steal 6% in 4 measurements (the hypervisor ran other guests)`, `bimodal calls in 2
-        measurements (two clusters of times): spectrum numpy, torch`; the count where `counted`."""
-        return (self.what + (f" in {plural(self.n, 'measurement')}" if counted else "")
-                + (f" ({self.note})" if self.note else "") + (f": {self.rows}" if self.rows else ""))
+        """`CPU steal 6% in 4 measurements (the hypervisor ran other guests)`, the count where
+        `counted`; a row kind's rows in place of its count: `bimodal calls (two clusters of times) in
+        spectrum numpy, spectrum torch` (`…: spectrum factored, its 2 samples differ…` read as
+        spectrum factored's samples: walk 13)."""
+        note = f" ({self.note})" if self.note else ""
+        if self.rows:
+            return f"{self.what}{note} in {self.rows}"
+        return self.what + (f" in {plural(self.n, 'measurement')}" if counted else "") + note
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why measurements were unstable: whose rounds gave every cause, said once in the lead ("":
+    they differ, and each cause says its own, or all were this run's), and (measurements, cause)
+    per cause, most frequent first."""
+
+    source: str
+    causes: tuple[tuple[int, str], ...]
+
+    def lead(self, head: str) -> str:
+        """`18 of 18 measurements … unstable (!), from this run's and earlier runs' pooled rounds`."""
+        return ", ".join(filter(None, (head, self.source and f"from {self.source}")))
+
+    @property
+    def text(self) -> str:
+        """The causes as a sentence says them: `; ` apart, so that a row kind's names never run into the next cause."""
+        return "; ".join(cause for _n, cause in self.causes)
+
+    def said(self, head: str = "") -> str:
+        """`head, from X: cause; cause`, or without a head (a row's own field) `from X: cause; cause`."""
+        lead = self.lead(head)
+        return f"{lead}: {self.text}" if lead else self.text
 
 
 def _kind(reason: str) -> str:
@@ -93,24 +121,32 @@ def _causes(reasons: Iterable[Sequence[str]]) -> list[Cause]:
     return sorted(causes, key=lambda c: -c.n)
 
 
-def unstable_causes(unstable: Sequence[Unstable]) -> list[tuple[int, str]]:
-    """(measurements, the cause and whose rounds gave it where earlier runs' did) per cause, most
-    frequent first: the list the HTML report and the md export give under their line."""
-    return [(c.n, c.said(False) + (f", from {c.source}" if c.source else ""))
-            for c in _causes(summary_reasons(u) for u in unstable)]
+def _why(causes: list[Cause], total: int) -> Why:
+    """Causes with whose rounds gave them said once, in the lead: this run's and earlier runs' where
+    any cause's were (a cause of this run's rounds alone sits under it), earlier runs' where every
+    cause's were; a cause says its own only where it differs (walk 13: every md bullet repeated
+    it). A cause that not all `total` measurements have says how many it flags (0: none counted)."""
+    sources = {c.source for c in causes}
+    lead = BOTH_SOURCES if BOTH_SOURCES in sources else POOLED_SOURCE if sources == {POOLED_SOURCE} else ""
+    return Why(lead, tuple((c.n, c.said(c.n < total) + (f", from {c.source}" if c.source not in ("", lead) else ""))
+                           for c in causes))
 
 
-def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> str:
+def unstable_causes(unstable: Sequence[Unstable]) -> Why:
+    """The causes as the HTML report and the md export list them under their line: uncounted (each
+    item leads with its count)."""
+    return _why(_causes(summary_reasons(u) for u in unstable), 0)
+
+
+def unstable_why(reasons: Iterable[Sequence[str]], counted: bool = True) -> Why:
     """Why measurements were unstable, as a run's and a sweep's warning say it: each cause with the
     range of its figures, counted where not every measurement has it (`in 2 measurements`; not
-    `counted`: a row's own field, where a count counted nothing a reader sees), and once after the
-    causes of the same rounds whose they were: `other processes took 68-70% of the 2 CPUs, load
-    5.2-5.7 on 2 cores, from this run's and earlier runs' pooled rounds; CPU steal 6% in 4
-    measurements (the hypervisor ran other guests), from earlier runs' pooled rounds`."""
+    `counted`: a row's own field, where a count counted nothing a reader sees), `; ` apart, whose
+    rounds once in the lead: `…, from this run's and earlier runs' pooled rounds: other processes
+    took 68-70% of the 2 CPUs; load 5.2-5.7 on 2 cores`, and on a cause only where it differs
+    (`CPU steal 6% in 4 measurements (the hypervisor ran other guests), from earlier runs' pooled rounds`)."""
     reasons = [tuple(each) for each in reasons]
-    by_source = grouped_by(_causes(reasons), lambda c: c.source)
-    return "; ".join(", ".join(c.said(counted and c.n < len(reasons)) for c in causes) + (f", from {source}" if source else "")
-                     for source, causes in by_source.items())
+    return _why(_causes(reasons), len(reasons) if counted else 0)
 
 
 def summary_reasons(u: Unstable) -> tuple[str, ...]:

@@ -115,3 +115,15 @@ def test_the_page_carries_every_note_the_terminal_prints_under_its_table(tmp_pat
     assert any(line.startswith("rounds A, B: ") for line in notes)
     page = html.unescape(write_compare([c], tmp_path / "c.html").read_text())
     assert [line for line in notes if line not in page] == []
+
+
+def test_a_row_whose_tables_both_write_its_rounds_otherwise_is_named_once(tmp_path: Path) -> None:
+    """Walk 13: `svd_topk torch on 48x32r4 (A's table: 1), svd_topk torch on 48x32r4 (B's table: 1)`."""
+    a = real("main_job", tmp_path)
+    b = _resumed(a)
+    short = a.analyses[0].timings[0].groups[1]  # A's second spectrum group a round short too
+    short.rounds, short.measurement.samples_s = short.rounds[:-1], short.measurement.samples_s[:-1]
+    c = compare_records(a, b, ("runs/first", "runs/main"))
+    first = c.rows[0]
+    assert (first.rounds_a, first.rounds_b) == ("2", "2+4 r")
+    assert c.table_rounds == [f"{first.analysis} {first.strategy}{first.variant} on {first.group} (A's table: 1, B's: 1+4 r)"]

@@ -54,26 +54,42 @@ def test_markdown_keeps_every_row_its_marks_and_the_vectors_error(busy: Path,
     assert "! |" in md and "`?` unresolved" in md and md.count("- spectrum: factored@float32 measured 3,057x faster") == 1  # verdicts
 
 
+def _md_with_a_note(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, list[str]]:
+    """A record's md with a speedup moved off its rows' ratio (a line under the table), and the
+    lines under the table that its columns need."""
+    from harness.record.run_record import save_record
+    from harness.report.labels import table_footnotes
+
+    record = load_record(RECORDS / f"{name}.json")
+    t = next(t for a in record.analyses for t in a.timings if t.role != "baseline" and t.speedup and t.speedup_ci)
+    t.speedup, t.speedup_ci = t.speedup * 1.3, (t.speedup_ci[0] * 1.3, t.speedup_ci[1] * 1.3)  # a line under it
+    (folder := tmp_path / name).mkdir()
+    save_record(record, folder)
+    md = exported(folder, "md", capsys)
+    header = next(line for line in md.splitlines() if line.startswith("| analysis |"))
+    return md, [line for column, line in table_footnotes(record, record.analyses) if f"| {column} |" in header]
+
+
 def test_markdown_notes_are_paragraphs_and_the_errors_read_as_the_terminals(tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Walk 10: the line under the legend ran into it once rendered ("...as in the terminal. speedups
     pair..."), and the md wrote `5.8e-08 / 6.8e-08` under `error (values / vectors)` where --wide
     writes `5.8e-08/6.8e-08` under `values / vectors error`."""
-    from harness.report.labels import table_footnotes
     from harness.report.terminal import ERRORS_APART
 
-    from harness.record.run_record import save_record
-
-    record = load_record(RECORDS / "main_job.json")
-    t = next(t for a in record.analyses for t in a.timings if t.role != "baseline" and t.speedup and t.speedup_ci)
-    t.speedup, t.speedup_ci = t.speedup * 1.3, (t.speedup_ci[0] * 1.3, t.speedup_ci[1] * 1.3)  # a line under it
-    (folder := tmp_path / "main").mkdir()
-    save_record(record, folder)
-    md = exported(folder, "md", capsys)
-    header = next(line for line in md.splitlines() if line.startswith("| analysis |"))
-    notes = [line for column, line in table_footnotes(record, record.analyses) if f"| {column} |" in header]
+    md, notes = _md_with_a_note("main_job", tmp_path, capsys)
     assert notes and all(f"\n\n{line}" in md for line in notes), md
     assert f"| {ERRORS_APART} |" in md and " / " not in md.split("| status |")[1].split("\n\n")[0]
+
+
+def test_markdown_notes_sit_right_under_the_table_as_the_terminals_do(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 13: `speedups pair each round's two times ...` followed the long legend paragraph, where
+    the terminal has it right under its table, before the warnings."""
+    md, notes = _md_with_a_note("busy_run", tmp_path, capsys)
+    after = md.split(" |\n\n")[-1]  # what follows the table's last row
+    assert notes and after.startswith("\n\n".join(notes) + "\n\n- "), after  # then the warnings, then the legend
+    assert after.index("- ") < after.index("computed the recorded results")
 
 
 def test_markdown_shows_the_vectors_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -228,7 +244,7 @@ def test_csv_and_json_rows_say_why_a_measurement_was_unstable(busy: Path, capsys
             assert json_row["unstable_why"] is None and csv_row["unstable_why"] == ""
             continue
         assert t is not None and csv_row["unstable_why"] == json_row["unstable_why"]
-        assert json_row["unstable_why"] == unstable_why((g.measurement.reasons for g in t.groups), counted=False)
+        assert json_row["unstable_why"] == unstable_why((g.measurement.reasons for g in t.groups), counted=False).said()
         assert json_row["unstable_why"].startswith("other processes took 7")  # the record's figure
         assert not re.search(r"\(\d+\)", json_row["unstable_why"])  # walk 6: a bare "(1)" in a row's own field
 
@@ -257,7 +273,7 @@ def test_a_rows_unstable_why_spans_no_range_over_its_shape_groups(busy: Path, ca
     (busy / RECORD).write_text(record.model_dump_json())
     rows = json.loads(exported(busy, "json", capsys))["results"]
     (why,) = [r["unstable_why"] for r in rows if r["strategy"] == t.label and r["unstable_why"] and "IQR" in r["unstable_why"]]
-    assert why == f"IQR up to 54% of median ({t.groups[1].group}), load 4.5 on 2 cores", why
+    assert why == f"IQR up to 54% of median ({t.groups[1].group}); load 4.5 on 2 cores", why
 
 
 def test_a_worst_that_is_a_range_says_its_high_end(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -279,4 +295,4 @@ def test_a_rows_worst_reason_shares_its_notes_parenthetical_with_its_group() -> 
 
     steal = "CPU steal {}% (the hypervisor ran other guests)"
     why = row_unstable_why([("768x3072r16", [steal.format(6)]), ("3072x768r16", [f"earlier runs' rounds: {steal.format(9)}"])])
-    assert why == "CPU steal up to 9% (3072x768r16; the hypervisor ran other guests), from this run's and earlier runs' pooled rounds"
+    assert why == "from this run's and earlier runs' pooled rounds: CPU steal up to 9% (3072x768r16; the hypervisor ran other guests)"
