@@ -20,6 +20,7 @@ from harness.record.sweep_record import (AxisLimit, PointRecord, PointTiming, Sc
                                          axis_name)
 
 NEAR = 2.0  # a crossing at most this factor beyond the swept range is drawn on its chart
+MAX_CLASS_RMS = 0.25  # a class whose curve misses the points by more (log RMS, about relative) is not named
 
 
 def size_of(value: Any) -> float:
@@ -87,9 +88,10 @@ def exponent_interval(low: float, high: float) -> str:
 
 def class_text(fit: ScalingFit) -> str:
     """`class rank^2 (RMS 4%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
-    on a rank axis made the reader translate); that no class's exponent is in the fit's interval; or,
-    where two or more are, that they are not told apart, each with its RMS (one named by its RMS read
-    `rank log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13)."""
+    on a rank axis made the reader translate); that no class's exponent is in the fit's interval; where
+    two or more are, that they are not told apart, each with its RMS (one named by its RMS read `rank
+    log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13); or that the one there misses
+    the points by more than MAX_CLASS_RMS, where its name would say nothing."""
     if fit.complexity is None or fit.rms is None:
         return "no class within its interval"
     if not math.isfinite(fit.power.high - fit.power.low):
@@ -97,6 +99,8 @@ def class_text(fit: ScalingFit) -> str:
     if len(fit.within) > 1:
         return "classes not told apart: " + ", ".join(f"{_class_name(c, fit.axis)} (RMS {rms:.0%})"
                                                      for c, rms in fit.within.items())
+    if fit.rms > MAX_CLASS_RMS:
+        return f"no class fits within {MAX_CLASS_RMS:.0%} (RMS {fit.rms:.0%})"
     return f"class {_class_name(fit.complexity, fit.axis)} (RMS {fit.rms:.0%})"
 
 
