@@ -4,9 +4,9 @@
   inverse variance of its log time (from its interval's half-width), with a 95% interval on k
   from Student's t on n - 2 degrees of freedom (the residuals give the scale: the weights are
   relative, as in any weighted fit whose point variances are known only up to a factor).
-- `complexity_class`: Google Benchmark's `Complexity(benchmark::oAuto)`: for each class f in
+- `class_fits`: Google Benchmark's `Complexity(benchmark::oAuto)`: for each class f in
   1, log n, n, n log n, n^2, n^3 the least-squares coefficient of t = c f(n) and the RMS of its
-  residuals over the mean time; the class of the lowest RMS wins (benchmark's complexity.cc).
+  residuals, best first (benchmark's complexity.cc); `classes_within` those a power law's interval holds.
 - `crossover`: where two fitted power laws meet, with an interval from the fits' parameters drawn
   from their normal approximation (independent fits: each curve's own points).
 """
@@ -135,10 +135,12 @@ def class_fits(sizes: Sequence[float], seconds: Sequence[float],
     return sorted(fits, key=lambda fit: fit.rms)
 
 
-def complexity_class(sizes: Sequence[float], seconds: Sequence[float], variances: Sequence[float] | None,
-                     power: PowerLaw) -> ClassFit | None:
-    """The class of lowest RMS among those whose exponent `power`'s interval covers; None where none does."""
-    return next((fit for fit in class_fits(sizes, seconds, variances) if power.covers(fit.exponent)), None)
+def classes_within(sizes: Sequence[float], seconds: Sequence[float], variances: Sequence[float] | None,
+                   power: PowerLaw) -> list[ClassFit]:
+    """The classes whose exponent `power`'s interval covers, best (lowest RMS) first: the data tell
+    apart only classes on either side of its interval, not those within it by their RMS (two within
+    it swapped places between two runs at RMS 36%: walk 13)."""
+    return [fit for fit in class_fits(sizes, seconds, variances) if power.covers(fit.exponent)]
 
 
 class Crossover(BaseModel):

@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from harness.bench.scaling import complexity_class, crossover, log_variance, power_law
+from harness.bench.scaling import classes_within, crossover, log_variance, power_law
 from harness.plan.sweep import SweepPoint
 from harness.record.sweep_record import (AxisLimit, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord,
                                          axis_name)
 
 NEAR = 2.0  # a crossing at most this factor beyond the swept range is drawn on its chart
+MAX_CLASS_RMS = 0.25  # a class whose curve misses the points by more (log RMS, about relative) is not named
 
 
 def size_of(value: Any) -> float:
@@ -57,14 +58,16 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
         seconds = [t.seconds for _, t in series]
         variances = [log_variance(t.seconds, t.low, t.high) for _, t in series]
         power = power_law(sizes, seconds, variances)
-        best = complexity_class(sizes, seconds, variances, power)
+        within = classes_within(sizes, seconds, variances, power)
+        best = within[0] if within else None
         # the cost model's exponent wherever it gave every point a figure (model_s is its own, whatever the
         # plan's basis: the wisdom's 28.3 ms at rank 16 beside the model's 56.4 ms made a fixed-shape SVD's
         # cost read rank^0.2, walk-through 4; leaving such fits out dropped the clause from a second run)
         modelled = [t.model_s for _, t in series if t.model_s is not None and t.model_s > 0]
         model = power_law(sizes, modelled) if len(modelled) == len(series) else None
         fit = ScalingFit(analysis=analysis, strategy=strategy, axis=axis, fixed=fixed, sizes=sizes, power=power,
-                         complexity=best.name if best else None, rms=best.rms if best else None, model=model)
+                         complexity=best.name if best else None, rms=best.rms if best else None, model=model,
+                         within={c.name: c.rms for c in within})
         if model is not None and not power.covers(model.exponent):
             fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
                            f"says {exponent_text(model.exponent)}")  # as fit_sentence says it
@@ -85,11 +88,24 @@ def exponent_interval(low: float, high: float) -> str:
 
 def class_text(fit: ScalingFit) -> str:
     """`class rank^2 (RMS 4%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
-    on a rank axis made the reader translate); or that no class's exponent is in the fit's interval."""
+    on a rank axis made the reader translate); that no class's exponent is in the fit's interval; where
+    two or more are, that they are not told apart, each with its RMS (one named by its RMS read `rank
+    log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13); or that the one there misses
+    the points by more than MAX_CLASS_RMS, where its name would say nothing."""
     if fit.complexity is None or fit.rms is None:
         return "no class within its interval"
-    name = "constant" if fit.complexity == "1" else re.sub(r"\bn\b", axis_name(fit.axis), fit.complexity)
-    return f"class {name} (RMS {fit.rms:.0%})"
+    if not math.isfinite(fit.power.high - fit.power.low):
+        return "classes not told apart: two points"
+    if len(fit.within) > 1:
+        return "classes not told apart: " + ", ".join(f"{_class_name(c, fit.axis)} (RMS {rms:.0%})"
+                                                     for c, rms in fit.within.items())
+    if fit.rms > MAX_CLASS_RMS:
+        return f"no class fits within {MAX_CLASS_RMS:.0%} (RMS {fit.rms:.0%})"
+    return f"class {_class_name(fit.complexity, fit.axis)} (RMS {fit.rms:.0%})"
+
+
+def _class_name(complexity: str, axis: str) -> str:
+    return "constant" if complexity == "1" else re.sub(r"\bn\b", axis_name(axis), complexity)
 
 
 def growth(fit: ScalingFit) -> str:

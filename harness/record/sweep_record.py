@@ -91,6 +91,7 @@ class PointRecord(BaseModel):
     timings: list[PointTiming] = []
     measurements: int = 0  # its run's measurements (a strategy on a shape group)
     unstable: list[list[str]] = []  # each unstable measurement's reasons
+    unstable_rows: list[tuple[str, str]] = []  # each one's analysis and strategy, as `unstable` (sweeps before it: none)
     limits: dict[str, AxisLimit] = {}  # a swept rank's or k's largest possible value here (sweeps before it: none)
 
 
@@ -105,6 +106,9 @@ class ScalingFit(BaseModel):
     power: PowerLaw
     complexity: str | None  # the class of lowest RMS whose exponent is in power's interval; None: no class is
     rms: float | None  # its weighted RMS in log space (about a relative error)
+    # every class whose exponent is in power's interval -> its RMS, best first: two or more are not told apart
+    # (sweeps before it: {}, the best named)
+    within: dict[str, float] = {}
     model: PowerLaw | None = None  # the same fit of the cost model's estimates
     finding: str | None = None  # the measured exponent's interval leaves out the model's
 
@@ -136,6 +140,11 @@ class SweepCrossover(BaseModel):
     @property
     def clipped(self) -> bool:
         return self.high < self.crossing.high
+
+    @property
+    def past(self) -> bool:
+        """The fits meet past the largest value the axis can take: its interval, clipped there, would leave it out."""
+        return self.limit is not None and self.crossing.size > self.limit.size
 
 
 class SweepRecord(BaseModel):
@@ -207,11 +216,13 @@ def point_timings(record: RunRecord) -> list[PointTiming]:
 def point_record(values: dict[str, Any], folder: str, record: RunRecord) -> PointRecord:
     """The point's timings, and how many of its measurements were unstable and why: the sweep
     says so as a run does (its fits stand on them)."""
-    groups = [g.measurement for a in record.analyses for t in a.timings for g in t.groups]
+    groups = [(a.name, t.label, g.measurement) for a in record.analyses for t in a.timings for g in t.groups]
+    flagged = [(analysis, label, m) for analysis, label, m in groups if m.unstable]
     return PointRecord(values=values, folder=folder, complete=record.complete, passed=record.passed,
                        chosen={a.name: a.strategy for a in record.analyses}, timings=point_timings(record),
                        measurements=len(groups), limits=axis_limits(values, record.plan.groups),
-                       unstable=[list(m.reasons) or ["flagged unstable"] for m in groups if m.unstable])
+                       unstable=[list(m.reasons) or ["flagged unstable"] for *_, m in flagged],
+                       unstable_rows=[(analysis, label) for analysis, label, _ in flagged])
 
 
 def write_sweep(record: SweepRecord, folder: Path) -> Path:

@@ -18,7 +18,7 @@ from harness.record.exports import csv_text
 from harness.record.sweep_fits import class_text, exponent_text, growth, planner_picks
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK
-from harness.report.unstable import unstable_why
+from harness.report.unstable import Unstable, summary_reasons, unstable_why
 
 POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "planned_s", "model_s", "basis", "measured",
                  "passed", "chosen")
@@ -31,39 +31,55 @@ def _writes(data: bytes) -> Callable[[IO[bytes]], object]:
 
 
 def fit_sentence(fit: ScalingFit) -> str:
-    """`spectrum, factored: cost grows as rank^1.90 (1.70 to 2.10), its cost model says 2.00; class rank^2 (RMS 4%)`."""
+    """`spectrum, factored: cost grows as rank^1.90 (1.70 to 2.10), its cost model says 2.00; class rank^2 (RMS 4%)`;
+    a finding in its place where the interval leaves out the model's exponent (`..., outside its interval: the
+    cost model says 0.00; ...`): once (a `finding:` line and then this one said the same numbers: walk 13)."""
+    if fit.finding:
+        return f"{fit.finding}; {class_text(fit)}"
     model = f", its cost model says {exponent_text(fit.model.exponent)}" if fit.model is not None else ""
     return f"{growth(fit)}{model}; {class_text(fit)}"
+
+
+def _meeting(c: SweepCrossover) -> str:
+    """`rank 190 (150-240)`: the crossing and its interval, clipped to the largest value the axis can take
+    and said so; a crossing past that value `rank ~694`, without an interval that would leave it out (it
+    read `rank 694 (450-512, clipped ...)`: walk 13)."""
+    x, axis = c.crossing, axis_name(c.axis)
+    if c.past:
+        return f"{axis} ~{x.size:.3g}"
+    high = "beyond" if math.isinf(c.high) else f"{c.high:.3g}"
+    low = "0" if x.low == 0 else f"{x.low:.3g}"
+    clipped = f", clipped to {c.limit.said(c.axis)}" if c.clipped and c.limit is not None else ""
+    return f"{axis} {x.size:.3g} ({low}-{high}{clipped})"
 
 
 def crossover_sentence(c: SweepCrossover) -> str:
     """`spectrum: factored overtakes numpy above rank 190 (150-240)` inside the swept range; outside it, one
     form however far (a crossing near the end was said in one run and not the next: walk 12), its distance
-    said: `spectrum: factored is cheaper than numpy over the swept rank 16-256; their fits meet at rank 510
-    (387-512, clipped to the largest rank of a 512x512 delta), 2.0x above it`. An interval past the largest
-    value the axis can take is clipped there, and said (it read 358-781)."""
-    x, axis = c.crossing, axis_name(c.axis)
-    high = "beyond" if math.isinf(c.high) else f"{c.high:.3g}"
-    low = "0" if x.low == 0 else f"{x.low:.3g}"
-    clipped = f", clipped to {c.limit.said(c.axis)}" if c.clipped and c.limit is not None else ""
-    where = "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
-    meet = f"{axis} {x.size:.3g} ({low}-{high}{clipped})"
-    past = f", past {c.limit.said(c.axis)}: within it, they may never meet" if c.limit is not None and x.size > c.limit.size else ""
-    if c.inside:
-        return f"{c.analysis}: {c.a} overtakes {c.b} above {meet}{where}{past}"
-    if c.swept is None:  # a sweep before its range was kept: only crossings within 2x of it were
-        return f"{c.analysis}: {c.a} overtakes {c.b} above {meet}{where}, beyond the swept range{past}"
-    above = x.size > c.swept[1]
+    from the range's nearer end said: `spectrum: factored is cheaper than numpy over the swept rank 16-256;
+    their fits meet at rank 510 (387-512, clipped to the largest rank of a 512x512 delta), 2.0x above the
+    swept range (largest 256)`; past the largest rank, once: `their fits would meet at rank ~694, 2.7x above
+    the swept range (largest 256) and past the largest rank of a 512x512 delta (512): within it they may
+    never meet`."""
+    axis, where = axis_name(c.axis), "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
+    past = f"past {c.limit.said(c.axis)} ({c.limit.size:g}): within it they may never meet" if c.past and c.limit else ""
+    if c.inside or c.swept is None:  # a sweep before its range was kept: only crossings within 2x of it were
+        beyond = "" if c.inside else ", beyond the swept range"
+        return f"{c.analysis}: {c.a} overtakes {c.b} above {_meeting(c)}{where}{beyond}" + (f", {past}" if past else "")
+    low, high = c.swept
+    above = c.crossing.size > high
     cheaper, dearer = (c.b, c.a) if above else (c.a, c.b)  # a is the cheaper above the crossing
     factor = f"{c.distance:.1f}x" if c.distance < 10 else f"{c.distance:,.0f}x"
-    return (f"{c.analysis}: {cheaper} is cheaper than {dearer} over the swept {axis} {c.swept[0]:.3g}-{c.swept[1]:.3g}"
-            f"{where}; their fits meet at {meet}, {factor} {'above' if above else 'below'} it{past}")
+    side = f"above the swept range (largest {high:g})" if above else f"below the swept range (smallest {low:g})"
+    return (f"{c.analysis}: {cheaper} is cheaper than {dearer} over the swept {axis} {low:g}-{high:g}{where}; their "
+            f"fits {'would meet' if past else 'meet'} at {_meeting(c)}, {factor} {side}" + (f" and {past}" if past else ""))
 
 
 def sweep_lines(record: SweepRecord) -> list[str]:
-    """What the terminal leads with: findings first, then every exponent, crossover and planner line."""
-    lines = [f"finding: {fit.finding}" for fit in record.fits if fit.finding]
-    lines += [fit_sentence(fit) for fit in record.fits]
+    """What the terminal leads with: findings first (each fit once), then every other exponent, the
+    crossovers and planner lines."""
+    lines = [f"finding: {fit_sentence(fit)}" for fit in record.fits if fit.finding]
+    lines += [fit_sentence(fit) for fit in record.fits if not fit.finding]
     lines += [crossover_sentence(c) for c in record.crossovers] or ["no two strategies' fits meet"]
     lines += record.planner
     failed = [p.folder for p in record.points if not p.passed]
@@ -72,17 +88,31 @@ def sweep_lines(record: SweepRecord) -> list[str]:
     return lines + unstable_lines(record)
 
 
+def sweep_unstable(record: SweepRecord) -> list[Unstable]:
+    """Every point's unstable measurements as a run's, each row with its point (`spectrum numpy at
+    data.rank=64`): a row kind names them as a run's warning does, where two points' bimodal modes
+    merged into `9-10 samples near 111-229 µs, 2-3 near 197-371 µs` (walk 13). A sweep before rows
+    were kept names the point alone."""
+    found = []
+    for p in record.points:
+        label = SweepPoint(values=p.values).label
+        rows = p.unstable_rows or [("a measurement", "")] * len(p.unstable)
+        found += [Unstable(analysis, f"{strategy} at {label}".lstrip(), "", tuple(reasons), False)
+                  for (analysis, strategy), reasons in zip(rows, p.unstable)]
+    return found
+
+
 def unstable_lines(record: SweepRecord) -> list[str]:
     """The run's warning over the whole sweep: how many of its measurements were unstable, at how
-    many points, and why; the fits and picks above stand on them."""
-    unstable = [reasons for p in record.points for reasons in p.unstable]
+    many points, and why (as a run says it: unstable.summary_reasons); the fits and picks above stand on them."""
+    unstable = sweep_unstable(record)
     if not unstable:
         return []
     total = sum(p.measurements for p in record.points)
     points = sum(bool(p.unstable) for p in record.points)
     head = (f"{len(unstable)} of {plural(total, 'measurement')} (a strategy on one shape group) unstable "
             f"({UNSTABLE_MARK}) at {points} of {plural(len(record.points), 'point')}")
-    return [f"{unstable_why(unstable).said(head)}; read the exponents and picks with "
+    return [f"{unstable_why(summary_reasons(u) for u in unstable).said(head)}; read the exponents and picks with "
             "care, or re-run on a quiet machine (`harness system` names what is busy)"]
 
 

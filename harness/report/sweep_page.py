@@ -88,11 +88,11 @@ def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
 
 
 def _mark_crossovers(ax: Axes, record: SweepRecord, first: ScalingFit) -> None:
-    """Each crossover of the chart's fits near the swept range (within NEAR of it: the sentences say the
-    others): a dashed line at the crossing and a band over its interval, clipped to the chart (whose range
-    takes in such a crossing)."""
+    """Each crossover of the chart's fits near the swept range (within NEAR of it, and not past the largest
+    value the axis can take: the sentences say the others): a dashed line at the crossing and a band over its
+    interval, clipped to the chart (whose range takes in such a crossing)."""
     mine = [c for c in record.crossovers if (c.analysis, c.axis, c.fixed) == (first.analysis, first.axis, first.fixed)
-            and c.distance <= NEAR]
+            and c.distance <= NEAR and not c.past]
     if not mine:
         return
     low, high = ax.get_xlim()

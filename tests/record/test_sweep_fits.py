@@ -52,4 +52,4 @@ def test_the_finding_and_the_fit_sentence_round_the_models_exponent_alike() -> N
     assert fit.model is not None and fit.finding is not None
     said = exponent_text(fit.model.exponent)
     assert said == "0.20" and fit.finding.endswith(f"the cost model says {said}")
-    assert f"its cost model says {said};" in fit_sentence(fit)
+    assert fit_sentence(fit).startswith(f"{fit.finding};")  # the finding is the fit's sentence: said once

@@ -36,7 +36,7 @@ def test_a_crossing_beyond_the_swept_range_is_said_one_way_with_its_distance() -
     from harness.report.sweep_page import scaling_figure
 
     form = re.compile(r"spectrum: factored is cheaper than numpy over the swept rank 4-16; their fits meet at "
-                      r"rank (\S+) \(\S+-\S+\), (\S+)x above it")
+                      r"rank (\S+) \(\S+-\S+\), (\S+)x above the swept range \(largest 16\)")
     said = {}
     for numpy_s in (0.97e-3, 1.1e-3):  # they meet at rank ~31 (within 2x of 16) and ~33 (past it)
         record = known_sweep(ranks=(4, 8, 16), numpy_s=numpy_s)

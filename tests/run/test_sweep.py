@@ -112,6 +112,7 @@ def test_a_tiny_sweep_runs_each_point_as_a_verified_run_and_fits_them(tiny_sweep
             assert t.planned_s == pytest.approx(sum(c.per_matrix_s.values()) / len(c.per_matrix_s))
         measured = [g.measurement for a in run.analyses for t in a.timings for g in t.groups]
         assert (point.measurements, len(point.unstable)) == (len(measured), sum(m.unstable for m in measured)) != (0, 0)
+        assert len(point.unstable_rows) == len(point.unstable)  # each named by its analysis and strategy
     fits = {f.strategy: f for f in record.fits}
     timed = {t.strategy for p in record.points for t in p.timings}
     assert set(fits) == {s for s in timed if sum(s in {t.strategy for t in p.timings} for p in record.points) >= 2}

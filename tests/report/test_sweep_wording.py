@@ -1,0 +1,110 @@
+"""A sweep's sentences as walk-through 13 read them: a crossing past the largest rank said inside a
+clipped interval that left it out, a finding said twice, two points' bimodal modes merged into
+ranges, and a class that changed between runs at one RMS. On known records (test_sweep_views)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness.record.sweep_fits import fit_sweep
+from harness.record.sweep_record import AxisLimit, SweepRecord, point_record
+from tests.report.test_run_screen import real
+from tests.report.test_sweep_views import known_sweep, sweep_of
+
+SAID_CROSSING = re.compile(r"rank (\S+) \((\S+)-(\S+?)(?:, clipped to [^)]*)?\)")
+
+
+def limited(record: SweepRecord, size: int) -> SweepRecord:
+    """The record refitted with every point's rank bounded by a size x size delta."""
+    limit = AxisLimit(size=float(size), shape=(size, size))
+    return fit_sweep(record.model_copy(update={"points": [p.model_copy(update={"limits": {"data.rank": limit}})
+                                                          for p in record.points]}))
+
+
+def test_a_crossing_is_never_said_outside_its_own_interval_and_a_limit_past_it_once() -> None:
+    """Walk 13: `their fits meet at rank 694 (450-512, clipped to the largest rank of a 512x512
+    delta), 2.7x above it, past the largest rank of a 512x512 delta: within it, they may never meet`."""
+    from harness.report.sweep import crossover_sentence
+    from harness.report.sweep_page import scaling_figure
+
+    for numpy_s, size in ((0.97e-3, 24), (1.1e-3, 24), (0.97e-3, 32), (1.1e-3, 64)):
+        record = limited(known_sweep(ranks=(4, 8, 16), numpy_s=numpy_s), size)
+        [c] = record.crossovers
+        said = crossover_sentence(c)
+        assert said.count(f"{size}x{size}") <= 1 and "above it" not in said, said
+        if c.crossing.size > size:  # past the limit: the point alone, the limit once, the range's end named
+            assert said == (f"spectrum: factored is cheaper than numpy over the swept rank 4-16; their fits would meet "
+                            f"at rank ~{c.crossing.size:.3g}, {c.distance:.1f}x above the swept range (largest 16) and "
+                            f"past the largest rank of a {size}x{size} delta ({size}): within it they may never meet")
+            [ax] = scaling_figure(record, record.fits).axes  # nor drawn in a band that leaves it out
+            assert not any("overtakes" in t.get_text() for t in ax.get_legend().get_texts())
+        else:
+            found = SAID_CROSSING.search(said)
+            assert found and float(found[2]) <= float(found[1]) <= float(found[3]), said
+            assert said.endswith(f"{c.distance:.1f}x above the swept range (largest 16)"), said
+    assert sum(limited(known_sweep(ranks=(4, 8, 16), numpy_s=s), 24).crossovers[0].past for s in (0.97e-3, 1.1e-3)) == 2
+
+
+def test_an_exponent_outside_its_cost_models_interval_is_said_once() -> None:
+    """Walk 13: `finding: spectrum, numpy: cost grows as rank^-0.04 (-0.06 to -0.02), outside its interval:
+    the cost model says 0.00`, then `spectrum, numpy: cost grows as rank^-0.04 (-0.06 to -0.02), its cost
+    model says 0.00; no class within its interval`, in the terminal and the page's headline alike."""
+    from harness.report.sweep import sweep_lines
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()
+    model = {"numpy": 1, "factored": 2}  # numpy's exponent leaves out its model's; factored's holds it
+    points = [p.model_copy(update={"timings": [t.model_copy(update={"model_s": 1e-6 * p.values["data.rank"] ** model[
+        t.strategy]}) for t in p.timings]}) for p in record.points]
+    record = fit_sweep(record.model_copy(update={"points": points}))
+    assert [f.strategy for f in record.fits if f.finding] == ["numpy"]
+    lines = sweep_lines(record)
+    [said] = [line for line in lines if "spectrum, numpy: cost grows" in line]
+    assert said.startswith("finding: spectrum, numpy: cost grows as rank^") and lines.index(said) == 0
+    assert "outside its interval: the cost model says 1.00; class constant (RMS 3%)" in said, said
+    headline = render_sweep(record).split('<div class="headline">')[1].split("</div>")[0]
+    assert headline.count("spectrum, numpy: cost grows") == 1 and headline.count("cost model says 1.00") == 1
+
+
+def test_a_sweeps_unstable_causes_are_said_as_a_runs_naming_each_row_and_its_point(tmp_path: Path) -> None:
+    """Walk 13: `bimodal: 9-10 samples near 111-229 µs, 2-3 near 197-371 µs in 2 measurements`: two
+    points' modes merged into overlapping ranges; a run says `bimodal calls (two clusters of times)`
+    and names its rows."""
+    from harness.report.sweep import sweep_lines
+
+    run = real("main_job", tmp_path)
+    flagged = run.analyses[0].timings[1].groups[0].measurement  # spectrum process_pool
+    flagged.reasons = ["bimodal: 9 samples near 111 µs, 2 near 197 µs", *flagged.reasons]
+    point = point_record({"data.rank": 8}, "rank-8", run)
+    assert point.unstable_rows[:3] == [("spectrum", "numpy"), ("spectrum", "numpy"), ("spectrum", "process_pool")]
+    record = known_sweep()
+    rows = {8: [("spectrum", "numpy")], 32: [("spectrum", "factored")]}
+    reasons = {8: [["bimodal: 9 samples near 111 µs, 2 near 197 µs"]],
+               32: [["bimodal: 10 samples near 229 µs, 3 near 371 µs", "load 5.2 on 2 cores"]]}
+    points = [p.model_copy(update={"measurements": 2, "unstable": reasons.get(p.values["data.rank"], []),
+                                   "unstable_rows": rows.get(p.values["data.rank"], [])}) for p in record.points]
+    [said] = [line for line in sweep_lines(record.model_copy(update={"points": points})) if "unstable" in line]
+    assert said.startswith("2 of 10 measurements (a strategy on one shape group) unstable (!) at 2 of 5 points: "
+                           "bimodal calls (two clusters of times): spectrum numpy at data.rank=8, spectrum factored at "
+                           "data.rank=32, load 5.2 on 2 cores in 1 measurement; read the exponents"), said
+    assert "near" not in said
+
+
+def test_classes_within_one_exponents_interval_are_not_told_apart_nor_a_class_far_from_its_points() -> None:
+    """Walk 13: `class rank log rank (RMS 36%)` in one run, `class rank^2 (RMS 36%)` in the next: both
+    classes lie within the exponent's interval, and which fits better is the noise's choice."""
+    from harness.report.sweep import fit_sentence
+    from harness.report.sweep_page import render_sweep
+
+    ranks = [8, 16, 32, 64, 128]
+    both = sweep_of([1e-6 * r**1.6 * off for r, off in zip(ranks, [0.8, 1.3, 1.1, 0.7, 1.25])], [1.1] * 5)
+    factored = both.fits[1]
+    assert list(factored.within) == ["n log n", "n^2"]
+    said = fit_sentence(factored).split("; ")[-1]
+    assert re.fullmatch(r"classes not told apart: rank log rank \(RMS \d+%\), rank\^2 \(RMS \d+%\)", said), said
+    assert f"<td>{said}</td>" in render_sweep(both)
+    far = sweep_of([1e-6 * r**1.6 * off for r, off in zip(ranks, [1.0, 1.3, 0.75, 1.2, 0.85])], [1.1] * 5).fits[1]
+    assert list(far.within) == ["n log n"] and far.rms is not None and far.rms > 0.25
+    assert fit_sentence(far).endswith(f"; no class fits within 25% (RMS {far.rms:.0%})")
+    assert fit_sentence(known_sweep().fits[1]).endswith("; class rank^2 (RMS 3%)")  # told apart: named
