@@ -169,7 +169,7 @@ def test_cache_ls_keeps_what_an_entry_holds_on_one_line(tmp_path: Path, width: i
     from harness.cli.commands.cache import ls_table
     from harness.store.cache import cache_key
 
-    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "verdict of factored on 8 of 3072x768r16",
+    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "verdict of svdvals by factored on 8 of 3072x768r16",
               "spectrum: svdvals by factored, 1064 from adapter00/[mlp_up]"]
     store = ResultCache(tmp_path, experiment="task_geometry")
     for i, label in enumerate(labels):
