@@ -122,6 +122,11 @@ class Step(BaseModel):
     candidates: list[Candidate]
     pick: Pick | None = None  # the `auto` pick the run keeps in this machine's wisdom for the next plan; None: named
 
+    @property
+    def problem(self) -> str:
+        """The op with its k, `svd_topk k=2`, as the plan's table and the cache's labels name it."""
+        return self.op + (f" k={self.k}" if self.k else "")
+
 
 class BenchPlan(BaseModel):
     """The benchmark phase as planned: its budget and floor, the precision it samples to, the

@@ -78,6 +78,7 @@ def _fixed(width: float, height: float, left: float, right: float, bottom: float
 
 GOOD, BAD, NEUTRAL, SAMPLE = "#1b7f3a", "#b00020", "#8a8a8a", "#5b7fa6"  # faster, slower, the baseline, a sample
 PALE_GOOD, PALE_BAD = "#8cc79c", "#e08a98"  # faster or slower by one round: no interval to say how sure
+DOT_AREA, BAR_POINTS = 30.0, 1.2  # a sample's dot (points squared: 6 pt across) and the bar it is drawn over
 
 
 def speedup_color(t: StrategyTiming) -> str:
@@ -106,11 +107,12 @@ def timing_figure(analysis: AnalysisRecord) -> Figure:
     jitter = np.random.default_rng(0)  # the same page for the same record
     for yi, t in zip(y, analysis.timings):
         samples = np.concatenate([np.asarray(g.measurement.samples_s) / max(g.sampled, 1) for g in t.groups])
-        # over the bar, outlined: a lone sample (n=1) sits on it (walk 12: a bar with no dot to see)
-        ax_t.scatter(samples, yi + jitter.uniform(-0.25, 0.25, len(samples)), s=9, alpha=0.55, color=SAMPLE,
-                     edgecolors="white", linewidths=0.4, zorder=3)
+        # over the bar, outlined, several times its width: a lone sample (n=1) sits on it (walk 12: a bar with
+        # no dot to see; walk 13: a dot of 3 pt, a 1-pixel speck on a 1.5 pt bar at 1280 px)
+        ax_t.scatter(samples, yi + jitter.uniform(-0.25, 0.25, len(samples)), s=DOT_AREA, alpha=0.8, color=SAMPLE,
+                     edgecolors="white", linewidths=0.8, zorder=3)
         median = t.seconds_per_matrix
-        ax_t.plot([median, median], [yi - 0.35, yi + 0.35], color="#222", lw=1.5)
+        ax_t.plot([median, median], [yi - 0.35, yi + 0.35], color="#222", lw=BAR_POINTS)
         ax_t.annotate(format_seconds(median), (samples.max(), yi), xytext=(4, 0), textcoords="offset points",
                       fontsize=7, va="center")
     ax_t.set_xscale("log")

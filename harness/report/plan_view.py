@@ -77,7 +77,7 @@ def plan_table(plan: Plan) -> Fitted:
     for step in plan.steps:
         ahead = " (next chunk read ahead)" if step.reads_ahead else ""
         batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
-        table.add_row(shown(step.analysis), value(shown(step.op + (f" k={step.k}" if step.k else ""))),
+        table.add_row(shown(step.analysis), value(shown(step.problem)),
                       value(shown(step.strategy)), value("{} ({})".format(*device_library(step.device))),
                       value(format_seconds(step.estimate_s)), value(shown(batch) + ahead))
         summaries.append(value(shown(_batch_summary(step.batch_sizes) or batch) + ahead))

@@ -387,7 +387,7 @@ class BenchPhase:
     def _keep(self, s: Subject, ids: tuple[str, ...], verdict: Verification) -> None:
         key = self._key(s, ids)
         if self.cache is not None and key and verdict.reason is None:
-            self.cache.put_model(key, verdict, f"verdict of {s.name} on {len(ids)} of {s.group}")
+            self.cache.put_model(key, verdict, f"verdict of {s.step.problem} by {s.name} on {len(ids)} of {s.group}")
 
     def _key(self, s: Subject, ids: tuple[str, ...]) -> str | None:
         return None if self.keys is None else self.keys.verification(s.step, s.name, s.timed.device, s.group, ids,

@@ -15,6 +15,8 @@ from rich.console import Console
 
 from harness.cli.main import main
 from harness.record.run_record import SPECTRA, load_record
+from harness.store.cache import ResultCache, read_header
+from tests.conftest import CONFIGS
 
 # 40 dense 200x200 matrices in chunks of 2 (the budget fits two): 20 chunks of ~10 ms each after
 # a start-up of a second or more, so a run can be killed with some chunks cached and most not.
@@ -165,9 +167,9 @@ def test_cache_ls_keeps_what_an_entry_holds_on_one_line(tmp_path: Path, width: i
     """Walk 12, at 100 columns: `float64 reference: values of` / `adapter00/layer0/mlp_up`; the
     optional columns leave for it instead (and say so), and a markup-like label is shown as written."""
     from harness.cli.commands.cache import ls_table
-    from harness.store.cache import ResultCache, cache_key
+    from harness.store.cache import cache_key
 
-    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "verdict of factored on 8 of 3072x768r16",
+    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "verdict of svdvals by factored on 8 of 3072x768r16",
               "spectrum: svdvals by factored, 1064 from adapter00/[mlp_up]"]
     store = ResultCache(tmp_path, experiment="task_geometry")
     for i, label in enumerate(labels):
@@ -181,3 +183,45 @@ def test_cache_ls_keeps_what_an_entry_holds_on_one_line(tmp_path: Path, width: i
     drawn = [str(c.header) for c in table.fit(console, width).columns]
     assert drawn == (["key", "kind", "holds", "size"] if width == 100 else
                      ["key", "kind", "experiment", "holds", "size", "last used"])
+
+
+def _smoke_cache(folder: Path, *seeds: int) -> Path:
+    """A real cache: the smoke spec (one layer, every op) run once per seed into `folder`/cache."""
+    cache = folder / "cache"
+    for seed in seeds:
+        assert main(["run", str(CONFIGS / "smoke.toml"), "-o", str(folder / f"run{seed}"), "--budget", "0s",
+                     "--set", "data.layers=1", "--set", f"experiment.seed={seed}",
+                     "--set", f'execution.cache_dir="{cache}"']) == 0
+    return cache
+
+
+def _rows_at(cache: Path, width: int) -> list[str]:
+    """`cache ls`'s rows as drawn `width` columns wide."""
+    from harness.cli.commands.cache import ls_table
+
+    entries = list(ResultCache(cache).entries())
+    table, _ = ls_table(cache, entries)
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(table)
+    lines = console.export_text().splitlines()
+    rule = next(i for i, line in enumerate(lines) if set(line) == {"─"})  # the title may wrap above it
+    rows, rest = lines[rule + 1:rule + 1 + len(entries)], lines[rule + 1 + len(entries):]
+    assert max(map(len, lines)) <= width and all(line.startswith("(") for line in rest[:1]), lines  # a line a row
+    return rows
+
+
+def test_a_runs_cache_entries_say_what_they_hold_apart(tmp_path: Path, quiet_machine: None) -> None:
+    """Walk 13: `verdict of numpy on 2 of 48x32r4` twice, svdvals' and svd's verdicts; a verdict
+    names its op (and k), as a chunk names its analysis."""
+    cache = _smoke_cache(tmp_path, 0)
+    labels = [read_header(entry).label for entry in ResultCache(cache).entries()]
+    assert len(labels) == len(set(labels)), sorted(labels)
+    assert "verdict of svd_topk k=2 by torch on 2 of 48x32r4" in labels
+
+
+def test_cache_ls_at_100_columns_never_shows_two_entries_alike(tmp_path: Path, quiet_machine: None) -> None:
+    """One spec at two seeds writes entries whose kind, holds and size match: the key, shortened
+    where the whole one does not fit, tells every row apart."""
+    cache = _smoke_cache(tmp_path, 0, 1)
+    rows = _rows_at(cache, 100)
+    assert len(set(rows)) == len(rows), rows

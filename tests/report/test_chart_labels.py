@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from harness.record.run_record import RunRecord
+from harness.record.run_record import RunRecord, load_record
 from harness.report import charts
 
 
@@ -77,3 +78,31 @@ def test_every_sample_dot_is_drawn_over_its_bar_and_outlined(smoke_run: tuple[Pa
         dots, bars = ax.collections, ax.lines
         assert dots and bars and min(d.get_zorder() for d in dots) > max(b.get_zorder() for b in bars), a.name
         assert all(min(d.get_linewidths()) > 0 for d in dots), a.name  # seen on the dark bar
+
+
+def test_a_lone_sample_shows_as_a_dot_either_side_of_its_bar() -> None:
+    """Walk 13: at 1280 px an n=1 row's dot was a 1-pixel speck on its bar (3 pt across on a 1.5 pt
+    bar). Drawn as the page shows it (96 px an inch), the row through each dot holds its colour
+    past the bar's edge on both sides."""
+    record = load_record(Path(__file__).parent / "records" / "main_job.json")
+    a = next(a for a in record.analyses if a.name == "geometry")
+    for t in a.timings:  # one sample each, at the bar (the table's per matrix)
+        t.groups = t.groups[:1]
+        m = t.groups[0].measurement
+        m.samples_s, m.median_s = m.samples_s[:1], m.samples_s[0]
+    fig = charts.timing_figure(a)
+    fig.set_dpi(96)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    pixels = np.asarray(canvas.buffer_rgba())[:, :, :3].astype(int)
+    ax = fig.axes[0]
+    assert len(ax.collections) == len(ax.lines) == len(a.timings)
+    for dots, bar, t in zip(ax.collections, ax.lines, a.timings):
+        (x, y), = ax.transData.transform(dots.get_offsets())
+        assert x == pytest.approx(ax.transData.transform((bar.get_xdata()[0], 0))[0])  # n=1: the dot is on the bar
+        half = bar.get_linewidth() * 96 / 72 / 2 + 0.5  # the bar's pixels, a partly covered one included
+        row = pixels[pixels.shape[0] - round(y), :, :]
+        off = np.arange(len(row)) - x
+        blue = (row[:, 2] - row[:, 0] > 30) & (np.abs(off) < 10)  # the sample colour, blended, near the dot
+        left, right = int(np.sum(blue & (off < -half))), int(np.sum(blue & (off > half)))
+        assert left >= 1 and right >= 1 and left + right >= 3, (t.label, left, right)

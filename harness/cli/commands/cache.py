@@ -26,6 +26,8 @@ from harness.store.cache import CorruptEntry, Entry, ResultCache, locate, read_h
 MAX_AGE_S = 100 * 365 * 86400.0
 # the widest `holds` cell kept on one line: what 100 columns leave beside key, kind and size
 HOLDS_WANT = 64
+# a key's hex digits that tell entries apart where the full 16 do not fit (walk 13: 100 columns showed rows alike)
+SHORT_KEY = 8
 
 
 def _age(text: str) -> float:
@@ -88,7 +90,10 @@ def ls_table(root: Path, entries: list[Entry]) -> tuple[Fitted, int]:
         used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
         table.add_row(entry.key[:16], kind, escape(owner), escape(label), value(format_bytes(entry.size)), used)
         widest = max(widest, len(label))
-    return Fitted(table, ("last used", "experiment", "key"), wants={"holds": min(widest, HOLDS_WANT)}), corrupt
+    # the key is shortened before it leaves: two entries' other cells may read the same (one spec at two seeds)
+    short = {"key": tuple(value(entry.key[:SHORT_KEY]) for entry in entries)}
+    return Fitted(table, ("last used", "experiment", "key"), wants={"holds": min(widest, HOLDS_WANT)},
+                  short=short), corrupt
 
 
 def main(args: argparse.Namespace) -> int:
