@@ -14,6 +14,7 @@ from harness.report.labels import UNRESOLVED_MARK
 
 STALLED_RUNS = 3  # runs pooled from which a speedup's interval shows how fast runs narrow it
 STALLED_MORE = 10  # more runs than this to reach the target: re-running as is does not help
+WIDENED_BY = 1.1  # an interval's log width over its earlier runs' alone beyond which this run widened it
 
 # What another run as is does for an unresolved speedup, by its own interval: settle it within
 # STALLED_MORE runs, add a run before its rate can be told, or nothing (widened, or too slow).
@@ -36,12 +37,13 @@ def more_runs(t: StrategyTiming, target: float) -> float | None:
 
 
 def widened(t: StrategyTiming) -> bool:
-    """This run's rounds widened the interval earlier runs' gave alone (its ends further apart):
-    runs under different loads disagree, and more of them need not narrow it (more_runs assumes
-    they do)."""
+    """This run's rounds widened the interval earlier runs' gave alone, its ends WIDENED_BY further
+    apart (as a log ratio): runs under different loads disagree, and more of them need not narrow
+    it (more_runs assumes they do). A hair wider is a run's noise, not a disagreement: 1.16-2.79
+    becoming 1.15-2.87 told a second run of the main job to stop re-running as is."""
     if t.earlier_ci is None or t.speedup_ci is None:
         return False
-    return t.speedup_ci[1] / t.speedup_ci[0] > t.earlier_ci[1] / t.earlier_ci[0]
+    return math.log(t.speedup_ci[1] / t.speedup_ci[0]) > WIDENED_BY * math.log(t.earlier_ci[1] / t.earlier_ci[0])
 
 
 def outlook(t: StrategyTiming, target: float | None) -> Outlook:
