@@ -97,7 +97,8 @@ def as_timed(rounds: Rounds) -> Done:
 
 
 def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worker_s: float = TIMING_WORKER_S,
-              finished: dict[str, Done] | None = None, limit: Limit | None = None) -> tuple[list[float], float]:
+              finished: dict[str, Done] | None = None, limit: Limit | None = None,
+              cached: frozenset[str] = frozenset()) -> tuple[list[float], float]:
     """The run's units for its ETA (base.progress.eta_s): each analysis' seconds still to do, and
     the plan's estimate less what the stopped run this one resumes did and more what its workers
     take beyond the plan's (`one_worker_s`: worker_s). Each unit holds its own one-off benchmark
@@ -105,7 +106,9 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
     analysis' `starting workers` read `ETA ~0:00:01` with 7 s left); the finished ones' too, so
     that the run's pace over them is that of the rest of their work; those this run finished
     (`finished`: as_timed) by what they timed, not by what the plan gave them; those to come by
-    what the `limit` leaves each in turn (allowed: floors are timed as they come)."""
+    what the `limit` leaves each in turn (allowed: floors are timed as they come); those the cache
+    holds whole (`cached`: run.cached) without their computing, nor their share of the loading and
+    features the plan counts for the run."""
     done, room = finished or {}, limit
     units = []
     for s in plan.steps:
@@ -115,9 +118,17 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
             left = timing_left_s(s, s.analysis in kept, stopped, one_worker_s, room)
             if room is not None and s.analysis not in kept:
                 room = (max(room[0] - allowed(s, room)[0], 0.0), room[1])
-        units.append(plan.busy_s(s.estimate_s + left))
+        units.append(plan.busy_s((0.0 if s.analysis in cached else s.estimate_s) + left))
     full = sum(plan.busy_s(s.estimate_s + timing_left_s(s, False, None)) for s in plan.steps)
-    return units, max(plan.estimate_s - full + sum(units), 0.0)
+    return units, max(plan.estimate_s - full - plan.busy_s(_before(plan, cached)) + sum(units), 0.0)
+
+
+def _before(plan: Plan, cached: frozenset[str]) -> float:
+    """The plan's overheads the run's display never sees: importing torch for the picks (run.runner
+    warms them before it opens), and the cached analyses' share of loading, features and starting
+    the run's workers (a cached second main run spent 2 s of its 29 outside its benchmark)."""
+    read = sum(plan.overheads.get(k, 0.0) for k in ("loading", "features", "worker start"))
+    return plan.overheads.get("torch import", 0.0) + (read * len(cached) / len(plan.steps) if cached else 0.0)
 
 
 def blocks(rounds: Rounds) -> int:

@@ -198,10 +198,10 @@ class BenchPhase:
         """A timing worker's one-off seconds on an idle machine, as this run's workers took them (run.eta)."""
         return worker_s(self.budget.one_off_s, self.budget.workers, self.plan.slowdown)
 
-    def work_left(self) -> tuple[list[float], float]:
+    def work_left(self, cached: frozenset[str] = frozenset()) -> tuple[list[float], float]:
         """The run's units and estimate for its ETA: its workers as measured, the limit as left (run.eta)."""
         return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s, self.finished,
-                         limit_of(self.budget, self.plan.slowdown))
+                         limit_of(self.budget, self.plan.slowdown), cached)
 
     def share_of(self, step: Step) -> Callable[[], float]:
         """The share of the step's work left its blocks say is done, for the run's ETA (run.eta)."""

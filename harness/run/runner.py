@@ -16,6 +16,7 @@ from harness.compute.axes import AXES_FILE, axes_backend, write_axes
 from harness.run.context import exec_context, run_executor, timing_executor
 from harness.run.dask_session import DaskSession
 from harness.run.fanout import Outcomes, in_order, on_cluster, on_pool, spread_line
+from harness.run.cached import cached_steps
 from harness.run.clock import BenchClockLabel
 from harness.run.phase import BenchPhase
 from harness.run.interrupted import Interrupted
@@ -109,11 +110,13 @@ class Runner:
                 assert self.plan.bench is not None
                 self._warm_chosen()
                 self.bench.imported()  # the timing workers' imports, beside the chosen strategies' and before any analysis
-                units, estimate_s = self.bench.work_left()
+                cached = cached_steps(self.plan.steps, self.workload, self.cache, self.keys, self._analysis_spec,
+                                      self.plan.memory_budget)
+                units, estimate_s = self.bench.work_left(cached)
                 with pinned(self.plan.bench.threads), self.display.phase(
                         self.record.experiment, len(self.plan.steps), estimate_s=estimate_s, units_s=units) as run:
                     for i, step in enumerate(self.plan.steps):
-                        units, estimate_s = self.bench.work_left()  # its workers' one-off work as this run's took
+                        units, estimate_s = self.bench.work_left(cached)  # its workers' one-off work as this run's took
                         run.replan(estimate_s, units)
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s,
                                                  self.plan.bench.limit))  # 1/3: the count

@@ -44,7 +44,7 @@ def _step(name: str, estimate_s: float, calls: list[float], rounds: int = 1, cho
 
 def _plan(steps: list[SimpleNamespace]) -> SimpleNamespace:
     idle = sum(s.estimate_s + timing_left_s(s, False, None) for s in steps)  # type: ignore[arg-type]
-    return SimpleNamespace(steps=steps, estimate_s=SLOWDOWN * idle, busy_s=lambda s: SLOWDOWN * s, slowdown=SLOWDOWN)
+    return SimpleNamespace(steps=steps, overheads={}, estimate_s=SLOWDOWN * idle, busy_s=lambda s: SLOWDOWN * s, slowdown=SLOWDOWN)
 
 
 def _seconds(text: str) -> float:
