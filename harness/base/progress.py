@@ -306,9 +306,9 @@ class Display:
             # every column but the phase's and its item's has one width in every frame (the first,
             # with an inner phase's `   0/2128`, was a column off the next); the phase and its item
             # share the rest 29:32, at 100 columns 29 and 32: a step's "spectrum: svdvals by factored"
-            # and the clock label past its limit for the shipped configs' longest analysis names
-            # (`svd_topk: 92.0 s over budget`) both whole (at 29 and 30 the label lost its word, at
-            # 23 and 34 the step its strategy), the bar 4 cells (8 levels with its half cells)
+            # and the clock label for the shipped configs' longest analysis names
+            # (`bench 13/14 s budget · svd_topk`, 31) both whole (at 23 and 34 the step lost its
+            # strategy), the bar 4 cells (8 levels with its half cells)
             self.progress = _Progress(
                 SpinnerColumn(table_column=Column(width=1, no_wrap=True)),
                 TextColumn("{task.description}", table_column=Column(ratio=29, no_wrap=True, overflow="ellipsis")),

@@ -17,17 +17,22 @@ from harness.run.rounds import Rounds
 
 
 def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phrases:
-    """`benchmark: 8.2 of 11.9 s floor · top3`; past it `benchmark: 2.9 s over floor · top3` (`timed
-    14.8 of 11.9 s` after it where there is room): one counter of the whole benchmark's seconds, every
-    analysis' so far, named as the run's Benchmark line names its limit (the budget, or the floor when
-    that is more), the analysis under way after it. Walk 12 could not read `geometry: 19.4 > 15.9 s
-    floor`; walk 13 read `top3: 12.7 of 21.0 s floor`, shown the instant top3 began, as top3's own
-    seconds. Its first phrase whole in the 32 columns a 100-column display leaves it, up to
-    `benchmark: 999.9 s over budget`."""
+    """`bench 8.2/12 s floor · top3`; past it `bench +2.9 s floor · top3`: one counter of the whole
+    benchmark's seconds, every analysis' so far, against its limit named as the run's Benchmark line
+    names it (the budget, or the floor when that is more), the analysis under way after it. Walk 12
+    could not read `geometry: 19.4 > 15.9 s floor`; walk 13 read `top3: 12.7 of 21.0 s floor` as top3's
+    own seconds; walk 14 lost the name in the 32 columns a 100-column display leaves it (`benchmark:
+    9.9 of 17.6 s floor`), and read `timed 21.9 of 20.0 s` past it as a fraction over 100%. Whole
+    seconds from 10 s, as the elapsed column shows them: an 8-letter name whole at 100 columns up to
+    `bench 99/99 s budget` and `bench +999 s budget`, the same words at every width."""
     if live_s > limit_s:
-        return Phrases((f"benchmark: {live_s - limit_s:.1f} s over {limit}", analysis,
-                        f"timed {live_s:.1f} of {limit_s:.1f} s"), sep=" · ")
-    return Phrases((f"benchmark: {live_s:.1f} of {limit_s:.1f} s {limit}", analysis), sep=" · ")
+        return Phrases((f"bench +{_figure(live_s - limit_s)} s {limit}", analysis), sep=" · ")
+    return Phrases((f"bench {_figure(live_s)}/{_figure(limit_s)} s {limit}", analysis), sep=" · ")
+
+
+def _figure(seconds: float) -> str:
+    """Tenths below 10 s, where a counter moving by tenths says the benchmark is timing; whole above."""
+    return f"{seconds:.1f}" if seconds < 9.95 else f"{seconds:.0f}"
 
 
 def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, processes: int, limit_s: float,

@@ -97,7 +97,7 @@ def test_the_live_display_shows_whole_labels_and_no_unknown_eta() -> None:
         assert display.progress is not None
         shown.print(display.progress.make_tasks_table(display.progress.tasks))
     line = shown.export_text()
-    assert "spectrum: svdvals by factored" in line and "benchmark: 12.8 of 13.9 s budget" in line
+    assert "spectrum: svdvals by factored" in line and "bench 13/14 s budget · spectrum" in line
     assert "-:--:--" not in line and "…" not in line
 
 
@@ -124,5 +124,5 @@ def test_the_live_display_says_the_budget_ran_over_and_keeps_its_eta() -> None:
         display.progress.tasks[0].start_time -= 10  # the first analysis took 10 s: two more, 20 s
         shown.print(display.progress.make_tasks_table(display.progress.tasks))
     line = shown.export_text()
-    assert "benchmark: 2.9 s over budget" in line and "…" not in line
+    assert "bench +2.9 s budget · spectrum" in line and "…" not in line
     assert "ETA 0:00:20" in line  # its own pace (one step of three in 10 s): bare, as README says

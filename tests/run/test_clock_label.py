@@ -49,20 +49,22 @@ def test_the_counter_only_grows_through_one_off_work_and_across_analyses() -> No
     with budget.outside():
         at(20.0)
     at(24.0)
-    seconds = [float(re.search(r"(?:timed |: )(\d+\.\d) of", s).group(1)) for s in shown]  # type: ignore[union-attr]
-    assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 11.5, 11.5, 15.5]
-    assert shown[6] == "benchmark: 1.5 of 13.6 s floor · spectrum"
-    assert shown[-1] == "benchmark: 1.9 s over floor · geometry · timed 15.5 of 13.6 s"
+    seconds = [float(re.match(r"bench (\d+(?:\.\d)?)/", s).group(1)) for s in shown[:-1]]  # type: ignore[union-attr]
+    assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 12, 12]
+    assert shown[6] == "bench 1.5/14 s floor · spectrum"
+    assert shown[-1] == "bench +1.9 s floor · geometry"  # 15.5 s: the over-floor figure once
 
 
-def test_the_label_keeps_its_words_and_its_sign_at_100_columns() -> None:
-    under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 16.9, 13.6, "floor")
-    """Walk 12 could not read `geometry: 19.4 > 15.9 s floor`: past its limit, by how much in words,
-    the analysis and the seconds behind it where there is room (160 columns)."""
-    assert str(under) == "benchmark: 12.8 of 13.9 s budget · spectrum"
-    assert str(over) == "benchmark: 3.3 s over floor · geometry · timed 16.9 of 13.6 s"
-    assert over.fitted(32) == "benchmark: 3.3 s over floor" and under.fitted(32) == "benchmark: 12.8 of 13.9 s budget"
-    assert clock_text("svd_topk", 1013.8, 13.9, "budget").fitted(32) == "benchmark: 999.9 s over budget"
+def test_the_label_keeps_its_sign_and_the_analysis_at_100_columns() -> None:
+    """Walk 12 could not read `geometry: 19.4 > 15.9 s floor`; walk 14 lost the analysis at 100
+    columns (32 cells) and read `timed 21.9 of 20.0 s` past the floor as a fraction over 100%: past
+    its limit, by how much, said once; the analysis whole in 32 cells up to 99 s and 8 letters."""
+    under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 21.9, 20.0, "floor")
+    assert str(under) == "bench 13/14 s budget · spectrum" and under.fitted(32) == str(under)
+    assert str(over) == "bench +1.9 s floor · geometry" and over.fitted(32) == str(over)
+    assert str(clock_text("top3", 9.9, 17.6, "floor")) == "bench 9.9/18 s floor · top3"
+    for text in (clock_text("svd_topk", 98.7, 99.1, "budget"), clock_text("svd_topk", 1013.8, 13.9, "budget")):
+        assert text.fitted(32) == str(text) and "svd_topk" in str(text)
 
 
 def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
@@ -81,7 +83,7 @@ def test_one_off_work_is_named_while_it_holds_the_counter() -> None:
     budget.now = 1.2
     shown.append(str(label))
     assert shown == ["spectrum: verifying answers", "spectrum: starting workers", "spectrum: verifying answers",
-                     "benchmark: 1.2 of 3.0 s budget · spectrum"]
+                     "bench 1.2/3.0 s budget · spectrum"]
 
 
 def test_the_count_is_the_benchmarks_not_the_analysis_under_way() -> None:
@@ -93,6 +95,6 @@ def test_the_count_is_the_benchmarks_not_the_analysis_under_way() -> None:
     budget.now = 12.7
     budget.close("spectrum")
     label = BenchClockLabel("top3", budget, 21.0, "floor")
-    assert str(label) == "benchmark: 12.7 of 21.0 s floor · top3"  # top3 begun: none of it top3's
+    assert str(label) == "bench 13/21 s floor · top3"  # top3 begun: none of it top3's
     budget.spent_s = 21.4
-    assert label.phrases().fitted(32) == "benchmark: 0.4 s over floor"
+    assert label.phrases().fitted(32) == "bench +0.4 s floor · top3"
