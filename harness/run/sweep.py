@@ -118,7 +118,7 @@ def point_summary(run: RunRecord, point: PointRecord) -> str:
     unstable. No verdict: the pick's finding is the sweep's planner line's, said once at the end (at
     rank 256 the point's line, the planner line and the picks table each said `1.9x slower than
     factored (intervals overlap)`: walk 14)."""
-    said = [", ".join(f"{a.name} picked {a.strategy}" for a in run.analyses) or "no analysis ran"]
+    said = [", ".join(f"{a.name} picked {a.strategy}" for a in run.analyses)]
     if point.unstable:
         said.append(f"{len(point.unstable)} of {plural(point.measurements, 'measurement')} unstable")
     if not run.passed:

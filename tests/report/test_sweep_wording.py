@@ -134,7 +134,7 @@ def test_a_picks_finding_is_said_once_in_every_view() -> None:
     assert not any(f in many.planner[0] for f in factors[3:])
 
 
-def test_a_fitted_order_says_its_source_and_how_many_points_bear_it_out() -> None:
+def test_a_fitted_order_says_its_source_and_how_many_points_bear_it_out(tmp_path: Path) -> None:
     """Walk 14: `factored is cheaper than numpy over the swept rank 16-256` (the fits) beside the rank-256
     point's verdict `factored is not significantly faster or slower than numpy: 2.36x (0.777-7.18)` (its
     paired rounds): the sentence names its source, and at how many points their own measurements show it."""
@@ -161,3 +161,9 @@ def test_a_fitted_order_says_its_source_and_how_many_points_bear_it_out() -> Non
         [line] = [line for line in sweep_lines(sweep) if "cheaper" in line]
         assert line.startswith(f"{head}{clause}; their fits meet at rank "), line
         assert f"- {line}" in sweep_markdown(sweep) and line in html.unescape(render_sweep(sweep))
+    run = real("main_job", tmp_path)  # a point keeps its run's paired intervals, against its baseline
+    timings = {(t.analysis, t.strategy): t for t in point_record({"data.rank": 8}, "rank-8", run).timings}
+    for a in run.analyses:
+        for t in a.timings:
+            kept = timings[(a.name, t.label)]
+            assert (kept.baseline, kept.paired) == (t.role == "baseline", t.speedup_ci) and (kept.paired or kept.baseline)
