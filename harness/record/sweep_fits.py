@@ -155,10 +155,14 @@ class PlannerPick(NamedTuple):
         return self.chosen == self.fastest
 
     @property
+    def factor(self) -> str:
+        """`2.0x`, `17x`: how much slower than the fastest the pick measured."""
+        return f"{self.ratio:.1f}x" if self.ratio < 10 else f"{self.ratio:,.0f}x"
+
+    @property
     def slower(self) -> str:
         """`2.0x slower than factored (intervals overlap)`."""
-        ratio = f"{self.ratio:.1f}x" if self.ratio < 10 else f"{self.ratio:,.0f}x"
-        return f"{ratio} slower than {self.fastest}" + (" (intervals overlap)" if self.overlap else "")
+        return f"{self.factor} slower than {self.fastest}" + (" (intervals overlap)" if self.overlap else "")
 
 
 def point_picks(p: PointRecord) -> list[PlannerPick]:
@@ -183,20 +187,65 @@ def planner_picks(record: SweepRecord) -> list[PlannerPick]:
 SHOWN_MISSES = 3  # points where the pick was not the fastest, named in a planner line
 
 
+def named_misses(picks: list[PlannerPick]) -> list[PlannerPick]:
+    """The misses the planner lines name, each analysis' first SHOWN_MISSES: the picks table only
+    marks these (the finding was said three times, in the point's line, the planner line and the
+    table: walk 14), and gives the factor of the rest."""
+    named = []
+    for analysis in dict.fromkeys(pick.analysis for pick in picks):
+        named += [pick for pick in picks if pick.analysis == analysis and not pick.agrees][:SHOWN_MISSES]
+    return named
+
+
 def planner_lines(record: SweepRecord) -> list[str]:
     """Per analysis: at how many points the plan's pick measured fastest, and each point (the
     first SHOWN_MISSES) where it did not, by how much."""
     lines = []
     picks = planner_picks(record)
+    named = named_misses(picks)
     for analysis in dict.fromkeys(pick.analysis for pick in picks):
         mine = [pick for pick in picks if pick.analysis == analysis]
-        misses = [pick for pick in mine if not pick.agrees]
+        misses = sum(not pick.agrees for pick in mine)
         said = [f"; at {SweepPoint(values=m.values).label} the pick ({m.chosen}) measured {m.slower}"
-                for m in misses[:SHOWN_MISSES]]
-        more = f"; {len(misses) - SHOWN_MISSES} more points (sweep.md)" if len(misses) > SHOWN_MISSES else ""
-        lines.append(f"{analysis}: the plan's pick was the fastest measured at {len(mine) - len(misses)} of "
+                for m in named if m.analysis == analysis]
+        more = f"; {misses - len(said)} more points (the picks table)" if misses > len(said) else ""
+        lines.append(f"{analysis}: the plan's pick was the fastest measured at {len(mine) - misses} of "
                      f"{len(mine)} points{''.join(said)}{more}")
     return lines
+
+
+class Told(NamedTuple):
+    """A crossover's points, and at how many their own measurements tell its two strategies apart
+    the way the fits order them there (`shown`) or the other way (`reverse`)."""
+
+    shown: int
+    reverse: int
+    points: int
+
+
+def _order(a: PointTiming, b: PointTiming) -> int:
+    """1: a measured faster than b, -1: slower, 0: not told apart; by the point's paired rounds where
+    one of the two is its analysis' baseline (its run's verdict said so), else by their two intervals."""
+    if a.baseline and b.paired is not None:
+        low, high = b.paired  # the baseline's seconds over b's
+        return -1 if low > 1 else 1 if high < 1 else 0
+    if b.baseline and a.paired is not None:
+        low, high = a.paired
+        return 1 if low > 1 else -1 if high < 1 else 0
+    return 1 if a.high < b.low else -1 if b.high < a.low else 0
+
+
+def told_apart(record: SweepRecord, c: SweepCrossover) -> Told:
+    """Whether the crossover's points bear out its fits (`factored is cheaper than numpy over the swept
+    rank 16-256` beside the rank-256 point's `not significantly faster or slower: 2.36x (0.777-7.18)`,
+    two sources that nothing told apart: walk 14)."""
+    orders = []
+    for p in record.points:
+        timed = {t.strategy: t for t in p.timings if t.analysis == c.analysis}
+        if c.a in timed and c.b in timed and all(p.values.get(k) == v for k, v in c.fixed.items()):
+            fits = 1 if size_of(p.values[c.axis]) > c.crossing.size else -1  # a is the cheaper above
+            orders.append(_order(timed[c.a], timed[c.b]) * fits)
+    return Told(orders.count(1), orders.count(-1), len(orders))
 
 
 def fit_sweep(record: SweepRecord) -> SweepRecord:

@@ -75,6 +75,10 @@ class PointTiming(BaseModel):
     planned_s: float | None = None
     basis: str = ""  # the plan's basis ("modelled x4.7: ...", "measured on this machine, ..."), groups joined by "/"
     passed: bool = True  # its answer verified
+    baseline: bool = False  # its analysis' baseline, whose seconds the others' paired intervals are over
+    # the 95% interval of the baseline's seconds over its own, from the rounds' paired ratios (its run's verdict);
+    # None: the baseline itself, a single round, or sweeps before it
+    paired: tuple[float, float] | None = None
 
     @property
     def measured(self) -> bool:
@@ -209,7 +213,8 @@ def point_timings(record: RunRecord) -> list[PointTiming]:
             low, high = _interval(t, seconds)
             model, planned, basis = _estimates(record.plan, a.name, t)
             rows.append(PointTiming(analysis=a.name, strategy=t.label, seconds=seconds, low=low, high=high,
-                                    model_s=model, planned_s=planned, basis=basis, passed=t.label not in failed))
+                                    model_s=model, planned_s=planned, basis=basis, passed=t.label not in failed,
+                                    baseline=t.role == "baseline", paired=t.speedup_ci))
     return rows
 
 

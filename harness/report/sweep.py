@@ -15,7 +15,7 @@ from harness.base.units import format_seconds, plural
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import class_text, exponent_text, growth, planner_picks
+from harness.record.sweep_fits import Told, class_text, exponent_text, growth, named_misses, planner_picks, told_apart
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
@@ -53,25 +53,38 @@ def _meeting(c: SweepCrossover) -> str:
     return f"{axis} {x.size:.3g} ({low}-{high}{clipped})"
 
 
-def crossover_sentence(c: SweepCrossover) -> str:
+def told_text(told: Told | None) -> str:
+    """`the points' own measurements show it at 4 of 5` where some of a crossover's points do not tell its
+    two strategies apart as its fits do (`, the reverse at 1` where they order them the other way); "" where all do."""
+    if told is None or told.shown == told.points:
+        return ""
+    reverse = f", the reverse at {told.reverse}" if told.reverse else ""
+    return f"the points' own measurements show it at {told.shown} of {told.points}{reverse}"
+
+
+def crossover_sentence(c: SweepCrossover, told: Told | None = None) -> str:
     """`spectrum: factored overtakes numpy above rank 190 (150-240)` inside the swept range; outside it, one
     form however far (a crossing near the end was said in one run and not the next: walk 12), its distance
-    from the range's nearer end said: `spectrum: factored is cheaper than numpy over the swept rank 16-256;
-    their fits meet at rank 510 (387-512, clipped to the largest rank of a 512x512 delta), 2.0x above the
-    swept range (largest 256)`; past the largest rank, once: `their fits would meet at rank ~694, 2.7x above
+    from the range's nearer end said: `spectrum: by their fitted costs, factored is cheaper than numpy over
+    the swept rank 16-256; their fits meet at rank 510 (387-512, clipped to the largest rank of a 512x512
+    delta), 2.0x above the swept range (largest 256)`; past the largest rank, once: `their fits would meet at rank ~694, 2.7x above
     the swept range (largest 256) and past the largest rank of a 512x512 delta (512): within it they may
-    never meet`."""
+    never meet`. Where `told` (told_apart) has points that do not bear the fits out, a clause says at how
+    many do (told_text)."""
     axis, where = axis_name(c.axis), "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
     past = f"past {c.limit.said(c.axis)} ({c.limit.size:g}): within it they may never meet" if c.past and c.limit else ""
+    shown = told_text(told)
     if c.inside or c.swept is None:  # a sweep before its range was kept: only crossings within 2x of it were
         beyond = "" if c.inside else ", beyond the swept range"
-        return f"{c.analysis}: {c.a} overtakes {c.b} above {_meeting(c)}{where}{beyond}" + (f", {past}" if past else "")
+        return (f"{c.analysis}: {c.a} overtakes {c.b} above {_meeting(c)}{where}{beyond}" + (f", {past}" if past else "")
+                + (f"; {shown}" if shown else ""))
     low, high = c.swept
     above = c.crossing.size > high
     cheaper, dearer = (c.b, c.a) if above else (c.a, c.b)  # a is the cheaper above the crossing
     factor = f"{c.distance:.1f}x" if c.distance < 10 else f"{c.distance:,.0f}x"
     side = f"above the swept range (largest {high:g})" if above else f"below the swept range (smallest {low:g})"
-    return (f"{c.analysis}: {cheaper} is cheaper than {dearer} over the swept {axis} {low:g}-{high:g}{where}; their "
+    return (f"{c.analysis}: by their fitted costs, {cheaper} is cheaper than {dearer} over the swept {axis} "
+            f"{low:g}-{high:g}{where}{f' ({shown})' if shown else ''}; their "
             f"fits {'would meet' if past else 'meet'} at {_meeting(c)}, {factor} {side}" + (f" and {past}" if past else ""))
 
 
@@ -80,7 +93,7 @@ def sweep_lines(record: SweepRecord) -> list[str]:
     crossovers and planner lines."""
     lines = [f"finding: {fit_sentence(fit)}" for fit in record.fits if fit.finding]
     lines += [fit_sentence(fit) for fit in record.fits if not fit.finding]
-    lines += [crossover_sentence(c) for c in record.crossovers] or ["no two strategies' fits meet"]
+    lines += [crossover_sentence(c, told_apart(record, c)) for c in record.crossovers] or ["no two strategies' fits meet"]
     lines += record.planner
     failed = [p.folder for p in record.points if not p.passed]
     if failed:
@@ -162,10 +175,14 @@ PICK_COLUMNS = ("point", "analysis", "planner's pick", "fastest measured", "agre
 
 def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
     """At each point, for each analysis: the plan's pick, the fastest measured, and whether they
-    agree (the pick's estimate the fastest), and if not by how much."""
+    agree (the pick's estimate the fastest); a miss the planner line names only marked (`not told apart`,
+    `no`), the others with their factor (`no: 3.9x slower`)."""
     rows = []
-    for pick in planner_picks(record):
-        agrees = "yes" if pick.agrees else f"{'not told apart' if pick.overlap else 'no'}: {pick.slower}"
+    picks = planner_picks(record)
+    named = [id(pick) for pick in named_misses(picks)]
+    for pick in picks:
+        mark = "not told apart" if pick.overlap else "no"
+        agrees = "yes" if pick.agrees else mark if id(pick) in named else f"{mark}: {pick.factor} slower"
         rows.append(dict(zip(PICK_COLUMNS, (SweepPoint(values=pick.values).label, pick.analysis, pick.chosen,
                                             pick.fastest, agrees))))
     return rows

@@ -1,9 +1,11 @@
-"""A sweep's sentences as walk-through 13 read them: a crossing past the largest rank said inside a
+"""A sweep's sentences as walk-throughs 13 and 14 read them: a crossing past the largest rank said inside a
 clipped interval that left it out, a finding said twice, two points' bimodal modes merged into
-ranges, and a class that changed between runs at one RMS. On known records (test_sweep_views)."""
+ranges, a class that changed between runs at one RMS; a pick's finding said three times, and a
+fitted order beside a point's verdict that did not bear it out. On known records (test_sweep_views)."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -34,7 +36,8 @@ def test_a_crossing_is_never_said_outside_its_own_interval_and_a_limit_past_it_o
         said = crossover_sentence(c)
         assert said.count(f"{size}x{size}") <= 1 and "above it" not in said, said
         if c.crossing.size > size:  # past the limit: the point alone, the limit once, the range's end named
-            assert said == (f"spectrum: factored is cheaper than numpy over the swept rank 4-16; their fits would meet "
+            assert said == (f"spectrum: by their fitted costs, factored is cheaper than numpy over the swept rank 4-16; "
+                            f"their fits would meet "
                             f"at rank ~{c.crossing.size:.3g}, {c.distance:.1f}x above the swept range (largest 16) and "
                             f"past the largest rank of a {size}x{size} delta ({size}): within it they may never meet")
             [ax] = scaling_figure(record, record.fits).axes  # nor drawn in a band that leaves it out
@@ -108,3 +111,59 @@ def test_classes_within_one_exponents_interval_are_not_told_apart_nor_a_class_fa
     assert list(far.within) == ["n log n"] and far.rms is not None and far.rms > 0.25
     assert fit_sentence(far).endswith(f"; no class fits within 25% (RMS {far.rms:.0%})")
     assert fit_sentence(known_sweep().fits[1]).endswith("; class rank^2 (RMS 3%)")  # told apart: named
+
+
+def test_a_picks_finding_is_said_once_in_every_view() -> None:
+    """Walk 14: `the pick (torch) measured 1.9x slower than factored (intervals overlap)` in the point's
+    line, the planner line and the picks table. The table marks the misses the planner line names, and
+    gives the factor of those past the first three, which it leaves to the table."""
+    from harness.record.sweep_fits import planner_picks
+    from harness.report.sweep import pick_rows, sweep_lines, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep()  # the pick is 1.1x (overlapping), 3.9x and 17x slower than numpy at 3 points
+    terminal = "\n".join(sweep_lines(record) + [" ".join(row.values()) for row in pick_rows(record)])
+    page, markdown = html.unescape(render_sweep(record)), sweep_markdown(record)
+    for finding in ("1.1x slower than numpy (intervals overlap)", "3.9x slower than numpy", "17x slower than numpy"):
+        assert terminal.count(finding) == markdown.count(finding) == page.count(finding) == 1, finding
+    assert [row["agrees"] for row in pick_rows(record)] == ["yes", "yes", "not told apart", "no", "no"]
+    many = known_sweep(ranks=(64, 96, 128, 192, 256))  # the pick slower at all 5, beyond the intervals
+    assert many.planner[0].endswith("; 2 more points (the picks table)"), many.planner
+    factors = [pick.factor for pick in planner_picks(many)]
+    assert [row["agrees"] for row in pick_rows(many)] == ["no"] * 3 + [f"no: {f} slower" for f in factors[3:]]
+    assert not any(f in many.planner[0] for f in factors[3:])
+
+
+def test_a_fitted_order_says_its_source_and_how_many_points_bear_it_out(tmp_path: Path) -> None:
+    """Walk 14: `factored is cheaper than numpy over the swept rank 16-256` (the fits) beside the rank-256
+    point's verdict `factored is not significantly faster or slower than numpy: 2.36x (0.777-7.18)` (its
+    paired rounds): the sentence names its source, and at how many points their own measurements show it."""
+    from harness.report.sweep import sweep_lines, sweep_markdown
+    from harness.report.sweep_page import render_sweep
+
+    record = known_sweep(ranks=(4, 8, 16))  # factored 62x, 16x and 3.9x faster; its fit cheaper to rank ~32
+
+    def paired(last: tuple[float, float] | None, wide: float = 1.1) -> SweepRecord:
+        """numpy the baseline, factored's paired interval `last` at rank 16 (None: a sweep before them,
+        factored's own interval there `wide` times either way)."""
+        points = [p.model_copy(update={"timings": [p.timings[0].model_copy(update={"baseline": last is not None}),
+                                                   p.timings[1].model_copy(update={"paired": ci})]})
+                  for p, ci in zip(record.points, [(50.0, 70.0), (12.0, 20.0), last])]
+        t = points[-1].timings[1]
+        points[-1].timings[1] = t.model_copy(update={"low": t.seconds / wide, "high": t.seconds * wide})
+        return fit_sweep(record.model_copy(update={"points": points}))
+
+    head = "spectrum: by their fitted costs, factored is cheaper than numpy over the swept rank 4-16"
+    for sweep, clause in ((paired((3.5, 4.6)), ""), (paired((0.777, 7.18)), " (the points' own measurements show it "
+                          "at 2 of 3)"), (paired((0.2, 0.5)), " (the points' own measurements show it at 2 of 3, the "
+                          "reverse at 1)"), (paired(None), ""), (paired(None, wide=10), " (the points' own measurements "
+                          "show it at 2 of 3)")):
+        [line] = [line for line in sweep_lines(sweep) if "cheaper" in line]
+        assert line.startswith(f"{head}{clause}; their fits meet at rank "), line
+        assert f"- {line}" in sweep_markdown(sweep) and line in html.unescape(render_sweep(sweep))
+    run = real("main_job", tmp_path)  # a point keeps its run's paired intervals, against its baseline
+    timings = {(t.analysis, t.strategy): t for t in point_record({"data.rank": 8}, "rank-8", run).timings}
+    for a in run.analyses:
+        for t in a.timings:
+            kept = timings[(a.name, t.label)]
+            assert (kept.baseline, kept.paired) == (t.role == "baseline", t.speedup_ci) and (kept.paired or kept.baseline)
