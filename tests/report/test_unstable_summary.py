@@ -51,7 +51,7 @@ def test_each_cause_is_said_once_with_its_range_over_this_run_and_pooled_rounds(
     assert [f"  - {cause}" for cause in causes] == [line for line in md.splitlines() if line.startswith("  - ")]
     assert md.count(BOTH) == 1 and f"unstable (!), {BOTH}: compare their speedups" in md  # in the lead, not on each bullet
     page = html_lib.unescape(render_report(record, tmp_path / "main_job"))
-    assert page.count(BOTH) == 1 and f"were unstable, {BOTH}: compare their speedups" in page
+    assert page.count(BOTH) == 1 and f"unstable (!), {BOTH}: compare their speedups" in page
 
 
 def test_a_bimodal_warning_names_its_row_and_says_its_figures_are_per_call(tmp_path: Path) -> None:
