@@ -233,7 +233,7 @@ def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool 
     retried = {a.name: n for a in record.analyses if (n := sum(p.attempts > 1 for p in a.placements))}
     if retried:
         lines.append(f"[yellow]{plural(sum(retried.values()), 'chunk')} resubmitted after losing their worker[/] "
-                     f"({', '.join(retried)}): the results are whole; --verbose says where each analysis ran")
+                     f"({', '.join(retried)}): the results are whole" + ("" if report else "; --verbose says where each analysis ran"))
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved]
     if unresolved and not verbose:
         lines.append(unresolved_line(record, unresolved, WHY_BELOW if report else WHY_VERBOSE))

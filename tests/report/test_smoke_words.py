@@ -9,10 +9,13 @@ import json
 import re
 from pathlib import Path
 
+from rich.text import Text
+
 from harness.record.run_record import RunRecord
 from harness.report.exports import results_json, results_markdown
 from harness.report.html import render_report
 from harness.report.labels import verdict_lines
+from harness.report.terminal import warning_lines
 
 from .test_run_screen import real
 
@@ -63,3 +66,18 @@ def test_the_plans_figure_says_what_it_is_beside_the_budget(tmp_path: Path) -> N
     assert ("Benchmark phase: 5.62 s of warm-ups and rounds for a 4.00 s budget, planned 2.21 s (the floor, the least "
             "that gives every speedup its first interval, as the rest of the budget held no whole round more), ") in text
     assert "(planned" not in text and "(floor 2.21 s)" not in text
+
+
+def test_no_report_points_to_a_flag_it_cannot_take(tmp_path: Path) -> None:
+    """Walk 14: the HTML and md said `--verbose says why each`, where `harness report` has no --verbose;
+    the terminal keeps its pointers, a report lists why each speedup is unresolved instead."""
+    record = real("main_job", tmp_path)
+    for a in record.analyses:
+        for p in a.placements[:1]:
+            p.attempts = 2  # a chunk resubmitted after losing its worker
+    terminal = [Text.from_markup(line).plain for line in warning_lines(record)]
+    assert sum("--verbose says" in line for line in terminal) == 2  # the resubmitted chunks' and the unresolved ones'
+    page, _text = _page(tmp_path, record)
+    assert "resubmitted after losing their worker" in page and "unresolved (?)" in page
+    for said in (page, results_markdown(record), results_json(record)):
+        assert "--verbose" not in said
