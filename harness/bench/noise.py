@@ -19,6 +19,7 @@ BIMODAL_GAP = 1.3  # consecutive sorted samples this far apart split two modes
 MAX_OTHERS_CPU = 0.25  # share of the machine's CPU time other processes may take
 MAX_STEAL = 0.05
 LOAD_PER_CORE = 1.5  # the load average counts this process too
+FEW = "2 samples differ by "  # no `its`: a summary says it after other causes, where `its` had no antecedent (walk 14)
 BIMODAL = "bimodal: "  # a reason's start: its figures are one row's (per matrix), which a summary names
 
 
@@ -30,7 +31,7 @@ def dispersion_reasons(samples: list[float], per: int = 1) -> list[str]:
         return []
     if len(s) == 2:
         ratio = s[1] / s[0]
-        return [f"its 2 samples differ by {ratio:.1f}x"] if ratio > MAX_SPREAD_FEW else []
+        return [f"{FEW}{ratio:.1f}x"] if ratio > MAX_SPREAD_FEW else []
     reasons = []
     q1, median, q3 = quartiles(samples)
     if (q3 - q1) / median > MAX_IQR:

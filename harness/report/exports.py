@@ -23,7 +23,7 @@ from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, worst_reason
 from harness.bench.statistics import LEVEL
-from harness.record.verdict import headline, overtaken, significance
+from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
                                    table_footnotes, device_library, printable, rounds_text, speedup_cell, times_disagree,
@@ -147,8 +147,8 @@ def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
     for kind, a, line in verdicts(record):
         fields: dict[str, Any] = {"text": line, "kind": kind, "analysis": a.name}
         if kind == "verdict" and (h := headline(a)) is not None:
-            fields |= {**_speedup_fields(h.head), "baseline": h.baseline.label, "speedups_resolved": h.resolved,
-                       "speedups_compared": h.compared}
+            fields |= {**_speedup_fields(h.head), "baseline": h.baseline.label, "medians_speedup": medians_ratio(h.head, h.baseline),
+                       "speedups_resolved": h.resolved, "speedups_compared": h.compared}
         elif kind == "choice check" and (found := overtaken(a, APPROXIMATE)) is not None:
             fields |= {"strategy": found[0].label, "measured_faster": found[1].label}
         out.append(fields)
@@ -156,9 +156,10 @@ def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
 
 
 def warning_texts(record: RunRecord, unstable_line: bool = True) -> list[str]:
-    """The terminal's lines below its table as plain text: JSON's `warnings` (the JSON had none
-    while md had three: walk-through 7), md's bullets (without `unstable_line`: markdown_warnings)."""
-    return [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=unstable_line)]
+    """The terminal's lines below its table as plain text, as a report says them (why each speedup is
+    unresolved listed, not --verbose's): JSON's `warnings` (the JSON had none while md had three:
+    walk-through 7), md's bullets (without `unstable_line`: markdown_warnings)."""
+    return [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=unstable_line, report=True)]
 
 
 def markdown_warnings(record: RunRecord) -> list[str]:
@@ -173,11 +174,23 @@ def markdown_warnings(record: RunRecord) -> list[str]:
     return bullets
 
 
+# the md table's columns; the notes under it are those of these columns (table_notes)
+MD_HEADER = ("analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN, "rounds",
+             ERRORS_APART, "status")
+
+
+def table_notes(record: RunRecord) -> list[str]:
+    """The notes the md export prints under its table and the JSON gives as `notes` (`too wide (…)`,
+    `speedups pair …`): the terminal's and the HTML report's, of the columns the exports have (the
+    JSON had none of them, while every other output carried them: walk 14)."""
+    return [line for column, line in table_footnotes(record, record.analyses) if column in MD_HEADER]
+
+
 def results_json(record: RunRecord) -> str:
     machine = record.machine.model_dump(include=set(MACHINE_FIELDS))
     return json.dumps({"experiment": record.experiment, "machine": record.machine.describe(),
                        "machine_fields": {k: machine[k] for k in MACHINE_FIELDS}, "started": record.started,
-                       "complete": record.complete, "verdicts": verdict_fields(record),
+                       "complete": record.complete, "verdicts": verdict_fields(record), "notes": table_notes(record),
                        "warnings": warning_texts(record), "results": result_rows(record)}, indent=2) + "\n"
 
 
@@ -214,19 +227,17 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
 def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
     timing says why below the table) and the notes its marks need."""
-    header = ["analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL,
-              SPEEDUP_COLUMN, "rounds", ERRORS_APART, "status"]
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+             "| " + " | ".join(MD_HEADER) + " |", "|" + "---|" * len(MD_HEADER)]
     cells = {(a.name, t.label): (speedup_cell(a, t), rounds_text(t)) for a in record.analyses for t in a.timings}
     for row in result_rows(record):
         lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
     # right under the table, as the terminal's: the notes its cells need (after the legend they read as
     # its afterthought: walk 13), each a paragraph of its own (a line under the legend ran into it once
     # rendered: walk 10); then the terminal's lines, the untimed rows' next step too (md said the reason alone)
-    lines += [part for column, line in table_footnotes(record, record.analyses) if column in header for part in ("", line)]
+    lines += [part for line in table_notes(record) for part in ("", line)]
     warned = markdown_warnings(record)
     lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "

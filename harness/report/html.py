@@ -21,13 +21,13 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
+from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, UNSTABLE_MARK, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
                                    device_library,
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
 from harness.report.plan_view import missed_note
-from harness.report.terminal import axes_summary, bench_summary, untimed_rows, warning_lines
+from harness.report.terminal import axes_summary, bench_summary, unstable_head, untimed_rows, warning_lines
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, load_record
 from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup,
@@ -155,10 +155,10 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     the page said them sections lower), and last its unreliable measurements by cause, counted as
     the terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
-    warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False)]
+    warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False, report=True)]
     why, n, of = unstable_causes(unstable), len(unstable), measurement_count(record)
     return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": why.causes,  # whose rounds in the lead
-            "unstable_lead": why.lead(f"{n} of {of} measurements (a strategy on one shape group) were unstable"),
+            "unstable_lead": why.lead(f"{unstable_head(record, unstable)} ({UNSTABLE_MARK})"),  # the terminal's words
             "unstable_count": n, "measurements": of}
 
 

@@ -11,7 +11,7 @@ from rich.markup import escape
 from harness.base.units import format_seconds, format_share, format_speedup
 from harness.machine.roofline import roof_device
 from harness.record.run_record import UNTIMED, AnalysisRecord, GroupTiming, RunRecord, StrategyTiming
-from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, readable_interval, verdict, with_interval
+from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, choice_check, medians_ratio, readable_interval, verdict, with_interval
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
 from harness.strategies.registry import APPROXIMATE
@@ -176,8 +176,7 @@ def ratio_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
     for a in analyses:
         base = baseline_of(a)
         for t in a.timings:
-            if base is not None and t is not base and t.speedup and t.seconds_per_matrix > 0 and not times_disagree(a, t):
-                ratio = base.seconds_per_matrix / t.seconds_per_matrix
+            if base is not None and t is not base and t.speedup and (ratio := medians_ratio(t, base)) and not times_disagree(a, t):
                 apart.append((max(ratio / t.speedup, t.speedup / ratio),
                               f"{a.name} {t.label}: {format_speedup(t.speedup)} against {format_speedup(ratio)}"))
     factor, row = max(apart, default=(1.0, ""))

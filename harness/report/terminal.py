@@ -16,7 +16,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
-from harness.report.unresolved import outlook_note, unresolved_line
+from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    device_library, errors_text, peak_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
@@ -223,21 +223,22 @@ def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
             f"{shown(unstable_advice(unstable))}")
 
 
-def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True) -> list[str]:
+def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True, report: bool = False) -> list[str]:
     """One line per kind of warning (why rows have no timing, unresolved speedups, unstable
     measurements, a phase over its limit); with `verbose` one line per measurement and reason;
-    without `unstable_line` none for the unstable ones (the HTML headline lists them by cause)."""
+    without `unstable_line` none for the unstable ones (the HTML headline lists them by cause); a
+    `report` (HTML, md, JSON: no --verbose to point to) lists why each speedup is unresolved."""
     b = record.bench
     lines = untimed_lines(record)
     retried = {a.name: n for a in record.analyses if (n := sum(p.attempts > 1 for p in a.placements))}
     if retried:
         lines.append(f"[yellow]{plural(sum(retried.values()), 'chunk')} resubmitted after losing their worker[/] "
-                     f"({', '.join(retried)}): the results are whole; --verbose says where each analysis ran")
+                     f"({', '.join(retried)}): the results are whole" + ("" if report else "; --verbose says where each analysis ran"))
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved]
     if unresolved and not verbose:
-        lines.append(unresolved_line(record, unresolved))
+        lines.append(unresolved_line(record, unresolved, WHY_BELOW if report else WHY_VERBOSE))
     lines += [f"unresolved {shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
-              + outlook_note(t, b.precision if b is not None else None) for name, t in unresolved if verbose]
+              + outlook_note(t, b.precision if b is not None else None) for name, t in unresolved if verbose or report]
     unstable = unstable_measurements(record)
     if unstable and not verbose and unstable_line:
         lines.append(_unstable_line(record, unstable))
@@ -261,11 +262,30 @@ def bench_summary(record: RunRecord) -> str | None:
     references = (f"{b.references_computed} computed, {b.references_cached} from the cache, "
                   f"{format_seconds(b.references_s)}" if b.references_computed or b.references_cached
                   else "none needed (every verdict came from the result cache)")
-    return (f"{format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds for a {format_seconds(b.budget_s)} "
-            f"budget (floor {format_seconds(b.floor_s)}), and {format_seconds(b.one_off_s)} of one-off work (starting "
+    return (f"{format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds {_planned(record)}, and "
+            f"{format_seconds(b.one_off_s)} of one-off work (starting "
             f"each strategy's own worker process, verifying answers); {_rounds(record)}; "
             f"{b.resolved} of {plural(b.resolved + b.unresolved, 'speedup')} resolved to ±{format_share(b.precision)}; "
             f"{threads_text(b.threads, why)}; float64 references: {references}")
+
+
+FLOOR = "the least that gives every speedup its first interval"
+
+
+def _planned(record: RunRecord) -> str:
+    """The budget, the plan's estimate and the floor, each said for what it is (walk 14: `planned
+    2.21 s` beside `a 4.00 s budget (floor 2.21 s)` read as a plan that ignored its budget): a plan
+    of whole rounds is its floor when the budget leaves too little for one more round each."""
+    b, plan = record.bench, record.plan.bench
+    assert b is not None
+    budget, floor = format_seconds(b.budget_s), format_seconds(b.floor_s)
+    if plan is None:  # an older record: no estimate to say
+        return f"for a {budget} budget (floor {floor}, {FLOOR})"
+    planned = format_seconds(plan.estimate_s)
+    if planned != floor:
+        return f"for a {budget} budget, planned {planned} (floor {floor}, {FLOOR})"
+    why = "is over the budget" if b.floor_s >= b.budget_s else "as the rest of the budget held no whole round more"
+    return f"for a {budget} budget, planned {planned} (the floor, {FLOOR}, {why})"
 
 
 def _rounds(record: RunRecord) -> str:

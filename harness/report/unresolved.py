@@ -68,13 +68,17 @@ def widening(t: StrategyTiming) -> str:
     return f"{readable_interval(t.earlier_ci)} before this run; with it, {readable_interval(t.speedup_ci)}"
 
 
-def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTiming]]) -> str:
+WHY_VERBOSE, WHY_BELOW = "--verbose says why each", "why each, below"  # the terminal's pointer; a report's, which lists them
+
+
+def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTiming]], pointer: str = WHY_VERBOSE) -> str:
     """What to do about unresolved speedups, one clause per outlook with its count: those a re-run
     helps first (it settles them in ~N runs, or adds a run before their rate can be told), then
     those it does not (widened with this run's rounds, or narrowing too slowly after STALLED_RUNS
     runs), for which the quieter machine is advised; so no speedup is told both "re-run as is" and
     "not as is", and a speedup's advice changes only when its own interval does (issue 48: "a
-    re-run adds a run" after five runs of ±120%; walk 12: the advice flipped between two runs)."""
+    re-run adds a run" after five runs of ±120%; walk 12: the advice flipped between two runs). It ends
+    with `pointer` to why each is unresolved: a report cannot take --verbose (walk 14), and lists them."""
     b = record.bench
     precision = b.precision if b is not None else None
     target = f"±{format_share(precision)}" if precision is not None else "the target asked for"
@@ -91,7 +95,7 @@ def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimin
     if not_helps:
         those = "" if not clauses else "for that one, " if len(by["widened"]) + len(by["slow"]) == 1 else "for those, "
         clauses.append(f"{', and '.join(not_helps)}, so the machine's load dominates: {those}{QUIETER}")
-    return f"{head}; {'; '.join(clauses)}; --verbose says why each"
+    return f"{head}; {'; '.join(clauses)}; {pointer}"
 
 
 def outlook_note(t: StrategyTiming, target: float | None) -> str:

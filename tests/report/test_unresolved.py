@@ -112,7 +112,8 @@ def test_each_outlook_is_counted_and_none_is_told_both_as_is_and_not(case: str, 
 
 def test_the_advice_reads_the_same_in_the_terminal_md_json_and_html(tmp_path: Path) -> None:
     """The line the terminal prints is the md's bullet, the JSON's warning and the HTML headline's
-    (the API's run prints the terminal's screen)."""
+    (the API's run prints the terminal's screen), but for its pointer: a report cannot take --verbose
+    (walk 14: `--verbose says why each` in the HTML and md), so it lists why each, below the line."""
     from harness.report.exports import results_json, results_markdown
     from harness.report.html import render_report
 
@@ -120,11 +121,18 @@ def test_the_advice_reads_the_same_in_the_terminal_md_json_and_html(tmp_path: Pa
     for (_name, t), (half, runs, earlier) in zip(unresolved, CASES["one of each"][0], strict=True):
         known(t, half, runs, earlier)
     (line,) = footer(record)
-    assert CASES["one of each"][1] in line
-    assert line in json.loads(results_json(record))["warnings"]
-    assert f"- {line}" in results_markdown(record).splitlines()
+    assert CASES["one of each"][1] in line and line.endswith("; --verbose says why each")
+    said = line.removesuffix("--verbose says why each") + "why each, below"
+    each = footer(record, verbose=True)
+    assert len(each) == len(unresolved) and all(why.startswith("unresolved ") for why in each)
+    warnings = json.loads(results_json(record))["warnings"]
+    assert warnings[warnings.index(said):][:1 + len(each)] == [said, *each]
+    md = results_markdown(record).splitlines()
+    assert md[md.index(f"- {said}"):][:1 + len(each)] == [f"- {said}", *(f"- {why}" for why in each)]
     page = " ".join(html.unescape(re.sub("<[^>]+>", "", render_report(record, tmp_path / "run"))).split())
-    assert line.replace("`", "") in page  # the page sets the command in <code>
+    at = [page.find(" ".join(why.replace("`", "").split())) for why in [said, *each]]  # the page sets a command in <code>
+    assert -1 not in at and at == sorted(at)
+    assert "--verbose says why" not in page + "".join(md + warnings)
 
 
 def test_an_interval_a_hair_wider_with_this_runs_rounds_is_not_said_to_have_widened(tmp_path: Path) -> None:

@@ -6,17 +6,19 @@ the terminal, the Markdown export and the HTML headline in the same words."""
 from __future__ import annotations
 
 import html as html_lib
+import json
 import re
 from pathlib import Path
 
 from rich.text import Text
 
-from harness.record.run_record import RunRecord
+from harness.bench.noise import dispersion_reasons
+from harness.record.run_record import RECORD, RunRecord, load_record
 from harness.report.exports import results_markdown
 from harness.report.html import _headline, render_report
 from harness.report.terminal import warning_lines
 
-from .test_run_screen import real
+from .test_run_screen import RECORDS, real
 
 BOTH = "from this run's and earlier runs' pooled rounds"
 BUSY = "other processes took 66-70% of the 2 CPUs; load 5.0-5.7 on 2 cores"
@@ -49,7 +51,7 @@ def test_each_cause_is_said_once_with_its_range_over_this_run_and_pooled_rounds(
     assert [f"  - {cause}" for cause in causes] == [line for line in md.splitlines() if line.startswith("  - ")]
     assert md.count(BOTH) == 1 and f"unstable (!), {BOTH}: compare their speedups" in md  # in the lead, not on each bullet
     page = html_lib.unescape(render_report(record, tmp_path / "main_job"))
-    assert page.count(BOTH) == 1 and f"were unstable, {BOTH}: compare their speedups" in page
+    assert page.count(BOTH) == 1 and f"unstable (!), {BOTH}: compare their speedups" in page
 
 
 def test_a_bimodal_warning_names_its_row_and_says_its_figures_are_per_call(tmp_path: Path) -> None:
@@ -118,13 +120,13 @@ def test_the_md_lists_the_causes_as_the_html_does(tmp_path: Path) -> None:
     """Walk 12: the md's unstable bullet was one sentence of about 600 characters; the HTML a list."""
     record = _busy(real("main_job", tmp_path))
     for g in [g for a in record.analyses for t in a.timings for g in t.groups][:2]:
-        g.measurement.reasons.append("its 2 samples differ by 1.8x")
+        g.measurement.reasons.append("2 samples differ by 1.8x")
     md = results_markdown(record).splitlines()
     at = next(i for i, line in enumerate(md) if "measurements (a strategy on one shape group) unstable (!)" in line)
     assert md[at].startswith("- ") and md[at].endswith("by cause:") and len(md[at]) < 300  # the source once, here
     causes = [f"  - {k} × {cause}" for k, cause in _headline(record)["unstable"]]
     assert md[at + 1:at + 1 + len(causes)] == causes and len(causes) == 4
-    assert "  - 2 × its 2 samples differ by 1.8x" in causes
+    assert "  - 2 × 2 samples differ by 1.8x" in causes
 
 
 def test_a_row_kinds_names_never_run_into_the_next_cause(tmp_path: Path) -> None:
@@ -135,15 +137,35 @@ def test_a_row_kinds_names_never_run_into_the_next_cause(tmp_path: Path) -> None
     groups = [g for a in record.analyses for t in a.timings for g in t.groups]
     for i, g in enumerate(groups[:3]):
         g.measurement.reasons.append(f"IQR {31 + 11 * i}% of median")
-    groups[5].measurement.reasons.append("its 2 samples differ by 3.9x")
+    groups[5].measurement.reasons.append("2 samples differ by 3.9x")
     bimodal = next(f"{a.name} {t.label}" for a in record.analyses for t in a.timings for g in t.groups
                    if g.measurement.reasons[0].startswith("bimodal"))
     line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
     causes = ["other processes took 66-70% of the 2 CPUs", "load 5.0-5.7 on 2 cores", "IQR 31-53% of median",
-              f"bimodal calls (two clusters of times) in {bimodal}", "its 2 samples differ by 3.9x"]
+              f"bimodal calls (two clusters of times) in {bimodal}", "2 samples differ by 3.9x"]
     counted = [*causes[:2], f"{causes[2]} in 3 measurements", causes[3], f"{causes[4]} in 1 measurement"]
     assert line[line.index(f"{BOTH}: ") + len(BOTH) + 2:line.index("; compare")].split("; ") == counted
     md = results_markdown(record).splitlines()
     assert [line.split(" × ", 1)[1] for line in md if line.startswith("  - ")] == causes
     page = html_lib.unescape(render_report(record, tmp_path / "main_job"))
     assert f"<li>1 × bimodal calls (two clusters of times) in {bimodal}</li>" in page
+
+
+def test_a_records_two_samples_have_no_dangling_its(tmp_path: Path) -> None:
+    """Walk 14: `…; load 5.2-5.9 on 2 cores; its 2 samples differ by 1.7-2.0x in 2 measurements`: `its`
+    had no antecedent; a record written then reads in today's words on every page and in --verbose."""
+    folder = tmp_path / "main_job"
+    folder.mkdir()
+    data = json.loads((RECORDS / "main_job.json").read_text())
+    groups = [g for a in data["analyses"] for t in a["timings"] for g in t["groups"]]
+    for g, ratio in zip(groups[:2], ("1.7", "2.0")):
+        g["measurement"] |= {"unstable": True, "reasons": ["load 5.9 on 2 cores", f"its 2 samples differ by {ratio}x"]}
+    (folder / RECORD).write_text(json.dumps(data))
+    record = load_record(folder)
+    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
+    assert "; 2 samples differ by 1.7-2.0x in 2 measurements; " in line and "its" not in line.split(":", 1)[1].split("; compare")[0]
+    verbose = [Text.from_markup(w).plain for w in warning_lines(record, verbose=True) if "samples" in w]
+    assert len(verbose) == 2 and all(v.endswith(": load 5.9 on 2 cores; 2 samples differ by " + r + "x")
+                                      for v, r in zip(verbose, ("1.7", "2.0")))
+    assert "its 2 samples" not in results_markdown(record) + html_lib.unescape(render_report(record, folder))
+    assert dispersion_reasons([1.0, 1.8]) == ["2 samples differ by 1.8x"]
