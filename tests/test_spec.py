@@ -26,10 +26,11 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def problems(tmp_path: Path, text: str, overrides: list[str] | None = None) -> list[str]:
+    """The spec's problem lines without the file they name (an override's name the override)."""
     path = write(tmp_path, text)
     with pytest.raises(SpecError) as info:
         load_spec(path, overrides)
-    assert all(line.startswith(f"{path}: ") for line in info.value.lines)
+    assert all(line.startswith((f"{path}: ", "--set '")) for line in info.value.lines)
     return [line.removeprefix(f"{path}: ") for line in info.value.lines]
 
 
@@ -122,7 +123,19 @@ def test_bad_overrides(tmp_path: Path) -> None:
 
 def test_override_error_is_validated(tmp_path: Path) -> None:
     lines = problems(tmp_path, GOOD, ["data.adapters=0"])
-    assert lines == ["data.adapters: should be >= 1, got 0"]  # pydantic's words as the harness's own
+    assert lines == ["--set 'data.adapters=0': data.adapters: should be >= 1, got 0"]  # pydantic's words
+
+
+def test_a_problem_an_override_made_names_the_override_not_the_file(tmp_path: Path) -> None:
+    """`--set nonsense.key=1` was said as `spec.toml: nonsense: unknown key`: the file has no such key.
+    A key an override only reaches into (the file's own table) stays the file's."""
+    path = write(tmp_path, GOOD.replace("[data]", "[benchmark]\nsample = -1\n\n[data]"))
+    with pytest.raises(SpecError) as info:
+        load_spec(path, ["nonsense.key=1", "benchmark.threads=1", "analysis[0].tolerence=0.1"])
+    assert info.value.lines == [f"{path}: benchmark.sample: should be >= 0, got -1",
+                                "--set 'analysis[0].tolerence=0.1': analysis[0].tolerence: unknown key; "
+                                "did you mean 'tolerance'?",
+                                "--set 'nonsense.key=1': nonsense: unknown key"]
 
 
 def test_problems_are_in_the_files_order_in_the_harness_words(tmp_path: Path) -> None:
@@ -147,7 +160,7 @@ def test_benchmark_budget_is_a_duration() -> None:
     assert load_spec(CONFIGS / "smoke.toml", ["benchmark.budget=20"]).benchmark.budget == 20.0
     with pytest.raises(SpecError) as exc:
         load_spec(CONFIGS / "smoke.toml", ["benchmark.budget='soon'"])
-    assert exc.value.lines == [f"{CONFIGS / 'smoke.toml'}: benchmark.budget: 'soon' is not a duration; "
+    assert exc.value.lines == ["--set \"benchmark.budget='soon'\": benchmark.budget: 'soon' is not a duration; "
                                'expected e.g. "20s", "500ms", "2m"']
 
 

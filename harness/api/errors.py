@@ -15,6 +15,7 @@ from harness.record import run_record
 
 __all__ = ["DataError", "FolderProblem", "RecordError", "SpecProblem", "our_words"]
 
+OVERRIDE = re.compile(r"^--set (?:'[^']*'|\"[^\"]*\"): ")  # the engine's name of the override a problem came from
 SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`
 FLAGS = {"leave -o out": "leave output out", "-o": "output=", "--force": "force=True"}  # the engine's words -> ours
 
@@ -24,7 +25,7 @@ class SpecProblem(ValueError):
     spec key it names (None for the file as a whole), `problems` every line."""
 
     def __init__(self, spec: str | Path, problems: list[str]) -> None:
-        first = problems[0].removeprefix(f"{spec}: ")
+        first = OVERRIDE.sub("", problems[0].removeprefix(f"{spec}: "), count=1)  # an override is a keyword here
         key, sep, rest = first.partition(": ")
         self.key: str | None = key if sep and SPEC_KEY.fullmatch(key) else None
         self.message = rest if self.key is not None else first

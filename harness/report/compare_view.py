@@ -16,7 +16,7 @@ from harness.report.labels import APART_MARK
 from harness.report.unstable import POOLED_SOURCE
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
-    from harness.report.compare import Change, Comparison, GroupComparison
+    from harness.report.compare import Change, Comparison
 
 CHANGE_STYLE = {"slower": "bold red", "faster": "green", "not significant": "", "too few rounds": "yellow"}
 CHANGES: tuple[Change, ...] = ("slower", "faster", "not significant", "too few rounds")
@@ -158,39 +158,46 @@ Flag = tuple[int, str, str, bool]  # (its group's row, its run: A or B, its reas
 
 
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
-    """One line per set of groups flagged unstable, its causes each run's figures apart (`9 groups
-    unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), or with `verbose` one per
-    group and reason; a group counts once under each cause."""
+    """The groups flagged unstable, counted once, then each cause with the groups it flags, `; `
+    apart as a run's line says them (`16 of 20 groups unstable: A: load 5.1-5.2 on 2 cores; A: IQR
+    37-667% of median in 9 groups; B: 2 samples differ by 4.2x in svd torch on 48x32r4`): one line
+    per set of groups read as overlapping counts a reader summed, and a one-group cause named none.
+    With `verbose` one line per group and reason."""
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
-    flags: list[Flag] = [(i, side, _row_reason(r, reason.removeprefix(EARLIER)), reason.startswith(EARLIER))
+    flags: list[Flag] = [(i, side, reason.removeprefix(EARLIER), reason.startswith(EARLIER))
                          for i, r in enumerate(c.rows) for side, _, reason in (f.partition(": ") for f in r.unstable)]
-    # one cause, said once ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); causes
-    # that flag the same groups share a line ("19 groups unstable: A: other processes took 69-72% ..."
-    # and "19 groups unstable: A: load 4.8-4.9 ..." stood apart); a row's own clusters are its cause alone
-    causes = grouped_by(flags, lambda flag: flag[2] if flag[2].startswith(BIMODAL) else cause_key(flag[2])).values()
-    lines = grouped_by(causes, lambda same: frozenset(flag[0] for flag in same))
-    ranked = sorted(lines.items(), key=lambda line: -len(line[0]))
-    return [f"{plural(len(groups), 'group')} unstable{gated}: {_said(same)}" for groups, same in ranked]
+    if not flags:
+        return []
+    # one cause, said once per run ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); a run's
+    # causes that flag the same groups share an item ("A: other processes took 69-72% ..." and "A: load 4.8-4.9
+    # ..." stood apart); a row's own clusters are its cause alone, their figures that row's
+    causes = grouped_by(flags, lambda flag: (flag[1], flag[0] if flag[2].startswith(BIMODAL) else -1, cause_key(flag[2])))
+    items = grouped_by(causes.values(), lambda same: (same[0][1], frozenset(flag[0] for flag in same)))
+    flagged = {flag[0] for flag in flags}
+    ranked = sorted(items.items(), key=lambda item: (-len(item[0][1]), item[0][0]))
+    head = f"{len(flagged)} of {plural(len(c.rows), 'group')} unstable{gated}"
+    return [f"{head}: " + "; ".join(f"{_said(side, same)}{_where(c, groups, len(flagged))}"
+                                    for (side, groups), same in ranked)]
 
 
-def _row_reason(r: GroupComparison, reason: str) -> str:
-    """A bimodal reason with its row: its clusters are that group's times (`2 samples near 70-123 µs` spanned
-    two groups' and matched neither's median), so each is said apart, naming the row."""
-    if not reason.startswith(BIMODAL):
-        return reason
-    return f"{BIMODAL}{r.label}: {reason.removeprefix(BIMODAL)}"
+def _where(c: Comparison, groups: frozenset[int], flagged: int) -> str:
+    """Which groups a cause flags: none said where it flags every unstable one, their names where
+    few (`in svd torch on 48x32r4`), else their count."""
+    if len(groups) == flagged:
+        return ""
+    if len(groups) <= NAMED:
+        return " in " + ", ".join(c.rows[i].label for i in sorted(groups))
+    return f" in {plural(len(groups), 'group')}"
 
 
-def _said(causes: list[list[Flag]]) -> str:
-    """Causes of the same groups, by run, each its figures' range over that run's flags (`A: load
-    7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores`), a run whose flags earlier runs' pooled rounds
-    gave saying so beside its name (walk 12: said after B's causes, of a --fresh B that pooled none)."""
-    texts = grouped_by(((side, reason_range([flag[2] for flag in flags])) for same in causes
-                       for side, flags in grouped_by(same, lambda flag: flag[1]).items()), lambda text: text[0])
-    return "; ".join(f"{side}{_source([flag for same in causes for flag in same if flag[1] == side])}: "
-                     f"{', '.join(text for _, text in texts[side])}" for side in sorted(texts))
+def _said(side: str, causes: list[list[Flag]]) -> str:
+    """One run's causes of the same groups, each its figures' range over their flags (`A: load
+    7.6-8.1 on 2 cores, IQR 40-42% of median`), a run whose flags earlier runs' pooled rounds gave
+    saying so beside its name (walk 12: said after B's causes, of a --fresh B that pooled none)."""
+    texts = ", ".join(reason_range([flag[2] for flag in flags]) for flags in causes)
+    return f"{side}{_source([flag for flags in causes for flag in flags])}: {texts}"
 
 
 def _source(flags: list[Flag]) -> str:

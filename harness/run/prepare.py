@@ -18,7 +18,7 @@ from harness.plan.model import Plan, PlanError
 from harness.data.paths import PathError
 from harness.run.cluster import join, require_distributed
 from harness.specs.sections import Spec
-from harness.specs.reading import SpecError, in_file_order, load_spec, read_raw
+from harness.specs.reading import SpecError, in_file_order, load_spec, located, read_overridden
 from harness.store.cache import locate
 
 
@@ -82,8 +82,8 @@ def prepare_spec(spec_path: str | Path, overrides: list[str] | None = None) -> R
     except PathError as exc:
         raise SpecError([f"{spec_path}: {line}" for line in str(exc).splitlines()]) from None
     except PlanError as exc:  # in the file's order, as the spec's own problems are
-        lines = [f"{spec_path}: {line}" for line in exc.lines]
-        raise PlanError(in_file_order(lines, read_raw(spec_path, overrides), f"{spec_path}: ")) from None
+        raw, origins = read_overridden(spec_path, overrides)
+        raise PlanError(located(spec_path, origins, in_file_order(exc.lines, raw))) from None
 
 
 def skipped_warning(skipped: list[str]) -> str:

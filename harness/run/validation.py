@@ -20,7 +20,7 @@ from harness.data.paths import PathError
 from harness.plan.model import PlanError
 from harness.run.prepare import RunContext, prepare, prepare_spec
 from harness.specs.sections import Spec
-from harness.specs.reading import SpecError, in_file_order, read_raw
+from harness.specs.reading import SpecError, in_file_order, labels, located, problem_key, read_overridden
 
 SECTIONS_AT_DEFAULTS = ("experiment", "execution", "benchmark")  # a bad key there falls back to its default
 MAX_PASSES = 50
@@ -100,7 +100,7 @@ def validate(spec_path: str | Path, overrides: list[str]) -> RunContext:
 
 def every_problem(spec_path: str | Path, overrides: list[str], refused: SpecError) -> SpecError:
     """`refused` (the spec's own problems) with what the plan refuses of its valid parts."""
-    raw = read_raw(spec_path, overrides)
+    raw, origins = read_overridden(spec_path, overrides)
     salvaged = _salvaged(raw)
     if salvaged is None:
         return refused
@@ -108,11 +108,11 @@ def every_problem(spec_path: str | Path, overrides: list[str], refused: SpecErro
     try:
         prepare(spec_path, overrides, spec=spec)
     except PlanError as plan:
-        said = {line.removeprefix(f"{spec_path}: ").split(": ")[0] for line in refused.lines}  # a key's own first
+        named = labels(spec_path, origins)
+        said = {problem_key(line, named) for line in refused.lines}  # a key's own first
         more = [line for line in (salvage.worded(_renumbered(line, salvage.kept)) for line in plan.lines)
                 if salvage.said(line) and line.split(": ")[0] not in said]
-        return SpecError(in_file_order(refused.lines + [f"{spec_path}: {line}" for line in more], raw,
-                                       f"{spec_path}: "))
+        return SpecError(in_file_order(refused.lines + located(spec_path, origins, more), raw, named))
     except PathError:
         pass  # the data paths were said with the spec's problems, or have none
     return refused

@@ -28,21 +28,47 @@ class SpecError(Exception):
 SPEC_CAP = 1 << 20  # bytes: a spec is a page of TOML; anything larger is not one
 
 
+Origins = dict[tuple[str, ...], str]  # a key an override put into the spec -> the override, as its lines name it
+
+
 def load_spec(path: str | Path, overrides: list[str] | None = None) -> Spec:
-    return validate_raw(path, read_raw(path, overrides))
+    return validate_raw(path, *read_overridden(path, overrides))
 
 
-def validate_raw(path: str | Path, raw: dict[str, Any]) -> Spec:
-    """The spec of a file's TOML (`read_raw`'s); SpecError with every problem, `FILE: key: message`."""
+def validate_raw(path: str | Path, raw: dict[str, Any], origins: Origins | None = None) -> Spec:
+    """The spec of a file's TOML (`read_raw`'s); SpecError with every problem, `FILE: key: message`,
+    or `--set 'KEY=VALUE': key: message` where an override put the key there."""
     try:
         return Spec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError([f"{path}: {line}" for line in in_file_order(_describe(exc), raw)]) from None
+        raise SpecError(located(path, origins or {}, in_file_order(_describe(exc), raw))) from None
+
+
+def located(path: str | Path, origins: Origins, lines: list[str]) -> list[str]:
+    """`key: message` lines, each after where its key came from: the `--set` that put it into the
+    spec (the file has no such key), else the file."""
+    return [f"{origin(path, origins, line.split(': ', 1)[0])}: {line}" for line in lines]
+
+
+def labels(path: str | Path, origins: Origins) -> tuple[str, ...]:
+    """What `located` puts before a line: its overrides (the longer first), the file."""
+    return (*sorted(set(origins.values()), key=len, reverse=True), str(path))
+
+
+def origin(path: str | Path, origins: Origins, key: str) -> str:
+    """The override whose key `key` is, or sits under; else the spec file."""
+    parts = tuple(key_parts(key))
+    return next((label for owned, label in reversed(origins.items()) if parts[:len(owned)] == owned), str(path))
 
 
 def read_raw(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """The spec file's TOML with the overrides applied, not yet validated; SpecError when the
     file cannot be read or parsed, or an override names no key."""
+    return read_overridden(path, overrides)[0]
+
+
+def read_overridden(path: str | Path, overrides: list[str] | None = None) -> tuple[dict[str, Any], Origins]:
+    """`read_raw`'s TOML, and the keys the overrides put into it."""
     path = Path(path)
     try:
         raw = tomllib.loads(read_capped(path, SPEC_CAP).decode("utf-8"))
@@ -60,14 +86,15 @@ def read_raw(path: str | Path, overrides: list[str] | None = None) -> dict[str, 
         raise SpecError([f"{path}: cannot read the spec ({exc.strerror or exc})"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError([f"{path}: invalid TOML: {exc}"]) from None
-    problems = [f"{path}: {p}" for p in apply_overrides(raw, overrides or [])]
-    if problems:
+    origins: Origins = {}
+    if problems := apply_overrides(raw, overrides or [], origins):  # each names its --set, not the file
         raise SpecError(problems)
-    return raw
+    return raw, origins
 
 
-def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
-    """Apply `dotted.key=value` in place (values parsed as TOML, else taken as strings)."""
+def apply_overrides(raw: dict[str, Any], overrides: list[str], origins: Origins) -> list[str]:
+    """Apply `dotted.key=value` in place (values parsed as TOML, else taken as strings); `origins`
+    gets each one's key: the first part of it the spec lacked (`nonsense` of `nonsense.key`), or all of it."""
     problems = []
     for item in overrides:
         key, sep, text = item.partition("=")
@@ -78,9 +105,25 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> list[str]:
             value = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
+        owned = _first_new(raw, key_parts(key))
         if not set_key(raw, key, value):
             problems.append(f"--set {item!r}: {unsettable(raw, key)}")
+        else:
+            origins[owned] = f"--set {item!r}"
     return problems
+
+
+def _first_new(raw: dict[str, Any], parts: list[str]) -> tuple[str, ...]:
+    """The shortest start of `parts` that names nothing in `raw` yet; all of them when each does."""
+    node: Any = raw
+    for i, part in enumerate(parts):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return tuple(parts[:i + 1])
+    return tuple(parts)
 
 
 def unsettable(raw: dict[str, Any], key: str) -> str:
@@ -136,11 +179,18 @@ def leaves(tree: Any, key: str = "", lists: bool = True) -> dict[str, Any]:
     return {key: tree}
 
 
-def in_file_order(lines: list[str], raw: dict[str, Any], prefix: str = "") -> list[str]:
-    """`key: message` lines (each after `prefix`) in the order their keys appear in the spec's TOML
-    (pydantic's is its models' field order, and the plan's refusals came after it: `analysis[1].k`
-    after `benchmark.sample`); a key the file lacks after its table's own, a line of no key last."""
-    return sorted(lines, key=lambda line: _position(raw, line.removeprefix(prefix).split(": ", 1)[0]))
+def in_file_order(lines: list[str], raw: dict[str, Any], labels: tuple[str, ...] = ()) -> list[str]:
+    """`key: message` lines (each after one of `labels`: the file, an override) in the order their
+    keys appear in the spec's TOML (pydantic's is its models' field order, and the plan's refusals
+    came after it: `analysis[1].k` after `benchmark.sample`); a key the file lacks after its table's
+    own, a line of no key last."""
+    return sorted(lines, key=lambda line: _position(raw, problem_key(line, labels)))
+
+
+def problem_key(line: str, labels: tuple[str, ...] = ()) -> str:
+    """The key a problem line is about, after the label (`located`'s) it starts with."""
+    label = next((label for label in labels if line.startswith(f"{label}: ")), None)
+    return (line.removeprefix(f"{label}: ") if label else line).split(": ", 1)[0]
 
 
 def _position(raw: dict[str, Any], key: str) -> tuple[int, ...]:

@@ -155,3 +155,14 @@ def test_an_unknown_op_names_its_key(tmp_path: Path, capsys: pytest.CaptureFixtu
         f"{path}: analysis[0].op: unknown value 'svdvalz'; expected one of 'svdvals', 'svd', 'svd_topk', 'pca'"
     )
     assert tree(tmp_path) == {"spec.toml"}
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "run"])
+def test_an_unknown_key_from_set_names_the_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """`--set nonsense.key=1` was said as `configs/smoke.toml: nonsense: unknown key`; the file has no such key."""
+    monkeypatch.chdir(tmp_path)
+    assert main([command, SMOKE, "--set", "nonsense.key=1"]) == 2
+    assert one_line(capsys.readouterr().err) == "--set 'nonsense.key=1': nonsense: unknown key"
+    assert tree(tmp_path) == set()

@@ -64,8 +64,8 @@ def test_spec_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines == [
-        f"{SMOKE}: data.adapters: should be >= 1, got 0",
-        f"{SMOKE}: analysis[0].strategy: unknown strategy 'nmupy'; did you mean 'numpy'? "
+        "--set 'data.adapters=0': data.adapters: should be >= 1, got 0",
+        "--set \"analysis.0.strategy='nmupy'\": analysis[0].strategy: unknown strategy 'nmupy'; did you mean 'numpy'? "
         "svdvals strategies: cupy, factored, gram_eigh, numpy, process_pool, torch",
     ]
 

@@ -94,8 +94,24 @@ def test_an_unstable_summary_gives_each_runs_own_figures(tmp_path: Path) -> None
                                                                            "IQR 148% of median"]])
     c = compare_records(a, b, ("a", "b"))
     n = len(c.rows)
-    assert unstable_lines(c) == [f"{n} groups unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 cores",
-                                 f"{n // 2} groups unstable: B: IQR 148% of median"]
+    assert unstable_lines(c) == [f"{n} of {n} groups unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 "
+                                 f"cores; B: IQR 148% of median in {n // 2} groups"]
+
+
+def test_unstable_groups_are_counted_once_and_a_cause_of_few_names_them(tmp_path: Path) -> None:
+    """Walk 14: `16 groups unstable: A: load …`, `9 groups unstable: …`, `1 group unstable: B: its 2
+    samples differ by 4.2x`: the 9 and the 1 were within the 16, and the 1 named no group."""
+    record = real("main_job", tmp_path)
+    a = _timed(record, "A", [1.0, 1.1, 1.2], [["load 5.1 on 2 cores"]] * 2 + [[]] * 2)
+    b = _timed(record, "B", [1.0, 1.1, 1.2], [["IQR 26% of median"], []])
+    one = b.analyses[0].timings[0].groups[0].measurement
+    one.reasons = [*one.reasons, "2 samples differ by 4.2x"]
+    c = compare_records(a, b, ("a", "b"))
+    n, (named,) = len(c.rows), [r.label for r in c.rows if any(u.endswith("4.2x") for u in r.unstable)]
+    in_a, in_b = sum(1 for i in range(n) if i % 4 < 2), sum(1 for i in range(n) if i % 2 == 0)
+    flagged = sum(1 for i in range(n) if i % 4 < 2 or i % 2 == 0)
+    assert unstable_lines(c) == [f"{flagged} of {n} groups unstable: A: load 5.1 on 2 cores in {in_a} groups; "
+                                 f"B: IQR 26% of median in {in_b} groups; B: 2 samples differ by 4.2x in {named}"]
 
 
 def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path) -> None:
@@ -187,7 +203,7 @@ def test_a_cause_earlier_runs_rounds_gave_is_said_once_with_this_runs(tmp_path: 
     b = _timed(record, "B", [1.0, 1.1, 1.2], [["earlier runs' rounds: load 7.4 on 2 cores"],
                                               ["earlier runs' rounds: load 10.3 on 2 cores"]])
     c = compare_records(a, b, ("a", "b"))
-    assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A (some from earlier runs' pooled rounds): load 4.8-5.2 on 2 "
+    assert unstable_lines(c) == [f"{len(c.rows)} of {len(c.rows)} groups unstable: A (some from earlier runs' pooled rounds): load 4.8-5.2 on 2 "
                                  "cores; B (all from earlier runs' pooled rounds): load 7.4-10.3 on 2 cores"]
 
 
@@ -212,7 +228,7 @@ def test_causes_that_flag_the_same_groups_share_one_line(tmp_path: Path) -> None
                                               ["load 4.9 on 2 cores", "IQR 42% of median"]])
     b = _timed(record, "B", [1.0, 1.1, 1.2], [["load 7.4 on 2 cores"]])
     c = compare_records(a, b, ("a", "b"))
-    assert unstable_lines(c) == [f"{len(c.rows)} groups unstable: A: load 4.8-4.9 on 2 cores, IQR 40-42% of median; "
+    assert unstable_lines(c) == [f"{len(c.rows)} of {len(c.rows)} groups unstable: A: load 4.8-4.9 on 2 cores, IQR 40-42% of median; "
                                  "B: load 7.4 on 2 cores"]
 
 
