@@ -147,8 +147,7 @@ class References:
     def grams(self, layout: AdapterLayout) -> np.ndarray:
         """(positions, n, n) float64 Grams of the layout's positions."""
         start = time.perf_counter()
-        adapters = hashlib.sha256("\0".join(layout.adapters).encode()).hexdigest()[:16]
-        names = [f"{p.label} of adapters {adapters}" for p in layout.positions]
+        names = [gram_name(p.label, layout.adapters) for p in layout.positions]
         for p, name in zip(layout.positions, names):
             if name not in self.grams_by_position:
                 hit = self._lookup("gram", name)
@@ -158,3 +157,9 @@ class References:
                 self.grams_by_position[name] = hit
         self.seconds += time.perf_counter() - start
         return np.stack([self.grams_by_position[name] for name in names])
+
+
+def gram_name(position: str, adapters: Sequence[str]) -> str:
+    """A position's Gram over these adapters, as its cache key and `cache ls` name it: the adapters
+    by 8 hex digits of their names' hash, so the line fits 100 columns (walk 14: 16 wrapped)."""
+    return f"{position} of adapters {hashlib.sha256(chr(0).join(adapters).encode()).hexdigest()[:8]}"

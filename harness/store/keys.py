@@ -61,6 +61,13 @@ def versions(machine: MachineInfo) -> dict[str, str | None]:
     }
 
 
+def verification_label(problem: str, strategy: str, ids: Sequence[str]) -> str:
+    """What a cached verdict checked, as `cache ls` shows it beside its kind (`verification`): the
+    matrix it names first and how many more (walk 14: three `verdict of svdvals by numpy on 1 of
+    3072x768r16` rows read alike), short enough for a line at 100 columns."""
+    more = f" +{len(ids) - 1}" if len(ids) > 1 else ""
+    return f"{problem} by {strategy} on {ids[0]}{more}"
+
 
 @dataclass(frozen=True)
 class Keys:

@@ -169,7 +169,7 @@ def test_cache_ls_keeps_what_an_entry_holds_on_one_line(tmp_path: Path, width: i
     from harness.cli.commands.cache import ls_table
     from harness.store.cache import cache_key
 
-    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "verdict of svdvals by factored on 8 of 3072x768r16",
+    labels = ["float64 reference: values of adapter00/layer0/mlp_up", "svdvals by factored on adapter00/layer0/mlp_up +7",
               "spectrum: svdvals by factored, 1064 from adapter00/[mlp_up]"]
     store = ResultCache(tmp_path, experiment="task_geometry")
     for i, label in enumerate(labels):
@@ -216,7 +216,20 @@ def test_a_runs_cache_entries_say_what_they_hold_apart(tmp_path: Path, quiet_mac
     cache = _smoke_cache(tmp_path, 0)
     labels = [read_header(entry).label for entry in ResultCache(cache).entries()]
     assert len(labels) == len(set(labels)), sorted(labels)
-    assert "verdict of svd_topk k=2 by torch on 2 of 48x32r4" in labels
+    assert any(label.startswith("svd_topk k=2 by torch on ") and label.endswith(" +1") for label in labels), labels
+
+
+def test_a_verdicts_label_names_what_it_checked_and_a_grams_fits_a_line() -> None:
+    """Walk 14, at 100 columns: three `verdict of svdvals by numpy on 1 of 3072x768r16` rows read
+    alike, and `float64 reference: gram of layer0/mlp_up of adapters e3d9c3b5923f1c67` wrapped."""
+    from harness.compute.references import gram_name
+    from harness.store.keys import verification_label
+
+    assert verification_label("svdvals", "numpy", ["adapter03/layer1/mlp_up"]) == "svdvals by numpy on adapter03/layer1/mlp_up"
+    longest = verification_label("svd_topk k=3", "torch_lowrank", ["adapter37/layer55/mlp_down"] * 8)
+    assert longest == "svd_topk k=3 by torch_lowrank on adapter37/layer55/mlp_down +7" and len(longest) <= 64
+    name = gram_name("layer55/mlp_down", [f"adapter{i:02}" for i in range(38)])
+    assert len(f"float64 reference: gram of {name}") <= 64, name  # `cache ls` holds a line of 64 at 100 columns
 
 
 def test_cache_ls_at_100_columns_never_shows_two_entries_alike(tmp_path: Path, quiet_machine: None) -> None:
