@@ -78,7 +78,8 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
 def exponent_text(x: float) -> str:
     """An exponent as every view writes it, two decimals: `1.80`, `-0.01` (not `-0.0071` in one
     place and `-0.01` in another)."""
-    return f"{x:.2f}"
+    text = f"{x:.2f}"
+    return "0.00" if text == "-0.00" else text  # walk 15: `rank^-0.00`
 
 
 def exponent_interval(low: float, high: float) -> str:
@@ -89,19 +90,21 @@ def exponent_interval(low: float, high: float) -> str:
 def class_text(fit: ScalingFit) -> str:
     """`class rank^2 (RMS 4%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
     on a rank axis made the reader translate); that no class's exponent is in the fit's interval; where
-    two or more are, that they are not told apart, each with its RMS (one named by its RMS read `rank
-    log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13); or that the one there misses
-    the points by more than MAX_CLASS_RMS, where its name would say nothing."""
+    two or more are within MAX_CLASS_RMS of the points, that they are not told apart, each with its RMS
+    (one named by its RMS read `rank log rank` in one run and `rank^2` in the next, both RMS 36%: walk
+    13); or that none there is, where a name would say nothing."""
     if fit.complexity is None or fit.rms is None:
         return "no class within its interval"
     if not math.isfinite(fit.power.high - fit.power.low):
         return "classes not told apart: two points"
-    if len(fit.within) > 1:
-        return "classes not told apart: " + ", ".join(f"{_class_name(c, fit.axis)} (RMS {rms:.0%})"
-                                                     for c, rms in fit.within.items())
-    if fit.rms > MAX_CLASS_RMS:
-        return f"no class fits within {MAX_CLASS_RMS:.0%} (RMS {fit.rms:.0%})"
-    return f"class {_class_name(fit.complexity, fit.axis)} (RMS {fit.rms:.0%})"
+    near = {c: rms for c, rms in (fit.within or {fit.complexity: fit.rms}).items() if rms <= MAX_CLASS_RMS}
+    if not near:  # before naming several: walk 15 read `no class fits within 25% (RMS 35%)`, then
+        # `classes not told apart: rank^2 (RMS 37%), rank log rank (RMS 59%)` for the same sweep
+        return f"no class fits within {MAX_CLASS_RMS:.0%} (RMS {min((fit.within or {'': fit.rms}).values()):.0%})"
+    if len(near) > 1:
+        return "classes not told apart: " + ", ".join(f"{_class_name(c, fit.axis)} (RMS {rms:.0%})" for c, rms in near.items())
+    (c, rms), = near.items()
+    return f"class {_class_name(c, fit.axis)} (RMS {rms:.0%})"
 
 
 def _class_name(complexity: str, axis: str) -> str:
@@ -221,6 +224,7 @@ class Told(NamedTuple):
     shown: int
     reverse: int
     points: int
+    others: tuple[str, ...] = ()  # the points that do not bear the fits out, by their values
 
 
 def _order(a: PointTiming, b: PointTiming) -> int:
@@ -239,13 +243,15 @@ def told_apart(record: SweepRecord, c: SweepCrossover) -> Told:
     """Whether the crossover's points bear out its fits (`factored is cheaper than numpy over the swept
     rank 16-256` beside the rank-256 point's `not significantly faster or slower: 2.36x (0.777-7.18)`,
     two sources that nothing told apart: walk 14)."""
-    orders = []
+    orders, others = [], []
     for p in record.points:
         timed = {t.strategy: t for t in p.timings if t.analysis == c.analysis}
         if c.a in timed and c.b in timed and all(p.values.get(k) == v for k, v in c.fixed.items()):
             fits = 1 if size_of(p.values[c.axis]) > c.crossing.size else -1  # a is the cheaper above
             orders.append(_order(timed[c.a], timed[c.b]) * fits)
-    return Told(orders.count(1), orders.count(-1), len(orders))
+            if orders[-1] != 1:
+                others.append(SweepPoint(values={c.axis: p.values[c.axis]}).label)
+    return Told(orders.count(1), orders.count(-1), len(orders), tuple(others))
 
 
 def fit_sweep(record: SweepRecord) -> SweepRecord:

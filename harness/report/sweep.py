@@ -54,12 +54,14 @@ def _meeting(c: SweepCrossover) -> str:
 
 
 def told_text(told: Told | None) -> str:
-    """`the points' own measurements show it at 4 of 5` where some of a crossover's points do not tell its
-    two strategies apart as its fits do (`, the reverse at 1` where they order them the other way); "" where all do."""
+    """`the points' own measurements show it at 4 of 5, not at data.rank=256` where some of a
+    crossover's points do not tell its two strategies apart as its fits do (`, the reverse at 1` where
+    they order them the other way), those named (walk 15: `4 of 5` named none beside a table whose
+    intervals stood apart: the paired rounds did not); "" where all do."""
     if told is None or told.shown == told.points:
         return ""
     reverse = f", the reverse at {told.reverse}" if told.reverse else ""
-    return f"the points' own measurements show it at {told.shown} of {told.points}{reverse}"
+    return f"the points' own measurements show it at {told.shown} of {told.points}{reverse}, not at {', '.join(told.others)}"
 
 
 def crossover_sentence(c: SweepCrossover, told: Told | None = None) -> str:

@@ -64,7 +64,7 @@ def test_the_plans_figure_says_what_it_is_beside_the_budget(tmp_path: Path) -> N
     (floor 2.21 s)`: why plan 2.21 s for 4.00 s? The plan's whole rounds were its floor."""
     _page_html, text = _page(tmp_path)
     assert ("Benchmark phase: 5.62 s of warm-ups and rounds for a 4.00 s budget, planned 2.21 s (the floor, the least "
-            "that gives every speedup its first interval, as the rest of the budget held no whole round more), ") in text
+            "that gives every speedup its first interval on a quiet machine, as the rest of the budget held no whole round more), ") in text
     assert "(planned" not in text and "(floor 2.21 s)" not in text
 
 

@@ -104,9 +104,13 @@ def test_classes_within_one_exponents_interval_are_not_told_apart_nor_a_class_fa
     both = sweep_of([1e-6 * r**1.6 * off for r, off in zip(ranks, [0.8, 1.3, 1.1, 0.7, 1.25])], [1.1] * 5)
     factored = both.fits[1]
     assert list(factored.within) == ["n log n", "n^2"]
-    said = fit_sentence(factored).split("; ")[-1]
-    assert re.fullmatch(r"classes not told apart: rank log rank \(RMS \d+%\), rank\^2 \(RMS \d+%\)", said), said
+    said = fit_sentence(factored).split("; ")[-1]  # walk 15: both over 25%, then no class, not both named
+    assert said == f"no class fits within 25% (RMS {min(factored.within.values()):.0%})", said
     assert f"<td>{said}</td>" in render_sweep(both)
+    near = factored.model_copy(update={"within": {"n log n": 0.12, "n^2": 0.2}})
+    assert fit_sentence(near).endswith("; classes not told apart: rank log rank (RMS 12%), rank^2 (RMS 20%)")
+    one = factored.model_copy(update={"within": {"n log n": 0.3, "n^2": 0.2}})
+    assert fit_sentence(one).endswith("; class rank^2 (RMS 20%)")
     far = sweep_of([1e-6 * r**1.6 * off for r, off in zip(ranks, [1.0, 1.3, 0.75, 1.2, 0.85])], [1.1] * 5).fits[1]
     assert list(far.within) == ["n log n"] and far.rms is not None and far.rms > 0.25
     assert fit_sentence(far).endswith(f"; no class fits within 25% (RMS {far.rms:.0%})")
@@ -155,9 +159,9 @@ def test_a_fitted_order_says_its_source_and_how_many_points_bear_it_out(tmp_path
 
     head = "spectrum: by their fitted costs, factored is cheaper than numpy over the swept rank 4-16"
     for sweep, clause in ((paired((3.5, 4.6)), ""), (paired((0.777, 7.18)), " (the points' own measurements show it "
-                          "at 2 of 3)"), (paired((0.2, 0.5)), " (the points' own measurements show it at 2 of 3, the "
-                          "reverse at 1)"), (paired(None), ""), (paired(None, wide=10), " (the points' own measurements "
-                          "show it at 2 of 3)")):
+                          "at 2 of 3, not at data.rank=16)"), (paired((0.2, 0.5)), " (the points' own measurements show it "
+                          "at 2 of 3, the reverse at 1, not at data.rank=16)"), (paired(None), ""),
+                          (paired(None, wide=10), " (the points' own measurements show it at 2 of 3, not at data.rank=16)")):
         [line] = [line for line in sweep_lines(sweep) if "cheaper" in line]
         assert line.startswith(f"{head}{clause}; their fits meet at rank "), line
         assert f"- {line}" in sweep_markdown(sweep) and line in html.unescape(render_sweep(sweep))
