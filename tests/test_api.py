@@ -96,6 +96,21 @@ def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: 
         assert all(line.startswith("  ") for line in lines[1:]), shown
 
 
+def test_the_repr_says_when_its_verdicts_stand_on_unstable_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk 15: every measurement of a busy run was `!`, and the repr, one screen, said nothing of it."""
+    monkeypatch.setenv("COLUMNS", "160")
+    record = RunRecord.model_validate_json((RECORDS / "busy_run.json").read_text())
+    flagged = sum(g.measurement.unstable for a in record.analyses for t in a.timings for g in t.groups)
+    assert flagged > 0
+    shown = " ".join(repr(api.Run(Path("runs/busy"), record)).split())
+    assert f"{flagged} of " in shown and "unstable (!): read the verdicts with care; `harness report runs/busy` says why" in shown
+    for a in record.analyses:
+        for t in a.timings:
+            for g in t.groups:
+                g.measurement.unstable = False
+    assert "unstable" not in repr(api.Run(Path("runs/busy"), record))
+
+
 def test_a_bad_input_file_raises_the_apis_data_error(tmp_path: Path) -> None:
     """It came through as `harness.data.workload.DataError`, the engine's module (walk-through 7,
     API 2): now the API's own, which `except DataError` of the engine's class still catches."""

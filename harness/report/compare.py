@@ -171,8 +171,9 @@ class Comparison(BaseModel):
         if self.threads_differ:  # no group gated, for this reason alone
             why.append(f"A and B timed with {self.a.threads} and {self.b.threads} threads per timing (below)")
         elif not self.n_gated:
-            counts = [f"{n} {what}" for n, what in ((sum(bool(r.unstable) for r in self.rows), "unstable"),
-                                                     (len(self.too_few), "with too few rounds")) if n]
+            both = sum(bool(r.unstable) for r in self.too_few)  # counted once each (walk 15: `16 unstable, 6 …` of 16)
+            counts = [f"{n} {what}" for n, what in ((sum(bool(r.unstable) for r in self.rows), "unstable"), (
+                len(self.too_few), "with too few rounds" + (f" ({both} of them also unstable)" if both else ""))) if n]
             why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
         return why
 

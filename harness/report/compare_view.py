@@ -176,7 +176,7 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     causes = grouped_by(flags, lambda flag: (flag[1], flag[0] if flag[2].startswith(BIMODAL) else -1, cause_key(flag[2])))
     items = grouped_by(causes.values(), lambda same: (same[0][1], frozenset(flag[0] for flag in same)))
     flagged = {flag[0] for flag in flags}
-    ranked = sorted(items.items(), key=lambda item: (-len(item[0][1]), item[0][0]))
+    ranked = sorted(items.items(), key=lambda item: (item[0][0], -len(item[0][1])))  # A's, then B's (walk 15: A, B, B, A)
     head = f"{len(flagged)} of {plural(len(c.rows), 'group')} unstable{gated}"
     return [f"{head}: " + "; ".join(f"{_said(side, same)}{_where(c, groups, len(flagged))}"
                                     for (side, groups), same in ranked)]

@@ -248,6 +248,12 @@ def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecor
     assert out.splitlines()[0].startswith("B against A, ") and "gate INCONCLUSIVE, none of " in out.splitlines()[0]
     assert out.count("could be gated") == 1  # why, once: the first line (a line of its own said it again)
     assert out.count("INCONCLUSIVE") == 1  # ...and that it is inconclusive, once: no last line repeats it
+    shaky = saved(synthetic(record, seed=8, scale={"numpy": 3.0}, n=1, unstable="numpy"), tmp_path / "B2")
+    assert cli.main(["compare", a, shaky, "--fail-on-regression"]) == 4  # walk 15: `(16 unstable, 6 with too few
+    first = capsys.readouterr().out.splitlines()[0]  # rounds)` of 16 groups: a group counted under both
+    rows = compare_records(load_record(Path(a)), load_record(Path(shaky)), (a, shaky)).rows
+    numpy = sum(r.strategy == "numpy" for r in rows)
+    assert f"({numpy} unstable, {len(rows)} with too few rounds ({numpy} of them also unstable))" in first, first
     page = tmp_path / "few.html"  # the page gives the terminal's next step too
     assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive", "--html", str(page)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "inconclusive, allowed by --allow-inconclusive: exit 0"

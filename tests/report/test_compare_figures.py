@@ -112,6 +112,11 @@ def test_unstable_groups_are_counted_once_and_a_cause_of_few_names_them(tmp_path
     flagged = sum(1 for i in range(n) if i % 4 < 2 or i % 2 == 0)
     assert unstable_lines(c) == [f"{flagged} of {n} groups unstable: A: load 5.1 on 2 cores in {in_a} groups; "
                                  f"B: IQR 26% of median in {in_b} groups; B: 2 samples differ by 4.2x in {named}"]
+    few = _timed(record, "A", [1.0, 1.1, 1.2], [["IQR 30% of median"], [], [], []])  # walk 15: A, B, B, A
+    every = _timed(record, "B", [1.0, 1.1, 1.2], [["load 6.0 on 2 cores"]])
+    (line,) = unstable_lines(compare_records(few, every, ("a", "b")))
+    assert line.startswith(f"{n} of {n} groups unstable: A: IQR 30% of median in ") and line.endswith(
+        "; B: load 6.0 on 2 cores"), line  # each run's causes together, A's first
 
 
 def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path) -> None:
