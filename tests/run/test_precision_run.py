@@ -99,7 +99,8 @@ def test_tf32_on_a_cpu_only_machine_is_one_line_and_exit_2(tmp_path: Path) -> No
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
-    assert lines[0].startswith(f"{SPEC}: analysis[0].precisions: tf32 is a mode of NVIDIA tensor cores")
+    assert lines[0].startswith("--set \"analysis.0.precisions=['float32','tf32']\": analysis[0].precisions: tf32 is a "
+                               "mode of NVIDIA tensor cores")  # the value is the override's, and it is named
 
 
 def test_the_precision_axis_is_not_the_benchmarks_target(tmp_path: Path) -> None:
