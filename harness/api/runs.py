@@ -22,7 +22,7 @@ from harness.data import workload
 from harness.record import run_record
 from harness.record.run_record import RunRecord, load_record
 from harness.report.exports import result_rows
-from harness.report.labels import UNSTABLE_MARK, verdict_lines
+from harness.report.labels import verdict_lines
 from harness.report.terminal import run_screen, unstable_head
 from harness.report.unstable import unstable_measurements
 from harness.run.session import RunOptions, check_run_folder, command_line, places, prepare_session
@@ -60,7 +60,7 @@ class Run:
         r = self.record
         state = ("passed" if r.passed else "verification FAILED") + ("" if r.complete else ", interrupted")
         unstable = unstable_measurements(r)  # the screen's caveat on the verdicts (walk 15: none said)
-        caveat = [f"  {unstable_head(r, unstable)} ({UNSTABLE_MARK}): read the verdicts with care; "
+        caveat = [f"  {unstable_head(r, unstable)}: read the verdicts with care; "
                   f"`harness report {self.folder}` says why"] if unstable else []
         lines = [f"Run({str(self.folder)!r}: {r.experiment}, {r.plan.n_matrices} matrices, "
                  f"{len(r.analyses)} analyses, {state})", *(f"  {line}" for line in verdict_lines(r)), *caveat,

@@ -168,7 +168,7 @@ def markdown_warnings(record: RunRecord) -> list[str]:
     bullets = [f"- {line}" for line in warning_texts(record, unstable_line=False)]
     if unstable := unstable_measurements(record):
         why = unstable_causes(unstable)  # whose rounds, in the lead where every cause's are the same
-        head = why.lead(f"{unstable_head(record, unstable)} ({UNSTABLE_MARK})")
+        head = why.lead(unstable_head(record, unstable))
         bullets.append(f"- {head}: {unstable_advice(unstable)}; by cause:")
         bullets += [f"  - {n} × {cause}" for n, cause in why.causes]
     return bullets

@@ -21,7 +21,7 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, UNSTABLE_MARK, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
+from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
                                    device_library,
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
@@ -158,7 +158,7 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False, report=True)]
     why, n, of = unstable_causes(unstable), len(unstable), measurement_count(record)
     return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": why.causes,  # whose rounds in the lead
-            "unstable_lead": why.lead(f"{unstable_head(record, unstable)} ({UNSTABLE_MARK})"),  # the terminal's words
+            "unstable_lead": why.lead(unstable_head(record, unstable)),  # the terminal's words
             "unstable_count": n, "measurements": of}
 
 

@@ -205,9 +205,11 @@ def _they(rows: list[str], one: str, more: str) -> str:
     return one if len(rows) == 1 else more
 
 
-def unstable_head(record: RunRecord, unstable: list[Unstable]) -> str:
-    """`18 of 18 measurements (a strategy on one shape group) unstable`: the terminal's line and the md's list begin so."""
-    return f"{len(unstable)} of {plural(measurement_count(record), 'measurement')} (a strategy on one shape group) unstable"
+def unstable_head(record: RunRecord, unstable: list[Unstable], style: str = "") -> str:
+    """`18 of 18 measurements (a strategy on one shape group) unstable (!)`, the words in rich's
+    `style` where given: the terminal's line, the reports' lists and the API's repr begin so."""
+    head = f"{len(unstable)} of {plural(measurement_count(record), 'measurement')} (a strategy on one shape group) unstable"
+    return (f"[{style}]{head}[/]" if style else head) + f" ({UNSTABLE_MARK})"
 
 
 def unstable_advice(unstable: list[Unstable]) -> str:
@@ -219,7 +221,7 @@ def unstable_advice(unstable: list[Unstable]) -> str:
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = unstable_why(summary_reasons(u) for u in unstable)
-    return (f"{why.lead(f'[bold yellow]{unstable_head(record, unstable)}[/] ({UNSTABLE_MARK})')}: {shown(why.text)}; "
+    return (f"{why.lead(unstable_head(record, unstable, 'bold yellow'))}: {shown(why.text)}; "
             f"{shown(unstable_advice(unstable))}")
 
 
