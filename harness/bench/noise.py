@@ -84,6 +84,18 @@ NUMBER = r"\d+(?:\.\d+)?"  # a figure in a reason
 FIGURE = f"({NUMBER})(?:-({NUMBER}))?"  # ...or a range of them already ("load 4.8-5.2": earlier runs'), one figure
 
 
+# Causes by kind, in the order every summary says them: the machine's first (what to quiet before a
+# re-run), then the measurement's own, as judge gives them; sorted by count, the order flipped
+# between runs of one machine (walk 15), and compare said A's IQR before B's load
+CAUSE_ORDER = ("other processes took ", "CPU steal ", "load ", "IQR ", BIMODAL, "drifting: ", FEW)
+
+
+def cause_rank(reason: str) -> int:
+    """A reason's place in CAUSE_ORDER, whether earlier runs' rounds gave it or not; one of no kind there last."""
+    reason = reason.removeprefix(EARLIER)
+    return next((i for i, start in enumerate(CAUSE_ORDER) if reason.startswith(start)), len(CAUSE_ORDER))
+
+
 def cause_key(reason: str) -> str:
     """A reason with its numbers blanked: `load # on # cores`, the cause it shares with others."""
     return re.sub(FIGURE, "#", reason)

@@ -49,6 +49,7 @@ MIN_ROUNDS = 2  # a side, after the rounds both runs share are left out
 # and stretched the chart's axis over 8 decades. Such a group has too few rounds, as one of 1 round.
 MAX_SPAN = 100.0
 WIDEST = 1000  # a too wide interval's factor above this is said "over x1,000"
+EXAMPLES = 2  # groups a line names of a cause's: all up to this many, else this many beside their count
 
 Change = Literal["slower", "faster", "not significant", "too few rounds"]
 
@@ -199,9 +200,25 @@ class Comparison(BaseModel):
             if all(getattr(r, f"shared_{other.lower()}") and not getattr(r, f"n_{side.lower()}") for r in few):
                 return (f"{head}: {side} timed none of them itself, every round it holds was pooled from {other}; "
                         f"time {side} anew: harness run SPEC -o FOLDER --force --fresh")
-        return (f"{head} have fewer than {MIN_ROUNDS} rounds on a side (a round times each strategy once), or so few "
-                f"and scattered that the interval spans over {MAX_SPAN:g}x, too few for a test; for a verdict give "
-                "each run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
+        fewer = [r.label for r in few if not r.wide]
+        wide = [r.label for r in few if r.wide]  # rounds enough on each side, yet an interval over MAX_SPAN
+        causes = [(labels, why) for labels, why in ((fewer, f"fewer than {MIN_ROUNDS} rounds on a side (a round times "
+                                                              "each strategy once)"),
+                                                     (wide, f"rounds so few and scattered that the interval spans over "
+                                                            f"{MAX_SPAN:g}x")) if labels]
+        # one cause: of them all; both: each its groups, counted and named alike (walk 15 read "..., or ...")
+        said = (f" have {causes[0][1]}, too few for a test" if len(causes) == 1 else ", too few rounds for a test: " + "; ".join(
+            f"{groups_named(labels)} {'has' if len(labels) == 1 else 'have'} {why}" for labels, why in causes))
+        return (f"{head}{said}; for a verdict give each run more time: "
+                "harness run SPEC -o FOLDER --force --fresh --budget 30s")
+
+
+def groups_named(labels: list[str]) -> str:
+    """`4 groups (e.g. svd numpy on 48x32r4, svd torch on 32x48r4)`, `1 group (svd torch on 32x48r4)`: how
+    a compare line says the groups a cause applies to, counted and named alike whatever their number (walk
+    15: one run's cause named its 3 groups, the other's counted its 4)."""
+    shown = ", ".join(labels[:EXAMPLES])
+    return f"{plural(len(labels), 'group')} ({'e.g. ' if len(labels) > EXAMPLES else ''}{shown})"
 
 
 class CompareOutput(BaseModel):

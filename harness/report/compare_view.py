@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, reason_range  # noise's own notion of one cause
-from harness.report.compare import FACTOR
+from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, cause_rank, reason_range  # noise's own notion of one cause
+from harness.report.compare import FACTOR, groups_named
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import APART_MARK
 from harness.report.unstable import POOLED_SOURCE
@@ -160,8 +160,9 @@ Flag = tuple[int, str, str, bool]  # (its group's row, its run: A or B, its reas
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     """The groups flagged unstable, counted once, then each cause with the groups it flags, `; `
     apart as a run's line says them (`16 of 20 groups unstable: A: load 5.1-5.2 on 2 cores; A: IQR
-    37-667% of median in 9 groups; B: 2 samples differ by 4.2x in svd torch on 48x32r4`): one line
-    per set of groups read as overlapping counts a reader summed, and a one-group cause named none.
+    37-667% of median in 9 groups (e.g. svd numpy on 48x32r4, svd torch on 32x48r4); B: 2 samples differ
+    by 4.2x in 1 group (svd torch on 48x32r4)`): one line per set of groups read as overlapping counts a
+    reader summed, and a one-group cause named none.
     With `verbose` one line per group and reason."""
     gated = ", not gated" if c.gate else ""
     if verbose:
@@ -176,27 +177,29 @@ def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
     causes = grouped_by(flags, lambda flag: (flag[1], flag[0] if flag[2].startswith(BIMODAL) else -1, cause_key(flag[2])))
     items = grouped_by(causes.values(), lambda same: (same[0][1], frozenset(flag[0] for flag in same)))
     flagged = {flag[0] for flag in flags}
-    ranked = sorted(items.items(), key=lambda item: (item[0][0], -len(item[0][1])))  # A's, then B's (walk 15: A, B, B, A)
+    # A's, then B's (walk 15: A, B, B, A), each run's in the one order of causes every page gives (bench.noise)
+    ranked = sorted(items.items(), key=lambda item: (item[0][0], min(_rank(same) for same in item[1])))
     head = f"{len(flagged)} of {plural(len(c.rows), 'group')} unstable{gated}"
     return [f"{head}: " + "; ".join(f"{_said(side, same)}{_where(c, groups, len(flagged))}"
                                     for (side, groups), same in ranked)]
 
 
+def _rank(flags: list[Flag]) -> int:
+    """One cause's place in the order of causes (its flags are of one cause)."""
+    return cause_rank(flags[0][2])
+
+
 def _where(c: Comparison, groups: frozenset[int], flagged: int) -> str:
-    """Which groups a cause flags: none said where it flags every unstable one, their names where
-    few (`in svd torch on 48x32r4`), else their count."""
-    if len(groups) == flagged:
-        return ""
-    if len(groups) <= NAMED:
-        return " in " + ", ".join(c.rows[i].label for i in sorted(groups))
-    return f" in {plural(len(groups), 'group')}"
+    """Which groups a cause flags: none said where it flags every unstable one, else counted and some
+    named, as every cause of the line (`in 4 groups (e.g. svd numpy on 48x32r4, svd torch on 32x48r4)`)."""
+    return "" if len(groups) == flagged else " in " + groups_named([c.rows[i].label for i in sorted(groups)])
 
 
 def _said(side: str, causes: list[list[Flag]]) -> str:
     """One run's causes of the same groups, each its figures' range over their flags (`A: load
     7.6-8.1 on 2 cores, IQR 40-42% of median`), a run whose flags earlier runs' pooled rounds gave
     saying so beside its name (walk 12: said after B's causes, of a --fresh B that pooled none)."""
-    texts = ", ".join(reason_range([flag[2] for flag in flags]) for flags in causes)
+    texts = ", ".join(reason_range([flag[2] for flag in flags]) for flags in sorted(causes, key=_rank))
     return f"{side}{_source([flag for flags in causes for flag in flags])}: {texts}"
 
 

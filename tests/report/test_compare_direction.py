@@ -120,4 +120,4 @@ def test_each_groups_bimodal_clusters_are_said_apart_naming_it(tmp_path: Path) -
         c.rows[i] = r.model_copy(update={"unstable": [f"B: bimodal: {clusters[i]}"] if i < 2 else []})
     names = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows[:2]]
     assert unstable_lines(c) == [f"2 of {len(c.rows)} groups unstable: " + "; ".join(
-        f"B: bimodal: {said} in {name}" for name, said in zip(names, clusters))]
+        f"B: bimodal: {said} in 1 group ({name})" for name, said in zip(names, clusters))]

@@ -93,9 +93,9 @@ def test_an_unstable_summary_gives_each_runs_own_figures(tmp_path: Path) -> None
     b = _timed(record, "B", [1.0, 1.1, 1.2], [["load 9.6 on 2 cores"], ["load 10.0 on 2 cores",
                                                                            "IQR 148% of median"]])
     c = compare_records(a, b, ("a", "b"))
-    n = len(c.rows)
+    n, iqr = len(c.rows), [r.label for r in c.rows if "B: IQR 148% of median" in r.unstable]
     assert unstable_lines(c) == [f"{n} of {n} groups unstable: A: load 7.6-8.1 on 2 cores; B: load 9.6-10.0 on 2 "
-                                 f"cores; B: IQR 148% of median in {n // 2} groups"]
+                                 f"cores; B: IQR 148% of median in {n // 2} groups (e.g. {iqr[0]}, {iqr[1]})"]
 
 
 def test_unstable_groups_are_counted_once_and_a_cause_of_few_names_them(tmp_path: Path) -> None:
@@ -108,15 +108,51 @@ def test_unstable_groups_are_counted_once_and_a_cause_of_few_names_them(tmp_path
     one.reasons = [*one.reasons, "2 samples differ by 4.2x"]
     c = compare_records(a, b, ("a", "b"))
     n, (named,) = len(c.rows), [r.label for r in c.rows if any(u.endswith("4.2x") for u in r.unstable)]
+    label = [r.label for r in c.rows]
     in_a, in_b = sum(1 for i in range(n) if i % 4 < 2), sum(1 for i in range(n) if i % 2 == 0)
     flagged = sum(1 for i in range(n) if i % 4 < 2 or i % 2 == 0)
-    assert unstable_lines(c) == [f"{flagged} of {n} groups unstable: A: load 5.1 on 2 cores in {in_a} groups; "
-                                 f"B: IQR 26% of median in {in_b} groups; B: 2 samples differ by 4.2x in {named}"]
+    assert unstable_lines(c) == [f"{flagged} of {n} groups unstable: A: load 5.1 on 2 cores in {in_a} groups (e.g. "
+                                 f"{label[0]}, {label[1]}); B: IQR 26% of median in {in_b} groups (e.g. {label[0]}, "
+                                 f"{label[2]}); B: 2 samples differ by 4.2x in 1 group ({named})"]
     few = _timed(record, "A", [1.0, 1.1, 1.2], [["IQR 30% of median"], [], [], []])  # walk 15: A, B, B, A
     every = _timed(record, "B", [1.0, 1.1, 1.2], [["load 6.0 on 2 cores"]])
     (line,) = unstable_lines(compare_records(few, every, ("a", "b")))
     assert line.startswith(f"{n} of {n} groups unstable: A: IQR 30% of median in ") and line.endswith(
         "; B: load 6.0 on 2 cores"), line  # each run's causes together, A's first
+
+
+def test_each_runs_causes_count_and_name_their_groups_alike_machine_causes_first(tmp_path: Path) -> None:
+    """Walk 15: `B: IQR 44-56% of median in 4 groups; A: IQR 29-84% of median in svdvals numpy on 32x48r4,
+    svd numpy on 48x32r4, svd torch on 32x48r4`: one run's groups counted, the other's named; and a run's
+    causes by how many groups they flag, where every page says the machine's first."""
+    record = real("main_job", tmp_path)
+    a = _timed(record, "A", [1.0, 1.1, 1.2], [["load 5.0 on 2 cores", "IQR 30% of median"], ["IQR 31% of median"],
+                                              [], [], [], []])
+    b = _timed(record, "B", [1.0, 1.1, 1.2], [["IQR 40% of median"], [], [], []])
+    c = compare_records(a, b, ("a", "b"))
+    label = [r.label for r in c.rows]
+    flagged = sum(1 for i in range(len(label)) if i % 6 < 2 or i % 4 == 0)
+    in_load, in_iqr, in_b = (sum(1 for i in range(len(label)) if test(i)) for test in (
+        lambda i: i % 6 == 0, lambda i: i % 6 < 2, lambda i: i % 4 == 0))
+    assert unstable_lines(c) == [f"{flagged} of {len(label)} groups unstable: A: load 5.0 on 2 cores in {in_load} groups "
+                                 f"(e.g. {label[0]}, {label[6]}); A: IQR 30-31% of median in {in_iqr} groups (e.g. "
+                                 f"{label[0]}, {label[1]}); B: IQR 40% of median in {in_b} groups (e.g. {label[0]}, {label[4]})"]
+
+
+def test_groups_not_judged_say_which_cause_is_whose(tmp_path: Path) -> None:
+    """Walk 15: `6 of 16 groups have fewer than 2 rounds on a side …, or so few and scattered that the
+    interval spans over 100x`, when all 6 had one round on a side: each cause counts and names its groups."""
+    record = real("main_job", tmp_path)
+    a, b = _timed(record, "A", [1.0, 4.0]), _timed(record, "B", [1.5, 5.0])  # 2 scattered rounds a side: too wide
+    for g in [g for an in b.analyses for t in an.timings for g in t.groups][:3]:
+        g.rounds, g.measurement.samples_s = g.rounds[:1], g.measurement.samples_s[:1]  # 1 round
+    c = compare_records(a, b, ("a", "b"))
+    few, wide = ([r.label for r in c.rows if (r.n_b == 1) == one] for one in (True, False))
+    assert len(few) == 3 and c.not_judged == (
+        f"not judged: {len(c.rows)} of {len(c.rows)} groups, too few rounds for a test: 3 groups (e.g. {few[0]}, "
+        f"{few[1]}) have fewer than 2 rounds on a side (a round times each strategy once); {len(wide)} groups (e.g. "
+        f"{wide[0]}, {wide[1]}) have rounds so few and scattered that the interval spans over 100x; for a verdict "
+        "give each run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
 
 
 def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path) -> None:
