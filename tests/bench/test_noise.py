@@ -11,7 +11,8 @@ import pytest
 
 from harness.bench import conditions
 from harness.bench.conditions import Conditions, Snapshot, between
-from harness.bench.noise import condition_reasons, dispersion_reasons, judge
+from harness.bench.noise import EARLIER, cause_rank, condition_reasons, dispersion_reasons, judge
+from harness.bench.statistics import drift_reason
 
 QUIET = Conditions(cores=2, load_before=0.3, load_after=0.5, running_before=1, running_after=2,
                    others_cpu=0.02, steal=0.0)
@@ -130,3 +131,15 @@ def test_reasons_that_are_ranges_already_merge_into_one_range() -> None:
     assert reason_range(["other processes took 67-68% of the 2 CPUs", "other processes took 70% of the 2 CPUs"]) == (
         "other processes took 67-70% of the 2 CPUs")
     assert cause_key("load 4.8-5.2 on 2 cores") == cause_key("load 6.1 on 2 cores")
+
+
+def test_causes_have_one_order_by_kind_the_machines_first() -> None:
+    """Summaries sorted causes by how many measurements they flagged, so their order flipped between
+    runs (walk 15); every producer's reason has its place, earlier runs' too, an unknown one last."""
+    busy = Conditions(cores=2, load_before=9.0, load_after=9.0, running_before=1, running_after=2, others_cpu=0.7, steal=0.2)
+    machine = condition_reasons(busy)
+    own = [*dispersion_reasons([1.0, 1.0, 1.0, 2.0, 2.0, 2.0]), drift_reason([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+           *dispersion_reasons([1.0, 2.0]), "flagged unstable"]
+    assert [r.split()[0] for r in machine + own] == ["other", "CPU", "load", "IQR", "bimodal:", "drifting:", "2", "flagged"]
+    assert sorted(reversed(machine + own), key=cause_rank) == machine + own
+    assert cause_rank(EARLIER + machine[2]) == cause_rank(machine[2])
