@@ -172,9 +172,10 @@ class Comparison(BaseModel):
         if self.threads_differ:  # no group gated, for this reason alone
             why.append(f"A and B timed with {self.a.threads} and {self.b.threads} threads per timing (below)")
         elif not self.n_gated:
-            both = sum(bool(r.unstable) for r in self.too_few)  # counted once each (walk 15: `16 unstable, 6 …` of 16)
-            counts = [f"{n} {what}" for n, what in ((sum(bool(r.unstable) for r in self.rows), "unstable"), (
-                len(self.too_few), "with too few rounds" + (f" ({both} of them also unstable)" if both else ""))) if n]
+            few = len(self.too_few)  # each group counted once, under its first cause (walk 15: `16 unstable, 6 …` of 16)
+            shaky = sum(bool(r.unstable) and r.change != "too few rounds" for r in self.rows)
+            counts = [f"{n} {what}" for n, what in ((few, "with too few rounds"),
+                                                    (shaky, "others unstable" if few else "unstable")) if n]
             why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
         return why
 
