@@ -17,7 +17,7 @@ from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, threads_text
 from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, unresolved_line
-from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
+from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    device_library, errors_text, peak_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
@@ -64,7 +64,7 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
         "GFLOP/s": "GFLOP/s: achieved.",
         PEAK_COLUMN: PEAK_NOTE + ("" if record.roofs else " (none measured: `harness calibrate`)") + ".",
         "device": "Device (library): where and with what it ran.",
-        "dtype": "dtype: its arithmetic (f32, bf16, +c compiled).",
+        "dtype": DTYPE_NOTE,
         "max error": "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
                      f"residual where the op has vectors (the worse of the two{errors}). " + VERIFIED_NOTE,
         "status": "Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
@@ -80,7 +80,9 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     status = "passed" if v is None or v.passed else "FAILED"
     per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
     label = shown(strategy_label(a, t.label, a.computed(t)))
-    speedup = shown(speedup_cell(a, t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
+    # the paired and the medians' figures on two lines: the column stays near its floor (one value each line)
+    speedup = "\n".join(map(shown, (speedup_cell(a, t, "\n") if any(b.role == "baseline" for b in a.timings)
+                                    else "(no baseline timed)").split("\n")))
     worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
             shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
