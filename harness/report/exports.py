@@ -169,7 +169,7 @@ def markdown_warnings(record: RunRecord) -> list[str]:
     if unstable := unstable_measurements(record):
         why = unstable_causes(unstable)  # whose rounds, in the lead where every cause's are the same
         head = why.lead(unstable_head(record, unstable))
-        bullets.append(f"- {head}: {unstable_advice(unstable)}; by cause:")
+        bullets.append(f"- {head}: {unstable_advice(record, unstable)}; by cause:")
         bullets += [f"  - {n} × {cause}" for n, cause in why.causes]
     return bullets
 

@@ -15,7 +15,7 @@ from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
-from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, unresolved_line
+from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    device_library, errors_text, peak_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
@@ -213,17 +213,19 @@ def unstable_head(record: RunRecord, unstable: list[Unstable], style: str = "") 
     return (f"[{style}]{head}[/]" if style else head) + f" ({UNSTABLE_MARK})"
 
 
-def unstable_advice(unstable: list[Unstable]) -> str:
-    """What to do about them; reused rounds said here, once, not stacked after the causes' own words."""
-    return ("compare their speedups with care, or re-run on a quiet machine (`harness system` names what is busy) or "
-            "with more time for rounds (--budget 30s)"
+def unstable_advice(record: RunRecord, unstable: list[Unstable]) -> str:
+    """What to do about them, the re-run pointing back to the unresolved line's where that said it
+    (quieter_advised); reused rounds said here, once, not stacked after the causes' own words."""
+    rerun = ("and re-run as advised above" if quieter_advised(record) else "or re-run on a quiet machine "
+             "(`harness system` names what is busy) or with more time for rounds (--budget 30s)")
+    return (f"compare their speedups with care, {rerun}"
             + ("; some were timed by earlier runs, which --fresh measures anew" if any(u.pooled for u in unstable) else ""))
 
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = unstable_why(summary_reasons(u) for u in unstable)
     return (f"{why.lead(unstable_head(record, unstable, 'bold yellow'))}: {shown(why.text)}; "
-            f"{shown(unstable_advice(unstable))}")
+            f"{shown(unstable_advice(record, unstable))}")
 
 
 def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True, report: bool = False) -> list[str]:
