@@ -72,6 +72,19 @@ def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable
             + [EARLIER + reason_range(same) for same in grouped_by((r for busy in earlier for r in busy), cause_key).values()])
 
 
+# the order every page says causes in, by kind: the machine's first (what else ran), then the
+# measurement's own (its spread, its clusters, its trend, its two samples); never by count, which
+# flipped between runs (walk 15: `IQR …; other processes …` in one run, `other processes …; IQR …` next)
+CAUSE_ORDER = ("other processes", "CPU steal", "load ", "IQR ", "bimodal", "drifting", FEW)
+
+
+def cause_rank(reason: str) -> int:
+    """A reason's (or a summary's cause's) place in CAUSE_ORDER, earlier runs' as this run's; a cause
+    it does not know after them all (a stable sort keeps those in the order they came)."""
+    reason = reason.removeprefix(EARLIER)
+    return next((i for i, start in enumerate(CAUSE_ORDER) if reason.startswith(start)), len(CAUSE_ORDER))
+
+
 def own_reasons(reasons: Sequence[str]) -> list[str]:
     """The reasons a measurement's own rounds and this run's conditions gave (not `earlier`'s)."""
     return [r for r in reasons if not r.startswith(EARLIER)]
@@ -120,10 +133,11 @@ def worst_reason(reasons: list[str]) -> str:
 
 
 def group_reasons(reasons: Iterable[str]) -> list[tuple[int, str]]:
-    """(how many, the worst instance) per cause, most frequent first: 17 measurements under a
-    busy machine are one line, `17 x load 3.2 on 2 cores`, not 17 lines that push the table off
-    the screen. Causes are reasons alike but for their numbers."""
-    return sorted(((len(same), worst_reason(same)) for same in grouped_by(reasons, cause_key).values()), key=lambda x: -x[0])
+    """(how many, the worst instance) per cause, in CAUSE_ORDER: 17 measurements under a busy
+    machine are one line, `17 x load 3.2 on 2 cores`, not 17 lines that push the table off the
+    screen. Causes are reasons alike but for their numbers."""
+    return sorted(((len(same), worst_reason(same)) for same in grouped_by(reasons, cause_key).values()),
+                  key=lambda x: cause_rank(x[1]))
 
 
 def reason_range(reasons: list[str]) -> str:

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from harness.base.units import format_ratio, p_clause, plural
 from harness.bench.measure import Measurement
+from harness.bench.noise import cause_rank
 from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.record.run_record import GroupTiming, RecordError, RunRecord
@@ -281,7 +282,8 @@ def too_wide(a: dict[str, float], b: dict[str, float], alpha: float, spread: flo
 
 
 def _reasons(side: str, m: Measurement) -> list[str]:
-    return [f"{side}: {r}" for r in m.reasons or ["flagged unstable"]] if m.unstable else []
+    """`A: reason` for each reason of an unstable measurement, in noise's CAUSE_ORDER (the order compare says them)."""
+    return [f"{side}: {r}" for r in sorted(m.reasons, key=cause_rank) or ["flagged unstable"]] if m.unstable else []
 
 
 def _timed_by(ga: GroupTiming, gb: GroupTiming) -> dict[str, str]:

@@ -26,7 +26,7 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   table_footnotes, device_library, printable, rounds_text, speedup_cell, times_disagree,
+                                   DTYPE_NOTE, table_footnotes, device_library, dtype_text, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
 from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, untimed_rows, verified, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
@@ -169,13 +169,13 @@ def markdown_warnings(record: RunRecord) -> list[str]:
     if unstable := unstable_measurements(record):
         why = unstable_causes(unstable)  # whose rounds, in the lead where every cause's are the same
         head = why.lead(unstable_head(record, unstable))
-        bullets.append(f"- {head}: {unstable_advice(unstable)}; by cause:")
+        bullets.append(f"- {head}: {unstable_advice(record, unstable)}; by cause:")
         bullets += [f"  - {n} × {cause}" for n, cause in why.causes]
     return bullets
 
 
 # the md table's columns; the notes under it are those of these columns (table_notes)
-MD_HEADER = ("analysis", "strategy", "role", "device (library)", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN, "rounds",
+MD_HEADER = ("analysis", "strategy", "role", "device (library)", "dtype", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN, "rounds",
              ERRORS_APART, "status")
 
 
@@ -217,6 +217,7 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
     status = ("passed" if row["passed"] else "FAILED") if checked else row["status"]
     cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if timed and row["computed_results"] else ""), row["role"],
              f"{row['device']} ({row['library']})" if row["device"] else "-",  # a point not timed: the plan's
+             dtype_text(row["precision"], row["compiled"]) if row["precision"] else "-",  # as the terminal's (walk 15: none)
              format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
              else "not timed" if checked else "-",
              total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
@@ -242,7 +243,7 @@ def results_markdown(record: RunRecord) -> str:
     lines += ["", *warned, "" if warned else None,
               f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
               f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "
-              "one round gave none); `~` extrapolated from a sample. "
+              f"one round gave none); `~` extrapolated from a sample. {DTYPE_NOTE} "
               f"{COMPUTE_TOTAL.capitalize()}: per-matrix medians scaled to every "
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "

@@ -26,6 +26,7 @@ from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, tabl
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
+from harness.report.unresolved import quieter_advised
 from harness.report.plan_view import missed_note
 from harness.report.terminal import axes_summary, bench_summary, unstable_head, untimed_rows, warning_lines
 from harness.base.atomic import write_atomic
@@ -159,7 +160,7 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     why, n, of = unstable_causes(unstable), len(unstable), measurement_count(record)
     return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": why.causes,  # whose rounds in the lead
             "unstable_lead": why.lead(unstable_head(record, unstable)),  # the terminal's words
-            "unstable_count": n, "measurements": of}
+            "unstable_count": n, "measurements": of, "advised": quieter_advised(record)}  # its re-run said once
 
 
 def _roofline(record: RunRecord) -> dict[str, Any]:

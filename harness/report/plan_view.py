@@ -4,12 +4,12 @@ analysis, then a line each for why its strategy, what is timed and where each es
 from __future__ import annotations
 
 from harness.base.units import format_bytes, format_seconds, format_share, plural
-from harness.bench.budget import MIN_ROUNDS
+from harness.bench.budget import MIN_ROUNDS, OVERRUN
 from harness.machine.wisdom import BUSY, BUSY_USE, MEASURED, MODELLED
 from harness.plan.calibration import scaled_note
 from harness.plan.model import Candidate, Plan, Timed
 from harness.report.fitting import Fitted, rule_table, value
-from harness.record.run_record import RunRecord
+from harness.record.run_record import UNTIMED, RunRecord
 from harness.report.labels import device_library, shown, total_text
 
 
@@ -177,3 +177,39 @@ def missed_note(record: RunRecord) -> str | None:
             "the cost models count flops and bytes, not per-call overhead or other processes' load. "
             "Unless HARNESS_WISDOM=off, this run's verified measurements go to the machine's wisdom, which the "
             "next plan uses.")
+
+
+FLOOR = "the least that gives every speedup its first interval on a quiet machine"  # a busy one may leave some untimed (walk 15)
+
+
+def planned_text(record: RunRecord) -> str:
+    """The budget, the plan's estimate and the floor, each said for what it is (walk 14: `planned
+    2.21 s` beside `a 4.00 s budget (floor 2.21 s)` read as a plan that ignored its budget): a plan
+    of whole rounds is its floor when the budget leaves too little for one more round each."""
+    b, plan = record.bench, record.plan.bench
+    assert b is not None
+    budget, floor = format_seconds(b.budget_s), format_seconds(b.floor_s)
+    if plan is None:  # an older record: no estimate to say
+        return f"for a {budget} budget (floor {floor}, {FLOOR})"
+    planned = format_seconds(plan.estimate_s)
+    if planned != floor:
+        return f"for a {budget} budget, planned {planned} (floor {floor}, {FLOOR})"
+    why = "is over the budget" if b.floor_s >= b.budget_s else "as the rest of the budget held no whole round more"
+    return f"for a {budget} budget, planned {planned} (the floor, {FLOOR}, {why})"
+
+
+def overrun_text(record: RunRecord) -> str:
+    """`; the rounds ran slower than the plan expected (2.5x its 2.21 s) on this busy machine, and 1
+    got no round, so no interval (geometry dual_gram)`, where they did and where the limit cut a point
+    before its first round: the sentence beside FLOOR's promise says what the run did not keep (walk 15)."""
+    b, plan = record.bench, record.plan.bench
+    assert b is not None
+    planned = plan.estimate_s if plan is not None else b.limit_s
+    rounds = b.spent_s - b.one_off_s
+    cut = [f"{shown(a.name)} {shown(s.strategy)}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
+    busy = " on this busy machine" if b.busy_rounds else ""
+    said = ([f"the rounds ran slower than the plan expected ({rounds / planned:.1f}x its {format_seconds(planned)}){busy}"]
+            if planned > 0 and rounds > planned * (1 + OVERRUN) else [])
+    if cut:
+        said.append(f"{len(cut)} got no round, so no interval ({', '.join(cut)})" + ("" if said else f", out of time{busy}"))
+    return "; " + ", and ".join(said) if said else ""

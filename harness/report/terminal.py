@@ -10,14 +10,13 @@ from collections.abc import Iterator
 import numpy as np
 
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, plural
-from harness.bench.budget import OVERRUN
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
-from harness.report.plan_view import grouped, threads_text
-from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, unresolved_line
-from harness.report.labels import (BENCH_ROUNDS_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
+from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
+from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
+from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    device_library, errors_text, peak_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
@@ -64,7 +63,7 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
         "GFLOP/s": "GFLOP/s: achieved.",
         PEAK_COLUMN: PEAK_NOTE + ("" if record.roofs else " (none measured: `harness calibrate`)") + ".",
         "device": "Device (library): where and with what it ran.",
-        "dtype": "dtype: its arithmetic (f32, bf16, +c compiled).",
+        "dtype": DTYPE_NOTE,
         "max error": "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
                      f"residual where the op has vectors (the worse of the two{errors}). " + VERIFIED_NOTE,
         "status": "Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
@@ -80,7 +79,9 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     status = "passed" if v is None or v.passed else "FAILED"
     per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
     label = shown(strategy_label(a, t.label, a.computed(t)))
-    speedup = shown(speedup_cell(a, t) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
+    # the paired and the medians' figures on two lines: the column stays near its floor (one value each line)
+    speedup = "\n".join(map(shown, (speedup_cell(a, t, "\n") if any(b.role == "baseline" for b in a.timings)
+                                    else "(no baseline timed)").split("\n")))
     worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
             shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
@@ -212,17 +213,19 @@ def unstable_head(record: RunRecord, unstable: list[Unstable], style: str = "") 
     return (f"[{style}]{head}[/]" if style else head) + f" ({UNSTABLE_MARK})"
 
 
-def unstable_advice(unstable: list[Unstable]) -> str:
-    """What to do about them; reused rounds said here, once, not stacked after the causes' own words."""
-    return ("compare their speedups with care, or re-run on a quiet machine (`harness system` names what is busy) or "
-            "with more time for rounds (--budget 30s)"
+def unstable_advice(record: RunRecord, unstable: list[Unstable]) -> str:
+    """What to do about them, the re-run pointing back to the unresolved line's where that said it
+    (quieter_advised); reused rounds said here, once, not stacked after the causes' own words."""
+    rerun = ("and re-run as advised above" if quieter_advised(record) else "or re-run on a quiet machine "
+             "(`harness system` names what is busy) or with more time for rounds (--budget 30s)")
+    return (f"compare their speedups with care, {rerun}"
             + ("; some were timed by earlier runs, which --fresh measures anew" if any(u.pooled for u in unstable) else ""))
 
 
 def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
     why = unstable_why(summary_reasons(u) for u in unstable)
     return (f"{why.lead(unstable_head(record, unstable, 'bold yellow'))}: {shown(why.text)}; "
-            f"{shown(unstable_advice(unstable))}")
+            f"{shown(unstable_advice(record, unstable))}")
 
 
 def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True, report: bool = False) -> list[str]:
@@ -247,10 +250,6 @@ def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool 
     lines += [f"[bold yellow]unstable[/] {shown(u.analysis)} {shown(u.strategy)} on {shown(u.group)}: "
               f"{shown(reasons_text(u.reasons))}" + (" (rounds of earlier runs; --fresh measures anew)" if u.pooled else "")
               for u in unstable if verbose]
-    if verbose and b is not None and b.spent_s - b.one_off_s > b.limit_s * (1 + OVERRUN):  # nothing to act on
-        lines.append(f"benchmark: its rounds took {format_seconds(b.spent_s - b.one_off_s)}, more than the "
-                     f"{format_seconds(b.limit_s)} planned: they ran slower than the plan expected (the first round of "
-                     "every strategy is never cut, so that every speedup has an interval)")
     return lines
 
 
@@ -264,30 +263,11 @@ def bench_summary(record: RunRecord) -> str | None:
     references = (f"{b.references_computed} computed, {b.references_cached} from the cache, "
                   f"{format_seconds(b.references_s)}" if b.references_computed or b.references_cached
                   else "none needed (every verdict came from the result cache)")
-    return (f"{format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds {_planned(record)}, and "
+    return (f"{format_seconds(b.spent_s - b.one_off_s)} of warm-ups and rounds {planned_text(record)}, and "
             f"{format_seconds(b.one_off_s)} of one-off work (starting "
-            f"each strategy's own worker process, verifying answers); {_rounds(record)}; "
+            f"each strategy's own worker process, verifying answers){overrun_text(record)}; {_rounds(record)}; "
             f"{b.resolved} of {plural(b.resolved + b.unresolved, 'speedup')} resolved to ±{format_share(b.precision)}; "
             f"{threads_text(b.threads, why)}; float64 references: {references}")
-
-
-FLOOR = "the least that gives every speedup its first interval on a quiet machine"  # a busy one may leave some untimed (walk 15)
-
-
-def _planned(record: RunRecord) -> str:
-    """The budget, the plan's estimate and the floor, each said for what it is (walk 14: `planned
-    2.21 s` beside `a 4.00 s budget (floor 2.21 s)` read as a plan that ignored its budget): a plan
-    of whole rounds is its floor when the budget leaves too little for one more round each."""
-    b, plan = record.bench, record.plan.bench
-    assert b is not None
-    budget, floor = format_seconds(b.budget_s), format_seconds(b.floor_s)
-    if plan is None:  # an older record: no estimate to say
-        return f"for a {budget} budget (floor {floor}, {FLOOR})"
-    planned = format_seconds(plan.estimate_s)
-    if planned != floor:
-        return f"for a {budget} budget, planned {planned} (floor {floor}, {FLOOR})"
-    why = "is over the budget" if b.floor_s >= b.budget_s else "as the rest of the budget held no whole round more"
-    return f"for a {budget} budget, planned {planned} (the floor, {FLOOR}, {why})"
 
 
 def _rounds(record: RunRecord) -> str:

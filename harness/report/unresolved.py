@@ -98,6 +98,14 @@ def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimin
     return f"{head}; {'; '.join(clauses)}; {pointer}"
 
 
+def quieter_advised(record: RunRecord) -> bool:
+    """Whether unresolved_line advises the quieter machine (QUIETER) for some speedup: the unstable
+    measurements' advice under it then points back to it, not say it again (walk 15: the HTML's
+    headline said it twice, one line apart)."""
+    precision = record.bench.precision if record.bench is not None else None
+    return any(t.unresolved and outlook(t, precision) in ("widened", "slow") for a in record.analyses for t in a.timings)
+
+
 def outlook_note(t: StrategyTiming, target: float | None) -> str:
     """What another run as is does for one speedup, said after why it is unresolved (--verbose),
     in the words of the line that counts them."""

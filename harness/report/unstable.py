@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.base.units import plural
-from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, reason_range  # noise's notion of one cause
+from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, cause_rank, reason_range  # noise's notion of one cause
 from harness.record.run_record import RunRecord
 
 
@@ -72,7 +72,7 @@ class Cause:
 class Why:
     """Why measurements were unstable: whose rounds gave every cause, said once in the lead ("":
     they differ, and each cause says its own, or all were this run's), and (measurements, cause)
-    per cause, most frequent first."""
+    per cause, in noise's CAUSE_ORDER."""
 
     source: str
     causes: tuple[tuple[int, str], ...]
@@ -106,7 +106,7 @@ def _cause_of(n: int, kind: str, same: list[str], source: str) -> Cause:
 
 
 def _causes(reasons: Iterable[Sequence[str]]) -> list[Cause]:
-    """Each cause of measurements (each its reasons), most frequent first; a measurement counts
+    """Each cause of measurements (each its reasons), in noise's CAUSE_ORDER; a measurement counts
     once under each cause, whether this run's conditions or earlier runs' pooled rounds gave it:
     `load 5.2-5.7 on 2 cores`, where each was a cause of its own and "earlier runs' rounds:" was
     said five times in one line. A row's own kind (summary_reasons) names its rows."""
@@ -118,7 +118,7 @@ def _causes(reasons: Iterable[Sequence[str]]) -> list[Cause]:
     by = grouped_by((r for each in mine for r in each), _kind)
     causes = [_cause_of(counts[kind], kind, same, POOLED_SOURCE if kind not in own else BOTH_SOURCES if kind in pooled else "")
               for kind, same in by.items()]
-    return sorted(causes, key=lambda c: -c.n)
+    return sorted(causes, key=lambda c: cause_rank(c.what))
 
 
 def _why(causes: list[Cause], total: int) -> Why:
@@ -159,6 +159,7 @@ def summary_reasons(u: Unstable) -> tuple[str, ...]:
 
 def reasons_text(reasons: Sequence[str]) -> str:
     """One measurement's reasons, those earlier runs' pooled rounds gave after their prefix said
-    once (--verbose said `earlier runs' rounds:` before each of them)."""
+    once (--verbose said `earlier runs' rounds:` before each of them), each part in CAUSE_ORDER."""
+    reasons = sorted(reasons, key=cause_rank)
     earlier = [r.removeprefix(EARLIER) for r in reasons if r.startswith(EARLIER)]
     return "; ".join([*(r for r in reasons if not r.startswith(EARLIER)), *([EARLIER + ", ".join(earlier)] if earlier else [])])

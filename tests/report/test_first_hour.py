@@ -126,3 +126,22 @@ def test_the_live_display_says_the_budget_ran_over_and_keeps_its_eta() -> None:
     line = shown.export_text()
     assert "bench +2.9 s budget · spectrum" in line and "…" not in line
     assert "ETA 0:00:20" in line  # its own pace (one step of three in 10 s): bare, as README says
+
+
+def test_the_plan_sentence_says_what_an_overrun_cut(tmp_path: Path) -> None:
+    """Walk 15: "planned 2.21 s (the floor, the least that gives every speedup its first interval …)"
+    beside `geometry dual_gram` not timed: the sentence says the rounds overran and what got none."""
+    import html
+
+    from harness.report.html import render_report
+    from harness.report.terminal import bench_summary
+
+    cut = "the rounds ran slower than the plan expected (2.5x its 2.21 s) on this busy machine, and 3 got no round, " \
+          "so no interval (svd_topk torch_lowrank, svd_topk torch, geometry dual_gram)"
+    record = real("first_smoke", tmp_path)
+    assert cut in (bench_summary(record) or "")
+    assert cut in " ".join(html.unescape(render_report(record, tmp_path / "first_smoke")).split())
+    verbose = " ".join(draw(run_screen(record, verbose=True), 160)[0].split())
+    assert verbose.count("ran slower than the plan expected") == 1  # said once, in the benchmark's line
+    main = real("main_job", tmp_path)  # nothing cut, its rounds within the plan
+    assert "slower than the plan" not in (bench_summary(main) or "") and "no interval" not in (bench_summary(main) or "")

@@ -220,3 +220,36 @@ def test_the_per_matrix_column_is_said_to_be_what_it_is(tmp_path: Path) -> None:
     page = " ".join(html.unescape(render_report(record, tmp_path / "main_job")).split())
     assert PER_MATRIX_NOTE in page and "Per matrix: the median over the timed sample" not in page
 
+
+
+def test_a_speedup_cell_gives_both_figures_where_its_verdict_does(tmp_path: Path) -> None:
+    """Walk 15: the verdict read `0.670x paired (interval too wide to tell), 1.28x by the per-matrix
+    medians` while the md row beside it kept `0.670x (too wide) ?`; every table says both now."""
+    record = record_of(tmp_path, "first_smoke")
+    assert any("0.670x paired (interval too wide to tell), 1.28x by the per-matrix medians" in line
+               for line in verdict_lines(record))
+    both = "0.670x paired (too wide), 1.28x by medians ?"
+    row = next(r for r in cells(record)[:-1] if r["analysis"] == "svd" and r["strategy"] == "torch")
+    assert " ".join(row["speedup (95% CI)"].split()) == both
+    assert f"| {both} |" in results_markdown(record)
+    assert f">{both}</td>" in html.unescape(render_report(record, tmp_path / "first_smoke"))
+    lines = draw_lines(record, 100)  # two lines in the terminal's column, which keeps every column at 100
+    at = next(i for i, line in enumerate(lines) if "0.670x paired (too wide)," in line)
+    assert "1.28x by medians ?" in lines[at + 1] and max(map(len, lines)) <= 100 and "dtype" in lines[0]
+
+def draw_lines(record: RunRecord, width: int) -> list[str]:
+    """The default table as drawn `width` columns wide."""
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None, force_terminal=True)
+    console.print(run_table(record))
+    return console.export_text().splitlines()
+
+
+def test_the_md_has_the_terminals_dtype_column(tmp_path: Path) -> None:
+    """Walk 15: the terminal showed `dtype`, the HTML `precision`, the md neither."""
+    record = record_of(tmp_path)
+    assert "dtype" in [str(c.header) for c in run_table(record).fit(Console(width=WIDTH, file=io.StringIO()), WIDTH).columns]
+    md = results_markdown(record).splitlines()
+    header = next(line for line in md if line.startswith("| analysis")).strip("| ").split(" | ")
+    rows = [line.strip("| ").split(" | ") for line in md if line.startswith("| spectrum")]
+    assert header[header.index("device (library)") + 1] == "dtype" and {r[header.index("dtype")] for r in rows} == {"f32"}
+    assert "<th>dtype</th>" in render_report(record, tmp_path / "main_job")

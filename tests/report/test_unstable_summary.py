@@ -169,3 +169,38 @@ def test_a_records_two_samples_have_no_dangling_its(tmp_path: Path) -> None:
                                       for v, r in zip(verbose, ("1.7", "2.0")))
     assert "its 2 samples" not in results_markdown(record) + html_lib.unescape(render_report(record, folder))
     assert dispersion_reasons([1.0, 1.8]) == ["2 samples differ by 1.8x"]
+
+
+def test_causes_are_said_in_one_fixed_order_machine_first_whatever_their_counts(tmp_path: Path) -> None:
+    """Walk 15: sorted by count, `IQR …; other processes …; load …` in one run and `other processes
+    …; load …; IQR …` in the next. The machine's causes first, then the measurement's own, on every page."""
+    from harness.report.compare import compare_records
+    from harness.report.compare_view import unstable_lines as compare_lines
+    from harness.report.exports import result_rows
+
+    record = real("main_job", tmp_path)
+    groups = [g for a in record.analyses for t in a.timings for g in t.groups]
+    for i, g in enumerate(groups):  # IQR flags every one and comes first; load flags one
+        g.measurement.reasons = ["IQR 40% of median", "other processes took 70% of the 2 CPUs",
+                                 *(["load 5.2 on 2 cores"] if i == 0 else [])][: 1 if i == len(groups) - 1 else 3]
+        g.measurement.unstable = True
+    order = ["other processes took", "load 5.2", "IQR 40%"]
+
+    def in_order(text: str, causes: list[str] = order) -> bool:
+        return all(c in text for c in causes) and sorted(causes, key=text.index) == causes
+
+    line = next(Text.from_markup(w).plain for w in warning_lines(record) if "measurements (a strategy" in w)
+    assert in_order(line)
+    assert in_order(results_markdown(record).split("by cause:")[1])
+    assert in_order(" ".join(cause for _n, cause in _headline(record)["unstable"]))
+    first = next(r["unstable_why"] for r in result_rows(record) if r["unstable_why"])
+    assert in_order(first)
+    verbose = [w for w in warning_lines(record, verbose=True) if "on 2 cores" in w]
+    assert verbose and in_order(Text.from_markup(verbose[0]).plain)
+    # compare says the causes that flag the same groups in one item, in that order too (which item
+    # comes first, by how many groups it flags, is compare_view's)
+    b = record.model_copy(deep=True)
+    for g in (g for a in b.analyses for t in a.timings for g in t.groups):
+        g.measurement.reasons, g.measurement.unstable = [], False
+    groups[-1].measurement.reasons = groups[1].measurement.reasons
+    assert in_order(compare_lines(compare_records(record, b, ("runs/a", "runs/b")))[0], order[::2])
