@@ -72,19 +72,6 @@ def judge(samples: list[float], conditions: Conditions | None, earlier: Iterable
             + [EARLIER + reason_range(same) for same in grouped_by((r for busy in earlier for r in busy), cause_key).values()])
 
 
-# the order every page says causes in, by kind: the machine's first (what else ran), then the
-# measurement's own (its spread, its clusters, its trend, its two samples); never by count, which
-# flipped between runs (walk 15: `IQR …; other processes …` in one run, `other processes …; IQR …` next)
-CAUSE_ORDER = ("other processes", "CPU steal", "load ", "IQR ", "bimodal", "drifting", FEW)
-
-
-def cause_rank(reason: str) -> int:
-    """A reason's (or a summary's cause's) place in CAUSE_ORDER, earlier runs' as this run's; a cause
-    it does not know after them all (a stable sort keeps those in the order they came)."""
-    reason = reason.removeprefix(EARLIER)
-    return next((i for i, start in enumerate(CAUSE_ORDER) if reason.startswith(start)), len(CAUSE_ORDER))
-
-
 def own_reasons(reasons: Sequence[str]) -> list[str]:
     """The reasons a measurement's own rounds and this run's conditions gave (not `earlier`'s)."""
     return [r for r in reasons if not r.startswith(EARLIER)]
@@ -100,7 +87,7 @@ FIGURE = f"({NUMBER})(?:-({NUMBER}))?"  # ...or a range of them already ("load 4
 # Causes by kind, in the order every summary says them: the machine's first (what to quiet before a
 # re-run), then the measurement's own, as judge gives them; sorted by count, the order flipped
 # between runs of one machine (walk 15), and compare said A's IQR before B's load
-CAUSE_ORDER = ("other processes took ", "CPU steal ", "load ", "IQR ", BIMODAL, "drifting: ", FEW)
+CAUSE_ORDER = ("other processes took ", "CPU steal ", "load ", "IQR ", "bimodal", "drifting", FEW)  # a reason or a summary's cause
 
 
 def cause_rank(reason: str) -> int:
