@@ -283,11 +283,20 @@ def _planned(record: RunRecord) -> str:
     budget, floor = format_seconds(b.budget_s), format_seconds(b.floor_s)
     if plan is None:  # an older record: no estimate to say
         return f"for a {budget} budget (floor {floor}, {FLOOR})"
-    planned = format_seconds(plan.estimate_s)
-    if planned != floor:
+    planned = format_seconds(plan.estimate_s - b.kept_s) + _kept(record)
+    if format_seconds(plan.estimate_s - b.kept_s) != floor:
         return f"for a {budget} budget, planned {planned} (floor {floor}, {FLOOR})"
     why = "is over the budget" if b.floor_s >= b.budget_s else "as the rest of the budget held no whole round more"
     return f"for a {budget} budget, planned {planned} (the floor, {FLOOR}, {why})"
+
+
+def _kept(record: RunRecord) -> str:
+    """A resumed run's plan counts only what it times: the words say whose rounds the rest are
+    (walk 15: `planned 20.9 s` counted an analysis the stopped run had timed)."""
+    names = [a.name for a in record.analyses if a.timings and all(t.resumed for t in a.timings)]
+    if record.bench is None or not record.bench.kept_s or not names:
+        return ""
+    return f", without {' or '.join(shown(n) for n in names)}, which the stopped run timed"
 
 
 def _rounds(record: RunRecord) -> str:

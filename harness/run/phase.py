@@ -37,7 +37,8 @@ from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements
 from harness.machine.wisdom import MeasuredError, Observation
-from harness.plan.model import Plan, Step, Timed
+from harness.plan.benchmark import timed_here
+from harness.plan.model import BenchPlan, Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
@@ -95,10 +96,10 @@ class BenchPhase:
     finished: dict[str, Done] = field(default_factory=dict)  # analysis -> what its rounds timed here (run.eta.as_timed)
     interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
     folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
+    here: BenchPlan = field(init=False)  # the phase as this run times it: the plan's less the analyses it keeps
 
     def __post_init__(self) -> None:
-        bench = self.plan.bench
-        assert bench is not None, "a plan compiled by this harness has a benchmark plan"
+        self.here = bench = timed_here(self.plan, set(self.kept))
         per_analysis = floors({(s.analysis, t.label, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
         settled, floored = self._settled()
@@ -210,10 +211,10 @@ class BenchPhase:
                              lambda: self.timing, one, limit)
 
     def record(self) -> BenchRecord:
-        bench = self.plan.bench
-        assert bench is not None
-        r = self.references
+        bench, r, planned = self.here, self.references, self.plan.bench
+        assert planned is not None
         return BenchRecord(budget_s=bench.budget_s, floor_s=bench.floor_s, limit_s=bench.limit_s,
+                           kept_s=planned.estimate_s - bench.estimate_s,
                            precision=bench.target, rounds=self.counts["rounds"], rounds_pooled=self.counts["pooled"],
                            busy_rounds=self.counts["busy"], resolved=self.counts["resolved"],
                            unresolved=self.counts["unresolved"], spent_s=self.budget.live_s + self.budget.one_off_s,
@@ -289,8 +290,7 @@ class BenchPhase:
             return taken
         made = {t.label: make(t) for t in step.timed}
         subjects, works = {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()}
-        bench = self.plan.bench
-        assert bench is not None
+        bench = self.here
         lines = self._pooled_lines(subjects)
         baseline = next((t.label for t in step.timed if t.role == "baseline"), None)
         chosen = next((t.label for t in step.timed if t.strategy == step.strategy and not t.compiled

@@ -118,8 +118,8 @@ class Runner:
                     for i, step in enumerate(self.plan.steps):
                         units, estimate_s = self.bench.work_left(cached)  # its workers' one-off work as this run's took
                         run.replan(estimate_s, units)
-                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s,
-                                                 self.plan.bench.limit))  # 1/3: the count
+                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.bench.here.limit_s,
+                                                 self.bench.here.limit))  # 1/3: the count
                         run.within(planned(units[i] * estimate_s / sum(units)), counted=self.bench.share_of(step))  # bar and ETA: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
