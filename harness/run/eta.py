@@ -124,7 +124,7 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
 
 
 def _before(plan: Plan, cached: frozenset[str]) -> float:
-    """The plan's overheads the run's display never sees: importing torch for the picks (run.runner
+    """The plan's overheads the run's display never sees: importing torch for the picks (run.context.warm_chosen
     warms them before it opens), and the cached analyses' share of loading, features and starting
     the run's workers (a cached second main run spent 2 s of its 29 outside its benchmark)."""
     read = sum(plan.overheads.get(k, 0.0) for k in ("loading", "features", "worker start"))

@@ -14,12 +14,11 @@ from __future__ import annotations
 import math
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
 
-import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
@@ -50,7 +49,7 @@ from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
 from harness.run.rounds import Rounds
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
-from harness.run.timings import group_timing, pair_speedups, strategy_timing
+from harness.run.timings import group_timing, observation, pair_speedups, strategy_timing
 from harness.run.variants import keep_compiled
 from harness.store.cache import ResultCache
 from harness.store.keys import Keys, verification_label
@@ -360,25 +359,12 @@ class BenchPhase:
         if not all(v.passed for v in s.checks.values()):
             return group
         if quiet and not own_reasons(group.measurement.reasons):  # pooled rounds' load is not this run's
-            self.observations.append(self._observation(step, s, quiet, line.calls))
+            self.observations.append(observation(step, s, quiet, line.calls, self.here.threads, self.source))
         elif line.new:  # busy or unsteady: kept apart, for the plan until a quiet one exists
             others = rounds.conditions.others_cpu if rounds.conditions is not None else None
-            self.observations.append(self._observation(step, s, line.new, line.calls, busy=others or 0.0))
+            self.observations.append(observation(step, s, line.new, line.calls, self.here.threads, self.source,
+                                                 busy=others or 0.0))
         return group
-
-    def _observation(self, step: Step, s: Subject, kept: Sequence[Round], calls: int,
-                     busy: float | None = None) -> Observation:
-        """This run's rounds of a subject as one observation for the planner's wisdom: its quiet
-        ones, or (`busy`: the share of the CPUs other processes took) all of a busy run's."""
-        bench = self.plan.bench
-        assert bench is not None
-        return Observation(
-            strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape,
-            rank=s.item.rank if s.costs_by_rank else None,  # a rank-blind strategy: one figure per shape
-            dtype=str(s.item.dtype), device=s.timed.device, threads=bench.threads, width=s.item.width,
-            seconds=float(np.median([r.seconds for r in kept])) / s.allocation.matrices, flops=s.flops,
-            samples=calls, when=now(), source=self.source, precision=s.arithmetic, compiled=s.timed.compiled,
-            busy=busy)
 
     def _lookup(self, s: Subject, ids: tuple[str, ...]) -> Verification | None:
         key = self._key(s, ids)
