@@ -189,7 +189,7 @@ class Budget:
     spent_s: float = 0.0  # the analyses done: their warm-ups and rounds
     one_off_s: float = 0.0
     workers: int = 0  # timing workers started (`outside`): one_off_s per worker is what each costs this run
-    quiet: bool | None = None  # whether the machine was quiet when a block last asked to fit (None: none asked)
+    quiet: bool | None = None  # whether the machine was quiet when the rounds last looked (seen; None: not yet)
     _began: float | None = None
     _outside_s: float = 0.0
     _share_s: float = 0.0
@@ -238,12 +238,16 @@ class Budget:
         """What the whole phase may still spend, its overrun allowance included."""
         return self.limit_s * (1 + OVERRUN) - self.live_s
 
+    def seen(self, quiet: bool) -> bool:
+        """Keep whether the machine was quiet when the rounds last looked, and return it: past the
+        limit it says what the rest of the phase still times (run.eta.least)."""
+        self.quiet = quiet
+        return quiet
+
     def fits(self, seconds: float, floor: bool, quiet: bool) -> bool:
         """Whether work of `seconds` may start now: a floor's on a quiet machine always (the plan
         may have underestimated it; every speedup gets its interval), else within what the phase
-        has left; beyond the floor, within the analysis' share too. `quiet` is kept: past the limit
-        it says what the rest of the phase still times (run.eta.least)."""
-        self.quiet = quiet
+        has left; beyond the floor, within the analysis' share too."""
         if floor:
             return quiet or seconds <= self.left_s
         return self.elapsed_s + seconds <= self._share_s and seconds <= self.left_s

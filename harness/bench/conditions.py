@@ -84,10 +84,15 @@ def own_jiffies() -> int | None:
     return total
 
 
+def load_average() -> float | None:
+    """The 1-minute load average: runnable processes over the last minute, this one included."""
+    text = _read(PROC / "loadavg")
+    return float(text.split()[0]) if text else None
+
+
 def snapshot() -> Snapshot:
-    load_text = _read(PROC / "loadavg")
     stat = _read(PROC / "stat")
-    load = float(load_text.split()[0]) if load_text else None
+    load = load_average()
     running = total = busy = steal = None
     if stat:
         for line in stat.splitlines():

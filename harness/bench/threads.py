@@ -7,6 +7,7 @@ torch is only touched when it is already imported: pinning must not pay for its 
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -34,6 +35,14 @@ def default_threads(cores: int) -> tuple[int, str]:
     threads = max(1, cores - busy)
     return threads, (f"{threads} of {cores} cores: other processes took {100 * (c.others_cpu or 0):.0f}% "
                      "of the CPUs when the plan was made")
+
+
+def loaded_threads(cores: int, load: float | None) -> int:
+    """The cores the minute's load average leaves free, at least 1: a floor under the plan's slowdown
+    where the probe (default_threads) caught a quiet moment of a busy machine (walk 15: a run planned
+    idle at load ~5 on 2 cores, and its ETA ran short). One process of the load is taken as this
+    run's own, or a run's just before it, which the minute's average still holds."""
+    return cores if load is None else max(1, cores - math.floor(max(load - 1.0, 0.0)))
 
 
 def thread_counts() -> dict[str, int]:

@@ -3,13 +3,13 @@ budget in rounds less the float64 references' estimate, and the floor."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from harness.bench.budget import WHOLE_SAMPLE_S, Allocation, ItemKey, allocate, calls_for, floor_s
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.machine.info import MachineInfo
-from harness.plan.model import Candidate
+from harness.plan.model import BenchPlan, Candidate, Plan
 from harness.specs.sections import Spec
 from harness.strategies import cost
 from harness.strategies.gram import DualGramStrategy, FactoredGramStrategy
@@ -68,3 +68,17 @@ def share_budget(
             per_group[group] = max(per_group.get(group, 0), visited)
     refs = references(per_group, positions)
     return allocate(wants, budget_s - refs), refs, floor_s(wants) + refs
+
+
+def timed_here(plan: Plan, kept: Collection[str]) -> BenchPlan:
+    """The benchmark phase as this run times it: a resumed run takes over the analyses its stopped
+    run finished (`kept`), whose floor and planned rounds are then not its own. Counted, a resumed
+    run's clock read `bench 0.0/21 s floor` and ended at `12/21 s`, its limit left room for rounds
+    the floor of the rest never had, and its Plan sentence said `planned 20.9 s` (walk 15)."""
+    bench = plan.bench
+    assert bench is not None, "a plan compiled by this harness has a benchmark plan"
+    steps = [s for s in plan.steps if s.analysis in kept]
+    floor = bench.floor_s - floor_s({(s.analysis, t.label, a.group): a for s in steps for t in s.timed
+                                     for a in t.allocations})
+    estimate = bench.estimate_s - sum(t.estimate_s for s in steps for t in s.timed)
+    return bench.model_copy(update={"floor_s": max(floor, 0.0), "estimate_s": max(estimate, floor, 0.0)})

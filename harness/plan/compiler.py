@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from harness.bench.budget import POSITIONS, Allocation, ItemKey, rounds_note
 from harness.base.units import plural
-from harness.bench.threads import default_threads
+from harness.bench.conditions import load_average
+from harness.bench.threads import default_threads, loaded_threads
 from harness.data.layout import AdapterLayout
 from harness.data.workload import Workload
 from harness.linalg.device import cuda_missing_reason, planning_for
@@ -280,7 +281,9 @@ def compile_plan(spec: Spec, workload: Workload, machine: MachineInfo, wisdom: W
     b = spec.benchmark
     threads = _threads(b.threads, machine.cores)
     # the cores other processes took when the plan was made slow the whole run, not only the timings
-    slowdown = 1.0 if b.threads is not None else min(MAX_SLOWDOWN, machine.cores / threads[0])
+    # (or those the minute's load leaves, when the plan's probe caught a quiet moment)
+    free = min(threads[0], loaded_threads(machine.cores, load_average()))
+    slowdown = 1.0 if b.threads is not None else min(MAX_SLOWDOWN, machine.cores / free)
     workers = spec.execution.workers or machine.cores
     local = Costing(machine, wisdom, threads[0], workers)
     if spec.execution.executor == "dask" and cluster is None:

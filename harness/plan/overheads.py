@@ -48,8 +48,13 @@ def overheads(
 
 
 def timing_one_off_s(step: Step, worker_s: float = cost.TIMING_WORKER_S) -> float:
-    """Estimated seconds of the benchmark's one-off work for a step, beside its timed blocks: a worker
-    per timed point in each of PROCESSES processes started, its answers verified, `worker_s` each (the
-    run's ETA passes what its own workers took). Left out, the run's ETA near its end was short by it
-    (walk 10: `~0:00:01` during `geometry: starting workers`)."""
-    return worker_s * PROCESSES * len(step.timed)
+    """Estimated seconds of the benchmark's one-off work for a step, beside its timed blocks (walk 10:
+    left out, the run's ETA read `~0:00:01` during `geometry: starting workers`): points_one_off_s of
+    every point it times."""
+    return points_one_off_s(len(step.timed), worker_s)
+
+
+def points_one_off_s(points: int, worker_s: float = cost.TIMING_WORKER_S) -> float:
+    """The one-off work of `points` timed points: a worker per point in each of PROCESSES processes
+    started, its answers verified, `worker_s` each (the run's ETA passes what its own workers took)."""
+    return worker_s * PROCESSES * points

@@ -282,11 +282,11 @@ def analysis_record(step: Step, n_matrices: int, wall_s: float, timings: list[St
 
 
 class BenchRecord(BaseModel):
-    """The benchmark phase of a run, over every analysis."""
-
+    """The benchmark phase of a run, over every analysis (a resumed run's: the analyses it timed)."""
     budget_s: NonNegative
     floor_s: NonNegative = 0.0  # the least benchmarking that answers every strategy, when measured cold
     limit_s: NonNegative = 0.0  # what the phase allowed itself: max(budget, floor), its own floor as found
+    kept_s: NonNegative = 0.0  # a resumed run: the plan's seconds of the analyses its stopped run timed, not in the above
     precision: Positive = 0.10  # the speedups' interval half-width aimed at ([benchmark] target)
     run_id: str = ""  # the id this run's rounds carry
     rounds: Tally = 0  # rounds this run timed, over every analysis

@@ -191,11 +191,20 @@ def planned_text(record: RunRecord) -> str:
     budget, floor = format_seconds(b.budget_s), format_seconds(b.floor_s)
     if plan is None:  # an older record: no estimate to say
         return f"for a {budget} budget (floor {floor}, {FLOOR})"
-    planned = format_seconds(plan.estimate_s)
+    planned = format_seconds(plan.estimate_s - b.kept_s)
     if planned != floor:
-        return f"for a {budget} budget, planned {planned} (floor {floor}, {FLOOR})"
+        return f"for a {budget} budget, planned {planned}{_kept(record)} (floor {floor}, {FLOOR})"
     why = "is over the budget" if b.floor_s >= b.budget_s else "as the rest of the budget held no whole round more"
-    return f"for a {budget} budget, planned {planned} (the floor, {FLOOR}, {why})"
+    return f"for a {budget} budget, planned {planned}{_kept(record)} (the floor, {FLOOR}, {why})"
+
+
+def _kept(record: RunRecord) -> str:
+    """A resumed run's plan counts only what it times: the words say whose rounds the rest are
+    (walk 15: `planned 20.9 s` counted an analysis the stopped run had timed)."""
+    names = [a.name for a in record.analyses if a.timings and all(t.resumed for t in a.timings)]
+    if record.bench is None or not record.bench.kept_s or not names:
+        return ""
+    return f", without {' or '.join(shown(n) for n in names)}, which the stopped run timed"
 
 
 def overrun_text(record: RunRecord) -> str:
@@ -204,7 +213,7 @@ def overrun_text(record: RunRecord) -> str:
     before its first round: the sentence beside FLOOR's promise says what the run did not keep (walk 15)."""
     b, plan = record.bench, record.plan.bench
     assert b is not None
-    planned = plan.estimate_s if plan is not None else b.limit_s
+    planned = plan.estimate_s - b.kept_s if plan is not None else b.limit_s
     rounds = b.spent_s - b.one_off_s
     cut = [f"{shown(a.name)} {shown(s.strategy)}" for a in record.analyses for s in a.skipped if s.reason == UNTIMED]
     busy = " on this busy machine" if b.busy_rounds else ""

@@ -12,9 +12,11 @@ import numpy as np
 from harness.base.executors import LazyExecutor, process_pool
 from harness.base.progress import Display
 from harness.compute import chunks
-from harness.plan.model import Plan
+from harness.data.workload import Source
+from harness.plan.model import Plan, Step
 from harness.run.dask_session import DaskSession
 from harness.strategies.base import ExecContext
+from harness.strategies.registry import STRATEGIES
 
 PRELOAD = (chunks.__name__,)  # what a worker's tasks run, imported when it starts
 
@@ -48,3 +50,21 @@ def exec_context(plan: Plan, device: str, seed: int, executor: Callable[[], Exec
         seed=seed,
         executor=executor,
     )
+
+
+def warm_chosen(steps: list[Step], executor: LazyExecutor | DaskSession, source: Source, display: Display) -> None:
+    """Import (and compile) what the chosen strategies' first calls would, before any full
+    analysis, where they compute, saying what: the answer's wall time is then its own work's."""
+    loads = {(s.strategy, s.device): STRATEGIES[s.strategy].imports(s.device) for s in steps}  # type: ignore[arg-type]
+    if isinstance(executor, DaskSession):  # the workers compute: they import, not this process
+        with display.phase("importing the tasks' code on the dask workers") as phase:
+            phase.item(", ".join(f"{name} on {device}" for name, device in loads))
+            executor.warm(list(loads), source)
+        return
+    if not any(loads.values()):
+        return
+    with display.phase("importing for the picks", len(loads)) as phase:  # whole at 100 columns (walk 11)
+        for (name, device), modules in loads.items():
+            phase.item(f"{name}: {', '.join(modules) or 'nothing'}")
+            STRATEGIES[name].warm(device, source)  # type: ignore[arg-type]
+            phase.advance()

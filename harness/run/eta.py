@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from harness.bench.budget import MIN_ROUNDS, PROCESSES, Budget
 from harness.plan.model import Plan, Step
-from harness.plan.overheads import timing_one_off_s
+from harness.plan.overheads import points_one_off_s, timing_one_off_s
 from harness.run.interrupted import Interrupted
 from harness.run.rounds import Rounds
 from harness.strategies.cost import TIMING_WORKER_S
@@ -29,7 +29,7 @@ def planned_blocks(step: Step) -> int:
 def limit_of(budget: Budget, slowdown: float) -> Limit:
     """What the phase may still spend (the budget's left_s, its overrun allowance in), in the plan's
     seconds of an idle machine (the limit counts the clock's; `slowdown`: plan.model.Plan's), and
-    whether the machine was quiet when a block last asked to fit (before any: the plan's idle
+    whether the machine was quiet when the rounds last looked (Budget.seen; before: the plan's idle
     machine). On a busy 2-core machine the plan counted every planned round at twice its seconds
     while the limit cut them: the ETA at 5.9 s read `~0:00:52` with 37 s left (walk 13)."""
     quiet = budget.quiet if budget.quiet is not None else slowdown <= 1.0
@@ -113,7 +113,7 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
     units = []
     for s in plan.steps:
         if s.analysis in done:
-            left = done[s.analysis][0] + one_worker_s * PROCESSES * done[s.analysis][1]
+            left = done[s.analysis][0] + points_one_off_s(done[s.analysis][1], one_worker_s)
         else:
             left = timing_left_s(s, s.analysis in kept, stopped, one_worker_s, room)
             if room is not None and s.analysis not in kept:
@@ -124,7 +124,7 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
 
 
 def _before(plan: Plan, cached: frozenset[str]) -> float:
-    """The plan's overheads the run's display never sees: importing torch for the picks (run.runner
+    """The plan's overheads the run's display never sees: importing torch for the picks (run.context.warm_chosen
     warms them before it opens), and the cached analyses' share of loading, features and starting
     the run's workers (a cached second main run spent 2 s of its 29 outside its benchmark)."""
     read = sum(plan.overheads.get(k, 0.0) for k in ("loading", "features", "worker start"))

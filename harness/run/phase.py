@@ -14,12 +14,11 @@ from __future__ import annotations
 import math
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
 
-import numpy as np
 
 from harness.base.progress import Display
 from harness.base.units import now
@@ -37,7 +36,8 @@ from harness.machine import measurements
 from harness.machine.info import MachineInfo
 from harness.machine.measurements import Item, Measurements
 from harness.machine.wisdom import MeasuredError, Observation
-from harness.plan.model import Plan, Step, Timed
+from harness.plan.benchmark import timed_here
+from harness.plan.model import BenchPlan, Plan, Step, Timed
 from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, GroupTiming, Skipped, StrategyTiming
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
@@ -49,7 +49,7 @@ from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
 from harness.run.rounds import Rounds
 from harness.run import subjects as subjects_module
 from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
-from harness.run.timings import group_timing, pair_speedups, strategy_timing
+from harness.run.timings import group_timing, observation, pair_speedups, strategy_timing
 from harness.run.variants import keep_compiled
 from harness.store.cache import ResultCache
 from harness.store.keys import Keys, verification_label
@@ -95,10 +95,10 @@ class BenchPhase:
     finished: dict[str, Done] = field(default_factory=dict)  # analysis -> what its rounds timed here (run.eta.as_timed)
     interrupted: Interrupted | None = None  # the rounds it timed of the analysis it stopped in (run.interrupted)
     folder: Path | None = None  # the run folder, where the rounds of the analysis being timed are kept
+    here: BenchPlan = field(init=False)  # the phase as this run times it: the plan's less the analyses it keeps
 
     def __post_init__(self) -> None:
-        bench = self.plan.bench
-        assert bench is not None, "a plan compiled by this harness has a benchmark plan"
+        self.here = bench = timed_here(self.plan, set(self.kept))
         per_analysis = floors({(s.analysis, t.label, a.group): a
                                for s in self.plan.steps for t in s.timed for a in t.allocations})
         settled, floored = self._settled()
@@ -210,10 +210,10 @@ class BenchPhase:
                              lambda: self.timing, one, limit)
 
     def record(self) -> BenchRecord:
-        bench = self.plan.bench
-        assert bench is not None
-        r = self.references
+        bench, r, planned = self.here, self.references, self.plan.bench
+        assert planned is not None
         return BenchRecord(budget_s=bench.budget_s, floor_s=bench.floor_s, limit_s=bench.limit_s,
+                           kept_s=planned.estimate_s - bench.estimate_s,
                            precision=bench.target, rounds=self.counts["rounds"], rounds_pooled=self.counts["pooled"],
                            busy_rounds=self.counts["busy"], resolved=self.counts["resolved"],
                            unresolved=self.counts["unresolved"], spent_s=self.budget.live_s + self.budget.one_off_s,
@@ -289,8 +289,7 @@ class BenchPhase:
             return taken
         made = {t.label: make(t) for t in step.timed}
         subjects, works = {k: v[0] for k, v in made.items()}, {k: v[1] for k, v in made.items()}
-        bench = self.plan.bench
-        assert bench is not None
+        bench = self.here
         lines = self._pooled_lines(subjects)
         baseline = next((t.label for t in step.timed if t.role == "baseline"), None)
         chosen = next((t.label for t in step.timed if t.strategy == step.strategy and not t.compiled
@@ -360,25 +359,12 @@ class BenchPhase:
         if not all(v.passed for v in s.checks.values()):
             return group
         if quiet and not own_reasons(group.measurement.reasons):  # pooled rounds' load is not this run's
-            self.observations.append(self._observation(step, s, quiet, line.calls))
+            self.observations.append(observation(step, s, quiet, line.calls, self.here.threads, self.source))
         elif line.new:  # busy or unsteady: kept apart, for the plan until a quiet one exists
             others = rounds.conditions.others_cpu if rounds.conditions is not None else None
-            self.observations.append(self._observation(step, s, line.new, line.calls, busy=others or 0.0))
+            self.observations.append(observation(step, s, line.new, line.calls, self.here.threads, self.source,
+                                                 busy=others or 0.0))
         return group
-
-    def _observation(self, step: Step, s: Subject, kept: Sequence[Round], calls: int,
-                     busy: float | None = None) -> Observation:
-        """This run's rounds of a subject as one observation for the planner's wisdom: its quiet
-        ones, or (`busy`: the share of the CPUs other processes took) all of a busy run's."""
-        bench = self.plan.bench
-        assert bench is not None
-        return Observation(
-            strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape,
-            rank=s.item.rank if s.costs_by_rank else None,  # a rank-blind strategy: one figure per shape
-            dtype=str(s.item.dtype), device=s.timed.device, threads=bench.threads, width=s.item.width,
-            seconds=float(np.median([r.seconds for r in kept])) / s.allocation.matrices, flops=s.flops,
-            samples=calls, when=now(), source=self.source, precision=s.arithmetic, compiled=s.timed.compiled,
-            busy=busy)
 
     def _lookup(self, s: Subject, ids: tuple[str, ...]) -> Verification | None:
         key = self._key(s, ids)

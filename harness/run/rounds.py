@@ -209,7 +209,7 @@ class Rounds:
         try:
             while blocks := self._blocks():
                 if (not self._first and not any(self._mandatory(*b) for b in blocks)
-                        and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self._quiet())):
+                        and not self.budget.fits(self._estimate(blocks), self._floor(blocks), self.budget.seen(self._quiet()))):
                     self.stopped = True
                     break
                 self._start(blocks)
@@ -277,7 +277,7 @@ class Rounds:
         blocks beyond the mandatory ones (slot 0 of the baseline, the chosen point and those an
         earlier run cut) only while the budget allows. Every slot visits the same matrices. A round
         the budget cut says so in its line (a log's `round 1: 6/24` read as a run stopped short)."""
-        floor, quiet = self._floor(blocks), self._quiet()
+        floor, quiet = self._floor(blocks), self.budget.seen(self._quiet())
         r = max(len(self.lines[id(x)].rounds) for s, _k in blocks for x in self.subjects[s])
         before, timed, total, cut = snapshot(), [], sum(len(self.subjects[s]) for s, _k in blocks), False
         with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:

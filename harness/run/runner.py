@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.machine import wisdom
 from harness.compute.axes import AXES_FILE, axes_backend, write_axes
-from harness.run.context import exec_context, run_executor, timing_executor
+from harness.run.context import exec_context, run_executor, timing_executor, warm_chosen
 from harness.run.dask_session import DaskSession
 from harness.run.fanout import Outcomes, in_order, on_cluster, on_pool, spread_line
 from harness.run.cached import cached_steps
@@ -108,7 +108,9 @@ class Runner:
             try:
                 self._save()  # from the start, the folder says the run is not complete
                 assert self.plan.bench is not None
-                self._warm_chosen()
+                if isinstance(self._executor, DaskSession):
+                    self.record.cluster = self._executor().info
+                warm_chosen(self.plan.steps, self._executor, self.workload.source, self.display)
                 self.bench.imported()  # the timing workers' imports, beside the chosen strategies' and before any analysis
                 cached = cached_steps(self.plan.steps, self.workload, self.cache, self.keys, self._analysis_spec,
                                       self.plan.memory_budget)
@@ -118,8 +120,8 @@ class Runner:
                     for i, step in enumerate(self.plan.steps):
                         units, estimate_s = self.bench.work_left(cached)  # its workers' one-off work as this run's took
                         run.replan(estimate_s, units)
-                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.plan.bench.limit_s,
-                                                 self.plan.bench.limit))  # 1/3: the count
+                        run.item(BenchClockLabel(step.analysis, self.bench.budget, self.bench.here.limit_s,
+                                                 self.bench.here.limit))  # 1/3: the count
                         run.within(planned(units[i] * estimate_s / sum(units)), counted=self.bench.share_of(step))  # bar and ETA: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
@@ -141,24 +143,6 @@ class Runner:
                     self._save(final=True)
                 self._teach()
         return self.record
-
-    def _warm_chosen(self) -> None:
-        """Import (and compile) what the chosen strategies' first calls would, before any full
-        analysis, saying what: the answer's wall time is then its own work's."""
-        loads = {(s.strategy, s.device): STRATEGIES[s.strategy].imports(s.device) for s in self.plan.steps}  # type: ignore[arg-type]
-        if isinstance(self._executor, DaskSession):  # the workers compute: they import, not this process
-            self.record.cluster = self._executor().info
-            with self.display.phase("importing the tasks' code on the dask workers") as phase:
-                phase.item(", ".join(f"{name} on {device}" for name, device in loads))
-                self._executor.warm(list(loads), self.workload.source)
-            return
-        if not any(loads.values()):
-            return
-        with self.display.phase("importing for the picks", len(loads)) as phase:  # whole at 100 columns (walk 11)
-            for (name, device), modules in loads.items():
-                phase.item(f"{name}: {', '.join(modules) or 'nothing'}")
-                STRATEGIES[name].warm(device, self.workload.source)  # type: ignore[arg-type]
-                phase.advance()
 
     def _teach(self) -> None:
         """Add what the benchmark measured to the machine's wisdom; a run whose cache folder is

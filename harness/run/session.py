@@ -39,6 +39,8 @@ from harness.specs.reading import SpecError, load_spec
 from harness.specs.sections import Spec
 from harness.store.cache import ResultCache
 
+MEASURING = "measuring this machine (first run only)"  # its roofs: a few seconds once, kept in its wisdom
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -173,7 +175,7 @@ class Session:
     def run(self) -> RunRecord:
         context, folder = self.context, self.folder
         where = context.wisdom_folder
-        with self.display.phase("this machine's roofs") as phase:
+        with self.display.phase(MEASURING) as phase:  # walk 15: `this machine's roofs`, 8 s with no word why
             self.record.roofs = run_roofs(where, context.wisdom, self.record.machine, backends(context.plan.steps))
             phase.summary = ", ".join(f"{r.device}: {r.by}" for r in self.record.roofs.values()) or "wisdom is off"
         pool = measurements.load(where, context.machine, say=self.display.plain) if where is not None else None

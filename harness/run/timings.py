@@ -1,6 +1,7 @@
 """A point's rounds as the record keeps them: per group a GroupTiming (its rounds summarised, each
 round's id and whether the machine was busy), per point a StrategyTiming scaled to the workload,
-with its precision, compilation and environment; and the timings' speedups over their baseline."""
+with its precision, compilation and environment; the timings' speedups over their baseline; and a
+point's rounds as the wisdom learns them (an Observation)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from harness.bench.conditions import Conditions
 from harness.bench.measure import summarised
 from harness.bench.series import Line, Round, by_run, run_of, speedup
 from harness.bench.statistics import run_spread
-from harness.plan.model import Timed
+from harness.base.units import now
+from harness.machine.wisdom import Observation
+from harness.plan.model import Step, Timed
 from harness.record.run_record import GroupTiming, StrategyTiming
 from harness.run.items import Timeline, busy_of
 from harness.run.subjects import Subject
@@ -76,3 +81,17 @@ def pair_speedups(timings: Sequence[StrategyTiming], line: dict[str, Line], base
         t.earlier_ci = (before.low, before.high) if before is not None and math.isfinite(before.high) else None
         counts["unresolved" if t.unresolved else "resolved"] += 1
     return counts
+
+
+def observation(step: Step, s: Subject, kept: Sequence[Round], calls: int, threads: int, source: str,
+                busy: float | None = None) -> Observation:
+    """This run's rounds of a subject as one observation for the planner's wisdom: its quiet
+    ones, or (`busy`: the share of the CPUs other processes took) all of a busy run's; `threads`:
+    the timings', `source`: who measured (the experiment, or "calibrate")."""
+    return Observation(
+        strategy=s.timed.strategy, op=step.op, k=step.k, shape=s.item.shape,
+        rank=s.item.rank if s.costs_by_rank else None,  # a rank-blind strategy: one figure per shape
+        dtype=str(s.item.dtype), device=s.timed.device, threads=threads, width=s.item.width,
+        seconds=float(np.median([r.seconds for r in kept])) / s.allocation.matrices, flops=s.flops,
+        samples=calls, when=now(), source=source, precision=s.arithmetic, compiled=s.timed.compiled,
+        busy=busy)

@@ -95,6 +95,15 @@ def test_a_floor_runs_on_a_quiet_machine_past_the_limit_and_not_on_a_busy_one(cl
     assert not budget.fits(1.0, floor=True, quiet=False) and not budget.fits(1.0, floor=False, quiet=True)
 
 
+def test_asking_whether_work_fits_changes_nothing_what_the_rounds_saw_is_kept_apart(clock: Clock) -> None:
+    """Review: `fits` kept the machine's quiet as a side effect, so asking changed the ETA's limit."""
+    budget = Budget(4.0, 8.0, floors={"a": 8.0}, weights={"a": 1.0})
+    budget.open("a")
+    assert budget.fits(1.0, floor=True, quiet=False) and budget.quiet is None
+    assert budget.seen(False) is False and budget.quiet is False
+    assert budget.fits(1.0, floor=True, quiet=True) and budget.quiet is False
+
+
 def test_one_off_work_is_outside_the_budget_once_however_nested(clock: Clock) -> None:
     budget = Budget(4.0, 4.0, floors={"a": 1.0}, weights={"a": 1.0})
     budget.open("a")

@@ -136,7 +136,7 @@ def test_run_without_a_terminal_prints_one_line_per_phase(tmp_path: Path) -> Non
     proc = harness("run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
-    for phase in ("loading the spec", "svdvals by ", "svdvals: round 1:",
+    for phase in ("loading the spec", "measuring this machine (first run only)", "svdvals by ", "svdvals: round 1:",
                   "geometry: Grams by", "geometry: round 1:", "writing results"):
         assert any(line.startswith(phase) for line in lines), (phase, lines)
 

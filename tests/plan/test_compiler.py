@@ -181,6 +181,9 @@ def test_a_busy_machine_slows_the_whole_run_estimate_and_the_plan_says_so(monkey
     from harness.bench.conditions import Conditions
     from harness.report.plan_view import bench_plan_line
 
+    from harness.plan import compiler
+
+    monkeypatch.setattr(compiler, "load_average", lambda: None)  # the probe's share alone
     four = probe().model_copy(update={"cores": 4})
     shares = {"idle": 0.0, "busy": 0.5}
     plans = {}
@@ -199,6 +202,27 @@ def test_a_busy_machine_slows_the_whole_run_estimate_and_the_plan_says_so(monkey
     assert line.endswith(f"); {format_seconds(busy.idle_s)} on an idle machine")
     named = plan_for(["benchmark.threads=2"], four)  # the spec's threads: nothing was watched
     assert named.slowdown == 1.0
+
+
+def test_a_probe_that_caught_a_quiet_moment_slows_the_plan_by_the_minutes_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk 15: a run planned at slowdown 1.0 under load ~5 on 2 cores (its 0.15 s probe saw the
+    others idle), and its ETA ran short. The minute's load average, one process of it taken as the
+    run's own, is a floor under the probe's; the threads stay the probe's."""
+    from harness.bench import threads
+    from harness.bench.conditions import Conditions
+    from harness.plan import compiler
+
+    two = probe().model_copy(update={"cores": 2})
+    monkeypatch.setattr(threads, "sample_conditions", lambda seconds, n: Conditions(cores=n, others_cpu=0.0))
+    plans = {}
+    for load in (None, 0.4, 1.6, 5.0):
+        monkeypatch.setattr(compiler, "load_average", lambda load=load: load)
+        threads.default_threads.cache_clear()
+        plans[load] = plan_for([], two)
+    threads.default_threads.cache_clear()  # the next test watches the real machine
+    assert {load: p.slowdown for load, p in plans.items()} == {None: 1.0, 0.4: 1.0, 1.6: 1.0, 5.0: 2.0}
+    assert all(p.bench is not None and p.bench.threads == 2 for p in plans.values())
+    assert plans[5.0].estimate_s == 2 * plans[5.0].idle_s
 
 
 def test_any_analysis_name_plans_and_gets_its_own_allocations() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.units import format_seconds
 from harness.cli.main import main
 from harness.record.run_record import RECORD, load_record
 from harness.run.folder import finished_analyses
@@ -19,18 +20,25 @@ TWO = ["--no-cache", "--set", "analysis=[{op='svdvals', strategy='factored', com
                               "{op='svd', strategy='numpy', compare=['torch']}]"]
 
 
-@pytest.fixture
-def stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+OVER = ["--set", "benchmark.budget=0.1"]  # under either analysis' floor: the floor is the limit
+
+
+def _stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Path:
     """A run of two analyses, its folder as a run stopped after the first leaves it."""
     from harness.run import rounds as rounding
 
     monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))
     monkeypatch.setattr(rounding, "condition_reasons", lambda conditions: [])  # a quiet machine
     folder = tmp_path / "run"
-    assert main(["run", SMOKE, "-o", str(folder), *TWO]) == 0
+    assert main(["run", SMOKE, "-o", str(folder), *TWO, *args]) == 0
     raw = json.loads((folder / RECORD).read_text())
     (folder / RECORD).write_text(json.dumps(raw | {"complete": False, "analyses": raw["analyses"][:1]}))
     return folder
+
+
+@pytest.fixture
+def stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return _stop(tmp_path, monkeypatch)
 
 
 def test_a_resumed_run_keeps_the_finished_analysis_and_times_only_the_other(
@@ -56,6 +64,34 @@ def test_a_resumed_run_keeps_the_finished_analysis_and_times_only_the_other(
     assert kept.verification == before.analyses[0].verification
     assert after.bench is not None and after.bench.run_id not in {r.split(".")[0] for t in kept.timings
                                                                   for g in t.groups for r in g.rounds}
+
+
+def test_a_resumed_runs_floor_clock_and_plan_sentence_count_only_what_it_times(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk 15: resumed after `spectrum` finished, the run's clock read `bench 0.0/21 s floor ·
+    top3` with the floor of all three analyses, ended at `12/21 s`, and its Plan sentence said
+    `planned 20.9 s`: the kept analysis' floor, which this run never times, was its own."""
+    from harness.bench.budget import floors
+    from harness.run import runner
+    from harness.report.terminal import bench_summary
+
+    folder = _stop(tmp_path, monkeypatch, *OVER)
+    labels: list[tuple[float, str]] = []
+    label = runner.BenchClockLabel
+    monkeypatch.setattr(runner, "BenchClockLabel", lambda name, budget, limit_s, limit: (
+        labels.append((limit_s, limit)), label(name, budget, limit_s, limit))[1])
+    assert main(["run", SMOKE, "-o", str(folder), *TWO, *OVER]) == 0
+    after = load_record(folder)
+    assert after.bench is not None and after.plan.bench is not None
+    name = after.analyses[0].name
+    kept = floors({(s.analysis, t.label, a.group): a for s in after.plan.steps for t in s.timed
+                   for a in t.allocations})[name][0]
+    floor = after.plan.bench.floor_s - kept
+    assert 0.1 < floor < after.plan.bench.floor_s
+    assert after.bench.floor_s == pytest.approx(floor) and after.bench.limit_s == pytest.approx(floor)
+    assert labels and all(limit_s == pytest.approx(floor) and limit == "floor" for limit_s, limit in labels)
+    said = bench_summary(after) or ""
+    assert f"planned {format_seconds(floor)}, without {name}, which the stopped run timed (the floor" in said, said
 
 
 def test_an_analysis_the_plan_now_times_otherwise_is_timed_again(stopped: Path) -> None:
