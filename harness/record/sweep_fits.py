@@ -69,6 +69,7 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
                          complexity=best.name if best else None, rms=best.rms if best else None, model=model,
                          within={c.name: c.rms for c in within},
                          rms_interval=rms_intervals(sizes, seconds, variances, within))
+        fit.class_verdict = class_verdict(fit)  # sweep.json carries the text's decision, as fits.csv does
         if model is not None and not power.covers(model.exponent):
             fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
                            f"says {exponent_text(model.exponent)}")  # as fit_sentence says it

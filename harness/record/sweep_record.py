@@ -116,6 +116,9 @@ class ScalingFit(BaseModel):
     within: dict[str, float] = {}
     # each of those classes' RMS interval, from the points' own intervals redrawn (sweeps before it: {}, the RMS alone)
     rms_interval: dict[str, tuple[float, float]] = {}
+    # what the text makes of them (sweep_fits.class_verdict: fits, straddles, not told apart, none): `complexity` is
+    # the best within the exponent's interval whatever this says (sweeps before it: None)
+    class_verdict: str | None = None
     model: PowerLaw | None = None  # the same fit of the cost model's estimates
     finding: str | None = None  # the measured exponent's interval leaves out the model's
 
