@@ -146,11 +146,11 @@ def class_text(fit: ScalingFit) -> str:
     MAX_CLASS_RMS, as the closest where it straddles it, and as none where it lies over (class_verdict);
     where two or more are near the points, that they are not told apart, each with its RMS (one named by
     its RMS read `rank log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13)."""
-    verdict, near = class_verdict(fit), near_classes(fit)
     if fit.complexity is None or fit.rms is None:
         return "no class within its interval"
     if not math.isfinite(fit.power.high - fit.power.low):
         return "classes not told apart: two points"
+    verdict, near = class_verdict(fit), near_classes(fit)
     if verdict == NONE:  # before naming several: walk 15 read `no class fits within 25% (RMS 35%)`, then
         # `classes not told apart: rank^2 (RMS 37%), rank log rank (RMS 59%)` for the same sweep
         return f"no class fits within {MAX_CLASS_RMS:.0%} ({rms_text(fit, next(iter(fit.within), fit.complexity))})"
