@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from harness.bench.scaling import classes_within, crossover, log_variance, power_law
+from harness.bench.scaling import classes_within, crossover, log_variance, power_law, rms_intervals
 from harness.plan.sweep import SweepPoint
 from harness.record.sweep_record import (AxisLimit, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord,
                                          axis_name)
@@ -67,7 +67,9 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
         model = power_law(sizes, modelled) if len(modelled) == len(series) else None
         fit = ScalingFit(analysis=analysis, strategy=strategy, axis=axis, fixed=fixed, sizes=sizes, power=power,
                          complexity=best.name if best else None, rms=best.rms if best else None, model=model,
-                         within={c.name: c.rms for c in within})
+                         within={c.name: c.rms for c in within},
+                         rms_interval=rms_intervals(sizes, seconds, variances, within))
+        fit.class_verdict = class_verdict(fit)  # sweep.json carries the text's decision, as fits.csv does
         if model is not None and not power.covers(model.exponent):
             fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
                            f"says {exponent_text(model.exponent)}")  # as fit_sentence says it
@@ -87,24 +89,80 @@ def exponent_interval(low: float, high: float) -> str:
     return f"{exponent_text(low)} to {exponent_text(high)}" if math.isfinite(high - low) else "no interval: two points"
 
 
+FITS, STRADDLES, APART, NONE = "fits", "straddles", "not told apart", "none"  # fits.csv's class_verdict
+
+
+def class_rms_interval(fit: ScalingFit, complexity: str) -> tuple[float, float]:
+    """A class's RMS interval (bench.scaling.rms_intervals), or its RMS alone in a sweep from before them."""
+    rms = fit.within.get(complexity, fit.rms if fit.rms is not None else math.nan)
+    return fit.rms_interval.get(complexity, (rms, rms))
+
+
+def near_classes(fit: ScalingFit) -> list[str]:
+    """The classes within the exponent's interval whose RMS interval reaches under MAX_CLASS_RMS, best first."""
+    within = fit.within or ({fit.complexity: fit.rms} if fit.complexity is not None else {})
+    return [c for c in within if class_rms_interval(fit, c)[0] <= MAX_CLASS_RMS]
+
+
+def class_verdict(fit: ScalingFit) -> str:
+    """FITS: one class near the points (near_classes), its whole RMS interval under MAX_CLASS_RMS; APART: two
+    or more near, one of them wholly under it, or two points; STRADDLES: some near, none wholly under (a noisy
+    RMS near the bound: `no class fits` at 25.3%, then `class constant` at 23.1%, for one sweep run twice:
+    walk 16); NONE: none near, or none within the exponent's interval. What the text says and fits.csv
+    carries (it named `1` where the text said `no class fits`: walk 16)."""
+    if fit.complexity is None or fit.rms is None:
+        return NONE
+    if not math.isfinite(fit.power.high - fit.power.low):
+        return APART
+    near = near_classes(fit)
+    under = [c for c in near if class_rms_interval(fit, c)[1] <= MAX_CLASS_RMS]
+    if not near:
+        return NONE
+    return (FITS if len(near) == 1 else APART) if under else STRADDLES
+
+
+def percent(x: float) -> str:
+    """`23%`; `25.3%`, `25.04%` where fewer digits would read as the bound itself (`no class fits within 25%
+    (RMS 25%)`: walk 16)."""
+    for digits in range(3):
+        text = f"{x:.{digits}%}"
+        if x == MAX_CLASS_RMS or float(text[:-1]) != MAX_CLASS_RMS * 100:
+            return text
+    return f"{x:.3%}"
+
+
+def rms_text(fit: ScalingFit, complexity: str, joint: str = ", ") -> str:
+    """`RMS 41%, 33-52%` (`joint` ", "), `RMS 25% (18-33%)` (joint " ("): a class's RMS and its interval;
+    the RMS alone where a sweep from before them kept none."""
+    rms, (low, high) = fit.within.get(complexity, fit.rms or 0.0), class_rms_interval(fit, complexity)
+    if low == high:
+        return f"RMS {percent(rms)}"
+    return f"RMS {percent(rms)}{joint}{percent(low).rstrip('%')}-{percent(high)}" + (")" if "(" in joint else "")
+
+
 def class_text(fit: ScalingFit) -> str:
-    """`class rank^2 (RMS 4%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
-    on a rank axis made the reader translate); that no class's exponent is in the fit's interval; where
-    two or more are within MAX_CLASS_RMS of the points, that they are not told apart, each with its RMS
-    (one named by its RMS read `rank log rank` in one run and `rank^2` in the next, both RMS 36%: walk
-    13); or that none there is, where a name would say nothing."""
+    """`class rank^2 (RMS 4%, 3-6%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
+    on a rank axis made the reader translate), named as a fit only where its RMS's interval lies under
+    MAX_CLASS_RMS, as the closest where it straddles it, and as none where it lies over (class_verdict);
+    where two or more are near the points, that they are not told apart, each with its RMS (one named by
+    its RMS read `rank log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13)."""
     if fit.complexity is None or fit.rms is None:
         return "no class within its interval"
     if not math.isfinite(fit.power.high - fit.power.low):
         return "classes not told apart: two points"
-    near = {c: rms for c, rms in (fit.within or {fit.complexity: fit.rms}).items() if rms <= MAX_CLASS_RMS}
-    if not near:  # before naming several: walk 15 read `no class fits within 25% (RMS 35%)`, then
+    verdict, near = class_verdict(fit), near_classes(fit)
+    if verdict == NONE:  # before naming several: walk 15 read `no class fits within 25% (RMS 35%)`, then
         # `classes not told apart: rank^2 (RMS 37%), rank log rank (RMS 59%)` for the same sweep
-        return f"no class fits within {MAX_CLASS_RMS:.0%} (RMS {min((fit.within or {'': fit.rms}).values()):.0%})"
-    if len(near) > 1:
-        return "classes not told apart: " + ", ".join(f"{_class_name(c, fit.axis)} (RMS {rms:.0%})" for c, rms in near.items())
-    (c, rms), = near.items()
-    return f"class {_class_name(c, fit.axis)} (RMS {rms:.0%})"
+        return f"no class fits within {MAX_CLASS_RMS:.0%} ({rms_text(fit, next(iter(fit.within), fit.complexity))})"
+    listed = ", ".join(f"{_class_name(c, fit.axis)} ({rms_text(fit, c)})" for c in near)
+    if verdict == APART:
+        return f"classes not told apart: {listed}"
+    name = _class_name(near[0], fit.axis)
+    if verdict == STRADDLES and len(near) > 1:
+        return f"closest classes {listed} straddle the {MAX_CLASS_RMS:.0%} bound"
+    if verdict == STRADDLES:
+        return f"closest class {name}, {rms_text(fit, near[0], ' (')} straddles the {MAX_CLASS_RMS:.0%} bound"
+    return f"class {name} ({rms_text(fit, near[0])})"
 
 
 def _class_name(complexity: str, axis: str) -> str:
@@ -217,6 +275,15 @@ def planner_lines(record: SweepRecord) -> list[str]:
     return lines
 
 
+class Unborne(NamedTuple):
+    """A point that does not bear a crossover's fits out, with the two timings its order stood on."""
+
+    label: str  # the point by its swept value: `data.rank=256`
+    a: PointTiming  # the crossover's strategy that is cheaper above the crossing
+    b: PointTiming
+    reverse: bool  # they measured the other way than the fits order them (else: not told apart)
+
+
 class Told(NamedTuple):
     """A crossover's points, and at how many their own measurements tell its two strategies apart
     the way the fits order them there (`shown`) or the other way (`reverse`)."""
@@ -224,7 +291,7 @@ class Told(NamedTuple):
     shown: int
     reverse: int
     points: int
-    others: tuple[str, ...] = ()  # the points that do not bear the fits out, by their values
+    others: tuple[Unborne, ...] = ()  # the points that do not bear the fits out
 
 
 def _order(a: PointTiming, b: PointTiming) -> int:
@@ -250,7 +317,8 @@ def told_apart(record: SweepRecord, c: SweepCrossover) -> Told:
             fits = 1 if size_of(p.values[c.axis]) > c.crossing.size else -1  # a is the cheaper above
             orders.append(_order(timed[c.a], timed[c.b]) * fits)
             if orders[-1] != 1:
-                others.append(SweepPoint(values={c.axis: p.values[c.axis]}).label)
+                others.append(Unborne(SweepPoint(values={c.axis: p.values[c.axis]}).label, timed[c.a], timed[c.b],
+                                      orders[-1] == -1))
     return Told(orders.count(1), orders.count(-1), len(orders), tuple(others))
 
 

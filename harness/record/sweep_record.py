@@ -79,6 +79,7 @@ class PointTiming(BaseModel):
     # the 95% interval of the baseline's seconds over its own, from the rounds' paired ratios (its run's verdict);
     # None: the baseline itself, a single round, or sweeps before it
     paired: tuple[float, float] | None = None
+    speedup: float | None = None  # the baseline's seconds over its own, from the same paired rounds (its run's verdict)
 
     @property
     def measured(self) -> bool:
@@ -113,6 +114,11 @@ class ScalingFit(BaseModel):
     # every class whose exponent is in power's interval -> its RMS, best first: two or more are not told apart
     # (sweeps before it: {}, the best named)
     within: dict[str, float] = {}
+    # each of those classes' RMS interval, from the points' own intervals redrawn (sweeps before it: {}, the RMS alone)
+    rms_interval: dict[str, tuple[float, float]] = {}
+    # what the text makes of them (sweep_fits.class_verdict: fits, straddles, not told apart, none): `complexity` is
+    # the best within the exponent's interval whatever this says (sweeps before it: None)
+    class_verdict: str | None = None
     model: PowerLaw | None = None  # the same fit of the cost model's estimates
     finding: str | None = None  # the measured exponent's interval leaves out the model's
 
@@ -142,13 +148,16 @@ class SweepCrossover(BaseModel):
         return self.crossing.high if self.limit is None else min(self.crossing.high, self.limit.size)
 
     @property
-    def clipped(self) -> bool:
-        return self.high < self.crossing.high
+    def past(self) -> bool:
+        """The fits meet past the largest value the axis can take, all of the crossing's interval with them."""
+        return self.limit is not None and self.crossing.low > self.limit.size
 
     @property
-    def past(self) -> bool:
-        """The fits meet past the largest value the axis can take: its interval, clipped there, would leave it out."""
-        return self.limit is not None and self.crossing.size > self.limit.size
+    def reaches_past(self) -> bool:
+        """The crossing's interval runs from within the axis' values to past the largest: they may meet
+        there or not at all (walk 16 read `meet at rank 384 (271-512, clipped ...)`, then `would meet at rank
+        ~767 ...: within it they may never meet` for one sweep run twice, both intervals so)."""
+        return self.limit is not None and self.crossing.low <= self.limit.size < self.crossing.high
 
 
 class SweepRecord(BaseModel):
@@ -214,7 +223,7 @@ def point_timings(record: RunRecord) -> list[PointTiming]:
             model, planned, basis = _estimates(record.plan, a.name, t)
             rows.append(PointTiming(analysis=a.name, strategy=t.label, seconds=seconds, low=low, high=high,
                                     model_s=model, planned_s=planned, basis=basis, passed=t.label not in failed,
-                                    baseline=t.role == "baseline", paired=t.speedup_ci))
+                                    baseline=t.role == "baseline", paired=t.speedup_ci, speedup=t.speedup))
     return rows
 
 

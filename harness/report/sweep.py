@@ -11,19 +11,20 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from harness.base.atomic import write_atomic
-from harness.base.units import format_seconds, plural
+from harness.base.units import format_interval, format_seconds, format_speedup, plural
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import Told, class_text, exponent_text, growth, named_misses, planner_picks, told_apart
+from harness.record.sweep_fits import (NONE, Told, Unborne, class_rms_interval, class_text, class_verdict, exponent_text, growth,
+                                        named_misses, near_classes, planner_picks, told_apart)
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
 
 POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "seconds", "low", "high", "planned_s", "model_s", "basis", "measured",
                  "passed", "chosen")
-FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "complexity", "rms",
-               "model_exponent", "finding")
+FIT_COLUMNS = ("analysis", "strategy", "axis", "fixed", "points", "exponent", "low", "high", "class_verdict", "complexity",
+               "rms", "rms_low", "rms_high", "model_exponent", "finding")
 
 
 def _writes(data: bytes) -> Callable[[IO[bytes]], object]:
@@ -41,37 +42,63 @@ def fit_sentence(fit: ScalingFit) -> str:
 
 
 def _meeting(c: SweepCrossover) -> str:
-    """`rank 190 (150-240)`: the crossing and its interval, clipped to the largest value the axis can take
-    and said so; a crossing past that value `rank ~694`, without an interval that would leave it out (it
-    read `rank 694 (450-512, clipped ...)`: walk 13)."""
+    """`rank 190 (150-240)`: the crossing and its interval; one reaching past the largest value the axis can
+    take said so, in one form wherever its point lies (`rank 384 (271 to past 512, the largest rank of a
+    512x512 delta: they may not meet within it)`, `rank ~767 (358 to past 512, ...)`: walk 16 read `meet at
+    rank 384 (271-512, clipped ...)` and `would meet at rank ~767 ...` for one sweep run twice); a crossing
+    past it with all its interval `rank ~694 (560-1,200)`."""
     x, axis = c.crossing, axis_name(c.axis)
-    if c.past:
-        return f"{axis} ~{x.size:.3g}"
-    high = "beyond" if math.isinf(c.high) else f"{c.high:.3g}"
-    low = "0" if x.low == 0 else f"{x.low:.3g}"
-    clipped = f", clipped to {c.limit.said(c.axis)}" if c.clipped and c.limit is not None else ""
-    return f"{axis} {x.size:.3g} ({low}-{high}{clipped})"
+    beyond = c.limit is not None and x.size > c.limit.size
+    size = f"~{_size(x.size)}" if beyond else _size(x.size)
+    low = "0" if x.low == 0 else _size(x.low)
+    if c.reaches_past and c.limit is not None:
+        return (f"{axis} {size} ({low} to past {c.limit.size:g}, {c.limit.said(c.axis)}: "
+                "they may not meet within it)")
+    high = "beyond" if math.isinf(x.high) else _size(x.high)
+    return f"{axis} {size} ({low}-{high})"
+
+
+def _size(x: float) -> str:
+    """`384`, `4,365`, `0.5`: a size on the axis, never `4.36e+03`."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def basis_text(u: Unborne) -> str:
+    """`data.rank=256: factored 4.15x (0.333-51.8) over numpy in paired rounds, too wide to tell`: what a
+    point's order stood on, its paired rounds where one is the baseline (a points table whose intervals
+    stood apart read as contradicting the clause, its basis shown nowhere: walk 16), else their own intervals."""
+    said = "the other way" if u.reverse else "too wide to tell"
+    base, other = (u.a, u.b) if u.a.baseline else (u.b, u.a)
+    if base.baseline and other.paired is not None:
+        low, high = other.paired
+        ratio = (f"{format_speedup(other.speedup)} ({format_interval(low, high)})" if other.speedup is not None
+                 else f"{format_interval(low, high)}x")
+        return (f"{u.label}: {other.strategy} {ratio} over {base.strategy} "
+                f"in paired rounds, {said}")
+    own = " and ".join(f"{t.strategy} {format_seconds(t.seconds)} ({seconds_interval(t.low, t.high)})" for t in (u.a, u.b))
+    return f"{u.label}: {own}, {'measured ' + said if u.reverse else 'their intervals overlap'}"
 
 
 def told_text(told: Told | None) -> str:
-    """`the points' own measurements show it at 4 of 5, not at data.rank=256` where some of a
-    crossover's points do not tell its two strategies apart as its fits do (`, the reverse at 1` where
-    they order them the other way), those named (walk 15: `4 of 5` named none beside a table whose
-    intervals stood apart: the paired rounds did not); "" where all do."""
+    """`the points' own measurements show it at 4 of 5, not at data.rank=256: factored 4.15x (0.333-51.8) over
+    numpy in paired rounds, too wide to tell` where some of a crossover's points do not tell its two strategies
+    apart as its fits do (`, the reverse at 1` where they order them the other way), each named with its basis
+    (basis_text; walk 15: `4 of 5` named none); "" where all do."""
     if told is None or told.shown == told.points:
         return ""
     reverse = f", the reverse at {told.reverse}" if told.reverse else ""
-    return f"the points' own measurements show it at {told.shown} of {told.points}{reverse}, not at {', '.join(told.others)}"
+    return (f"the points' own measurements show it at {told.shown} of {told.points}{reverse}, not at "
+            + "; ".join(basis_text(u) for u in told.others))
 
 
 def crossover_sentence(c: SweepCrossover, told: Told | None = None) -> str:
     """`spectrum: factored overtakes numpy above rank 190 (150-240)` inside the swept range; outside it, one
     form however far (a crossing near the end was said in one run and not the next: walk 12), its distance
     from the range's nearer end said: `spectrum: by their fitted costs, factored is cheaper than numpy over
-    the swept rank 16-256; their fits meet at rank 510 (387-512, clipped to the largest rank of a 512x512
-    delta), 2.0x above the swept range (largest 256)`; past the largest rank, once: `their fits would meet at rank ~694, 2.7x above
-    the swept range (largest 256) and past the largest rank of a 512x512 delta (512): within it they may
-    never meet`. Where `told` (told_apart) has points that do not bear the fits out, a clause says at how
+    the swept rank 16-256; their fits meet at rank 384 (271 to past 512, the largest rank of a 512x512 delta:
+    they may not meet within it), 1.5x above the swept range (largest 256)` (_meeting); all its interval past the
+    largest rank, that once: `their fits would meet at rank ~694 (560-1,200), 2.7x above the swept range
+    (largest 256) and past the largest rank of a 512x512 delta (512): within it they may never meet`. Where `told` (told_apart) has points that do not bear the fits out, a clause says at how
     many do (told_text)."""
     axis, where = axis_name(c.axis), "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
     past = f"past {c.limit.said(c.axis)} ({c.limit.size:g}): within it they may never meet" if c.past and c.limit else ""
@@ -145,11 +172,14 @@ def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
 SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", "95% interval", "plan's estimate",
                        "verified")
 def model_note(rows: list[dict[str, str]]) -> str:
-    """The Points table's footnote, its example of a scaled estimate taken from the table's own
+    """The Points table's footnote: whose intervals it shows (walk 16: rank 256's stood apart beside a clause
+    saying the measurements did not tell the two apart, by their paired rounds); its example of a scaled estimate taken from the table's own
     cells (a fixed `modelled x4.7` sat under a table of x3.2 and x3.8), or none where none is scaled."""
     scaled = next((m for r in rows for m in re.findall(rf"{MODELLED} x([^ )]+)", r["plan's estimate"])), None)
     example = f" (e.g. {MODELLED} x{scaled}: by {scaled}, from the plan's measurements of others)" if scaled else ""
-    return ("plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
+    return ("95% interval: each strategy's own, of the next run's seconds per matrix; the crossover sentences tell "
+            "two strategies apart by their paired rounds' ratio instead, whose interval can be wider (the clause "
+            "gives it); plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
             f"to this machine{example}, or this machine's wisdom's measurement (measured: as that point's plan found "
             "it, the earlier points' runs in it); the cost model's exponent is fitted over its unscaled figures "
             "(points.csv: model_s)")
@@ -191,10 +221,19 @@ def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
 
 
 def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
-    return [{"analysis": f.analysis, "strategy": f.strategy, "axis": f.axis, "fixed": json.dumps(f.fixed),
-             "points": f.power.points, "exponent": f.power.exponent, "low": f.power.low, "high": f.power.high,
-             "complexity": f.complexity, "rms": f.rms, "model_exponent": f.model.exponent if f.model else None,
-             "finding": f.finding} for f in record.fits]
+    """fits.csv's rows, carrying the text's decision (class_verdict): `complexity` the classes the text names
+    (" / " between several), none where it names none; `rms` and its interval the first named's, or the best's."""
+    rows = []
+    for f in record.fits:
+        verdict, near = class_verdict(f), near_classes(f)
+        shown = near[0] if near and verdict != NONE else f.complexity
+        low, high = class_rms_interval(f, shown) if shown is not None else (None, None)
+        rows.append({"analysis": f.analysis, "strategy": f.strategy, "axis": f.axis, "fixed": json.dumps(f.fixed),
+                     "points": f.power.points, "exponent": f.power.exponent, "low": f.power.low, "high": f.power.high,
+                     "class_verdict": verdict, "complexity": " / ".join(near) if verdict != NONE else None,
+                     "rms": f.within.get(shown, f.rms) if shown is not None else None, "rms_low": low, "rms_high": high,
+                     "model_exponent": f.model.exponent if f.model else None, "finding": f.finding})
+    return rows
 
 
 def seconds_interval(low: float, high: float) -> str:

@@ -100,3 +100,18 @@ def test_nearly_parallel_curves_leave_the_far_end_of_their_crossover_open() -> N
     assert found is not None and (math.isinf(found.high) or found.low == 0.0)
     exact = power_law(SIZES, SIZES**2.0)
     assert crossover(exact, exact) is None
+
+
+def test_an_rms_interval_holds_its_rms_and_narrows_with_its_points_intervals() -> None:
+    """Walk 16: a hard 25% cut on an RMS of 25.3%, then 23.1%, for one sweep run twice; its interval says how far it moves."""
+    from harness.bench.scaling import rms_intervals
+
+    seconds = 1e-3 * np.exp(np.random.default_rng(7).normal(0, 0.2, 5))
+    spans = {}
+    for sd in (0.02, 0.2):
+        fits = class_fits(SIZES, seconds, [sd**2] * 5)
+        low, high = rms_intervals(SIZES, seconds, [sd**2] * 5, fits)[fits[0].name]
+        assert low <= fits[0].rms <= high
+        spans[sd] = high - low
+    assert spans[0.02] < spans[0.2] / 3
+    assert rms_intervals(SIZES, seconds, None, fits)[fits[0].name] == (fits[0].rms, fits[0].rms)  # no variances: the RMS alone

@@ -245,9 +245,9 @@ def test_the_class_is_said_alike_everywhere_and_never_beyond_the_exponents_inter
     ranks = [8, 16, 32, 64, 128]
     walk = sweep_of([1e-6 * r**2 * off for r, off in zip(ranks, [1.0, 1.25, 0.8, 0.75, 1.8])], [1.1] * 4 + [2.5])
     between = sweep_of([1e-7 * r**2.5 * (1 + 0.02 * (-1) ** i) for i, r in enumerate(ranks)], [1.1] * 5)
-    for record, said in ((walk, "class rank^2 (RMS "), (between, "no class within its interval")):
+    for record, said in ((walk, "closest class rank^2, RMS "), (between, "no class within its interval")):
         numpy, factored = record.fits
-        assert factored.power.high < 3 and fit_sentence(numpy).endswith("; class constant (RMS 3%)")
+        assert factored.power.high < 3 and "; class constant (RMS 3%, 0-" in fit_sentence(numpy)
         sentence = fit_sentence(factored)
         assert sentence.split("; ")[-1].startswith(said) and "rank^3" not in sentence
         assert sentence in sweep_lines(record) and f"- {sentence}" in sweep_markdown(record)
@@ -255,7 +255,7 @@ def test_the_class_is_said_alike_everywhere_and_never_beyond_the_exponents_inter
         assert f"<td>{sentence.split('; ')[-1]}</td>" in page and "rank^3" not in page
 
 
-def test_a_crossover_past_the_largest_rank_is_clipped_there_and_says_so() -> None:
+def test_a_crossover_interval_past_the_largest_rank_says_so_without_its_top() -> None:
     """Walk-through 6: `numpy overtakes factored above rank 500 (358-781)` of 512x512 deltas."""
     from harness.record.sweep_record import AxisLimit, axis_limits
     from harness.plan.model import GroupInfo
@@ -268,11 +268,12 @@ def test_a_crossover_past_the_largest_rank_is_clipped_there_and_says_so() -> Non
     base = fit_sweep(record.model_copy(update={"points": [p.model_copy(update={"limits": {"data.rank": AxisLimit(
         size=32.0, shape=(32, 32))}}) for p in record.points]}))
     [c] = base.crossovers  # its interval: 30.7 to 32.2
-    assert c.crossing.size < 32 < c.crossing.high and c.high == 32 and c.clipped
+    assert c.crossing.size < 32 < c.crossing.high and c.high == 32 and c.reaches_past
     said = crossover_sentence(c)
-    assert "-32, clipped to the largest rank of a 32x32 delta)" in said and "32.2" not in said, said
-    [unclipped] = record.crossovers
-    assert "clipped" not in crossover_sentence(unclipped)
+    assert (f"above rank {c.crossing.size:.3g} ({c.crossing.low:.3g} to past 32, the largest rank of a 32x32 delta: "
+            "they may not meet within it)") in said and "32.2" not in said, said
+    [unlimited] = record.crossovers
+    assert "past" not in crossover_sentence(unlimited)
 
 
 def test_a_points_line_says_its_pick_and_leaves_the_finding_to_the_planner_line() -> None:

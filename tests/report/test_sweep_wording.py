@@ -14,7 +14,7 @@ from harness.record.sweep_record import AxisLimit, SweepRecord, point_record
 from tests.report.test_run_screen import real
 from tests.report.test_sweep_views import known_sweep, sweep_of
 
-SAID_CROSSING = re.compile(r"rank (\S+) \((\S+)-(\S+?)(?:, clipped to [^)]*)?\)")
+SAID_CROSSING = re.compile(r"rank (\S+) \((\S+?)(?:-| to past )(\S+?)(?:, the largest [^)]*)?\)")
 
 
 def limited(record: SweepRecord, size: int) -> SweepRecord:
@@ -35,10 +35,10 @@ def test_a_crossing_is_never_said_outside_its_own_interval_and_a_limit_past_it_o
         [c] = record.crossovers
         said = crossover_sentence(c)
         assert said.count(f"{size}x{size}") <= 1 and "above it" not in said, said
-        if c.crossing.size > size:  # past the limit: the point alone, the limit once, the range's end named
+        if c.past:  # all its interval past the limit: the point and its interval, the limit once, the range's end named
             assert said == (f"spectrum: by their fitted costs, factored is cheaper than numpy over the swept rank 4-16; "
-                            f"their fits would meet "
-                            f"at rank ~{c.crossing.size:.3g}, {c.distance:.1f}x above the swept range (largest 16) and "
+                            f"their fits would meet at rank ~{c.crossing.size:.3g} ({c.crossing.low:.3g}-"
+                            f"{c.crossing.high:.3g}), {c.distance:.1f}x above the swept range (largest 16) and "
                             f"past the largest rank of a {size}x{size} delta ({size}): within it they may never meet")
             [ax] = scaling_figure(record, record.fits).axes  # nor drawn in a band that leaves it out
             assert not any("overtakes" in t.get_text() for t in ax.get_legend().get_texts())
@@ -65,7 +65,7 @@ def test_an_exponent_outside_its_cost_models_interval_is_said_once() -> None:
     lines = sweep_lines(record)
     [said] = [line for line in lines if "spectrum, numpy: cost grows" in line]
     assert said.startswith("finding: spectrum, numpy: cost grows as rank^") and lines.index(said) == 0
-    assert "outside its interval: the cost model says 1.00; class constant (RMS 3%)" in said, said
+    assert "outside its interval: the cost model says 1.00; class constant (RMS 3%, 0-" in said, said
     headline = render_sweep(record).split('<div class="headline">')[1].split("</div>")[0]
     assert headline.count("spectrum, numpy: cost grows") == 1 and headline.count("cost model says 1.00") == 1
 
@@ -105,16 +105,18 @@ def test_classes_within_one_exponents_interval_are_not_told_apart_nor_a_class_fa
     factored = both.fits[1]
     assert list(factored.within) == ["n log n", "n^2"]
     said = fit_sentence(factored).split("; ")[-1]  # walk 15: both over 25%, then no class, not both named
-    assert said == f"no class fits within 25% (RMS {min(factored.within.values()):.0%})", said
+    low, high = factored.rms_interval["n log n"]
+    assert said == f"no class fits within 25% (RMS {min(factored.within.values()):.0%}, {low * 100:.0f}-{high:.0%})", said
     assert f"<td>{said}</td>" in render_sweep(both)
-    near = factored.model_copy(update={"within": {"n log n": 0.12, "n^2": 0.2}})
+    near = factored.model_copy(update={"within": {"n log n": 0.12, "n^2": 0.2}, "rms_interval": {}})  # before intervals
     assert fit_sentence(near).endswith("; classes not told apart: rank log rank (RMS 12%), rank^2 (RMS 20%)")
-    one = factored.model_copy(update={"within": {"n log n": 0.3, "n^2": 0.2}})
+    one = factored.model_copy(update={"within": {"n log n": 0.3, "n^2": 0.2}, "rms_interval": {}})
     assert fit_sentence(one).endswith("; class rank^2 (RMS 20%)")
     far = sweep_of([1e-6 * r**1.6 * off for r, off in zip(ranks, [1.0, 1.3, 0.75, 1.2, 0.85])], [1.1] * 5).fits[1]
     assert list(far.within) == ["n log n"] and far.rms is not None and far.rms > 0.25
-    assert fit_sentence(far).endswith(f"; no class fits within 25% (RMS {far.rms:.0%})")
-    assert fit_sentence(known_sweep().fits[1]).endswith("; class rank^2 (RMS 3%)")  # told apart: named
+    low, high = far.rms_interval["n log n"]
+    assert fit_sentence(far).endswith(f"; no class fits within 25% (RMS {far.rms:.0%}, {low * 100:.0f}-{high:.0%})")
+    assert "; class rank^2 (RMS 3%, " in fit_sentence(known_sweep().fits[1])  # told apart: named
 
 
 def test_a_picks_finding_is_said_once_in_every_view() -> None:
@@ -158,10 +160,14 @@ def test_a_fitted_order_says_its_source_and_how_many_points_bear_it_out(tmp_path
         return fit_sweep(record.model_copy(update={"points": points}))
 
     head = "spectrum: by their fitted costs, factored is cheaper than numpy over the swept rank 4-16"
-    for sweep, clause in ((paired((3.5, 4.6)), ""), (paired((0.777, 7.18)), " (the points' own measurements show it "
-                          "at 2 of 3, not at data.rank=16)"), (paired((0.2, 0.5)), " (the points' own measurements show it "
-                          "at 2 of 3, the reverse at 1, not at data.rank=16)"), (paired(None), ""),
-                          (paired(None, wide=10), " (the points' own measurements show it at 2 of 3, not at data.rank=16)")):
+    shown = " (the points' own measurements show it at 2 of 3"
+    own = "numpy 971 µs (883 µs-1.07 ms) and factored 264 µs (26 µs-2.64 ms)"  # their own intervals
+    for sweep, clause in ((paired((3.5, 4.6)), ""),
+                          (paired((0.777, 7.18)), f"{shown}, not at data.rank=16: factored 0.777-7.18x over numpy in paired "
+                                                  "rounds, too wide to tell)"),
+                          (paired((0.2, 0.5)), f"{shown}, the reverse at 1, not at data.rank=16: factored 0.200-0.500x over "
+                                               "numpy in paired rounds, the other way)"), (paired(None), ""),
+                          (paired(None, wide=10), f"{shown}, not at data.rank=16: {own}, their intervals overlap)")):
         [line] = [line for line in sweep_lines(sweep) if "cheaper" in line]
         assert line.startswith(f"{head}{clause}; their fits meet at rank "), line
         assert f"- {line}" in sweep_markdown(sweep) and line in html.unescape(render_sweep(sweep))
