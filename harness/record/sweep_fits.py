@@ -100,7 +100,7 @@ def class_rms_interval(fit: ScalingFit, complexity: str) -> tuple[float, float]:
 
 def near_classes(fit: ScalingFit) -> list[str]:
     """The classes within the exponent's interval whose RMS interval reaches under MAX_CLASS_RMS, best first."""
-    within = fit.within or ({fit.complexity: fit.rms} if fit.complexity is not None else {})
+    within = fit.within or ({fit.complexity: fit.rms} if fit.complexity is not None and fit.rms is not None else {})
     return [c for c in within if class_rms_interval(fit, c)[0] <= MAX_CLASS_RMS]
 
 
