@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from harness.base.units import format_seconds
+from harness.base.units import format_seconds, plural
 
 # The floor's rounds of each point: one. Rounds of one run share its state (within a run the main
 # job's rounds spread by 0.004-0.06 in log, between runs its speedups by 0.05-0.25), so a second
@@ -145,17 +145,19 @@ def allocate(items: dict[ItemKey, Allocation], budget_s: float) -> dict[ItemKey,
 
 
 def rounds_note(allocations: list[Allocation]) -> str:
-    """What the plan gives one strategy in words: "3 rounds in 3 processes, 1 matrix a call (est.
-    0.1 s): ~0.3 s of its timing a round" (a round: its block of each shape group in each process).
+    """What the plan gives one strategy in words: "3 rounds planned in each of 3 processes, 1 matrix a
+    call (est. 0.1 s): ~0.3 s of its timing a round" (a round: its block of each shape group in each
+    process; "in each of", as the run's stderr counts them: walk 16 read "1 round in 3 processes" as
+    one round spread over three).
     A call under BLOCK_S is repeated to fill its block, so every fast strategy's round costs about
     the same: the note says so, and gives the call's estimate, the figure the run's table checks."""
     if not allocations:
         return ""
     a = max(allocations, key=lambda x: x.block_s)
     unit = ("position", "positions") if a.group == POSITIONS else ("matrix", "matrices")
-    per = f"{a.matrices} {unit[0] if a.matrices == 1 else unit[1]} a call (est. {format_seconds(a.call_s)})"
+    per = f"{plural(a.matrices, *unit)} a call (est. {format_seconds(a.call_s)})"
     filled = f", repeated to fill {format_seconds(BLOCK_S)} blocks" if a.call_s * a.calls < BLOCK_S else ""
-    return (f"{a.rounds} round{'s' if a.rounds != 1 else ''} in {PROCESSES} processes, {per}{filled}: "
+    return (f"{plural(a.rounds, 'round')} planned in each of {PROCESSES} processes, {per}{filled}: "
             f"~{format_seconds(PROCESSES * sum(x.block_s for x in allocations))} of its timing a round")
 
 

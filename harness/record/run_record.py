@@ -18,6 +18,7 @@ from harness.machine.info import MachineInfo
 from harness.machine.stored import first_problem
 from harness.plan.model import Plan, Step, Variant
 from harness.bench.measure import Measurement
+from harness.bench.noise import cause_rank
 from harness.bench.series import Speedup, settlement
 from harness.bench.statistics import quartiles
 from harness.machine.roofline import Roof
@@ -166,8 +167,9 @@ class StrategyTiming(Variant):
 
     @property
     def unstable(self) -> list[str]:
-        """`group: reason` of every group measured under unreliable conditions."""
-        return [f"{g.group}: {r}" for g in self.groups for r in g.measurement.reasons]
+        """`group: reason` of every group measured under unreliable conditions, each group's in noise's
+        CAUSE_ORDER as every other page says them (walk 16: the HTML's gave IQR first, as recorded)."""
+        return [f"{g.group}: {r}" for g in self.groups for r in sorted(g.measurement.reasons, key=cause_rank)]
 
     @property
     def quartile_totals(self) -> tuple[float, float]:
@@ -265,17 +267,8 @@ def analysis_record(step: Step, n_matrices: int, wall_s: float, timings: list[St
                     verification: list[Verification], **extra: Any) -> AnalysisRecord:
     """The record of a planned step: what the plan said, and what running it measured."""
     return AnalysisRecord(
-        name=step.analysis,
-        op=step.op,
-        k=step.k,
-        strategy=step.strategy,
-        device=step.device,
-        reason=step.reason,
-        n_matrices=n_matrices,
-        precision=step.precision,
-        wall_s=wall_s,
-        timings=timings,
-        verification=verification,
+        name=step.analysis, op=step.op, k=step.k, strategy=step.strategy, device=step.device, reason=step.reason,
+        n_matrices=n_matrices, precision=step.precision, wall_s=wall_s, timings=timings, verification=verification,
         skipped=[Skipped(strategy=c.label, reason=c.reason or "") for c in step.skipped],
         **extra,
     )

@@ -108,8 +108,12 @@ class GroupComparison(BaseModel):
     def times_apart(self) -> bool:
         """Whether the shown times' ratio disagrees with B/A: outside its interval, or without one
         over FACTOR from it. The times are each record's median over all its rounds, pooled ones
-        too; B/A pairs each run's own rounds, so a pooled or skewed side can set them apart."""
+        too; B/A pairs each run's own rounds, so a pooled or skewed side can set them apart. Never
+        on a too-wide row: its interval, over MAX_SPAN wide, is no figure to hold them against (walk
+        16 met `0.906 ≠ … too wide (x10 either way)` beside `2.46 … too wide (x624 either way)`)."""
         shown = self.time_b_s / self.time_a_s
+        if self.wide:
+            return False
         if self.ratio_ci is not None:
             return not self.ratio_ci[0] <= shown <= self.ratio_ci[1]
         return not 1 / FACTOR <= shown / self.ratio <= FACTOR

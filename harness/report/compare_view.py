@@ -98,9 +98,11 @@ def apart_note(c: Comparison) -> str | None:
     crossed = [r.label for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
     why = ("the medians are over every round each record holds, pooled ones too; B / A pairs each run's own "
            "rounds, and is the comparison")
-    if apart:
+    if apart:  # the gate's own factor beside asv's, where they differ (walk 16: 1.2x and 1.1x, unexplained)
+        gate = f"; the gate asks {c.factor:g}x" if c.factor != FACTOR else ""
         return (f"{APART_MARK} ({named(apart, len(c.rows))}): the medians' ratio lies outside B / A's interval (or, "
-                f"without one, over asv's {FACTOR:g}x from it): {why}")
+                f"on a row of too few rounds without one, beyond asv's {FACTOR:g}x from it, the mark{gate}; a too "
+                f"wide row has none): {why}")
     return None if not crossed else (f"{plural(len(crossed), 'row')} with B / A and the medians on either side of 1 "
                                      f"(within B / A's interval: {named(crossed, len(c.rows))}): {why}")
 

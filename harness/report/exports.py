@@ -17,7 +17,6 @@ from typing import Any
 
 from rich.text import Text
 
-from harness.base.units import format_seconds
 from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
@@ -26,7 +25,7 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   DTYPE_NOTE, table_footnotes, device_library, dtype_text, printable, rounds_text, speedup_cell, times_disagree,
+                                   DTYPE_NOTE, table_footnotes, device_library, dtype_text, per_matrix_text, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
 from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, untimed_rows, verified, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
@@ -218,7 +217,7 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
     cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if timed and row["computed_results"] else ""), row["role"],
              f"{row['device']} ({row['library']})" if row["device"] else "-",  # a point not timed: the plan's
              dtype_text(row["precision"], row["compiled"]) if row["precision"] else "-",  # as the terminal's (walk 15: none)
-             format_seconds(row["per_matrix_s"]) + (f" {UNSTABLE_MARK}" if row["unstable"] else "") if timed
+             per_matrix_text(row["per_matrix_s"], bool(row["unstable"])) if timed
              else "not timed" if checked else "-",
              total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
              speedup, rounds, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]

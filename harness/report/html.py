@@ -21,8 +21,8 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, VERIFIED_NOTE,
-                                   device_library,
+from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
+                                   device_library, per_matrix_text,
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
@@ -30,9 +30,11 @@ from harness.report.unresolved import quieter_advised
 from harness.report.plan_view import missed_note
 from harness.report.terminal import axes_summary, bench_summary, unstable_head, untimed_rows, warning_lines
 from harness.base.atomic import write_atomic
-from harness.record.run_record import AnalysisRecord, RunRecord, load_record
+from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming, load_record
 from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup,
-                                 p_clause)
+                                 p_clause, plural)
+from harness.bench.budget import rounds_note
+from harness.plan.model import Timed
 
 REPORT = "report.html"
 
@@ -57,6 +59,7 @@ def environment() -> Environment:
     env.filters["p_clause"] = p_clause
     env.filters["rate"] = format_rate
     env.filters["prose"] = prose
+    env.filters["planned"] = plan_note
     return env
 
 
@@ -69,7 +72,6 @@ def prose(text: str) -> Markup:
 def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, Any]]:
     rows = []
     for t in analysis.timings:
-        sampled = sum(g.sampled for g in t.groups)
         device, library = device_library(t.device)
         rows.append(
             {
@@ -79,21 +81,48 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 "unstable": sum(g.measurement.unstable for g in t.groups),
                 "label": strategy_label(analysis, t.label, analysis.computed(t)),  # as the terminal table writes it
                 "precision": (t.precision or record.plan.dtype) + (", compiled" if t.compiled else ""),
-                "per_matrix": t.seconds_per_matrix,
+                "per_matrix": per_matrix_text(t.seconds_per_matrix, bool(t.unstable)),  # the terminal's cell, its `!` too
                 "spread": spread(t),
-                "samples": sum(len(g.measurement.samples_s) for g in t.groups),
-                "threads": ", ".join(sorted({_threads(g.measurement.threads) for g in t.groups})),
-                # (unstable?, text): what was reused or cut, and why a measurement is unreliable
-                "notes": ([(False, "reused from an earlier run on this machine")] if t.cached else [])
+                # (unstable?, text): what was timed, reused or planned, and why a measurement is unreliable
+                "notes": [(False, _timed_text(t))]
+                + ([(False, "reused from an earlier run on this machine")] if t.cached else [])
                 + ([(False, RESUMED)] if t.resumed else [])
-                + ([(False, f"planned: {t.cut}")] if t.cut else []) + [(True, r) for r in t.unstable],
-                "sampled": f"{sampled} of {sum(g.total for g in t.groups)}",
+                + ([(False, planned)] if (planned := _planned(record, analysis, t)) else []) + [(True, r) for r in t.unstable],
                 "gflops": t.gflops_per_s,
                 "share": peak_text(record, t),
                 "speedup": speedup_cell(analysis, t),
             }
         )
     return rows
+
+
+def _lead(note: str, term: str) -> tuple[str, str]:
+    """(term, the rest): a table note with the words it explains first, set in bold by the page."""
+    assert note.startswith(term), term
+    return term, note[len(term):]
+
+
+def _reading(record: RunRecord, extrapolated: bool) -> list[tuple[str, str]]:
+    """How to read the tables, one item per column or mark (walk 16: one 14-line grey paragraph),
+    each in the terminal's words; `code` spans as the page's prose writes them."""
+    total = (" compute only (loading, features and writing are not in it): each shape group's median scaled to "
+             "all its matrices" + ("; ~ = extrapolated from a sample of the matrices" if extrapolated else "") + ".")
+    return [
+        _lead(ROLES_NOTE, "Role:"),
+        ("dtype:", " its arithmetic (float64, float32, bfloat16, ...), and compiled where torch.compile built it."),
+        _lead(PER_MATRIX_NOTE, "Per matrix:"),
+        (UNSTABLE_MARK, " beside a per-matrix time: measured under unreliable conditions; its measurement cell says why."),
+        (f"{COMPUTE_TOTAL.capitalize()}:", total),
+        _lead(SPREAD_NOTE + ".", f"{SPREAD_HEADER}:"),
+        _lead(SPEEDUP_NOTE, "Speedup:"),
+        ("Colours:", " green, faster; red, slower, both beyond the interval; grey, not significant."),
+        _lead(f"{ROUNDS_NOTE} {BENCH_ROUNDS_NOTE}", "Rounds"),
+        ("GFLOP/s:", " achieved, the timed matrices' flops over their median times."),
+        _lead(PEAK_NOTE + ("" if record.roofs else " (none measured: run `harness calibrate`)") + ".", "% of peak:"),
+        ("Measurement:", " steady, or unstable (how many shape groups); open it for the matrices and samples timed, "
+                         "the rounds planned and each reason."),
+        _lead(VERIFIED_NOTE, "The max error"),
+    ]
 
 
 def _frontier(record: RunRecord, analysis: AnalysisRecord) -> dict[str, Any] | None:
@@ -106,10 +135,35 @@ def _frontier(record: RunRecord, analysis: AnalysisRecord) -> dict[str, Any] | N
             "compiled": [(t.label, t.compile_s, t.compile_note) for t in analysis.timings if t.compiled]}
 
 
+def _timed_text(t: StrategyTiming) -> str:
+    """`4 of 12 matrices timed, 6 samples, 1 thread`: what the measurement cell's rows stand on
+    (walk 16 read "1 samples, 1 threads")."""
+    threads = sorted({_threads(g.measurement.threads) for g in t.groups} - {""})
+    return (f"{sum(g.sampled for g in t.groups)} of {plural(sum(g.total for g in t.groups), 'matrix', 'matrices')} timed, "
+            f"{plural(sum(len(g.measurement.samples_s) for g in t.groups), 'sample')}"
+            + (f", {'; '.join(threads)}" if threads else ""))
+
+
 def _threads(counts: dict[str, int]) -> str:
-    """`2` when every pool had 2 threads, else each pool's count."""
+    """`2 threads` when every pool had 2, else each pool's count (`openblas 1, openmp 2 threads`)."""
     values = set(counts.values())
-    return str(values.pop()) if len(values) == 1 else ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    if len(values) == 1:
+        return plural(values.pop(), "thread")
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + " threads" if counts else ""
+
+
+def plan_note(timed: Timed) -> str:
+    """The rounds the plan gave a point, in bench.budget's words from its allocations: a record from
+    before them says "1 round in 3 processes", which walk 16 read as one round spread over three (its
+    own note where it has no allocations)."""
+    return rounds_note(timed.allocations) or timed.cut or ""
+
+
+def _planned(record: RunRecord, analysis: AnalysisRecord, t: StrategyTiming) -> str:
+    """plan_note of the plan's point of the timing (the record's note where the plan has none)."""
+    timed = next((x for s in record.plan.steps if s.analysis == analysis.name for x in s.timed
+                  if x.label == t.label), None)
+    return plan_note(timed) if timed is not None else t.cut or ""
 
 
 def _spectra(bands: dict[str, Any], analysis: str) -> Markup | None:
@@ -203,12 +257,13 @@ def render_report(record: RunRecord, folder: Path) -> str:
          "svg": heatmap_table(grid, adapters, layers, f"{metric}, {module}: adapter x layer", "layer", "adapter")}
         for (analysis, metric, module), (grid, adapters, layers) in feature_grids(read_features(folder)).items()
     ]
+    extrapolated = any(t.extrapolated for a in record.analyses for t in a.timings)
     return environment().get_template("report.html.j2").render(
         record=record, machine=record.machine, analyses=analyses, heatmaps=heatmaps, pca=_pca(folder, record),
-        headline=_headline(record), extrapolated=any(t.extrapolated for a in record.analyses for t in a.timings),
+        headline=_headline(record),
         roofline=_roofline(record), bench=bench_summary(record), missed=missed_note(record),
-        notes={"roles": ROLES_NOTE, "per_matrix": PER_MATRIX_NOTE, "computed": COMPUTED_NOTE, "spread": SPREAD_NOTE, "spread_header": SPREAD_HEADER, "speedup": f"{SPEEDUP_NOTE} {ROUNDS_NOTE} {BENCH_ROUNDS_NOTE}",
-               "peak": PEAK_NOTE, "compute_total": COMPUTE_TOTAL, "verified": VERIFIED_NOTE},
+        reading=_reading(record, extrapolated),
+        notes={"computed": COMPUTED_NOTE, "spread_header": SPREAD_HEADER, "compute_total": COMPUTE_TOTAL},
     )
 
 

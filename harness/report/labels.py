@@ -70,6 +70,12 @@ PEAK_NOTE = ("% of peak: of the roof at the kernel's flops per byte, min(GEMM pe
              "so there is no share to give")
 
 
+def per_matrix_text(seconds: float, unstable: bool) -> str:
+    """`228 µs !`: a per-matrix median with UNSTABLE_MARK where it was measured under unreliable
+    conditions, the same cell in the terminal, md and HTML (walk 16: the HTML's read `228 µs`)."""
+    return format_seconds(seconds) + (f" {UNSTABLE_MARK}" if unstable else "")
+
+
 def total_text(seconds: float, extrapolated: bool) -> str:
     """A compute total as every table writes it: `~` where it is extrapolated from a sample (the
     frontier table wrote `485 µs` beside the results table's `~485 µs`)."""

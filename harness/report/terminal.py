@@ -17,7 +17,7 @@ from harness.report.frontier import frontier_lines
 from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
 from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   device_library, errors_text, peak_text, precision_text,
+                                   device_library, errors_text, peak_text, per_matrix_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
 from harness.report.unstable import (Unstable, measurement_count, reasons_text, summary_reasons, unstable_measurements,
@@ -77,13 +77,12 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:
     v = check_of(a, t.label)
     status = "passed" if v is None or v.passed else "FAILED"
-    per_matrix = format_seconds(t.seconds_per_matrix) + (f" {UNSTABLE_MARK}" if t.unstable else "")
     label = shown(strategy_label(a, t.label, a.computed(t)))
     # the paired and the medians' figures on two lines: the column stays near its floor (one value each line)
     speedup = "\n".join(map(shown, (speedup_cell(a, t, "\n") if any(b.role == "baseline" for b in a.timings)
                                     else "(no baseline timed)").split("\n")))
     worst = worst_error(a, t.label)
-    return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix,
+    return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix_text(t.seconds_per_matrix, bool(t.unstable)),
             shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
             rounds_text(t), format_rate(t.gflops_per_s), peak_text(record, t),
             "-" if worst is None else f"{worst:.1e}", STATUS[status], *([errors_text(a, t.label)] if wide else [])]

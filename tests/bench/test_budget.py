@@ -42,7 +42,7 @@ def test_the_budget_above_the_floor_buys_every_analysis_the_same_extra_rounds() 
 def test_rounds_note_says_what_a_round_of_this_strategy_costs() -> None:
     out = allocate({("a", "x", "g"): want(0.3, matrices=2)}, 0.0)
     assert rounds_note(list(out.values())) == (
-        f"1 round in {PROCESSES} processes, 2 matrices a call (est. {format_seconds(0.6)}): "
+        f"1 round planned in each of {PROCESSES} processes, 2 matrices a call (est. {format_seconds(0.6)}): "
         f"~{format_seconds(PROCESSES * (0.6 + BLOCK_OVERHEAD_S))} of its timing a round")
     assert rounds_note(list(allocate({("a", "x", "g"): want(0.3, matrices=2)}, 10.0).values())).startswith("5 rounds")
 
@@ -52,7 +52,7 @@ def test_rounds_note_of_a_fast_call_gives_the_call_and_the_blocks_it_fills() -> 
     call's own estimate (what the table's median checks) and says why the round costs more."""
     out = allocate({("a", "x", "g"): want(1e-4, matrices=2), ("a", "x", "h"): want(1e-4, group="h")}, 0.0)
     assert rounds_note(list(out.values())) == (
-        f"1 round in {PROCESSES} processes, 2 matrices a call (est. {format_seconds(2e-4)}), repeated to fill "
+        f"1 round planned in each of {PROCESSES} processes, 2 matrices a call (est. {format_seconds(2e-4)}), repeated to fill "
         f"{format_seconds(BLOCK_S)} blocks: ~{format_seconds(PROCESSES * 2 * (BLOCK_S + BLOCK_OVERHEAD_S))} "
         "of its timing a round")
 

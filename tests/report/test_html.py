@@ -18,6 +18,7 @@ from harness.report import charts
 from harness.report.html import REPORT, render_report
 from harness.record.run_record import RECORD, RunRecord
 from harness.base.units import format_seconds, format_speedup
+from harness.bench.budget import rounds_note
 
 FETCHED = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""", re.I)
 
@@ -121,11 +122,12 @@ def test_the_report_says_what_the_budget_cut_and_what_is_unstable(smoke_run, tmp
         for g in t.groups:
             g.measurement.unstable, g.measurement.reasons = False, []
     timing = edited.analyses[0].timings[0]
-    timing.cut = "1 matrix per group, no warm-up, 1 repeat: one call costs ~300.0 ms"
+    planned = next(x for s in edited.plan.steps if s.analysis == edited.analyses[0].name for x in s.timed
+                   if x.label == timing.label)
     measurement = timing.groups[0].measurement
     measurement.unstable, measurement.reasons = True, ["other processes took 85% of the 2 CPUs"]
     page = html_lib.unescape(render_report(edited, folder))
-    assert f"planned: {timing.cut}" in page
+    assert f"<br>{rounds_note(planned.allocations)}<br>" in page  # the plan's rounds, in each of its processes
     assert f"unstable</span> {timing.groups[0].group}: other processes took 85% of the 2 CPUs" in page
     assert "<summary>steady</summary>" in page  # the other strategies
     assert edited.bench is not None
