@@ -276,6 +276,7 @@ def analysis_record(step: Step, n_matrices: int, wall_s: float, timings: list[St
 
 class BenchRecord(BaseModel):
     """The benchmark phase of a run, over every analysis (a resumed run's: the analyses it timed)."""
+
     budget_s: NonNegative
     floor_s: NonNegative = 0.0  # the least benchmarking that answers every strategy, when measured cold
     limit_s: NonNegative = 0.0  # what the phase allowed itself: max(budget, floor), its own floor as found
