@@ -76,6 +76,7 @@ class Fitted:
         table, left_out, shortened = self._shed(console, width, least_width, floors)
         table = copy.copy(table)
         table.columns = _laid_out(console, table, width, floors)
+        shortened += [str(c.header) for c in table.columns if _cut(console, c)]
         notes = [line for column, line in self.footnotes if column not in left_out]
         if shortened and self.note:
             notes.append(self._elsewhere(console, "shortened", shortened, " whole"))
@@ -114,8 +115,9 @@ class Fitted:
         """The caption's note on the columns the width left out (or shortened) and what shows them:
         a wider terminal, or without one (a pipe, a log) the COLUMNS that draws the whole table."""
         them = "them" if len(names) > 1 else "it"
+        full = {str(c.header): _spans(console, c)[1] for c in self.table.columns if _cuts(c)}
         shows = ("a wider terminal shows" if console.is_terminal
-                 else f"COLUMNS={least_width(console, self.table, {**self.floors, **self.wants})} shows")
+                 else f"COLUMNS={least_width(console, self.table, {**self.floors, **self.wants, **full})} shows")
         return f"({done} at this width: {', '.join(names)}; {shows} {them}{whole}{self.elsewhere})"
 
 
@@ -123,6 +125,16 @@ def _with_cells(column: Column, cells: tuple[Text, ...]) -> Column:
     column = copy.copy(column)
     column._cells = list(cells)
     return column
+
+
+def _cuts(column: Column) -> bool:
+    """Whether rich cuts the column's cells wider than it with `…`, each on one line."""
+    return bool(column.no_wrap and column.overflow == "ellipsis")
+
+
+def _cut(console: Console, column: Column) -> bool:
+    """Whether rich draws some cell of a laid-out column cut."""
+    return _cuts(column) and column.width is not None and _spans(console, column)[1] > column.width
 
 
 def _trimmed(line: list[Segment]) -> list[Segment]:

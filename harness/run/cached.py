@@ -25,7 +25,7 @@ def cached_steps(steps: list[Step], workload: Workload, cache: ResultCache | Non
     def held(s: Step) -> bool:
         if s.op == "pca":
             key = keys.step(s, "pca", analysis=analysis(s), budget=memory_budget)
-            return cache.path(key).exists() and cache.path(key + "-arrays").exists()
+            return cache.path(key).exists() and cache.path(keys.arrays(key)).exists()
         return all(cache.path(keys.chunk(s, [ref.id for ref in chunk])).exists()
                    for group in workload.groups() for chunk in chunks(group.refs, s.batch_sizes[group.label])) and (
             not s.features or cache.path(keys.step(s, "features", analysis=analysis(s))).exists())

@@ -52,7 +52,7 @@ from harness.run.subjects import Context, Subject, matrix_subjects, pca_subjects
 from harness.run.timings import group_timing, observation, pair_speedups, strategy_timing
 from harness.run.variants import keep_compiled
 from harness.store.cache import ResultCache
-from harness.store.keys import Keys, verification_label
+from harness.store.keys import Keys, entry_label
 from harness.strategies.registry import STRATEGIES
 from harness.linalg.device import torch_missing_reason
 
@@ -373,7 +373,7 @@ class BenchPhase:
     def _keep(self, s: Subject, ids: tuple[str, ...], verdict: Verification) -> None:
         key = self._key(s, ids)
         if self.cache is not None and key and verdict.reason is None:
-            self.cache.put_model(key, verdict, verification_label(s.step.problem, s.name, ids))
+            self.cache.put_model(key, verdict, entry_label(s.step.problem, s.name, ids))
 
     def _key(self, s: Subject, ids: tuple[str, ...]) -> str | None:
         return None if self.keys is None else self.keys.verification(s.step, s.name, s.timed.device, s.group, ids,

@@ -23,7 +23,7 @@ from harness.run.interrupted import Interrupted
 from harness.run.rounds import failure_reason
 from harness.bench.threads import pinned
 from harness.machine.roofline import roof_device
-from harness.store.keys import Keys
+from harness.store.keys import Keys, entry_label
 from harness.store.cache import ResultCache
 from harness.store.entries import StepEntry
 from harness.compute.chunks import ChunkOutcome, ChunkTask, GramTask, run_chunk, run_chunks_ahead, run_gram_task
@@ -230,7 +230,7 @@ class Runner:
         layout = AdapterLayout.from_workload(self.workload)
         key = self.keys.step(step, "pca", analysis=self._analysis_spec(step), budget=self.plan.memory_budget)
         hit = self.cache.get_model(key, StepEntry) if self.cache is not None else None
-        arrays = self.cache.get_arrays(key + "-arrays") if hit is not None and self.cache else None
+        arrays = self.cache.get_arrays(self.keys.arrays(key)) if hit is not None and self.cache else None
         if hit is not None and hit.record is not None and arrays is not None:
             record = hit.record
             record.wall_s = time.perf_counter() - start  # reading the cache, as for other steps
@@ -242,7 +242,7 @@ class Runner:
                                      explained_variance_ratio=ratios, placements=placements,
                                      computed_chunks=len(placements))
             if self.cache is not None:
-                self.cache.put_arrays(key + "-arrays", arrays, f"{step.analysis}: pca arrays")
+                self.cache.put_arrays(self.keys.arrays(key), arrays, f"{step.analysis}: pca arrays", kind="step")
                 self.cache.put_model(key, StepEntry(record=record), f"{step.analysis}: pca", kind="step")
         if last_factored:
             self.memo.release()
@@ -290,7 +290,7 @@ class Runner:
                 label, key, chunk_task = todo[i]
                 self._store(step, chunk_task.refs, outcome.result, outcome.vectors)
                 if self.cache is not None:
-                    what = f"{step.analysis}: {step.op} by {step.strategy}, {len(chunk_task.refs)} from {chunk_task.refs[0].id}"
+                    what = f"{step.analysis}: {entry_label(step.op, step.strategy, [r.id for r in chunk_task.refs])}"
                     kept = {"U": outcome.vectors} if outcome.vectors is not None else {}
                     self.cache.put_arrays(key, {"S": outcome.result, **kept}, what)
                 placements.append(ChunkPlacement(

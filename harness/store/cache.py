@@ -27,7 +27,7 @@ import shutil
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -74,6 +74,18 @@ def locate(cache_dir: str | None, spec_path: str | Path) -> Path:
     if cache_dir is None:
         return DEFAULT_DIR
     return Path(spec_path).resolve().parent / Path(cache_dir).expanduser()
+
+
+def short_keys(keys: Sequence[str], least: int) -> list[str]:
+    """Each key's shortest start, of `least` characters at the fewest, that begins no other of
+    `keys`, as git shortens a commit (walk 16: two rows keyed `85703bb4` at 100 columns); a key
+    that begins another is shown whole."""
+    ranked = sorted(set(keys))
+    need = dict.fromkeys(ranked, least)
+    for a, b in zip(ranked, ranked[1:]):  # a key shares its longest start with a neighbour in order
+        common = len(os.path.commonprefix([a, b])) + 1
+        need[a], need[b] = max(need[a], common), max(need[b], common)
+    return [key[:need[key]] for key in keys]
 
 
 def cache_key(parts: Mapping[str, Any]) -> str:

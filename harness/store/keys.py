@@ -61,10 +61,11 @@ def versions(machine: MachineInfo) -> dict[str, str | None]:
     }
 
 
-def verification_label(problem: str, strategy: str, ids: Sequence[str]) -> str:
-    """What a cached verdict checked, as `cache ls` shows it beside its kind (`verification`): the
+def entry_label(problem: str, strategy: str, ids: Sequence[str]) -> str:
+    """What a cached verdict checked or a chunk computed, as `cache ls` shows it beside its kind: the
     matrix it names first and how many more (walk 14: three `verdict of svdvals by numpy on 1 of
-    3072x768r16` rows read alike), short enough for a line at 100 columns."""
+    3072x768r16` rows read alike), short enough for a line at 100 columns (walk 16: a chunk's
+    `spectrum: svdvals by factored, 1064 from adapter00/layer0/mlp_down` wrapped)."""
     more = f" +{len(ids) - 1}" if len(ids) > 1 else ""
     return f"{problem} by {strategy} on {ids[0]}{more}"
 
@@ -101,6 +102,12 @@ class Keys:
         the code that computed it matter, not the step."""
         return cache_key({"entry": "reference", "kind": kind, "name": name, "workload": self.workload,
                           "seed": self.seed, "versions": versions(self.machine)})
+
+    def arrays(self, key: str) -> str:
+        """The key of the arrays stored beside the entry `key` (a PCA's): a hash of its own, so that
+        no key begins another and `cache ls` tells every entry apart by a prefix (walk 16: a PCA and
+        its arrays, keyed `key` and `key-arrays`, both shortened to the same 8 digits)."""
+        return cache_key({"entry": "arrays", "beside": key})
 
     def step(self, step: Step, entry: str, **settings: Any) -> str:
         """A whole step's product (features, a PCA's arrays): the step as planned, less what

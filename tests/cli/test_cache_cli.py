@@ -15,7 +15,7 @@ from rich.console import Console
 
 from harness.cli.main import main
 from harness.record.run_record import SPECTRA, load_record
-from harness.store.cache import ResultCache, read_header
+from harness.store.cache import ResultCache, cache_key, read_header
 from tests.conftest import CONFIGS
 
 # 40 dense 200x200 matrices in chunks of 2 (the budget fits two): 20 chunks of ~10 ms each after
@@ -167,7 +167,6 @@ def test_cache_ls_keeps_what_an_entry_holds_on_one_line(tmp_path: Path, width: i
     """Walk 12, at 100 columns: `float64 reference: values of` / `adapter00/layer0/mlp_up`; the
     optional columns leave for it instead (and say so), and a markup-like label is shown as written."""
     from harness.cli.commands.cache import ls_table
-    from harness.store.cache import cache_key
 
     labels = ["float64 reference: values of adapter00/layer0/mlp_up", "svdvals by factored on adapter00/layer0/mlp_up +7",
               "spectrum: svdvals by factored, 1064 from adapter00/[mlp_up]"]
@@ -195,8 +194,9 @@ def _smoke_cache(folder: Path, *seeds: int) -> Path:
     return cache
 
 
-def _rows_at(cache: Path, width: int) -> list[str]:
-    """`cache ls`'s rows as drawn `width` columns wide."""
+def _listing(cache: Path, width: int) -> tuple[dict[str, list[str]], list[str], list[str]]:
+    """`cache ls` drawn `width` columns wide: the cells of each column drawn, the rows (each one
+    line, checked) and the notes under them."""
     from harness.cli.commands.cache import ls_table
 
     entries = list(ResultCache(cache).entries())
@@ -207,15 +207,21 @@ def _rows_at(cache: Path, width: int) -> list[str]:
     rule = next(i for i, line in enumerate(lines) if set(line) == {"─"})  # the title may wrap above it
     rows, rest = lines[rule + 1:rule + 1 + len(entries)], lines[rule + 1 + len(entries):]
     assert max(map(len, lines)) <= width and all(line.startswith("(") for line in rest[:1]), lines  # a line a row
-    return rows
+    cells = {str(c.header): [str(cell) for cell in c._cells] for c in table.fit(console, width).columns}
+    return cells, rows, rest
 
 
 def test_a_runs_cache_entries_say_what_they_hold_apart(tmp_path: Path, quiet_machine: None) -> None:
     """Walk 13: `verdict of numpy on 2 of 48x32r4` twice, svdvals' and svd's verdicts; a verdict
     names its op (and k), as a chunk names its analysis."""
     cache = _smoke_cache(tmp_path, 0)
-    labels = [read_header(entry).label for entry in ResultCache(cache).entries()]
+    entries = list(ResultCache(cache).entries())
+    labels = [read_header(entry).label for entry in entries]
     assert len(labels) == len(set(labels)), sorted(labels)
+    # a PCA's arrays are a step's product under a key of their own (walk 16: `key` and `key-arrays`)
+    assert [read_header(e).kind for e in entries if read_header(e).label.endswith(": pca arrays")] == ["step"]
+    keys = sorted(entry.key for entry in entries)
+    assert not any(b.startswith(a) for a, b in zip(keys, keys[1:])), keys
     assert any(label.startswith("svd_topk k=2 by torch on ") and label.endswith(" +1") for label in labels), labels
 
 
@@ -223,10 +229,10 @@ def test_a_verdicts_label_names_what_it_checked_and_a_grams_fits_a_line() -> Non
     """Walk 14, at 100 columns: three `verdict of svdvals by numpy on 1 of 3072x768r16` rows read
     alike, and `float64 reference: gram of layer0/mlp_up of adapters e3d9c3b5923f1c67` wrapped."""
     from harness.compute.references import gram_name
-    from harness.store.keys import verification_label
+    from harness.store.keys import entry_label
 
-    assert verification_label("svdvals", "numpy", ["adapter03/layer1/mlp_up"]) == "svdvals by numpy on adapter03/layer1/mlp_up"
-    longest = verification_label("svd_topk k=3", "torch_lowrank", ["adapter37/layer55/mlp_down"] * 8)
+    assert entry_label("svdvals", "numpy", ["adapter03/layer1/mlp_up"]) == "svdvals by numpy on adapter03/layer1/mlp_up"
+    longest = entry_label("svd_topk k=3", "torch_lowrank", ["adapter37/layer55/mlp_down"] * 8)
     assert longest == "svd_topk k=3 by torch_lowrank on adapter37/layer55/mlp_down +7" and len(longest) <= 64
     name = gram_name("layer55/mlp_down", [f"adapter{i:02}" for i in range(38)])
     assert len(f"float64 reference: gram of {name}") <= 64, name  # `cache ls` holds a line of 64 at 100 columns
@@ -236,5 +242,39 @@ def test_cache_ls_at_100_columns_never_shows_two_entries_alike(tmp_path: Path, q
     """One spec at two seeds writes entries whose kind, holds and size match: the key, shortened
     where the whole one does not fit, tells every row apart."""
     cache = _smoke_cache(tmp_path, 0, 1)
-    rows = _rows_at(cache, 100)
+    cells, rows, _notes = _listing(cache, 100)
     assert len(set(rows)) == len(rows), rows
+    assert len(set(cells["key"])) == len(rows), cells["key"]  # walk 16: a PCA and its arrays keyed alike
+
+
+@pytest.mark.parametrize(("width", "shared"), [(100, 9), (160, 17)])
+def test_cache_ls_keys_keep_every_row_apart_where_shortened(tmp_path: Path, width: int, shared: int) -> None:
+    """Walk 16, at 100 columns: `85703bb4  chunk  geometry: pca arrays` and `85703bb4  step  geometry:
+    pca`; a shortened key is its shortest start unique in the listing, as git's, 8 (16) digits at least."""
+    start = "85703bb4bdb9bc45fa44"[:shared]
+    keys = [start + "0" * (64 - shared), start + "1" + "0" * (63 - shared), "7c49fba2" + "f" * 56]
+    store = ResultCache(tmp_path, experiment="task_geometry")
+    wide = "svd_topk k=3 by torch_lowrank on adapter37/layer55/mlp_down +7"  # 100 columns: 8 digits, not 16
+    for key, label, kind in zip(keys, ["geometry: pca", "geometry: pca arrays", wide], ["step", "step", "verification"],
+                                strict=True):
+        store.put_arrays(key, {"a": np.zeros(3)}, label, kind=kind)  # type: ignore[arg-type]
+    cells, _rows, _notes = _listing(tmp_path, width)
+    shown = dict(zip(cells["holds"], cells["key"], strict=True))
+    least = 8 if width == 100 else 16
+    assert shown == {"geometry: pca": keys[0][:shared + 1], "geometry: pca arrays": keys[1][:shared + 1],
+                     wide: keys[2][:least]}
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_cache_ls_cuts_what_an_entry_holds_to_one_line_and_says_so(tmp_path: Path, width: int) -> None:
+    """Walk 16, at 100 columns: `spectrum: svdvals by factored, 1064 from` / `adapter00/layer0/mlp_down`;
+    a label wider than its column is cut with `…` on its row's line, and the notes say so."""
+    whole = "spectrum: svdvals by factored, 1064 from adapter00/layer0/mlp_down"  # 66 characters
+    longer = "a_spectrum_named_at_length_by_its_owner: svd_topk k=3 by torch_lowrank on adapter37/layer55/mlp_down +7"
+    store = ResultCache(tmp_path, experiment="task_geometry")
+    for i, label in enumerate([whole, longer, "top3: features"]):
+        store.put_arrays(cache_key({"i": i}), {"a": np.zeros(3)}, label, kind="chunk")
+    _cells, rows, notes = _listing(tmp_path, width)
+    assert any("a_spectrum_named" in row and "…" in row and longer not in row for row in rows), rows
+    assert width == 100 or any(whole in row for row in rows), rows  # whole where the width holds it
+    assert any(note.startswith("(shortened at this width: ") and "holds" in note.split(";")[0] for note in notes)

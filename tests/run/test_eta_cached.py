@@ -41,6 +41,7 @@ def test_an_analysis_is_cached_when_every_chunk_and_its_features_are(tmp_path: P
     refs = [SimpleNamespace(id=f"m{i}") for i in range(5)]  # chunks of 2: m0 m1, m2 m3, m4
     workload = SimpleNamespace(groups=lambda: [SimpleNamespace(label="g", refs=refs)])
     keys = SimpleNamespace(chunk=lambda s, ids: f"{s.analysis}-{'-'.join(ids)}",
+                           arrays=lambda key: f"{key}-arrays",
                            step=lambda s, entry, **settings: f"{s.analysis}-{entry}-{settings['analysis']['op']}")
     cache = SimpleNamespace(path=lambda key: tmp_path / key)
 

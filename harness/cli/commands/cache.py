@@ -19,15 +19,17 @@ from harness.plan.model import PlanError
 from harness.report.fitting import Fitted, rule_table, value
 from harness.specs.reading import load_spec
 from harness.store.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
-from harness.store.cache import CorruptEntry, Entry, ResultCache, locate, read_header
+from harness.store.cache import CorruptEntry, Entry, ResultCache, locate, read_header, short_keys
 
 
 
 MAX_AGE_S = 100 * 365 * 86400.0
 # the widest `holds` cell kept on one line: what 100 columns leave beside key, kind and size
 HOLDS_WANT = 64
-# a key's hex digits that tell entries apart where the full 16 do not fit (walk 13: 100 columns showed rows alike)
+# a key's least hex digits where 16 do not fit (walk 13: 100 columns showed rows alike); more where
+# two keys share them (short_keys)
 SHORT_KEY = 8
+WIDE_KEY = 16
 
 
 def _age(text: str) -> float:
@@ -78,9 +80,12 @@ def ls_table(root: Path, entries: list[Entry]) -> tuple[Fitted, int]:
     # the CLI's one table style (walk 11: a boxed table here, a rule under the header everywhere else)
     table = rule_table(title=f"{root}: {len(entries)} entries, {format_bytes(sum(e.size for e in entries))}")
     for column in ("key", "kind", "experiment", "holds", "size", "last used"):
-        table.add_column(column, overflow="fold")
+        # what an entry holds is cut with `…` where its column is narrower, never wrapped (walk 16)
+        table.add_column(column, **({"no_wrap": True, "overflow": "ellipsis"} if column == "holds" else
+                                    {"overflow": "fold"}))
+    keys = [entry.key for entry in entries]
     corrupt, widest = 0, 0
-    for entry in entries:
+    for entry, key in zip(entries, short_keys(keys, WIDE_KEY), strict=True):
         try:
             header = read_header(entry)
             kind, owner, label = str(header.kind), header.experiment or "-", header.label
@@ -88,10 +93,10 @@ def ls_table(root: Path, entries: list[Entry]) -> tuple[Fitted, int]:
             corrupt += 1
             kind, owner, label = "[bold red]corrupt[/]", "-", str(exc)
         used = datetime.fromtimestamp(entry.mtime, timezone.utc).isoformat(timespec="seconds")
-        table.add_row(entry.key[:16], kind, escape(owner), escape(label), value(format_bytes(entry.size)), used)
+        table.add_row(escape(key), kind, escape(owner), escape(label), value(format_bytes(entry.size)), used)
         widest = max(widest, len(label))
     # the key is shortened before it leaves: two entries' other cells may read the same (one spec at two seeds)
-    short = {"key": tuple(value(entry.key[:SHORT_KEY]) for entry in entries)}
+    short = {"key": tuple(value(escape(key)) for key in short_keys(keys, SHORT_KEY))}
     return Fitted(table, ("last used", "experiment", "key"), wants={"holds": min(widest, HOLDS_WANT)},
                   short=short), corrupt
 
