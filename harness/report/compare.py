@@ -177,10 +177,12 @@ class Comparison(BaseModel):
         if self.threads_differ:  # no group gated, for this reason alone
             why.append(f"A and B timed with {self.a.threads} and {self.b.threads} threads per timing (below)")
         elif not self.n_gated:
-            few = len(self.too_few)  # each group counted once, under its first cause (walk 15: `16 unstable, 6 …` of 16)
+            # each group counted once, under its first cause (walk 15: `16 unstable, 6 …` of 16), a too wide
+            # interval apart from too few rounds as its row says it (walk 17: `7 with too few rounds` held one)
+            few, wide = (sum(bool(r.wide) == w for r in self.too_few) for w in (False, True))
             shaky = sum(bool(r.unstable) and r.change != "too few rounds" for r in self.rows)
-            counts = [f"{n} {what}" for n, what in ((few, "with too few rounds"),
-                                                    (shaky, "others unstable" if few else "unstable")) if n]
+            counts = [f"{n} {what}" for n, what in ((few, "with too few rounds"), (wide, "too wide"),
+                                                    (shaky, "others unstable" if few or wide else "unstable")) if n]
             why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
         return why
 
@@ -213,7 +215,7 @@ class Comparison(BaseModel):
                                                      (wide, f"rounds so few and scattered that the interval spans over "
                                                             f"{MAX_SPAN:g}x")) if labels]
         # one cause: of them all; both: each its groups, counted and named alike (walk 15 read "..., or ...")
-        said = (f" have {causes[0][1]}, too few for a test" if len(causes) == 1 else ", too few rounds for a test: " + "; ".join(
+        said = (f" have {causes[0][1]}, too few for a test" if len(causes) == 1 else ", none testable: " + "; ".join(
             f"{groups_named(labels)} {'has' if len(labels) == 1 else 'have'} {why}" for labels, why in causes))
         return (f"{head}{said}; for a verdict give each run more time: "
                 "harness run SPEC -o FOLDER --force --fresh --budget 30s")

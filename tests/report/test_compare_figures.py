@@ -149,10 +149,13 @@ def test_groups_not_judged_say_which_cause_is_whose(tmp_path: Path) -> None:
     c = compare_records(a, b, ("a", "b"))
     few, wide = ([r.label for r in c.rows if (r.n_b == 1) == one] for one in (True, False))
     assert len(few) == 3 and c.not_judged == (
-        f"not judged: {len(c.rows)} of {len(c.rows)} groups, too few rounds for a test: 3 groups (e.g. {few[0]}, "
+        f"not judged: {len(c.rows)} of {len(c.rows)} groups, none testable: 3 groups (e.g. {few[0]}, "
         f"{few[1]}) have fewer than 2 rounds on a side (a round times each strategy once); {len(wide)} groups (e.g. "
         f"{wide[0]}, {wide[1]}) have rounds so few and scattered that the interval spans over 100x; for a verdict "
         "give each run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
+    gated = compare_records(a, b, ("a", "b"), gate=True)  # walk 17: the gate's `7 with too few rounds` held a
+    assert gated.inconclusive == [  # too wide row, beside the footer's causes: counted as the rows say them
+        f"none of {len(c.rows)} groups could be gated (3 with too few rounds, {len(wide)} too wide)"]
 
 
 def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path) -> None:
