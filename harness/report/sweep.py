@@ -15,8 +15,8 @@ from harness.base.units import format_interval, format_seconds, format_speedup, 
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import (NONE, Told, Unborne, class_rms_interval, class_text, class_verdict, exponent_text, growth,
-                                        named_misses, near_classes, planner_picks, told_apart)
+from harness.record.sweep_fits import (NONE, Told, Unborne, class_rms, class_rms_interval, class_text, class_verdict, exponent_text,
+                                        growth, named_classes, named_misses, planner_picks, told_apart)
 from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
@@ -225,13 +225,13 @@ def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
     (" / " between several), none where it names none; `rms` and its interval the first named's, or the best's."""
     rows = []
     for f in record.fits:
-        verdict, near = class_verdict(f), near_classes(f)
-        shown = near[0] if near and verdict != NONE else f.complexity
+        verdict, near = class_verdict(f), named_classes(f)
+        shown = near[0] if near else f.complexity
         low, high = class_rms_interval(f, shown) if shown is not None else (None, None)
         rows.append({"analysis": f.analysis, "strategy": f.strategy, "axis": f.axis, "fixed": json.dumps(f.fixed),
                      "points": f.power.points, "exponent": f.power.exponent, "low": f.power.low, "high": f.power.high,
                      "class_verdict": verdict, "complexity": " / ".join(near) if verdict != NONE else None,
-                     "rms": f.within.get(shown, f.rms) if shown is not None else None, "rms_low": low, "rms_high": high,
+                     "rms": class_rms(f, shown) if shown is not None else None, "rms_low": low, "rms_high": high,
                      "model_exponent": f.model.exponent if f.model else None, "finding": f.finding})
     return rows
 
