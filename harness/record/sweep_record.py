@@ -22,6 +22,7 @@ from harness.record.run_record import RecordError, RunRecord, StrategyTiming
 SWEEP_SCHEMA_VERSION = 1
 SWEEP_RECORD = "sweep.json"
 SWEEP_CAP = 64 << 20  # bytes: 64 points of a few hundred timings each
+FAR = 10.0  # a crossing more than this factor beyond the swept range: the fits do not tell where they meet
 
 
 def axis_name(key: str) -> str:
@@ -143,7 +144,18 @@ class SweepCrossover(BaseModel):
         before `swept` kept only those within 2x)."""
         if self.inside or self.swept is None:
             return 1.0
-        return max(self.swept[0] / self.crossing.size, self.crossing.size / self.swept[1])
+        return max(self.swept[0] / self.crossing.size if self.crossing.size > 0 else math.inf,
+                   self.crossing.size / self.swept[1])
+
+    @property
+    def located(self) -> bool:
+        """The fits tell where they meet: their crossing's interval does not hold all the swept range, nor does
+        its estimate lie more than FAR beyond it (walk 17: two flat fits, one on two points, `meet at rank
+        0.000667 (0 to past 512, ...), 23,989x below the swept range`)."""
+        if self.swept is None:
+            return True
+        spans = self.crossing.low <= self.swept[0] and self.crossing.high >= self.swept[1]
+        return not spans and self.distance <= FAR
 
     @property
     def high(self) -> float:

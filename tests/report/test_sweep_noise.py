@@ -143,3 +143,30 @@ def test_one_runs_exponent_interval_holds_the_next_runs_exponent_and_no_finding_
             assert fit.power.covers(theirs.power.exponent), (fit.power, theirs.power.exponent)
             assert fit.model is not None and fit.power.covers(fit.model.exponent) and fit.finding is None
         assert not any(line.startswith("finding:") for line in sweep_lines(mine))
+
+
+def test_a_crossing_the_fits_cannot_place_is_said_without_a_figure() -> None:
+    """Walk 17: two flat fits, torch's on two points, `meet at rank 0.000667 (0 to past 512, ...), 23,989x below
+    the swept range`; factored's with torch's `at rank ~532 (0 to past 512, ...)`."""
+    from harness.report.sweep import sweep_lines
+
+    record = walk16(1, 17)
+    lines = [line for line in sweep_lines(record) if "torch is cheaper" in line or "cheaper than torch" in line]
+    assert len(lines) == 2 and all(line.endswith("; the fits do not tell where they meet: torch has 2 points") for line in lines)
+    assert not any("0.000667" in line or "532" in line for line in sweep_lines(record))
+    assert [c.located for c in record.crossovers] == [True, False, False]
+
+
+def test_a_crossing_far_past_the_swept_range_or_spanning_it_is_not_placed() -> None:
+    from harness.bench.scaling import Crossover
+    from harness.report.sweep import crossover_sentence, unlocated_why
+
+    record = walk16(1, 17)
+    c = record.crossovers[0].model_copy(update={"limit": None})  # factored and numpy, both on 5 points
+    far = c.model_copy(update={"crossing": Crossover(size=5000.0, low=4000.0, high=6000.0, a_faster_above=True)})
+    assert crossover_sentence(far, None, unlocated_why(record, far)).endswith(
+        "; the fits do not tell where they meet: they would cross more than 10x above the swept range, where no point was measured")
+    wide = c.model_copy(update={"inside": True, "crossing": Crossover(size=100.0, low=3.0, high=900.0, a_faster_above=True)})
+    assert crossover_sentence(wide, None, unlocated_why(record, wide)) == (
+        "spectrum: the fits of numpy and factored cross within the swept rank 16-256 but do not tell where they meet: "
+        "the interval of their crossing holds all the swept rank and more")
