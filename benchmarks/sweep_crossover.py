@@ -48,7 +48,7 @@ def check(spec: Path, sets: list[str], sweep: Path, folder: Path, budget: list[s
 
     record = load_sweep(sweep)
     found = []
-    for n, c in enumerate([c for c in record.crossovers if c.distance <= NEAR], 1):  # the far ones: no run to check
+    for n, c in enumerate([c for c in record.crossovers if c.distance <= NEAR and c.located], 1):  # the far ones: no run to check
         value = at_size(record.axes[c.axis], c.crossing.size)
         point = {c.axis: value, **c.fixed}
         out = folder / f"check-{n}"

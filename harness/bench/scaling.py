@@ -1,9 +1,12 @@
 """How cost grows with the size of the work: pure functions over (size, seconds) points.
 
 - `power_law`: t = c n^k by weighted least squares in log-log space, each point weighted by the
-  inverse variance of its log time (from its interval's half-width), with a 95% interval on k
-  from Student's t on n - 2 degrees of freedom (the residuals give the scale: the weights are
-  relative, as in any weighted fit whose point variances are known only up to a factor).
+  inverse variance of its log time (from its interval's half-width), with a 95% interval that holds
+  the NEXT run's exponent, as a speedup's holds the next run's estimate (bench.statistics): the
+  residuals' scale on n - 2 degrees of freedom counted for this run and the next (sigma^2 (1 + 1)),
+  never narrower than the points' own intervals make it (each already one for the next run: the
+  variance 1 / sum w dx^2). A confidence interval for the exponent alone read 1.33 to 2.21, then
+  1.22 to 1.98 for one sweep run twice, and the second left out the cost model's 2.10 (walk 17).
 - `class_fits`: Google Benchmark's `Complexity(benchmark::oAuto)`: for each class f in
   1, log n, n, n log n, n^2, n^3 the least-squares coefficient of t = c f(n) and the RMS of its
   residuals, best first (benchmark's complexity.cc); `classes_within` those a power law's interval holds;
@@ -32,12 +35,12 @@ class PowerLaw(BaseModel):
     model_config = ConfigDict(ser_json_inf_nan="constants")  # an unbounded interval reads back as one
 
     exponent: float
-    low: float  # the exponent's interval (-inf, inf with two points: no degree of freedom left)
+    low: float  # the interval of the next run's exponent (-inf, inf with two points: no degree of freedom left)
     high: float
     intercept: float
     centre: float
     intercept_var: float
-    exponent_var: float
+    exponent_var: float  # this fit's own (its crossings are drawn from it)
     points: int
 
     @property
@@ -65,11 +68,16 @@ def log_variance(estimate: float, low: float, high: float, level: float = LEVEL)
 def fit_weights(x: np.ndarray, variances: Sequence[float] | None) -> np.ndarray:
     """Each point's weight in a log-log fit at log sizes `x`: 1 / its variance; all alike where
     fewer than two distinct sizes have a known one."""
+    return _weights(x, variances)[0]
+
+
+def _weights(x: np.ndarray, variances: Sequence[float] | None) -> tuple[np.ndarray, bool]:
+    """fit_weights, and whether they are the points' own (1 / variance), not all alike."""
     var = np.full(len(x), 1.0) if variances is None else np.asarray(variances, float)
     w = np.where(np.isfinite(var) & (var > 0), 1.0 / np.where(var > 0, var, 1.0), 0.0)
     if np.count_nonzero(w) < 2 or len(set(x[w > 0].tolist())) < 2:
-        w = np.ones(len(x))
-    return w
+        return np.ones(len(x)), False
+    return w, variances is not None
 
 
 def power_law(sizes: Sequence[float], seconds: Sequence[float], variances: Sequence[float] | None = None,
@@ -80,7 +88,7 @@ def power_law(sizes: Sequence[float], seconds: Sequence[float], variances: Seque
     x, y = np.log(np.asarray(sizes, float)), np.log(np.asarray(seconds, float))
     if len(x) < 2 or len(set(x.tolist())) < 2:
         raise ValueError(f"a power law needs two distinct sizes or more; got {list(sizes)}")
-    w = fit_weights(x, variances)
+    w, stated = _weights(x, variances)
     centre = float(np.sum(w * x) / np.sum(w))
     dx = x - centre
     sxx = float(np.sum(w * dx**2))
@@ -92,7 +100,10 @@ def power_law(sizes: Sequence[float], seconds: Sequence[float], variances: Seque
                         intercept_var=math.inf, exponent_var=math.inf, points=len(x))
     residual = y - intercept - exponent * dx
     scale = float(np.sum(w * residual**2)) / dof
-    half = quantile(dof, level) * math.sqrt(scale / sxx)
+    # the next run's exponent: this run's error and the next's (the residuals' scale twice, on their
+    # degrees of freedom), or the points' own intervals for the next run where they say more (normal)
+    own = stated and 1.0 > 2 * scale
+    half = quantile(math.inf if own else dof, level) * math.sqrt((1.0 if own else 2 * scale) / sxx)
     return PowerLaw(exponent=exponent, low=exponent - half, high=exponent + half, intercept=intercept,
                     centre=centre, intercept_var=scale / float(np.sum(w)), exponent_var=scale / sxx, points=len(x))
 

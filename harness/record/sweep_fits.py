@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from harness.bench.scaling import classes_within, crossover, log_variance, power_law, rms_intervals
+from harness.bench.scaling import (COMPLEXITY_CLASSES, class_fits, classes_within, crossover, log_variance, power_law,
+                                   rms_intervals)
 from harness.plan.sweep import SweepPoint
 from harness.record.sweep_record import (AxisLimit, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord,
                                          axis_name)
@@ -60,6 +61,8 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
         power = power_law(sizes, seconds, variances)
         within = classes_within(sizes, seconds, variances, power)
         best = within[0] if within else None
+        every = class_fits(sizes, seconds, variances)
+        intervals = rms_intervals(sizes, seconds, variances, every)
         # the cost model's exponent wherever it gave every point a figure (model_s is its own, whatever the
         # plan's basis: the wisdom's 28.3 ms at rank 16 beside the model's 56.4 ms made a fixed-shape SVD's
         # cost read rank^0.2, walk-through 4; leaving such fits out dropped the clause from a second run)
@@ -67,8 +70,8 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
         model = power_law(sizes, modelled) if len(modelled) == len(series) else None
         fit = ScalingFit(analysis=analysis, strategy=strategy, axis=axis, fixed=fixed, sizes=sizes, power=power,
                          complexity=best.name if best else None, rms=best.rms if best else None, model=model,
-                         within={c.name: c.rms for c in within},
-                         rms_interval=rms_intervals(sizes, seconds, variances, within))
+                         within={c.name: c.rms for c in within}, rms_interval=intervals,
+                         close={c.name: c.rms for c in every if intervals[c.name][0] <= MAX_CLASS_RMS})
         fit.class_verdict = class_verdict(fit)  # sweep.json carries the text's decision, as fits.csv does
         if model is not None and not power.covers(model.exponent):
             fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
@@ -92,16 +95,43 @@ def exponent_interval(low: float, high: float) -> str:
 FITS, STRADDLES, APART, NONE = "fits", "straddles", "not told apart", "none"  # fits.csv's class_verdict
 
 
+def class_rms(fit: ScalingFit, complexity: str) -> float:
+    """A class's RMS: within the exponent's interval or close to the points (the best's in a sweep before them)."""
+    rms = fit.within.get(complexity, fit.close.get(complexity))
+    return rms if rms is not None else fit.rms if fit.rms is not None else math.nan
+
+
 def class_rms_interval(fit: ScalingFit, complexity: str) -> tuple[float, float]:
     """A class's RMS interval (bench.scaling.rms_intervals), or its RMS alone in a sweep from before them."""
-    rms = fit.within.get(complexity, fit.rms if fit.rms is not None else math.nan)
+    rms = class_rms(fit, complexity)
     return fit.rms_interval.get(complexity, (rms, rms))
 
 
+def by_growth(classes: Iterable[str]) -> list[str]:
+    """Classes slowest-growing first: one order whichever fits better, which two runs of one sweep swap (`closest
+    classes rank^2 (RMS 29%), rank log rank (RMS 51%)`, then `rank log rank (RMS 36%), rank^2 (RMS 39%)`: walk 17)."""
+    order = list(COMPLEXITY_CLASSES)
+    return sorted(classes, key=order.index)
+
+
 def near_classes(fit: ScalingFit) -> list[str]:
-    """The classes within the exponent's interval whose RMS interval reaches under MAX_CLASS_RMS, best first."""
+    """The classes within the exponent's interval whose RMS interval reaches under MAX_CLASS_RMS (by_growth)."""
     within = fit.within or ({fit.complexity: fit.rms} if fit.complexity is not None and fit.rms is not None else {})
-    return [c for c in within if class_rms_interval(fit, c)[0] <= MAX_CLASS_RMS]
+    return by_growth(c for c in within if class_rms_interval(fit, c)[0] <= MAX_CLASS_RMS)
+
+
+def straddling(fit: ScalingFit) -> list[str]:
+    """Every class whose RMS interval reaches under MAX_CLASS_RMS, its exponent in the interval or not (by_growth):
+    the classes a fit that none lies wholly under names. Its exponent's interval is no surer than the RMS: a class
+    at its edge (rank log rank's 0.24 beside -0.18 to 0.28, then -0.22 to 0.19) came and went (walk 17). Near_classes
+    in a sweep from before them."""
+    return by_growth(fit.close) if fit.close else near_classes(fit)
+
+
+def named_classes(fit: ScalingFit) -> list[str]:
+    """The classes the text names (class_verdict): near_classes, straddling where it straddles, none where none fits."""
+    verdict = class_verdict(fit)
+    return [] if verdict == NONE else straddling(fit) if verdict == STRADDLES else near_classes(fit)
 
 
 def class_verdict(fit: ScalingFit) -> str:
@@ -115,10 +145,9 @@ def class_verdict(fit: ScalingFit) -> str:
     if not math.isfinite(fit.power.high - fit.power.low):
         return APART
     near = near_classes(fit)
-    under = [c for c in near if class_rms_interval(fit, c)[1] <= MAX_CLASS_RMS]
-    if not near:
-        return NONE
-    return (FITS if len(near) == 1 else APART) if under else STRADDLES
+    if any(class_rms_interval(fit, c)[1] <= MAX_CLASS_RMS for c in near):
+        return FITS if len(near) == 1 else APART
+    return STRADDLES if straddling(fit) else NONE
 
 
 def percent(x: float) -> str:
@@ -134,7 +163,7 @@ def percent(x: float) -> str:
 def rms_text(fit: ScalingFit, complexity: str, joint: str = ", ") -> str:
     """`RMS 41%, 33-52%` (`joint` ", "), `RMS 25% (18-33%)` (joint " ("): a class's RMS and its interval;
     the RMS alone where a sweep from before them kept none."""
-    rms, (low, high) = fit.within.get(complexity, fit.rms or 0.0), class_rms_interval(fit, complexity)
+    rms, (low, high) = class_rms(fit, complexity), class_rms_interval(fit, complexity)
     if low == high:
         return f"RMS {percent(rms)}"
     return f"RMS {percent(rms)}{joint}{percent(low).rstrip('%')}-{percent(high)}" + (")" if "(" in joint else "")
@@ -150,7 +179,7 @@ def class_text(fit: ScalingFit) -> str:
         return "no class within its interval"
     if not math.isfinite(fit.power.high - fit.power.low):
         return "classes not told apart: two points"
-    verdict, near = class_verdict(fit), near_classes(fit)
+    verdict, near = class_verdict(fit), named_classes(fit)
     if verdict == NONE:  # before naming several: walk 15 read `no class fits within 25% (RMS 35%)`, then
         # `classes not told apart: rank^2 (RMS 37%), rank log rank (RMS 59%)` for the same sweep
         return f"no class fits within {MAX_CLASS_RMS:.0%} ({rms_text(fit, next(iter(fit.within), fit.complexity))})"

@@ -22,6 +22,7 @@ from harness.record.run_record import RecordError, RunRecord, StrategyTiming
 SWEEP_SCHEMA_VERSION = 1
 SWEEP_RECORD = "sweep.json"
 SWEEP_CAP = 64 << 20  # bytes: 64 points of a few hundred timings each
+FAR = 10.0  # a crossing more than this factor beyond the swept range: the fits do not tell where they meet
 
 
 def axis_name(key: str) -> str:
@@ -114,8 +115,11 @@ class ScalingFit(BaseModel):
     # every class whose exponent is in power's interval -> its RMS, best first: two or more are not told apart
     # (sweeps before it: {}, the best named)
     within: dict[str, float] = {}
-    # each of those classes' RMS interval, from the points' own intervals redrawn (sweeps before it: {}, the RMS alone)
+    # every class's RMS interval, from the points' own intervals redrawn (sweeps before it: {}, the RMS alone)
     rms_interval: dict[str, tuple[float, float]] = {}
+    # every class whose RMS interval reaches under the 25% bound, in the interval or not -> its RMS: those a fit
+    # straddling the bound names (sweep_fits.straddling; sweeps before it: {}, those within)
+    close: dict[str, float] = {}
     # what the text makes of them (sweep_fits.class_verdict: fits, straddles, not told apart, none): `complexity` is
     # the best within the exponent's interval whatever this says (sweeps before it: None)
     class_verdict: str | None = None
@@ -140,7 +144,18 @@ class SweepCrossover(BaseModel):
         before `swept` kept only those within 2x)."""
         if self.inside or self.swept is None:
             return 1.0
-        return max(self.swept[0] / self.crossing.size, self.crossing.size / self.swept[1])
+        return max(self.swept[0] / self.crossing.size if self.crossing.size > 0 else math.inf,
+                   self.crossing.size / self.swept[1])
+
+    @property
+    def located(self) -> bool:
+        """The fits tell where they meet: their crossing's interval does not hold all the swept range, nor does
+        its estimate lie more than FAR beyond it (walk 17: two flat fits, one on two points, `meet at rank
+        0.000667 (0 to past 512, ...), 23,989x below the swept range`)."""
+        if self.swept is None:
+            return True
+        spans = self.crossing.low <= self.swept[0] and self.crossing.high >= self.swept[1]
+        return not spans and self.distance <= FAR
 
     @property
     def high(self) -> float:

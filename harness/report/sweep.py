@@ -15,9 +15,9 @@ from harness.base.units import format_interval, format_seconds, format_speedup, 
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import (NONE, Told, Unborne, class_rms_interval, class_text, class_verdict, exponent_text, growth,
-                                        named_misses, near_classes, planner_picks, told_apart)
-from harness.record.sweep_record import ScalingFit, SweepCrossover, SweepRecord, axis_name
+from harness.record.sweep_fits import (NONE, Told, Unborne, class_rms, class_rms_interval, class_text, class_verdict, exponent_text,
+                                        growth, named_classes, named_misses, planner_picks, told_apart)
+from harness.record.sweep_record import FAR, ScalingFit, SweepCrossover, SweepRecord, axis_name
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
 
@@ -91,7 +91,20 @@ def told_text(told: Told | None) -> str:
             + "; ".join(basis_text(u) for u in told.others))
 
 
-def crossover_sentence(c: SweepCrossover, told: Told | None = None) -> str:
+def unlocated_why(record: SweepRecord, c: SweepCrossover) -> str:
+    """Why a crossover's fits do not tell where they meet (SweepCrossover.located): `torch has 2 points`, a
+    crossing past FAR, or its interval holding all the swept range."""
+    fits = {f.strategy: f.power for f in record.fits if (f.analysis, f.axis, f.fixed) == (c.analysis, c.axis, c.fixed)}
+    two = [s for s in (c.b, c.a) if s in fits and not math.isfinite(fits[s].high - fits[s].low)]
+    if two:
+        return f"{' and '.join(two)} {'has' if len(two) == 1 else 'have'} {fits[two[0]].points} points"
+    if c.distance > FAR and c.swept is not None:
+        side = "above" if c.crossing.size > c.swept[1] else "below"
+        return f"they would cross more than {FAR:g}x {side} the swept range, where no point was measured"
+    return f"the interval of their crossing holds all the swept {axis_name(c.axis)} and more"
+
+
+def crossover_sentence(c: SweepCrossover, told: Told | None = None, why: str = "") -> str:
     """`spectrum: factored overtakes numpy above rank 190 (150-240)` inside the swept range; outside it, one
     form however far (a crossing near the end was said in one run and not the next: walk 12), its distance
     from the range's nearer end said: `spectrum: by their fitted costs, factored is cheaper than numpy over
@@ -101,6 +114,9 @@ def crossover_sentence(c: SweepCrossover, told: Told | None = None) -> str:
     (largest 256) and past the largest rank of a 512x512 delta (512): within it they may never meet`. Where `told` (told_apart) has points that do not bear the fits out, a clause says at how
     many do (told_text)."""
     axis, where = axis_name(c.axis), "".join(f" at {k}={json.dumps(v)}" for k, v in c.fixed.items())
+    untold = f"do not tell where they meet{': ' + why if why else ''}"
+    if not c.located and c.inside and c.swept is not None:
+        return f"{c.analysis}: the fits of {c.a} and {c.b} cross within the swept {axis} {c.swept[0]:g}-{c.swept[1]:g}{where} but {untold}"
     past = f"past {c.limit.said(c.axis)} ({c.limit.size:g}): within it they may never meet" if c.past and c.limit else ""
     shown = told_text(told)
     if c.inside or c.swept is None:  # a sweep before its range was kept: only crossings within 2x of it were
@@ -112,9 +128,12 @@ def crossover_sentence(c: SweepCrossover, told: Told | None = None) -> str:
     cheaper, dearer = (c.b, c.a) if above else (c.a, c.b)  # a is the cheaper above the crossing
     factor = f"{c.distance:.1f}x" if c.distance < 10 else f"{c.distance:,.0f}x"
     side = f"above the swept range (largest {high:g})" if above else f"below the swept range (smallest {low:g})"
-    return (f"{c.analysis}: by their fitted costs, {cheaper} is cheaper than {dearer} over the swept {axis} "
-            f"{low:g}-{high:g}{where}{f' ({shown})' if shown else ''}; their "
-            f"fits {'would meet' if past else 'meet'} at {_meeting(c)}, {factor} {side}" + (f" and {past}" if past else ""))
+    head = (f"{c.analysis}: by their fitted costs, {cheaper} is cheaper than {dearer} over the swept {axis} "
+            f"{low:g}-{high:g}{where}{f' ({shown})' if shown else ''}; ")
+    if not c.located:
+        return f"{head}the fits {untold}"
+    return (f"{head}their fits {'would meet' if past else 'meet'} at {_meeting(c)}, {factor} {side}"
+            + (f" and {past}" if past else ""))
 
 
 def sweep_lines(record: SweepRecord) -> list[str]:
@@ -122,7 +141,8 @@ def sweep_lines(record: SweepRecord) -> list[str]:
     crossovers and planner lines."""
     lines = [f"finding: {fit_sentence(fit)}" for fit in record.fits if fit.finding]
     lines += [fit_sentence(fit) for fit in record.fits if not fit.finding]
-    lines += [crossover_sentence(c, told_apart(record, c)) for c in record.crossovers] or ["no two strategies' fits meet"]
+    lines += [crossover_sentence(c, told_apart(record, c), unlocated_why(record, c)) for c in record.crossovers] or [
+        "no two strategies' fits meet"]
     lines += record.planner
     failed = [p.folder for p in record.points if not p.passed]
     if failed:
@@ -225,13 +245,13 @@ def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
     (" / " between several), none where it names none; `rms` and its interval the first named's, or the best's."""
     rows = []
     for f in record.fits:
-        verdict, near = class_verdict(f), near_classes(f)
-        shown = near[0] if near and verdict != NONE else f.complexity
+        verdict, near = class_verdict(f), named_classes(f)
+        shown = near[0] if near else f.complexity
         low, high = class_rms_interval(f, shown) if shown is not None else (None, None)
         rows.append({"analysis": f.analysis, "strategy": f.strategy, "axis": f.axis, "fixed": json.dumps(f.fixed),
                      "points": f.power.points, "exponent": f.power.exponent, "low": f.power.low, "high": f.power.high,
                      "class_verdict": verdict, "complexity": " / ".join(near) if verdict != NONE else None,
-                     "rms": f.within.get(shown, f.rms) if shown is not None else None, "rms_low": low, "rms_high": high,
+                     "rms": class_rms(f, shown) if shown is not None else None, "rms_low": low, "rms_high": high,
                      "model_exponent": f.model.exponent if f.model else None, "finding": f.finding})
     return rows
 

@@ -92,7 +92,7 @@ def _mark_crossovers(ax: Axes, record: SweepRecord, first: ScalingFit) -> None:
     value the axis can take: the sentences say the others): a dashed line at the crossing and a band over its
     interval, clipped to the chart (whose range takes in such a crossing)."""
     mine = [c for c in record.crossovers if (c.analysis, c.axis, c.fixed) == (first.analysis, first.axis, first.fixed)
-            and c.distance <= NEAR and (c.limit is None or c.crossing.size <= c.limit.size)]
+            and c.located and c.distance <= NEAR and (c.limit is None or c.crossing.size <= c.limit.size)]
     if not mine:
         return
     low, high = ax.get_xlim()

@@ -21,9 +21,9 @@ from tests.report.test_sweep_views import known_sweep, sweep_of
 RECORDS = Path(__file__).parent / "records"
 
 
-def walk16(run: int) -> SweepRecord:
-    """Walk 16's sweep `run` (1 or 2), its points as recorded, its fits made anew."""
-    return fit_sweep(SweepRecord.model_validate_json((RECORDS / f"sweep_walk16_{run}.json").read_text()))
+def walk16(run: int, walk: int = 16) -> SweepRecord:
+    """Walk 16's (or `walk`'s) sweep `run` (1 or 2), its points as recorded, its fits made anew."""
+    return fit_sweep(SweepRecord.model_validate_json((RECORDS / f"sweep_walk{walk}_{run}.json").read_text()))
 
 
 def _shape(text: str) -> str:
@@ -58,7 +58,7 @@ def test_each_class_outcome_follows_its_rms_interval_against_the_bound() -> None
     numpy = walk16(1).fits[0]  # RMS 25.3%, its points' intervals +-50%: across it
     low, high = numpy.rms_interval["1"]
     assert low < 0.25 < numpy.rms < high and class_verdict(numpy) == STRADDLES
-    lone = numpy.model_copy(update={"within": {"1": numpy.within["1"]}})
+    lone = numpy.model_copy(update={"within": {"1": numpy.within["1"]}, "close": {"1": numpy.within["1"]}})
     assert fit_sentence(lone).endswith(f"; closest class constant, RMS 25.3% ({low * 100:.0f}-{high:.0%}) straddles the 25% bound")
     both = quiet.model_copy(update={"within": {"1": 0.03, "log n": 0.05}, "rms_interval": {"1": (0.0, 0.07), "log n": (0.0, 0.3)}})
     assert class_verdict(both) == APART and fit_sentence(both).endswith(
@@ -118,3 +118,55 @@ def test_fits_csv_carries_the_texts_decision() -> None:
             assert f"RMS {percent(float(row['rms']))}" in said, (row, said)
             assert float(row["rms_low"]) <= float(row["rms"]) <= float(row["rms_high"])
     assert [(r["class_verdict"], r["complexity"]) for r in fit_rows(walk16(1))] == [(STRADDLES, "1 / log n"), (STRADDLES, "n^2")]
+
+
+def test_the_classes_named_are_the_same_in_both_runs_of_walk_17() -> None:
+    """Walk 17: `closest class rank^2, RMS 29% (0-51%)`, then `closest class rank log rank, RMS 36% (5-56%)`:
+    each run named the one class its own exponent's interval held (2 lay outside 1.22 to 1.98)."""
+    from harness.report.sweep import fit_sentence
+
+    said = {run: [fit_sentence(fit).split("; ")[-1] for fit in walk16(run, 17).fits if fit.power.points > 2] for run in (1, 2)}
+    assert [_shape(line) for line in said[1]] == [_shape(line) for line in said[2]] == [
+        "closest classes constant (RMS #%, #-#%), log rank (RMS #%, #-#%) straddle the #% bound",
+        "closest classes rank log rank (RMS #%, #-#%), rank^# (RMS #%, #-#%) straddle the #% bound"], said
+
+
+def test_one_runs_exponent_interval_holds_the_next_runs_exponent_and_no_finding_flips() -> None:
+    """Walk 17: factored's rank^1.77 (1.33 to 2.21), then rank^1.60 (1.22 to 1.98) and a `finding:` that the cost
+    model's 2.10 lies outside it: the interval was the exponent's alone, not the next run's."""
+    from harness.report.sweep import sweep_lines
+
+    runs = [walk16(run, 17) for run in (1, 2)]
+    for mine, other in (runs, runs[::-1]):
+        for fit in (f for f in mine.fits if f.power.points > 2):
+            [theirs] = [f for f in other.fits if f.strategy == fit.strategy]
+            assert fit.power.covers(theirs.power.exponent), (fit.power, theirs.power.exponent)
+            assert fit.model is not None and fit.power.covers(fit.model.exponent) and fit.finding is None
+        assert not any(line.startswith("finding:") for line in sweep_lines(mine))
+
+
+def test_a_crossing_the_fits_cannot_place_is_said_without_a_figure() -> None:
+    """Walk 17: two flat fits, torch's on two points, `meet at rank 0.000667 (0 to past 512, ...), 23,989x below
+    the swept range`; factored's with torch's `at rank ~532 (0 to past 512, ...)`."""
+    from harness.report.sweep import sweep_lines
+
+    record = walk16(1, 17)
+    lines = [line for line in sweep_lines(record) if "torch is cheaper" in line or "cheaper than torch" in line]
+    assert len(lines) == 2 and all(line.endswith("; the fits do not tell where they meet: torch has 2 points") for line in lines)
+    assert not any("0.000667" in line or "532" in line for line in sweep_lines(record))
+    assert [c.located for c in record.crossovers] == [True, False, False]
+
+
+def test_a_crossing_far_past_the_swept_range_or_spanning_it_is_not_placed() -> None:
+    from harness.bench.scaling import Crossover
+    from harness.report.sweep import crossover_sentence, unlocated_why
+
+    record = walk16(1, 17)
+    c = record.crossovers[0].model_copy(update={"limit": None})  # factored and numpy, both on 5 points
+    far = c.model_copy(update={"crossing": Crossover(size=5000.0, low=4000.0, high=6000.0, a_faster_above=True)})
+    assert crossover_sentence(far, None, unlocated_why(record, far)).endswith(
+        "; the fits do not tell where they meet: they would cross more than 10x above the swept range, where no point was measured")
+    wide = c.model_copy(update={"inside": True, "crossing": Crossover(size=100.0, low=3.0, high=900.0, a_faster_above=True)})
+    assert crossover_sentence(wide, None, unlocated_why(record, wide)) == (
+        "spectrum: the fits of numpy and factored cross within the swept rank 16-256 but do not tell where they meet: "
+        "the interval of their crossing holds all the swept rank and more")
