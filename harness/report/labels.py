@@ -54,6 +54,7 @@ PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
                "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
+               "over several shape groups, the group with the fewest (0+6: this run timed another of them, not that one); "
                f"3+6 {RESUMED_MARK}, resumed: {RESUMED}.")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
 BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
@@ -252,10 +253,12 @@ def rounds_text(t: StrategyTiming) -> str:
     """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
     `5+3 r` where the stopped run this one resumed in its folder timed them, taken over as they were
     (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
-    A strategy's fewest over its shape groups (group_rounds_text gives one group's)."""
-    pooled = min((g.pooled for g in t.groups), default=0)
-    own = min((len(g.rounds) for g in t.groups), default=0) - pooled
-    text = _rounds_words(own, pooled, t.resumed)
+    A strategy's group with the fewest (group_rounds_text gives one group's), `0+8` where this run
+    timed another of its groups but not that one: `8 reused` says none timed by this run (walk 17
+    read it beside a group this run had timed)."""
+    fewest = min(t.groups, key=lambda g: (len(g.rounds), len(g.rounds) - g.pooled), default=None)
+    own, pooled = (0, 0) if fewest is None else (len(fewest.rounds) - fewest.pooled, fewest.pooled)
+    text = _rounds_words(own, pooled, t.resumed, untimed=not any(len(g.rounds) > g.pooled for g in t.groups))
     if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
         return f"{text} {RESUMED_MARK}" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
@@ -266,8 +269,9 @@ def group_rounds_text(g: GroupTiming, resumed: bool) -> str:
     return _rounds_words(len(g.rounds) - g.pooled, g.pooled, resumed)
 
 
-def _rounds_words(own: int, pooled: int, resumed: bool) -> str:
-    if own <= 0 and pooled:
+def _rounds_words(own: int, pooled: int, resumed: bool, untimed: bool = True) -> str:
+    """`untimed`: no group of the strategy had a round of this run (a group's own: `own` says)."""
+    if own <= 0 and pooled and untimed:
         text = f"{pooled} reused"
     else:
         text = f"{own}+{pooled}" if pooled else str(own)
