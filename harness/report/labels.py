@@ -27,6 +27,8 @@ COMPUTE_TOTAL = "compute total"
 COMPUTE_TOTAL_FIELD = COMPUTE_TOTAL.replace(" ", "_") + "_s"
 UNSTABLE_MARK = "!"
 RATIO_APART = 1.05  # a speedup this far from its rows' per-matrix ratio gets a note under the table
+# the terminal's speedup cell where the per-matrix medians point the other way (medians_footnote gives their figure)
+MEDIANS_MARK = "ᵐ"
 APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
@@ -212,18 +214,33 @@ def table_footnotes(record: RunRecord, analyses: Sequence[AnalysisRecord], more:
     return [(column, line) for column, line in notes if line]
 
 
-def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming, apart: str = " ") -> str:
+def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming, short: bool = False) -> str:
     """speedup_text, with APART_MARK where the rows' times fall outside its interval; where the
     per-matrix medians point the other way from a speedup whose interval holds 1, both figures as
     the verdict gives them (walk 15: the cell kept `0.670x (too wide) ?` beside a verdict of both):
-    `0.670x paired (too wide), 1.28x by medians ?`, `apart` parting the two (the terminal's narrow
-    column: a line break)."""
-    base = baseline_of(analysis)
-    other = None if base is None or t.speedup is None else medians_against(t, base)
+    `0.670x paired (too wide), 1.28x by medians ?`; `short`, the terminal's one line, the paired
+    figure with MEDIANS_MARK, which medians_footnote resolves (walk 17: a cell on two lines changed
+    the table's layout, its `?` on the second)."""
+    other = _medians_other(analysis, t)
     text = speedup_text(t) if other is None or t.speedup is None else (
-        f"{format_speedup(t.speedup)} paired ({readable_interval(t.speedup_ci)}),{apart}{format_speedup(other)} by medians"
+        speedup_text(t) + MEDIANS_MARK if short else
+        f"{format_speedup(t.speedup)} paired ({readable_interval(t.speedup_ci)}), {format_speedup(other)} by medians"
         + (f" {UNRESOLVED_MARK}" if t.unresolved else ""))
     return text + (f" {APART_MARK}" if times_disagree(analysis, t) else "")
+
+
+def _medians_other(analysis: AnalysisRecord, t: StrategyTiming) -> float | None:
+    base = baseline_of(analysis)
+    return None if base is None or t.speedup is None else medians_against(t, base)
+
+
+def medians_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under the terminal's table (of `analyses`) resolving its MEDIANS_MARK cells: the
+    per-matrix medians' figure that the verdict gives beside the paired one."""
+    rows = [f"{a.name} {t.label} {format_speedup(other)}" for a in analyses for t in a.timings
+            if (other := _medians_other(a, t)) is not None]
+    return None if not rows else (f"{MEDIANS_MARK}: by the per-matrix medians, the other way from the paired speedup "
+                                  f"(whose interval holds 1): {', '.join(rows)}")
 
 
 def apart_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:

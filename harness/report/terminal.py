@@ -18,7 +18,7 @@ from harness.report.pairing import point_name
 from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
 from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   device_library, errors_text, peak_text, per_matrix_text, precision_text,
+                                   device_library, errors_text, medians_footnote, peak_text, per_matrix_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
 from harness.report.unstable import (Unstable, measurement_count, reasons_text, summary_reasons, unstable_measurements,
@@ -79,9 +79,7 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     v = check_of(a, t.label)
     status = "passed" if v is None or v.passed else "FAILED"
     label = shown(strategy_label(a, t.label, a.computed(t)))
-    # the paired and the medians' figures on two lines: the column stays near its floor (one value each line)
-    speedup = "\n".join(map(shown, (speedup_cell(a, t, "\n") if any(b.role == "baseline" for b in a.timings)
-                                    else "(no baseline timed)").split("\n")))
+    speedup = shown(speedup_cell(a, t, short=True) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
     worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix_text(t.seconds_per_matrix, bool(t.unstable)),
             shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
@@ -140,6 +138,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False, verb
         labels += [shown(strategy_label(a, name, True)) for name in [*(t.label for t in a.timings), *(u[0] for u in untimed)]]
     floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}
     notes = table_footnotes(record, record.analyses, more="" if explain else "; --explain says more")
+    notes += [(SPEEDUP_COLUMN, line)] if (line := medians_footnote(record.analyses)) else []
     caption = (lambda out: _caption(record, tuple(c for c in columns if c not in out), out, verbose)) if explain else None
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide or explain, floors=floors,
                   elsewhere=ELSEWHERE, footnotes=tuple((column, shown(line)) for column, line in notes), explain=caption)
