@@ -29,7 +29,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Column
+from rich.table import Column, Table
 from rich.text import Text
 
 from harness.base.lines import print_line
@@ -43,6 +43,13 @@ COUNTED_CAP = 0.99  # of a unit its counted work may fill: only its end counts i
 # doubled the ETA of a 3-analysis run, which then ended sooner), and the pace stays within PACE_RANGE.
 PACE_PRIOR = 0.25
 PACE_RANGE = (0.5, 3.0)
+# the live rows' columns but the phase's and its item's have one width in every frame (the first, with
+# an inner phase's `   0/2128`, was a column off the next); those two share the rest 29:32, at 100
+# columns 29 and 32: a step's "spectrum: svdvals by factored" and the clock label for the shipped
+# configs' longest analysis names (`bench 13/14 s budget · svd_topk`, 31) both whole (at 23 and 34 the
+# step lost its strategy); a longer phase name takes the item's room down to ITEM_FLOOR (the clock's
+# `bench 13/14 s budget`), all of it where no row has an item
+PHASE_RATIO, ITEM_RATIO, ITEM_FLOOR = 29, 32, 20
 
 
 @dataclass
@@ -274,6 +281,20 @@ class _Progress(Progress):
         else:
             yield Text("")
 
+    def make_tasks_table(self, tasks: Iterable[Task]) -> Table:
+        """Rich's table, the phase's column as wide as its longest name where that is more than its
+        share, and the items leave room (walk 17: `measuring this machine (firs…` beside 40 empty
+        columns): from the names alone, so a phase's frames keep one layout as its item changes."""
+        shown = [t for t in tasks if t.visible]
+        table = super().make_tasks_table(shown)
+        rest = self.console.width - sum(c.width or 0 for c in table.columns) - (len(table.columns) - 1)
+        share = rest * PHASE_RATIO // (PHASE_RATIO + ITEM_RATIO)
+        want = max((cell_len(t.description) for t in shown), default=0)
+        floor = ITEM_FLOOR if any(str(t.fields.get("item", "")) for t in shown) else 0
+        if want >= share > 0:
+            table.columns[1].width, table.columns[1].ratio = min(want, max(share, rest - floor)), None
+        return table
+
 
 def _quiet_ctrl_c(console: Console) -> Callable[[], None] | None:
     """The terminal's echo of Ctrl-C (`^C`) off while the display is live, and what turns it back:
@@ -303,18 +324,12 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.live:
-            # every column but the phase's and its item's has one width in every frame (the first,
-            # with an inner phase's `   0/2128`, was a column off the next); the phase and its item
-            # share the rest 29:32, at 100 columns 29 and 32: a step's "spectrum: svdvals by factored"
-            # and the clock label for the shipped configs' longest analysis names
-            # (`bench 13/14 s budget · svd_topk`, 31) both whole (at 23 and 34 the step lost its
-            # strategy), the bar 4 cells (8 levels with its half cells)
-            self.progress = _Progress(
+            self.progress = _Progress(  # the columns' widths: PHASE_RATIO; the bar 4 cells (8 levels with its half cells)
                 SpinnerColumn(table_column=Column(width=1, no_wrap=True)),
-                TextColumn("{task.description}", table_column=Column(ratio=29, no_wrap=True, overflow="ellipsis")),
+                TextColumn("{task.description}", table_column=Column(ratio=PHASE_RATIO, no_wrap=True, overflow="ellipsis")),
                 _Bar(bar_width=4, table_column=Column(width=4, no_wrap=True)),
                 _Count(table_column=Column(width=9, no_wrap=True)),  # `1064/2128` whole
-                _Item(table_column=Column(ratio=32, no_wrap=True, overflow="ellipsis")),
+                _Item(table_column=Column(ratio=ITEM_RATIO, no_wrap=True, overflow="ellipsis")),
                 TimeElapsedColumn(table_column=Column(width=7, no_wrap=True)),
                 _Remaining(table_column=Column(width=12, no_wrap=True)),
                 console=self.console,

@@ -27,6 +27,8 @@ COMPUTE_TOTAL = "compute total"
 COMPUTE_TOTAL_FIELD = COMPUTE_TOTAL.replace(" ", "_") + "_s"
 UNSTABLE_MARK = "!"
 RATIO_APART = 1.05  # a speedup this far from its rows' per-matrix ratio gets a note under the table
+# the terminal's speedup cell where the per-matrix medians point the other way (medians_footnote gives their figure)
+MEDIANS_MARK = "ᵐ"
 APART_MARK = "≠"  # the rows' times fall outside the speedup's interval (apart_footnote says why)
 COMPUTED_NOTE = f"{COMPUTED_MARK} computed the recorded results"
 RESUMED = "timed by the stopped run this one resumed in its folder, kept as it was"
@@ -54,6 +56,7 @@ PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
                "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
+               "over several shape groups, the group with the fewest (0+6: this run timed another of them, not that one); "
                f"3+6 {RESUMED_MARK}, resumed: {RESUMED}.")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
 BENCH_ROUNDS_NOTE = ("The benchmark summary's rounds per timing, 3+2 (torch 1), gives an analysis' count as most of its "
@@ -211,18 +214,33 @@ def table_footnotes(record: RunRecord, analyses: Sequence[AnalysisRecord], more:
     return [(column, line) for column, line in notes if line]
 
 
-def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming, apart: str = " ") -> str:
+def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming, short: bool = False) -> str:
     """speedup_text, with APART_MARK where the rows' times fall outside its interval; where the
     per-matrix medians point the other way from a speedup whose interval holds 1, both figures as
     the verdict gives them (walk 15: the cell kept `0.670x (too wide) ?` beside a verdict of both):
-    `0.670x paired (too wide), 1.28x by medians ?`, `apart` parting the two (the terminal's narrow
-    column: a line break)."""
-    base = baseline_of(analysis)
-    other = None if base is None or t.speedup is None else medians_against(t, base)
+    `0.670x paired (too wide), 1.28x by medians ?`; `short`, the terminal's one line, the paired
+    figure with MEDIANS_MARK, which medians_footnote resolves (walk 17: a cell on two lines changed
+    the table's layout, its `?` on the second)."""
+    other = _medians_other(analysis, t)
     text = speedup_text(t) if other is None or t.speedup is None else (
-        f"{format_speedup(t.speedup)} paired ({readable_interval(t.speedup_ci)}),{apart}{format_speedup(other)} by medians"
+        speedup_text(t) + MEDIANS_MARK if short else
+        f"{format_speedup(t.speedup)} paired ({readable_interval(t.speedup_ci)}), {format_speedup(other)} by medians"
         + (f" {UNRESOLVED_MARK}" if t.unresolved else ""))
     return text + (f" {APART_MARK}" if times_disagree(analysis, t) else "")
+
+
+def _medians_other(analysis: AnalysisRecord, t: StrategyTiming) -> float | None:
+    base = baseline_of(analysis)
+    return None if base is None or t.speedup is None else medians_against(t, base)
+
+
+def medians_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
+    """The line under the terminal's table (of `analyses`) resolving its MEDIANS_MARK cells: the
+    per-matrix medians' figure that the verdict gives beside the paired one."""
+    rows = [f"{a.name} {t.label} {format_speedup(other)}" for a in analyses for t in a.timings
+            if (other := _medians_other(a, t)) is not None]
+    return None if not rows else (f"{MEDIANS_MARK}: by the per-matrix medians, the other way from the paired speedup "
+                                  f"(whose interval holds 1): {', '.join(rows)}")
 
 
 def apart_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
@@ -252,10 +270,12 @@ def rounds_text(t: StrategyTiming) -> str:
     """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
     `5+3 r` where the stopped run this one resumed in its folder timed them, taken over as they were
     (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
-    A strategy's fewest over its shape groups (group_rounds_text gives one group's)."""
-    pooled = min((g.pooled for g in t.groups), default=0)
-    own = min((len(g.rounds) for g in t.groups), default=0) - pooled
-    text = _rounds_words(own, pooled, t.resumed)
+    A strategy's group with the fewest (group_rounds_text gives one group's), `0+8` where this run
+    timed another of its groups but not that one: `8 reused` says none timed by this run (walk 17
+    read it beside a group this run had timed)."""
+    fewest = min(t.groups, key=lambda g: (len(g.rounds), len(g.rounds) - g.pooled), default=None)
+    own, pooled = (0, 0) if fewest is None else (len(fewest.rounds) - fewest.pooled, fewest.pooled)
+    text = _rounds_words(own, pooled, t.resumed, untimed=not any(len(g.rounds) > g.pooled for g in t.groups))
     if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
         return f"{text} {RESUMED_MARK}" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
@@ -266,8 +286,9 @@ def group_rounds_text(g: GroupTiming, resumed: bool) -> str:
     return _rounds_words(len(g.rounds) - g.pooled, g.pooled, resumed)
 
 
-def _rounds_words(own: int, pooled: int, resumed: bool) -> str:
-    if own <= 0 and pooled:
+def _rounds_words(own: int, pooled: int, resumed: bool, untimed: bool = True) -> str:
+    """`untimed`: no group of the strategy had a round of this run (a group's own: `own` says)."""
+    if own <= 0 and pooled and untimed:
         text = f"{pooled} reused"
     else:
         text = f"{own}+{pooled}" if pooled else str(own)

@@ -14,10 +14,11 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, Strate
 from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
+from harness.report.pairing import point_name
 from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
 from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   device_library, errors_text, peak_text, per_matrix_text, precision_text,
+                                   device_library, errors_text, medians_footnote, peak_text, per_matrix_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
 from harness.report.unstable import (Unstable, measurement_count, reasons_text, summary_reasons, unstable_measurements,
@@ -78,9 +79,7 @@ def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bo
     v = check_of(a, t.label)
     status = "passed" if v is None or v.passed else "FAILED"
     label = shown(strategy_label(a, t.label, a.computed(t)))
-    # the paired and the medians' figures on two lines: the column stays near its floor (one value each line)
-    speedup = "\n".join(map(shown, (speedup_cell(a, t, "\n") if any(b.role == "baseline" for b in a.timings)
-                                    else "(no baseline timed)").split("\n")))
+    speedup = shown(speedup_cell(a, t, short=True) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
     worst = worst_error(a, t.label)
     return [label, t.role, "{} ({})".format(*device_library(t.device)), precision_text(record, t), per_matrix_text(t.seconds_per_matrix, bool(t.unstable)),
             shown(total_text(t.estimate_total_s, t.extrapolated)), speedup,
@@ -139,6 +138,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False, verb
         labels += [shown(strategy_label(a, name, True)) for name in [*(t.label for t in a.timings), *(u[0] for u in untimed)]]
     floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}
     notes = table_footnotes(record, record.analyses, more="" if explain else "; --explain says more")
+    notes += [(SPEEDUP_COLUMN, line)] if (line := medians_footnote(record.analyses)) else []
     caption = (lambda out: _caption(record, tuple(c for c in columns if c not in out), out, verbose)) if explain else None
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide or explain, floors=floors,
                   elsewhere=ELSEWHERE, footnotes=tuple((column, shown(line)) for column, line in notes), explain=caption)
@@ -179,15 +179,19 @@ def held_lines(record: RunRecord) -> list[str]:
     """Why each row this run timed no round of (`4 reused`) was not timed: earlier runs' rounds
     already settle every speedup it stands in (a baseline: its analysis' every one), or the limit
     ran out before it (walk-through 7: dual_gram showed `1 reused` six runs, no word why; walk 9: a
-    settled row had no line, and a settled unresolved one was said to wait on the limit)."""
+    settled row had no line, and a settled unresolved one was said to wait on the limit). A row this
+    run timed on some shape groups names the others (walk 17: torch's `0+8` group went unsaid)."""
     settled: list[str] = []
     cut: list[str] = []
     for a in record.analyses:
         for t in a.timings:  # a resumed row's cell says why: the stopped run timed it
-            if t.resumed or not t.groups or any(len(g.rounds) > g.pooled for g in t.groups):
+            untimed = [g for g in t.groups if 0 < g.pooled >= len(g.rounds)]
+            if t.resumed or not untimed:
                 continue
             done = all(o.settled for o in a.timings if o.role != "baseline") if t.role == "baseline" else t.settled
-            (settled if done else cut).append(f"{a.name} {t.label} ({plural(min(g.pooled for g in t.groups), 'reused round')})")
+            names = ([(point_name(a.name, t.label), min(g.pooled for g in untimed))] if len(untimed) == len(t.groups)
+                     else [(point_name(a.name, t.label, g.group), g.pooled) for g in untimed])
+            (settled if done else cut).extend(f"{name} ({plural(n, 'reused round')})" for name, n in names)
     lines = []
     if settled:
         lines.append(f"not timed again, earlier runs' rounds already settle every speedup {_they(settled, 'it stands', 'they stand')} "

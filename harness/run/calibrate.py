@@ -174,6 +174,12 @@ def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool =
     return stored, notes, len(observations)
 
 
+def missing_roofs(where: Path | None, learnt: wisdom.Wisdom, backends: set[str]) -> set[str]:
+    """The devices whose roofs run_roofs measures: those the wisdom has none for (a machine's first
+    run, or its first on a device); none when wisdom is off, which measures nothing."""
+    return set() if where is None else {roof_device(b) for b in backends} - set(learnt.roofs)
+
+
 def run_roofs(where: Path | None, learnt: wisdom.Wisdom, machine: MachineInfo, backends: set[str]) -> dict[str, Roof]:
     """The roofs a run's record carries: from the wisdom the run was planned with (`learnt`),
     else measured quickly now (a second or so, once per machine) and kept. None are measured
@@ -182,7 +188,7 @@ def run_roofs(where: Path | None, learnt: wisdom.Wisdom, machine: MachineInfo, b
         return {}
     known = learnt.roofs
     devices = {roof_device(b) for b in backends}
-    missing = devices - set(known)
+    missing = missing_roofs(where, learnt, backends)
     if not missing:
         return {d: known[d] for d in devices}
     use_torch = bool(backends & {"cpu", "cuda"})  # a numpy-only run does not import torch for its roof

@@ -11,7 +11,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +27,7 @@ from harness.machine.wisdom import Observation
 from harness.plan.footprint import check_disk
 from harness.plan.model import PlanError, backends
 from harness.record.run_record import RECORD, AnalysisRecord, RunRecord
-from harness.run.calibrate import run_roofs
+from harness.run.calibrate import missing_roofs, run_roofs
 from harness.run.folder import (Place, check_name, check_places, earlier_run, empty_run, finished_analyses,
                                 interrupted_rounds, resume, resume_line, stopped_run)
 from harness.run.interrupted import Interrupted
@@ -175,9 +175,14 @@ class Session:
     def run(self) -> RunRecord:
         context, folder = self.context, self.folder
         where = context.wisdom_folder
-        with self.display.phase(MEASURING) as phase:  # walk 15: `this machine's roofs`, 8 s with no word why
-            self.record.roofs = run_roofs(where, context.wisdom, self.record.machine, backends(context.plan.steps))
-            phase.summary = ", ".join(f"{r.device}: {r.by}" for r in self.record.roofs.values()) or "wisdom is off"
+        used = backends(context.plan.steps)
+        # a phase only where it measures (walk 15: `this machine's roofs`, 8 s with no word why; walk 17:
+        # every later run, which reads the roofs kept, logged `measuring this machine (first run only)`)
+        measuring = self.display.phase(MEASURING) if missing_roofs(where, context.wisdom, used) else nullcontext()
+        with measuring as phase:
+            self.record.roofs = run_roofs(where, context.wisdom, self.record.machine, used)
+            if phase is not None:
+                phase.summary = ", ".join(f"{r.device}: {r.by}" for r in self.record.roofs.values())
         pool = measurements.load(where, context.machine, say=self.display.plain) if where is not None else None
         created = not folder.exists()
         try:

@@ -342,3 +342,35 @@ def test_a_rounds_row_never_promises_more_than_the_runs_and_says_its_own_pace_ba
                 now["t"] = 34.0  # the run past its plan: its figure a floor, the row's own pace stands
                 whole, mine = column.eta(outer), column.eta(inner)  # type: ignore[attr-defined]
                 assert whole.over and mine.own and mine.seconds > whole.seconds
+
+
+def test_a_long_phase_name_takes_the_room_its_items_leave() -> None:
+    """Walk 17: `measuring this machine (firs… ━━━━ 0/?` beside ~40 empty columns at 100, and
+    `geometry: Grams by factored_…`: a phase's name is whole where the items leave room, and an item
+    beside it keeps its first phrase; the bar, count and times keep their place within a phase."""
+    for width in (100, 160):
+        _a_long_phase_name_is_whole(width)
+
+
+def _a_long_phase_name_is_whole(width: int) -> None:
+    from harness.base.progress import Phrases
+
+    def drawn(display: Display) -> list[str]:
+        """The live rows as the next frame draws them."""
+        seen = Console(file=io.StringIO(), width=width, force_terminal=True, record=True)
+        assert display.progress is not None
+        seen.print(display.progress.get_renderable())
+        return seen.export_text().splitlines()
+
+    console = Console(file=io.StringIO(), width=width, force_terminal=True)
+    with Display(console, live=True) as display, display.phase("measuring this machine (first run only)"):
+        (line,) = drawn(display)
+    assert "measuring this machine (first run only)" in line and "…" not in line
+    with Display(console, live=True) as display, display.phase("run", 3, estimate_s=30.0, units_s=[10.0] * 3) as run:
+        run.item(Phrases(("bench 13/14 s budget", "geometry"), sep=" · "))
+        with display.phase("geometry: Grams by factored_gram", 2) as step:
+            first = drawn(display)
+            step.item("3072x768r16, the longest item the step row has had so far")
+            second = drawn(display)
+    assert "geometry: Grams by factored_gram " in first[1] and "bench 13/14 s budget" in first[0]
+    assert [line.index("0/") for line in first] == [line.index("0/") for line in second]

@@ -132,13 +132,18 @@ def test_plan_shows_the_benchmark_estimate_and_the_budget_flag(tmp_path: Path) -
     assert proc.returncode == 2 and "benchmark.budget: 'later' is not a duration" in proc.stderr
 
 
-def test_run_without_a_terminal_prints_one_line_per_phase(tmp_path: Path) -> None:
-    proc = harness("run", SMOKE, "-o", str(tmp_path / "r"), "--no-cache")
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stderr.splitlines()
+def test_run_without_a_terminal_prints_one_line_per_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each phase a line, named for what it does: the machine is measured on its first run only (walk
+    17: every later run, and every point of a sweep, logged `measuring this machine (first run only)`)."""
+    monkeypatch.setenv("HARNESS_WISDOM", str(tmp_path / "wisdom"))  # a machine with no roofs yet
+    first, later = (harness("run", SMOKE, "-o", str(tmp_path / name), "--no-cache") for name in ("first", "later"))
+    assert first.returncode == later.returncode == 0, first.stderr + later.stderr
+    lines = first.stderr.splitlines()
     for phase in ("loading the spec", "measuring this machine (first run only)", "svdvals by ", "svdvals: round 1:",
                   "geometry: Grams by", "geometry: round 1:", "writing results"):
         assert any(line.startswith(phase) for line in lines), (phase, lines)
+    assert [line for line in later.stderr.splitlines() if "measuring this machine" in line] == []
+    assert any(line.startswith("geometry: round 1:") for line in later.stderr.splitlines())
 
 
 def test_the_help_says_what_the_harness_is_and_shows_examples(capsys: pytest.CaptureFixture[str],
