@@ -1,6 +1,6 @@
 """The results table as text another tool takes: Markdown for a pull request or a paper, CSV for a
 spreadsheet, JSON for scripts. One row per analysis and compared strategy, timed or not: the
-terminal's figures and marks, and for a row without a timing its status and why.
+terminal's figures and marks, its status (its check's), and whether it was timed and why not.
 
 The speedup's 95% interval (`speedup_low`, `speedup_high`) and `unresolved` (the interval is
 wider than the precision asked for); records from before intervals read with neither. CSV and
@@ -20,14 +20,14 @@ from rich.text import Text
 from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
-from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, worst_reason
+from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, reason_range
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   DTYPE_NOTE, table_footnotes, device_library, dtype_text, per_matrix_text, printable, rounds_text, speedup_cell, times_disagree,
+                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, per_matrix_text, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
-from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, untimed_rows, verified, warning_lines
+from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, held, untimed_rows, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
@@ -35,7 +35,7 @@ COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "compu
            "significance", "unresolved", "times_disagree", "unstable", "unstable_why", "rounds", "rounds_this_run", "rounds_pooled",
            "resumed",
            "values_error", "vectors_error", "max_error", "passed",
-           "status", "reason")
+           "status", "timing", "reason")
 
 
 # a row without a timing: what each flag column says of it, so that every flag column is booleans
@@ -46,8 +46,9 @@ UNTIMED_FLAGS = {"compiled": False, "extrapolated": False, "unresolved": True, "
 
 def result_rows(record: RunRecord) -> list[dict[str, Any]]:
     """Every compared strategy of every analysis, timed or not, with its verification: the table's
-    rows as data (`status`: passed, FAILED, not timed, not run or error; `reason`: why untimed; a
-    point not timed still has its check: `passed` and its errors)."""
+    rows as data (`status`: the tables' check_status; `timing`: timed, reused (earlier runs' rounds
+    alone) or not timed, none without an answer; `reason`: why not timed, or not this run, or why no
+    answer; a point not timed still has its check: `passed` and its errors)."""
     rows = []
     for a in record.analyses:
         checks = {v.strategy: v for v in a.verification}
@@ -67,34 +68,51 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "rounds": t.rounds, "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 "resumed": t.resumed,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
-                "status": "passed" if v is None or v.passed else "FAILED", "reason": None,
+                "status": check_status(a, t.label), "timing": "timed" if (held_why := held(a, t)) is None else "reused",
+                "reason": held_why,
             })
         for label, role, status, why in untimed_rows(record, a):
-            v = verified(a, label, status)  # the limit cut its rounds, not the check of its answer
+            v = None if status in NO_ANSWER else check_of(a, label)  # the limit cut its rounds, not the check of its answer
             rows.append({**dict.fromkeys(COLUMNS), **UNTIMED_FLAGS, "analysis": a.name, "op": a.op, "strategy": label,
-                         "role": role, "computed_results": False, **_planned(record, a, label), "status": status, "reason": why,
+                         "role": role, "computed_results": False, **_planned(record, a, label),
+                         "status": check_status(a, label, status), "timing": None if status in NO_ANSWER else status, "reason": why,
                          "passed": False if status == "error" else None, **({} if v is None else _errors(v))})
     return rows
 
 
 def row_unstable_why(groups: Sequence[tuple[str, Sequence[str]]]) -> str:
-    """A row's own unstable_why over its shape groups (group, reasons): a cause whose figures differ
-    between them is its worst, with its group (`IQR up to 54% of median (768x3072r16)`), never a
-    range that spans two groups and reads as one row's (`IQR 35-54% of median`: walk-through 7)."""
-    by = grouped_by(((g, r.removeprefix(EARLIER)) for g, each in groups for r in each), lambda gr: cause_key(gr[1]))
-    worst = {}
-    for cause, said in by.items():
-        if len({g for g, _r in said}) > 1 and len({r for _g, r in said}) > 1:
-            reason = worst_reason([r for _g, r in said])
-            group = next(g for g, r in said if r == reason)
-            # a range's high end alone: `up to 72-76%` read oddly (walk 11)
-            worst[cause] = _with_group(re.sub(FIGURE, lambda m: f"up to {m.group(2) or m.group(1)}", reason, count=1), group)
+    """A row's own unstable_why over its shape groups (group, reasons), each cause once: as it is
+    where every group gives it alike; else with the groups that give it (`IQR 40% of median
+    (768x3072r16)`), its worst figure `up to` where they differ, with the groups at it. Never a
+    range that spans two groups and reads as one's (walk 7), nor one group named of two alike
+    (walk 17: this run's 77% and earlier runs' 72-77% read as two figures)."""
+    texts: dict[str, dict[str, str]] = {}  # cause -> group -> its figures there (this run's and earlier runs' as one)
+    for cause, said in grouped_by(((g, r.removeprefix(EARLIER)) for g, each in groups for r in each),
+                                  lambda gr: cause_key(gr[1])).items():
+        texts[cause] = {g: reason_range([r for h, r in said if h == g]) for g in dict.fromkeys(g for g, _r in said)}
+    names = list(dict.fromkeys(g for g, _each in groups))
+    final = {cause: _tagged(by_group, names) for cause, by_group in texts.items()}
 
     def said_as(r: str) -> str:
         own = r.removeprefix(EARLIER)
-        return r[: len(r) - len(own)] + worst.get(cause_key(own), own)
+        return r[: len(r) - len(own)] + final[cause_key(own)]
 
     return unstable_why(([said_as(r) for r in each] for _g, each in groups), counted=False).said()
+
+
+def _tagged(by_group: dict[str, str], groups: list[str]) -> str:
+    """One cause of a row as its field says it, from its figures in each group that gives it."""
+    distinct = set(by_group.values())
+    if len(distinct) == 1:
+        (text,) = distinct
+        return text if len(by_group) == len(groups) else _with_group(text, ", ".join(by_group))
+    high = lambda r: float(m.group(2) or m.group(1)) if (m := re.search(FIGURE, r)) else 0.0  # noqa: E731
+    worst = max(distinct, key=high)
+    at = [g for g, r in by_group.items() if r == worst]
+    also = [g for g in by_group if g not in at] if len(by_group) < len(groups) else []
+    # a range's high end alone: `up to 72-76%` read oddly (walk 11)
+    text = re.sub(FIGURE, lambda m: f"up to {m.group(2) or m.group(1)}", worst, count=1)
+    return _with_group(text, ", ".join(at) + (f"; also {', '.join(also)}" if also else ""))
 
 
 def _with_group(reason: str, group: str) -> str:
@@ -129,13 +147,14 @@ MACHINE_FIELDS = ("hostname", "platform", "cpu", "cores", "memory_total", "memor
 
 def _speedup_fields(t: StrategyTiming) -> dict[str, Any]:
     """A speedup as a script reads it: the estimate, its interval's ends and level, whether it
-    resolved, whether it is significant and which way it points."""
+    resolved, whether it is significant and which way it points: none where the interval holds 1
+    (walk 17: `faster` beside a verdict of not significantly faster or slower)."""
     ci = t.speedup_ci
     said = significance(t)
     return {"strategy": t.label, "speedup": t.speedup, "low": None if ci is None else ci[0],
             "high": None if ci is None else ci[1], "level": None if ci is None else LEVEL, "resolved": not t.unresolved,
             "significant": said in ("faster", "slower"), "significance": said,
-            "direction": None if t.speedup is None else "faster" if t.speedup >= 1 else "slower"}
+            "direction": None if t.speedup is None or said == "not significant" else "faster" if t.speedup >= 1 else "slower"}
 
 
 def verdict_fields(record: RunRecord) -> list[dict[str, Any]]:
@@ -212,13 +231,12 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
     """As the terminal's: a point not timed says so under per matrix and shows its check's status
     (and, as there, no computed mark: the mark is on timed rows)."""
     timed = row["per_matrix_s"] is not None
-    checked = row["status"] == "not timed" and row["passed"] is not None
-    status = ("passed" if row["passed"] else "FAILED") if checked else row["status"]
+    status = row["status"]
     cells = [row["analysis"], row["strategy"] + (f" {COMPUTED_MARK}" if timed and row["computed_results"] else ""), row["role"],
              f"{row['device']} ({row['library']})" if row["device"] else "-",  # a point not timed: the plan's
              dtype_text(row["precision"], row["compiled"]) if row["precision"] else "-",  # as the terminal's (walk 15: none)
              per_matrix_text(row["per_matrix_s"], bool(row["unstable"])) if timed
-             else "not timed" if checked else "-",
+             else "-" if status in NO_ANSWER else "not timed",
              total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
              speedup, rounds, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"

@@ -22,7 +22,7 @@ from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
 from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   device_library, per_matrix_text,
+                                   check_status, device_library, per_matrix_text,
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
@@ -243,7 +243,8 @@ def render_report(record: RunRecord, folder: Path) -> str:
             "device": device_library(a.device)[0],
             "library": device_library(a.device)[1],
             "rows": _timing_rows(record, a),
-            "untimed": [(label, status, why) for label, _role, status, why in untimed_rows(record, a)],
+            # what was not timed and why, then its status as the tables give it (its check's where it answered)
+            "untimed": [(label, timing, why, check_status(a, label, timing)) for label, _role, timing, why in untimed_rows(record, a)],
             "checks": [(strategy_label(a, v.strategy), v) for v in a.verification],
             "chart": Markup(charts.timing_chart(a)) if a.timings else None,
             "frontier": _frontier(record, a),

@@ -309,6 +309,19 @@ def check_of(analysis: AnalysisRecord, label: str) -> Verification | None:
     return next((v for v in analysis.verification if v.strategy == label), None)
 
 
+NO_ANSWER = ("error", "not run")  # a point that raised, or cannot run here: no answer to check
+
+
+def check_status(analysis: AnalysisRecord, label: str, untimed: str | None = None) -> str:
+    """A point's status in every form (terminal, md, HTML, csv, json): its check's verdict, `passed`
+    or `FAILED`, timed or not (the limit cuts rounds, never the check); `untimed` in NO_ANSWER, that
+    instead. Whether it was timed is said apart (walk 17: csv's `not timed` beside the table's `passed`)."""
+    if untimed in NO_ANSWER:
+        return untimed
+    v = check_of(analysis, label)
+    return "passed" if v is None or v.passed else "FAILED"
+
+
 def worst_error(analysis: AnalysisRecord, label: str) -> float | None:
     """The worst of a point's value and vector errors against the float64 references."""
     return None if (v := check_of(analysis, label)) is None else v.worst

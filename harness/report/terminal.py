@@ -11,13 +11,12 @@ import numpy as np
 
 from harness.base.units import format_bytes, format_rate, format_seconds, format_share, plural
 from harness.record.run_record import UNTIMED, AnalysisRecord, RunRecord, StrategyTiming
-from harness.record.verification import Verification
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.frontier import frontier_lines
 from harness.report.pairing import point_name
 from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
 from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
-from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_of, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
+from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_status, NO_ANSWER, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    device_library, errors_text, medians_footnote, peak_text, per_matrix_text, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
@@ -36,8 +35,8 @@ ERRORS_APART = "values / vectors error"  # --wide's alone, first to leave: it ne
 # what every width shows: one row per strategy, what a reader acts on, within 100 columns
 COMPACT_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in RUN_OPTIONAL)
 # the widest a column's values commonly are ("1.15 ms !", "1,648x (1,086-2,501) ?", "5.8e-08", "not
-# run", "3+6"; a status of "not timed" is rare: a point the limit cut still had its answer checked, and
-# says "passed"): the columns a width shows then hang on the width alone (fitting.Fitted.floors), and
+# run", "3+6"; a point the limit cut says "not timed" under per matrix, and its check's "passed" as
+# its status): the columns a width shows then hang on the width alone (fitting.Fitted.floors), and
 # a wider value (`3+6 (2 resumed)`) that leaves one out more is said
 FLOORS = {"per matrix": 9, COMPUTE_TOTAL: 8, SPEEDUP_COLUMN: 22, "rounds": 3, "max error": 7, "status": 7}
 STATUS = {"passed": "[green]passed[/]", "FAILED": "[bold red]FAILED[/]", "error": "[bold red]error[/]",
@@ -67,8 +66,8 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
         "dtype": DTYPE_NOTE,
         "max error": "Max error: max |s - s_ref| / s_1 against float64 references, and the singular triplets' worst "
                      f"residual where the op has vectors (the worse of the two{errors}). " + VERIFIED_NOTE,
-        "status": "Status: passed or FAILED its tolerance; not timed, not run, error: why is below the table (a point "
-                  "not timed still had its answer checked).",
+        "status": "Status: passed or FAILED its tolerance, timed or not (a point the limit left not timed says so under "
+                  "per matrix; its answer was still checked); error (it raised) or not run: why is below the table.",
     }
     if "role" in drawn:
         notes.pop("strategy")  # the roles' note says it
@@ -76,8 +75,7 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
 
 
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:
-    v = check_of(a, t.label)
-    status = "passed" if v is None or v.passed else "FAILED"
+    status = check_status(a, t.label)
     label = shown(strategy_label(a, t.label, a.computed(t)))
     speedup = shown(speedup_cell(a, t, short=True) if any(b.role == "baseline" for b in a.timings) else "(no baseline timed)")
     worst = worst_error(a, t.label)
@@ -101,20 +99,15 @@ def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, st
                UNTIMED.split(": ", 1)[1] if untimed else s.reason)
 
 
-def verified(a: AnalysisRecord, label: str, status: str) -> Verification | None:
-    """The check of a point the limit cut before its first round: its answer was still verified."""
-    return check_of(a, label) if status == "not timed" else None
-
-
 def _untimed_row(a: AnalysisRecord, label: str, role: str, status: str, wide: bool) -> list[str]:
     """Dashes where a timing would be; a point the limit cut says so under per matrix, and shows
     its check as a timed row does."""
-    v = verified(a, label, status)
-    if v is None:
+    if status in NO_ANSWER:
         return [shown(label), role, *["-"] * (len(RUN_COLUMNS) - 4), STATUS[status], *(["-"] if wide else [])]
     cells = ["-"] * (len(RUN_COLUMNS) - 5)  # device to % of peak
     cells[RUN_COLUMNS.index("per matrix") - RUN_COLUMNS.index("device")] = STATUS[status]
-    return [shown(label), role, *cells, f"{worst_error(a, label):.1e}", STATUS["passed" if v.passed else "FAILED"],
+    worst = worst_error(a, label)
+    return [shown(label), role, *cells, "-" if worst is None else f"{worst:.1e}", STATUS[check_status(a, label)],
             *([errors_text(a, label)] if wide else [])]
 
 
@@ -175,6 +168,24 @@ def untimed_lines(record: RunRecord) -> list[str]:
     return lines
 
 
+SETTLED, CUT = "earlier runs' rounds already settle it", "the limit ran out first"
+
+
+def held(a: AnalysisRecord, t: StrategyTiming) -> str | None:
+    """Why this run timed no round of a row earlier runs' rounds time (`4 reused`): SETTLED (a
+    baseline: its analysis' every speedup) or CUT; None where it timed one, or resumed it (its cell
+    says why: the stopped run timed it)."""
+    if t.resumed or not t.groups or any(len(g.rounds) > g.pooled for g in t.groups):
+        return None
+    return _why(a, t)
+
+
+def _why(a: AnalysisRecord, t: StrategyTiming) -> str:
+    """SETTLED where earlier runs' rounds settle every speedup the row stands in, else CUT."""
+    done = all(o.settled for o in a.timings if o.role != "baseline") if t.role == "baseline" else t.settled
+    return SETTLED if done else CUT
+
+
 def held_lines(record: RunRecord) -> list[str]:
     """Why each row this run timed no round of (`4 reused`) was not timed: earlier runs' rounds
     already settle every speedup it stands in (a baseline: its analysis' every one), or the limit
@@ -188,10 +199,9 @@ def held_lines(record: RunRecord) -> list[str]:
             untimed = [g for g in t.groups if 0 < g.pooled >= len(g.rounds)]
             if t.resumed or not untimed:
                 continue
-            done = all(o.settled for o in a.timings if o.role != "baseline") if t.role == "baseline" else t.settled
             names = ([(point_name(a.name, t.label), min(g.pooled for g in untimed))] if len(untimed) == len(t.groups)
                      else [(point_name(a.name, t.label, g.group), g.pooled) for g in untimed])
-            (settled if done else cut).extend(f"{name} ({plural(n, 'reused round')})" for name, n in names)
+            (settled if _why(a, t) == SETTLED else cut).extend(f"{name} ({plural(n, 'reused round')})" for name, n in names)
     lines = []
     if settled:
         lines.append(f"not timed again, earlier runs' rounds already settle every speedup {_they(settled, 'it stands', 'they stand')} "

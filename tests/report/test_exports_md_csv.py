@@ -108,7 +108,7 @@ def test_csv_and_json_hold_the_same_rows(busy: Path, capsys: pytest.CaptureFixtu
     data = json.loads(exported(busy, "json", capsys))
     assert [r["strategy"] for r in rows] == [r["strategy"] for r in data["results"]]
     assert list(rows[0]) == list(COLUMNS) and data["verdicts"]
-    untimed = [r for r in rows if r["status"] == "not timed"]
+    untimed = [r for r in rows if r["timing"] == "not timed"]
     assert len(untimed) == 4 and all(r["reason"] == "out of time on a busy machine" and r["speedup"] == "" for r in untimed)
     checks = {v.strategy: v for a in load_record(busy).analyses if a.name == "top3" for v in a.verification}
     for csv_row, json_row in ((r, next(j for j in data["results"] if j["strategy"] == r["strategy"])) for r in untimed):
@@ -116,7 +116,7 @@ def test_csv_and_json_hold_the_same_rows(busy: Path, capsys: pytest.CaptureFixtu
         assert csv_row["passed"] == "True" and json_row["passed"] is True
         assert float(csv_row["max_error"]) == json_row["max_error"] == max(v.values_error, v.vectors_error or 0.0)
         assert json_row["vectors_error"] == v.vectors_error is not None
-    timed = [r for r in rows if r["status"] == "passed"]
+    timed = [r for r in rows if r["timing"] == "timed"]
     assert all(float(r["per_matrix_s"]) > 0 and r["significance"] for r in timed)
 
 
@@ -127,7 +127,7 @@ def test_an_untimed_row_says_the_precision_device_and_library_the_plan_gave_it(
     planned = {(s.analysis, t.label): t for s in plan.steps for t in s.timed}
     rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
     data = json.loads(exported(busy, "json", capsys))["results"]
-    untimed = [(r, j) for r, j in zip(rows, data) if r["status"] == "not timed"]
+    untimed = [(r, j) for r, j in zip(rows, data) if r["timing"] == "not timed"]
     assert untimed
     for row, fields in untimed:
         t = planned[(row["analysis"], row["strategy"])]
@@ -146,11 +146,11 @@ def test_every_flag_column_holds_booleans_alone(busy: Path, capsys: pytest.Captu
     pandas read those columns as objects of True, False and NaN."""
     rows = list(csv.DictReader(io.StringIO(exported(busy, "csv", capsys))))
     data = json.loads(exported(busy, "json", capsys))["results"]
-    assert any(r["status"] == "not timed" for r in rows)
+    assert any(r["timing"] == "not timed" for r in rows)
     for flag in ("compiled", "extrapolated", "unresolved", "times_disagree", "unstable", "resumed"):
         assert {r[flag] for r in rows} <= {"True", "False"}, flag
         assert all(isinstance(d[flag], bool) for d in data), flag
-    assert all(r["unresolved"] == "True" for r in rows if r["status"] == "not timed")  # no interval at all
+    assert all(r["unresolved"] == "True" for r in rows if r["timing"] == "not timed")  # no interval at all
 
 
 def test_the_md_and_the_page_say_the_machines_memory_alike(busy: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -159,16 +159,22 @@ def test_the_tables_notes_are_said_once_and_a_name_keeps_its_mark(smoke_run: tup
     assert re.search(r"td\.name \{ white-space: nowrap; \}", page)
 
 
-def test_the_plans_timed_column_says_each_strategys_own_timing_and_its_calls_estimate(
+def test_the_plans_timed_points_say_each_strategys_own_timing_and_its_calls_estimate(
         smoke_run: tuple[Path, RunRecord]) -> None:
     """Walk 5: `numpy (baseline, est. 210 ms): ... ~210 ms a round` stood for every strategy beside
-    a 140 us median; each names its own timing and its call's estimate, which the table checks."""
+    a 140 us median; each names its own timing and its call's estimate, which the table checks.
+    Walk 17: every point's plan in one narrow cell read as a wall of 12 lines: a row each."""
     folder, record = smoke_run
-    text = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", render_report(record, folder))).split())  # tags first: `<1 µs`
-    for t in (t for s in record.plan.steps for t in s.timed if t.allocations):
+    page = render_report(record, folder)
+    table = re.search(r'<table id="plan-timed">(.*?)</table>', page, re.S)
+    assert table and "<br>" not in table.group(1)
+    rows = [" ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", r)).split()) for r in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)]
+    timed = [t for s in record.plan.steps for t in s.timed]
+    assert len(rows) == 1 + len(timed) > 2
+    for t in (t for t in timed if t.allocations):
         a = max(t.allocations, key=lambda x: x.block_s)
-        assert (f"{t.strategy} ({t.role}, timing est. {charts.format_seconds(t.estimate_s)}): "
-                f"{t.cut}") in text and f"a call (est. {charts.format_seconds(a.call_s)})" in t.cut
+        assert any(row.endswith(f"{t.label} {t.role} {charts.format_seconds(t.estimate_s)} {t.cut}") for row in rows), t.label
+        assert f"a call (est. {charts.format_seconds(a.call_s)})" in t.cut
 
 
 def test_the_headline_holds_the_terminals_warnings_in_its_order(tmp_path: Path) -> None:

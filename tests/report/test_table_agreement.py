@@ -180,7 +180,7 @@ def test_json_verdicts_and_machine_carry_their_figures_beside_the_sentences(tmp_
         assert (v["strategy"], v["baseline"], v["speedup"]) == (h.head.label, h.baseline.label, h.head.speedup)
         assert (v["low"], v["high"], v["level"]) == ((ci[0], ci[1], 0.95) if ci else (None, None, None))
         assert v["resolved"] is (not h.head.unresolved)
-        assert v["direction"] == ("faster" if (h.head.speedup or 0) >= 1 else "slower")
+        assert v["direction"] == (None if v["significance"] == "not significant" else "faster" if (h.head.speedup or 0) >= 1 else "slower")
         assert v["significant"] is (ci is not None and (ci[0] > 1 or ci[1] < 1))
     assert [v["text"] for v in data["verdicts"]] == verdict_lines(record)  # the sentences kept
 
