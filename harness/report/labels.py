@@ -189,12 +189,14 @@ def baseline_of(analysis: AnalysisRecord) -> StrategyTiming | None:
 def ratio_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
     """The line under a table where a speedup and the ratio of its rows' per-matrix times differ by
     over RATIO_APART, naming the row that differs most (walk 6: `44.3x` beside 11.0 ms over 236 µs,
-    46.6, with no word why); a row with APART_MARK has its own note."""
+    46.6, with no word why); a row with APART_MARK has its own note, and one whose cell (or
+    medians_footnote) gives both figures says them already."""
     apart: list[tuple[float, str]] = []  # (how far apart, the row and its two figures)
     for a in analyses:
         base = baseline_of(a)
         for t in a.timings:
-            if base is not None and t is not base and t.speedup and (ratio := medians_ratio(t, base)) and not times_disagree(a, t):
+            if (base is not None and t is not base and t.speedup and (ratio := medians_ratio(t, base))
+                    and not times_disagree(a, t) and _medians_other(a, t) is None):
                 apart.append((max(ratio / t.speedup, t.speedup / ratio),
                               f"{a.name} {t.label}: {format_speedup(t.speedup)} against {format_speedup(ratio)}"))
     factor, row = max(apart, default=(1.0, ""))

@@ -77,7 +77,7 @@ def test_markdown_notes_are_paragraphs_and_the_errors_read_as_the_terminals(tmp_
     writes `5.8e-08/6.8e-08` under `values / vectors error`."""
     from harness.report.terminal import ERRORS_APART
 
-    md, notes = _md_with_a_note("main_job", tmp_path, capsys)
+    md, notes = _md_with_a_note("first_smoke", tmp_path, capsys)
     assert notes and all(f"\n\n{line}" in md for line in notes), md
     assert f"| {ERRORS_APART} |" in md and " / " not in md.split("| status |")[1].split("\n\n")[0]
 
