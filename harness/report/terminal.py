@@ -172,7 +172,7 @@ SETTLED, CUT = "earlier runs' rounds already settle it", "the limit ran out firs
 
 
 def held(a: AnalysisRecord, t: StrategyTiming) -> str | None:
-    """Why this run timed no round of a row earlier runs' rounds time (`4 reused`): SETTLED (a
+    """Why this run timed no round of a row earlier runs' rounds time (`0+4`): SETTLED (a
     baseline: its analysis' every speedup) or CUT; None where it timed one, or resumed it (its cell
     says why: the stopped run timed it)."""
     if t.resumed or not t.groups or any(len(g.rounds) > g.pooled for g in t.groups):
@@ -187,7 +187,7 @@ def _why(a: AnalysisRecord, t: StrategyTiming) -> str:
 
 
 def held_lines(record: RunRecord) -> list[str]:
-    """Why each row this run timed no round of (`4 reused`) was not timed: earlier runs' rounds
+    """Why each row this run timed no round of (`0+4`) was not timed: earlier runs' rounds
     already settle every speedup it stands in (a baseline: its analysis' every one), or the limit
     ran out before it (walk-through 7: dual_gram showed `1 reused` six runs, no word why; walk 9: a
     settled row had no line, and a settled unresolved one was said to wait on the limit). A row this
