@@ -17,7 +17,6 @@ from typing import Any
 
 from rich.text import Text
 
-from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, reason_range
@@ -25,7 +24,7 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, per_matrix_text, printable, rounds_text, speedup_cell, times_disagree,
+                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, per_matrix_text, planned_point, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
 from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, held, untimed_rows, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
@@ -125,10 +124,7 @@ def _with_group(reason: str, group: str) -> str:
 def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
     """What the plan knew of a point that has no timing (its precision, device and library, and
     whether it computed the results): the CSV of a point the limit cut left them empty."""
-    steps = [s for s in record.plan.steps if s.analysis == a.name]
-    point: Timed | Candidate | None = (next((t for s in steps for t in s.timed if t.label == label), None)
-                                       or next((c for s in steps for c in s.candidates if c.label == label), None))
-    if point is None:
+    if (point := planned_point(record, a, label)) is None:
         return {}
     fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled,
                               "computed_results": a.computed(point)}

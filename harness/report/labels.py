@@ -15,6 +15,7 @@ from harness.record.verdict import (TOO_WIDE, UNREADABLE_SPAN, choice_check, med
                                     with_interval)
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
+from harness.plan.model import Candidate, Timed
 from harness.strategies.registry import APPROXIMATE
 
 # the role says why a strategy was timed, a separate mark says which one computed the recorded
@@ -149,6 +150,14 @@ DTYPE_NOTE = "dtype: its arithmetic (f32, bf16, +c compiled)."  # the dtype colu
 def precision_text(record: RunRecord, t: StrategyTiming) -> str:
     """`bf16`, `f32+c` (compiled): a timing's numeric precision, short enough for a column."""
     return dtype_text(t.precision or record.plan.dtype, t.compiled)
+
+
+def planned_point(record: RunRecord, a: AnalysisRecord, label: str) -> Timed | Candidate | None:
+    """The plan's point of a row with no timing (a timed point, else a candidate): what it was to be,
+    its dtype and device, which a row the limit cut shows as a timed row does (walk 18: `-`)."""
+    steps = [s for s in record.plan.steps if s.analysis == a.name]
+    return (next((t for s in steps for t in s.timed if t.label == label), None)
+            or next((c for s in steps for c in s.candidates if c.label == label), None))
 
 
 def dtype_text(precision: str, compiled: bool) -> str:
