@@ -104,3 +104,18 @@ def test_a_dtype_reads_the_same_in_every_human_form_and_in_full_in_csv_and_json(
     csv_row, json_row = _dual_gram(record)
     assert csv_row["precision"] == json_row["precision"] == "float32"
     assert "`precision` with `compiled` (the dtype's machine-readable form: `float32`" in " ".join(OUTPUTS.read_text().split())
+
+
+def test_only_a_speedup_is_unresolved_in_csv_and_json_as_the_tables_count_them(tmp_path: Path) -> None:
+    """Walk 18: csv and JSON had dual_gram (not timed, no speedup) `unresolved: true`, 8 rows
+    against the terminal's, md's and JSON warnings' `7 speedups unresolved (?)`."""
+    record = real("first_smoke", tmp_path)
+    csv_row, json_row = _dual_gram(record)
+    assert (csv_row["speedup"], csv_row["unresolved"]) == ("", "False")
+    assert (json_row["speedup"], json_row["unresolved"]) == (None, False)
+    counted = sum(t.unresolved for a in record.analyses for t in a.timings)
+    rows = list(csv.DictReader(io.StringIO(results_csv(record))))
+    assert counted and sum(r["unresolved"] == "True" for r in rows) == counted
+    assert sum(r["unresolved"] for r in json.loads(results_json(record))["results"]) == counted
+    said = [w for w in json.loads(results_json(record))["warnings"] if "unresolved (?)" in w]
+    assert said and said[0].startswith(f"{counted} speedups unresolved (?)")
