@@ -283,12 +283,17 @@ def rounds_text(t: StrategyTiming) -> str:
     `5+3 r` where the stopped run this one resumed in its folder timed them, taken over as they were
     (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
     A strategy's group with the fewest (group_rounds_text gives one group's)."""
-    fewest = min(t.groups, key=lambda g: (len(g.rounds), len(g.rounds) - g.pooled), default=None)
+    fewest = fewest_group(t)
     own, pooled = (0, 0) if fewest is None else (len(fewest.rounds) - fewest.pooled, fewest.pooled)
     text = _rounds_words(own, pooled, t.resumed)
     if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
         return f"{text} {RESUMED_MARK}" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
+
+
+def fewest_group(t: StrategyTiming) -> GroupTiming | None:
+    """The shape group whose rounds a row's rounds are (the fewest; of those, the fewest this run timed)."""
+    return min(t.groups, key=lambda g: (len(g.rounds), len(g.rounds) - g.pooled), default=None)
 
 
 def group_rounds_text(g: GroupTiming, resumed: bool) -> str:

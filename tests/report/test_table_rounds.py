@@ -4,13 +4,16 @@ line under the table named torch_lowrank alone, not torch's group left untimed).
 
 from __future__ import annotations
 
+import csv
 import io
+import json
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from harness.record.run_record import RunRecord
+from harness.report.exports import results_csv, results_json
 from harness.report.labels import ROUNDS_NOTE, rounds_text
 from harness.report.terminal import run_table, untimed_lines
 
@@ -56,3 +59,19 @@ def test_the_header_takes_one_line_at_100_columns_whether_or_not_a_row_is_all_ea
             g.pooled = len(g.rounds)
         assert rounds_text(lowrank) == f"0+{len(g.rounds)}"
     assert _header_lines(record) == 1
+
+
+def test_the_csv_and_json_name_the_group_a_rows_rounds_are_of(tmp_path: Path) -> None:
+    """Walk 18: csv's top3 torch read `rounds 4, rounds_this_run 0, rounds_pooled 4, timing timed`,
+    this run having timed its other group: the row names the group its rounds count."""
+    record = real("main_job", tmp_path)
+    torch = next(t for a in record.analyses if a.name == "top3" for t in a.timings if t.label == "torch")
+    timed, untimed = torch.groups
+    timed.pooled, untimed.pooled = len(timed.rounds) - 1, len(untimed.rounds)
+    torch.rounds, torch.rounds_pooled = len(untimed.rounds), untimed.pooled
+    row = next(r for r in csv.DictReader(io.StringIO(results_csv(record))) if (r["analysis"], r["strategy"]) == ("top3", "torch"))
+    assert (row["rounds_this_run"], row["rounds_group"], row["timing"]) == ("0", untimed.group, "timed")
+    data = json.loads(results_json(record))["results"]
+    assert {(r["strategy"], r["rounds_group"]) for r in data if r["analysis"] == "geometry"} == {
+        ("dual_gram", "positions"), ("factored_gram", "positions")}
+    assert "`rounds_group` (the shape group they count" in " ".join((Path(__file__).parents[2] / "docs" / "outputs.md").read_text().split())
