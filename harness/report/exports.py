@@ -17,7 +17,6 @@ from typing import Any
 
 from rich.text import Text
 
-from harness.plan.model import Candidate, Timed
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, reason_range
@@ -25,22 +24,23 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, per_matrix_text, printable, rounds_text, speedup_cell, times_disagree,
+                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, fewest_group, per_matrix_text, planned_point, printable, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
 from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, held, untimed_rows, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
 
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
-           "significance", "unresolved", "times_disagree", "unstable", "unstable_why", "rounds", "rounds_this_run", "rounds_pooled",
+           "significance", "unresolved", "times_disagree", "unstable", "unstable_why", "rounds", "rounds_this_run", "rounds_pooled", "rounds_group",
            "resumed",
            "values_error", "vectors_error", "max_error", "passed",
            "status", "timing", "reason")
 
 
 # a row without a timing: what each flag column says of it, so that every flag column is booleans
-# alone (walk 9: pandas read a column of True, False and blanks as objects); no interval is unresolved
-UNTIMED_FLAGS = {"compiled": False, "extrapolated": False, "unresolved": True, "times_disagree": False, "unstable": False,
+# alone (walk 9: pandas read a column of True, False and blanks as objects); with no speedup there is
+# none unresolved (walk 18: csv's 8 `unresolved` rows against the tables' 7, a not-timed row the 8th)
+UNTIMED_FLAGS = {"compiled": False, "extrapolated": False, "unresolved": False, "times_disagree": False, "unstable": False,
                  "resumed": False}
 
 
@@ -66,6 +66,7 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "significance": significance(t), "unresolved": t.unresolved, "times_disagree": times_disagree(a, t), "unstable": bool(t.unstable),
                 "unstable_why": row_unstable_why([(g.group, g.measurement.reasons) for g in t.groups]) or None,
                 "rounds": t.rounds, "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
+                "rounds_group": None if (g := fewest_group(t)) is None else g.group,
                 "resumed": t.resumed,
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": check_status(a, t.label), "timing": "timed" if (held_why := held(a, t)) is None else "reused",
@@ -125,10 +126,7 @@ def _with_group(reason: str, group: str) -> str:
 def _planned(record: RunRecord, a: AnalysisRecord, label: str) -> dict[str, Any]:
     """What the plan knew of a point that has no timing (its precision, device and library, and
     whether it computed the results): the CSV of a point the limit cut left them empty."""
-    steps = [s for s in record.plan.steps if s.analysis == a.name]
-    point: Timed | Candidate | None = (next((t for s in steps for t in s.timed if t.label == label), None)
-                                       or next((c for s in steps for c in s.candidates if c.label == label), None))
-    if point is None:
+    if (point := planned_point(record, a, label)) is None:
         return {}
     fields: dict[str, Any] = {"precision": point.precision or record.plan.dtype, "compiled": point.compiled,
                               "computed_results": a.computed(point)}

@@ -21,8 +21,8 @@ from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
-from harness.report.labels import (PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   check_status, device_library, per_matrix_text,
+from harness.report.labels import (DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
+                                   check_status, device_library, dtype_text, per_matrix_text, precision_text,
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
@@ -53,6 +53,7 @@ def environment() -> Environment:
     env.filters["bytes"] = format_bytes
     env.filters["speedup"] = format_speedup
     env.filters["rounds_text"] = rounds_text
+    env.filters["dtype"] = lambda precision: dtype_text(precision, False)  # the frontier's: compiled is its own column
     env.filters["sci"] = lambda x: "-" if x is None else f"{x:.1e}"
     env.filters["ratio"] = format_ratio
     env.filters["p"] = format_p
@@ -80,7 +81,7 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 "significance": significance(t),
                 "unstable": sum(g.measurement.unstable for g in t.groups),
                 "label": strategy_label(analysis, t.label, analysis.computed(t)),  # as the terminal table writes it
-                "precision": (t.precision or record.plan.dtype) + (", compiled" if t.compiled else ""),
+                "precision": precision_text(record, t),  # the terminal's and md's `f32+c` (walk 18: `float32, compiled`)
                 "per_matrix": per_matrix_text(t.seconds_per_matrix, bool(t.unstable)),  # the terminal's cell, its `!` too
                 "spread": spread(t),
                 # (unstable?, text): what was timed, reused or planned, and why a measurement is unreliable
@@ -109,7 +110,7 @@ def _reading(record: RunRecord, extrapolated: bool) -> list[tuple[str, str]]:
              "all its matrices" + ("; ~ = extrapolated from a sample of the matrices" if extrapolated else "") + ".")
     return [
         _lead(ROLES_NOTE, "Role:"),
-        ("dtype:", " its arithmetic (float64, float32, bfloat16, ...), and compiled where torch.compile built it."),
+        _lead(DTYPE_NOTE, "dtype:"),
         _lead(PER_MATRIX_NOTE, "Per matrix:"),
         (UNSTABLE_MARK, " beside a per-matrix time: measured under unreliable conditions; its measurement cell says why."),
         (f"{COMPUTE_TOTAL.capitalize()}:", total),

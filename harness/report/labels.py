@@ -15,6 +15,7 @@ from harness.record.verdict import (TOO_WIDE, UNREADABLE_SPAN, choice_check, med
                                     with_interval)
 from harness.record.verification import Verification
 from harness.linalg.precision import SHORT
+from harness.plan.model import Candidate, Timed
 from harness.strategies.registry import APPROXIMATE
 
 # the role says why a strategy was timed, a separate mark says which one computed the recorded
@@ -55,7 +56,7 @@ PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices
 # a round as compare and the piped log count it (walk 8 read `rounds: 1` in the log against `3+9` here)
 ROUNDS_NOTE = ("Rounds behind each speedup, a round timing each strategy once in one of the run's worker processes "
                "(1 round in each of 3 processes is 3): 5, this run's; 3+6, this run's 3 and 6 pooled from earlier runs of the same "
-               "code on this machine; 3 reused, all from earlier runs, none timed by this one (--fresh times anew); "
+               "code on this machine; 0+3, none timed by this run, all 3 from earlier runs (--fresh times anew); "
                "over several shape groups, the group with the fewest (0+6: this run timed another of them, not that one); "
                f"3+6 {RESUMED_MARK}, resumed: {RESUMED}.")
 # only where the benchmark line is shown (--verbose, the HTML report): the default run prints none
@@ -149,6 +150,14 @@ DTYPE_NOTE = "dtype: its arithmetic (f32, bf16, +c compiled)."  # the dtype colu
 def precision_text(record: RunRecord, t: StrategyTiming) -> str:
     """`bf16`, `f32+c` (compiled): a timing's numeric precision, short enough for a column."""
     return dtype_text(t.precision or record.plan.dtype, t.compiled)
+
+
+def planned_point(record: RunRecord, a: AnalysisRecord, label: str) -> Timed | Candidate | None:
+    """The plan's point of a row with no timing (a timed point, else a candidate): what it was to be,
+    its dtype and device, which a row the limit cut shows as a timed row does (walk 18: `-`)."""
+    steps = [s for s in record.plan.steps if s.analysis == a.name]
+    return (next((t for s in steps for t in s.timed if t.label == label), None)
+            or next((c for s in steps for c in s.candidates if c.label == label), None))
 
 
 def dtype_text(precision: str, compiled: bool) -> str:
@@ -269,18 +278,22 @@ def resumed_footnote(analyses: Sequence[AnalysisRecord]) -> str | None:
 
 
 def rounds_text(t: StrategyTiming) -> str:
-    """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`3 reused` when all were);
+    """`5+3`: rounds this run timed, and rounds pooled from earlier runs (`0+3` when all were: `3
+    reused` widened the column so a 100-column pipe split a header, walk 18);
     `5+3 r` where the stopped run this one resumed in its folder timed them, taken over as they were
     (`5+3 (2 resumed)` where it timed some of this run's, before it stopped).
-    A strategy's group with the fewest (group_rounds_text gives one group's), `0+8` where this run
-    timed another of its groups but not that one: `8 reused` says none timed by this run (walk 17
-    read it beside a group this run had timed)."""
-    fewest = min(t.groups, key=lambda g: (len(g.rounds), len(g.rounds) - g.pooled), default=None)
+    A strategy's group with the fewest (group_rounds_text gives one group's)."""
+    fewest = fewest_group(t)
     own, pooled = (0, 0) if fewest is None else (len(fewest.rounds) - fewest.pooled, fewest.pooled)
-    text = _rounds_words(own, pooled, t.resumed, untimed=not any(len(g.rounds) > g.pooled for g in t.groups))
+    text = _rounds_words(own, pooled, t.resumed)
     if t.resumed_rounds and not t.resumed:  # kept of the analysis it stopped in (walk 11: `3+9`, all kept)
         return f"{text} {RESUMED_MARK}" if t.resumed_rounds >= own else f"{text} ({t.resumed_rounds} resumed)"
     return text
+
+
+def fewest_group(t: StrategyTiming) -> GroupTiming | None:
+    """The shape group whose rounds a row's rounds are (the fewest; of those, the fewest this run timed)."""
+    return min(t.groups, key=lambda g: (len(g.rounds), len(g.rounds) - g.pooled), default=None)
 
 
 def group_rounds_text(g: GroupTiming, resumed: bool) -> str:
@@ -288,12 +301,8 @@ def group_rounds_text(g: GroupTiming, resumed: bool) -> str:
     return _rounds_words(len(g.rounds) - g.pooled, g.pooled, resumed)
 
 
-def _rounds_words(own: int, pooled: int, resumed: bool, untimed: bool = True) -> str:
-    """`untimed`: no group of the strategy had a round of this run (a group's own: `own` says)."""
-    if own <= 0 and pooled and untimed:
-        text = f"{pooled} reused"
-    else:
-        text = f"{own}+{pooled}" if pooled else str(own)
+def _rounds_words(own: int, pooled: int, resumed: bool) -> str:
+    text = f"{own}+{pooled}" if pooled else str(own)
     return f"{text} {RESUMED_MARK}" if resumed else text
 
 

@@ -17,7 +17,7 @@ from harness.report.pairing import point_name
 from harness.report.plan_view import grouped, overrun_text, planned_text, threads_text
 from harness.report.unresolved import WHY_BELOW, WHY_VERBOSE, outlook_note, quieter_advised, unresolved_line
 from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, COMPUTED_NOTE, PEAK_COLUMN, PEAK_NOTE, RESUMED, SPEEDUP_COLUMN, check_status, NO_ANSWER, total_text, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   device_library, errors_text, medians_footnote, peak_text, per_matrix_text, precision_text,
+                                   device_library, dtype_text, errors_text, medians_footnote, peak_text, per_matrix_text, planned_point, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
 from harness.report.unstable import (Unstable, measurement_count, reasons_text, summary_reasons, unstable_measurements,
@@ -99,12 +99,15 @@ def untimed_rows(record: RunRecord, a: AnalysisRecord) -> Iterator[tuple[str, st
                UNTIMED.split(": ", 1)[1] if untimed else s.reason)
 
 
-def _untimed_row(a: AnalysisRecord, label: str, role: str, status: str, wide: bool) -> list[str]:
+def _untimed_row(record: RunRecord, a: AnalysisRecord, label: str, role: str, status: str, wide: bool) -> list[str]:
     """Dashes where a timing would be; a point the limit cut says so under per matrix, and shows
-    its check as a timed row does."""
+    its check, dtype and device as a timed row does (its answer was computed so)."""
     if status in NO_ANSWER:
         return [shown(label), role, *["-"] * (len(RUN_COLUMNS) - 4), STATUS[status], *(["-"] if wide else [])]
     cells = ["-"] * (len(RUN_COLUMNS) - 5)  # device to % of peak
+    if (point := planned_point(record, a, label)) is not None:
+        cells[1] = dtype_text(point.precision or record.plan.dtype, point.compiled)
+        cells[0] = "{} ({})".format(*device_library(point.device)) if point.device else "-"
     cells[RUN_COLUMNS.index("per matrix") - RUN_COLUMNS.index("device")] = STATUS[status]
     worst = worst_error(a, label)
     return [shown(label), role, *cells, "-" if worst is None else f"{worst:.1e}", STATUS[check_status(a, label)],
@@ -125,7 +128,7 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False, verb
     for a in record.analyses:
         untimed = list(untimed_rows(record, a))
         rows = [_timed_row(record, a, t, wide) for t in a.timings]
-        rows += [_untimed_row(a, label, role, status, wide) for label, role, status, _why in untimed]
+        rows += [_untimed_row(record, a, label, role, status, wide) for label, role, status, _why in untimed]
         for i, row in enumerate(rows):  # a label is a value too: `factored *` never leaves its mark on a line alone
             table.add_row(shown(a.name) if i == 0 else "", *map(value, row), end_section=i == len(rows) - 1)
         labels += [shown(strategy_label(a, name, True)) for name in [*(t.label for t in a.timings), *(u[0] for u in untimed)]]
@@ -172,7 +175,7 @@ SETTLED, CUT = "earlier runs' rounds already settle it", "the limit ran out firs
 
 
 def held(a: AnalysisRecord, t: StrategyTiming) -> str | None:
-    """Why this run timed no round of a row earlier runs' rounds time (`4 reused`): SETTLED (a
+    """Why this run timed no round of a row earlier runs' rounds time (`0+4`): SETTLED (a
     baseline: its analysis' every speedup) or CUT; None where it timed one, or resumed it (its cell
     says why: the stopped run timed it)."""
     if t.resumed or not t.groups or any(len(g.rounds) > g.pooled for g in t.groups):
@@ -187,7 +190,7 @@ def _why(a: AnalysisRecord, t: StrategyTiming) -> str:
 
 
 def held_lines(record: RunRecord) -> list[str]:
-    """Why each row this run timed no round of (`4 reused`) was not timed: earlier runs' rounds
+    """Why each row this run timed no round of (`0+4`) was not timed: earlier runs' rounds
     already settle every speedup it stands in (a baseline: its analysis' every one), or the limit
     ran out before it (walk-through 7: dual_gram showed `1 reused` six runs, no word why; walk 9: a
     settled row had no line, and a settled unresolved one was said to wait on the limit). A row this

@@ -89,9 +89,10 @@ def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimin
         by[outlook(t, precision)].append((name, t))
     kinds = [kind for kind, of in by.items() if of]
     who = {kind: _who(len(by[kind]), len(unresolved), kind == kinds[0], kind == kinds[-1]) for kind in kinds}
-    clauses = [_helps_clause(kind, who[kind], by[kind], len(unresolved), precision) for kind in kinds if kind in HELPS]
+    named = {kind: f"{_names(by[kind])}; " * (len(by[kind]) < len(unresolved)) for kind in kinds}  # a part names its own
+    clauses = [_helps_clause(kind, who[kind], by[kind], named[kind], precision) for kind in kinds if kind in HELPS]
     not_helps = ([_widened_clause(by["widened"], who["widened"])] if by["widened"] else []) + (
-        [_stalled_clause(by["slow"], who["slow"], precision)] if by["slow"] and precision is not None else [])
+        [_stalled_clause(by["slow"], who["slow"], named["slow"], precision)] if by["slow"] and precision is not None else [])
     if not_helps:
         those = "" if not clauses else "for that one, " if len(by["widened"]) + len(by["slow"]) == 1 else "for those, "
         clauses.append(f"{', and '.join(not_helps)}, so the machine's load dominates: {those}{QUIETER}")
@@ -130,30 +131,37 @@ def _who(k: int, of: int, first: bool, last: bool) -> str:
     return f"{k} of them"
 
 
-def _helps_clause(kind: Outlook, who: str, of: list[tuple[str, StrategyTiming]], total: int,
+def _names(of: list[tuple[str, StrategyTiming]]) -> str:
+    """`top3 factored, spectrum torch`: the speedups a clause counts, as the tables name their rows."""
+    return ", ".join(f"{name} {t.label}" for name, t in of)
+
+
+def _helps_clause(kind: Outlook, who: str, of: list[tuple[str, StrategyTiming]], named: str,
                   target: float | None) -> str:
-    """`re-running as is should settle 1 of them (~4 more runs)`, or `a re-run adds a run to the
-    other 2 (on a steady machine ...)`; with every one early, the clause names none."""
+    """`re-running as is should settle 1 of them (top3 factored; ~4 more runs)`, or `a re-run adds
+    a run to the other 2 (top3 torch, spectrum torch; on a steady machine ...)`: a clause counting
+    some of them names them, as the widened one does (walk 18: `adds a run to 1 of them`, unnamed);
+    with every one early, the clause counts none."""
     if kind == "early" or target is None:
-        return f"a re-run adds a run{'' if len(of) == total else ' to ' + who} ({STEADY})"
+        return f"a re-run adds a run{' to ' + who if named else ''} ({named}{STEADY})"
     runs = sorted(runs_to_settle(t, target) for _name, t in of)
     span = f"{runs[0]}" if runs[0] == runs[-1] else f"{runs[0]}-{runs[-1]}"
-    return f"re-running as is should settle {who} (~{span} more run{'' if span == '1' else 's'})"
+    return f"re-running as is should settle {who} ({named}~{span} more run{'' if span == '1' else 's'})"
 
 
 def _widened_clause(wider: list[tuple[str, StrategyTiming]], who: str) -> str:
     """`2 of them widened with this run's rounds (top3 torch_lowrank: 0.21-1.59 before this run;
     with it, 0.17-1.48; and top3 torch)`: the first one's intervals, every one named."""
-    others = f"; and {', '.join(f'{n} {t.label}' for n, t in wider[1:])}" if len(wider) > 1 else ""
+    others = f"; and {_names(wider[1:])}" if len(wider) > 1 else ""
     name, t = wider[0]
     return f"{who} widened with this run's rounds ({name} {t.label}: {widening(t)}{others})"
 
 
-def _stalled_clause(slow: list[tuple[str, StrategyTiming]], who: str, target: float) -> str:
-    """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (the nearest
-    would need ~64 more)`: the unresolved speedups that runs would not settle soon."""
+def _stalled_clause(slow: list[tuple[str, StrategyTiming]], who: str, named: str, target: float) -> str:
+    """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (top3 torch, ...;
+    the nearest would need ~64 more)`: the unresolved speedups that runs would not settle soon."""
     one = len(slow) == 1
     nearest = min(more_runs(t, target) or 0.0 for _name, t in slow)
     runs = min(t.runs for _name, t in slow)
     return (f"{'they' if who.startswith('all ') else who} {'narrows' if one else 'narrow'} too slowly with runs to "
-            f"help after {runs} or more runs pooled ({'it' if one else 'the nearest'} would need ~{nearest:,.0f} more)")
+            f"help after {runs} or more runs pooled ({named}{'it' if one else 'the nearest'} would need ~{nearest:,.0f} more)")

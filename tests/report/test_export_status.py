@@ -17,9 +17,12 @@ from harness.report.html import render_report
 from harness.report.terminal import run_table
 
 from .test_run_screen import real
-from .test_table_agreement import cells
+from harness.report.labels import DTYPE_NOTE
+
+from .test_table_agreement import cells, html_row
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+OUTPUTS = README.parent / "docs" / "outputs.md"
 
 
 def _dual_gram(record: RunRecord) -> tuple[dict[str, str], dict[str, object]]:
@@ -81,3 +84,38 @@ def test_a_not_significant_verdicts_json_has_no_direction(tmp_path: Path) -> Non
     assert "not significant" in said and said - {"not significant"}
     for v in verdicts:
         assert v["direction"] == (None if v["significance"] == "not significant" else v["significance"]), v
+
+
+def test_a_dtype_reads_the_same_in_every_human_form_and_in_full_in_csv_and_json(tmp_path: Path) -> None:
+    """Walk 18: dual_gram (not timed) read `-` under dtype in the terminal and `f32` in md, and the
+    HTML's tables and How to read said `float32`, `(float64, float32, bfloat16, ...)` where --explain
+    said `(f32, bf16, +c compiled)`; csv/json keep `float32`, which docs/outputs.md says."""
+    record = real("first_smoke", tmp_path)
+    drawn = [r for r in cells(record) if r.get("analysis") == "geometry"]
+    assert {r["dtype"] for r in drawn} == {"f32"} and "dual_gram" in {r["strategy"] for r in drawn}
+    terminal = next(r for r in drawn if r["strategy"] == "dual_gram")
+    md = next(line for line in results_markdown(record).splitlines() if line.startswith("| geometry | dual_gram |"))
+    assert md.split(" | ")[3:5] == [terminal["device"], "f32"], md
+    page = render_report(record, tmp_path / "first_smoke")
+    assert "float32" not in " ".join(re.findall(r"<table.*?</table>", page, re.S))  # the timing and frontier tables
+    assert re.search(r"<td>f32</td>", html_row(page, "factored_gram"))
+    reading = " ".join(re.sub(r"<[^>]+>", "", html.unescape(page)).split())
+    assert DTYPE_NOTE in reading and "float64, float32, bfloat16" not in reading
+    csv_row, json_row = _dual_gram(record)
+    assert csv_row["precision"] == json_row["precision"] == "float32"
+    assert "`precision` with `compiled` (the dtype's machine-readable form: `float32`" in " ".join(OUTPUTS.read_text().split())
+
+
+def test_only_a_speedup_is_unresolved_in_csv_and_json_as_the_tables_count_them(tmp_path: Path) -> None:
+    """Walk 18: csv and JSON had dual_gram (not timed, no speedup) `unresolved: true`, 8 rows
+    against the terminal's, md's and JSON warnings' `7 speedups unresolved (?)`."""
+    record = real("first_smoke", tmp_path)
+    csv_row, json_row = _dual_gram(record)
+    assert (csv_row["speedup"], csv_row["unresolved"]) == ("", "False")
+    assert (json_row["speedup"], json_row["unresolved"]) == (None, False)
+    counted = sum(t.unresolved for a in record.analyses for t in a.timings)
+    rows = list(csv.DictReader(io.StringIO(results_csv(record))))
+    assert counted and sum(r["unresolved"] == "True" for r in rows) == counted
+    assert sum(r["unresolved"] for r in json.loads(results_json(record))["results"]) == counted
+    said = [w for w in json.loads(results_json(record))["warnings"] if "unresolved (?)" in w]
+    assert said and said[0].startswith(f"{counted} speedups unresolved (?)")

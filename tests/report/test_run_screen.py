@@ -214,8 +214,9 @@ def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_pa
 
     mixed = footer(5)  # spectrum's factored (±10%, just wider than ±10%) narrows with runs; the other 6 do not
     assert more_runs(factored, 0.10) is not None and more_runs(factored, 0.10) < STALLED_MORE  # type: ignore[operator]
-    assert ("; re-running as is should settle 1 of them (~1 more run); the other 6 narrow too slowly with runs to help "
-            "after 5 or more runs pooled") in mixed and "for those, re-run on a quieter machine" in mixed
+    others = ", ".join(f"{a.name} {t.label}" for a in record.analyses for t in a.timings if t.unresolved and t is not factored)
+    assert (f"; re-running as is should settle 1 of them (spectrum factored; ~1 more run); the other 6 narrow too slowly "
+            f"with runs to help after 5 or more runs pooled ({others}; the nearest") in mixed and "for those, re-run on a quieter machine" in mixed
     assert "a re-run adds a run" not in mixed  # walk 12: not said of the 6 it had said stall
     factored.speedup_ci = (1000.0, 3000.0)  # ±76%: ~284 more runs to reach ±10%
     stalled = footer(5)
@@ -248,7 +249,8 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
     assert t.speedup_ci is not None
     t.earlier_ci = (t.speedup_ci[0] * 2, t.speedup_ci[1] / 2)  # this run's rounds widened it
     (one,) = footer()
-    assert (f"; a re-run adds a run to {len(unresolved) - 1} of them (on a steady machine intervals narrow with runs, "
+    others = ", ".join(f"{n} {u.label}" for n, u in unresolved[1:])
+    assert (f"; a re-run adds a run to {len(unresolved) - 1} of them ({others}; on a steady machine intervals narrow with runs, "
             f"not with one run's rounds); the other one widened with this run's rounds ({name} {t.label}: ") in one
     assert "), so the machine's load dominates: for that one, re-run on a quieter machine" in one
     assert "))" not in one  # walk-through 8: "... and geometry factored_gram)), --verbose says why each"
@@ -286,7 +288,7 @@ def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: 
     assert line.startswith(f"{len(unresolved)} speedups unresolved (?): their intervals are wider than ±10%; "
                            f"1 of them widened with this run's rounds ({name} {w.label}: {widening(w)}), and the "
                            f"other {len(unresolved) - 1} narrow too slowly with runs to help after 3 or more runs "
-                           f"pooled (the nearest would need ~{nearest:,.0f} more), so the machine's load dominates: re-run")
+                           f"pooled ({', '.join(f'{n} {t.label}' for n, t in unresolved[1:])}; the nearest would need ~{nearest:,.0f} more), so the machine's load dominates: re-run")
 
 
 def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path: Path) -> None:

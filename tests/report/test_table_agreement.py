@@ -200,13 +200,13 @@ def test_the_compute_total_has_one_name_in_every_table(tmp_path: Path) -> None:
 
 def test_resumed_rounds_are_explained_where_the_other_forms_are(tmp_path: Path) -> None:
     """Walk 9: `3+6 resumed` in the rounds column, explained in docs/limits.md alone; the report's
-    "How to read the tables" defines it beside `3+6` and `3 reused`, as --explain does."""
+    "How to read the tables" defines it beside `3+6` and `0+3`, as --explain does."""
     record = record_of(tmp_path)
     record.analyses[0].timings[0].resumed = True
     page = " ".join(html.unescape(render_report(record, tmp_path / "main_job")).split())
     reading = page[page.index('<h2 id="reading">'):]
     reading = reading[:reading.index("</p>")]
-    assert all(form in reading for form in ("3+6, this run's 3", "3 reused, all", f"3+6 r, resumed: {RESUMED}"))
+    assert all(form in reading for form in ("3+6, this run's 3", "0+3, none timed", f"3+6 r, resumed: {RESUMED}"))
 
 
 def test_the_per_matrix_column_is_said_to_be_what_it_is(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_explain_notes_only_the_columns_drawn(width: int, tmp_path: Path) -> Non
 @pytest.mark.parametrize("verbose", [False, True])
 def test_explain_says_what_each_form_of_rounds_means(verbose: bool, tmp_path: Path) -> None:
     _, caption = _drawn(_record(tmp_path, False), 160, verbose=verbose)
-    for form in ("3+6, this run's 3 and 6 pooled", "3 reused, all from earlier runs", f"3+6 r, resumed: {RESUMED}"):
+    for form in ("3+6, this run's 3 and 6 pooled", "0+3, none timed by this run", f"3+6 r, resumed: {RESUMED}"):
         assert form in caption  # walk 9: `resumed` was explained in docs/limits.md alone
     assert "a mean, not a median" in caption  # walk 11: "median over the rounds" of two groups' average
     assert ("3+2 (torch 1)" in caption) == verbose  # the benchmark summary it explains is printed with --verbose only

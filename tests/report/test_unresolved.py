@@ -18,7 +18,7 @@ from harness.record.run_record import RECORD, RunRecord, StrategyTiming, load_re
 RECORDS = Path(__file__).parent / "records"
 TARGET = 0.10  # main_job's precision
 QUIETER = "re-run on a quieter machine (`harness system` names what is busy) or with more time for rounds (--budget 30s)"
-STEADY = "(on a steady machine intervals narrow with runs, not with one run's rounds)"
+STEADY = "on a steady machine intervals narrow with runs, not with one run's rounds"
 
 
 def unresolved_of(tmp_path: Path) -> tuple[RunRecord, list[tuple[str, StrategyTiming]]]:
@@ -65,8 +65,9 @@ def test_a_speedup_said_to_stall_is_not_advised_a_re_run_when_one_more_run_poole
     known(near, 0.15, 4)  # ±15% after 4 runs: 4 * 1.5^2 - 4 = 5 more
     assert more_runs(near, TARGET) == pytest.approx(5.0)
     (fourth,) = footer(record)
-    assert fourth.endswith("; re-running as is should settle 1 of them (~5 more runs); the other 6 narrow too slowly with "
-                           "runs to help after 4 or more runs pooled (the nearest would need ~320 more), so the "
+    others = ", ".join(f"{n} {t.label}" for n, t in unresolved[1:])
+    assert fourth.endswith(f"; re-running as is should settle 1 of them ({name} {near.label}; ~5 more runs); the other 6 "
+                           f"narrow too slowly with runs to help after 4 or more runs pooled ({others}; the nearest would need ~320 more), so the "
                            f"machine's load dominates: for those, {QUIETER} rather than as is; --verbose says why each")
     assert "a re-run adds a run" not in fourth
     verbose = footer(record, verbose=True)
@@ -78,19 +79,26 @@ def test_a_speedup_said_to_stall_is_not_advised_a_re_run_when_one_more_run_poole
 # each speedup's (half-width, runs, earlier half-width) -> what the line says after its head
 Outlooks = Sequence[tuple[float, int, float | None]]
 CASES: dict[str, tuple[Outlooks, str]] = {
-    "all early": ([(1.0, 1, None)] * 7, f"; a re-run adds a run {STEADY}; --verbose says why each"),
+    "all early": ([(1.0, 1, None)] * 7, f"; a re-run adds a run ({STEADY}); --verbose says why each"),
     "all settle": ([(0.15, 4, None)] * 6 + [(0.2, 3, None)],
                    "; re-running as is should settle all 7 (~5-9 more runs); --verbose says why each"),
     "one settles, one early": ([(0.12, 3, None)] + [(1.0, 2, None)] * 6,
-                               f"; re-running as is should settle 1 of them (~2 more runs); a re-run adds a run to the "
-                               f"other 6 {STEADY}; --verbose says why each"),
+                               "; re-running as is should settle 1 of them (#0; ~2 more runs); a re-run adds a run to the "
+                               f"other 6 (#1-6; {STEADY}); --verbose says why each"),
     "one widened, the rest early": ([(1.0, 2, 0.5)] + [(1.0, 2, None)] * 6,
-                                    f"; a re-run adds a run to 6 of them {STEADY}; the other one widened with this "
+                                    f"; a re-run adds a run to 6 of them (#1-6; {STEADY}); the other one widened with this "
                                     "run's rounds ("),
     "one of each": ([(0.12, 3, None), (1.0, 1, None), (1.0, 3, 0.5)] + [(1.0, 3, None)] * 4,
-                    f"; re-running as is should settle 1 of them (~2 more runs); a re-run adds a run to 1 of them "
-                    f"{STEADY}; 1 of them widened with this run's rounds ("),
+                    "; re-running as is should settle 1 of them (#0; ~2 more runs); a re-run adds a run to 1 of them "
+                    f"(#1; {STEADY}); 1 of them widened with this run's rounds ("),
 }
+
+
+def named(said: str, unresolved: list[tuple[str, StrategyTiming]]) -> str:
+    """A CASES line with its `#0`, `#1`, `#1-6` as the speedups a clause counts: some of them, each named
+    (walk 18: `a re-run adds a run to 1 of them (...)` named none, while the widened clause named its own)."""
+    names = [f"{n} {t.label}" for n, t in unresolved]
+    return said.replace("#0", names[0]).replace("#1-6", ", ".join(names[1:])).replace("#1", names[1])
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -102,6 +110,7 @@ def test_each_outlook_is_counted_and_none_is_told_both_as_is_and_not(case: str, 
     for (_name, t), (half, runs, earlier) in zip(unresolved, outlooks, strict=True):
         known(t, half, runs, earlier)
     (line,) = footer(record)
+    said = named(said, unresolved)
     assert line.startswith("7 speedups unresolved (?): their intervals are wider than ±10%" + said), line
     helps = "should settle" in line or "a re-run adds a run" in line
     if "rather than as is" in line:
@@ -121,7 +130,7 @@ def test_the_advice_reads_the_same_in_the_terminal_md_json_and_html(tmp_path: Pa
     for (_name, t), (half, runs, earlier) in zip(unresolved, CASES["one of each"][0], strict=True):
         known(t, half, runs, earlier)
     (line,) = footer(record)
-    assert CASES["one of each"][1] in line and line.endswith("; --verbose says why each")
+    assert named(CASES["one of each"][1], unresolved) in line and line.endswith("; --verbose says why each")
     said = line.removesuffix("--verbose says why each") + "why each, below"
     each = footer(record, verbose=True)
     assert len(each) == len(unresolved) and all(why.startswith("unresolved ") for why in each)
