@@ -83,7 +83,7 @@ class GroupComparison(BaseModel):
     shared_a: int = 0  # A timed them (B pooled them): A's side only
     shared_b: int = 0  # B timed them (A pooled them): B's side only; the rest both pooled from earlier runs: neither
     # the group's rounds as each run's own table writes them (labels.rounds_text): `3`, `3+6` (its own 3, 6
-    # pooled), `3 reused`, `3+6 resumed`; compare printed `3, 6 (+3 pooled)` beside B's table's `3+6 resumed`
+    # pooled), `0+3` (all pooled), `3+6 r` (resumed); compare printed `3, 6 (+3 pooled)` beside B's table's `3+6 resumed`
     rounds_a: str = ""
     rounds_b: str = ""
     ratio: float  # B over A per matrix from the paired rounds (each run's geometric mean): above 1 is slower

@@ -26,7 +26,7 @@ TIME_A, TIME_B = "A median", "B median"
 ROUNDS = "rounds A, B"
 # the rounds cells in the run tables' notation (labels.ROUNDS_NOTE), said by --explain and the HTML page alike
 ROUNDS_CELLS = ("each shape group's rounds as its run's table writes them (a round times each strategy once; 3+6: the "
-                "run's own 3 and 6 pooled from earlier runs; 3 reused: all pooled; 3+6 r: resumed, taken over from the "
+                "run's own 3 and 6 pooled from earlier runs; 0+3: all pooled; 3+6 r: resumed, taken over from the "
                 "stopped run it resumed); rounds both runs hold count only for the run that timed them (for neither where both "
                 "pooled them from an earlier run)")
 P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter

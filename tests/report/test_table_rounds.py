@@ -31,7 +31,7 @@ def test_a_strategy_timed_on_one_group_is_not_called_reused_and_its_other_group_
     lowrank.settled = torch.settled = False
     n = len(untimed.rounds)
     assert rounds_text(lowrank) == f"0+{n}"  # none timed by this run, as --explain defines it
-    assert f"0+3, none timed by this run" in ROUNDS_NOTE
+    assert "0+3, none timed by this run" in ROUNDS_NOTE
     assert rounds_text(torch) == f"0+{n}"  # its fewest group: this run timed the other one
     assert "0+6: this run timed another of them" in ROUNDS_NOTE
     (line,) = [line for line in untimed_lines(record) if line.startswith("not timed again")]
