@@ -16,19 +16,8 @@ from types import TracebackType
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
-from rich.progress import (
-    BarColumn,
-    ProgressBar,
-    ProgressColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressBar, ProgressColumn, SpinnerColumn, Task,
+                           TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -77,14 +66,16 @@ class Phase:
         if self.task is not None and self.display.progress is not None:
             self.display.progress.update(self.task, estimate_s=estimate_s, units_s=list(units_s))
 
-    def within(self, share: Callable[[], float], counted: Callable[[], float] | None = None) -> None:
+    def within(self, share: Callable[[], float], counted: Callable[[], float] | None = None,
+               held: Callable[[], float] | None = None) -> None:
         """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
-        `share` by its planned time, `counted` by the work it counted (0 until it counts). The bar
+        `share` by its planned time, `counted` by the work it counted (0 until it counts), `held` the
+        share of the unit no time alone counts done (its work not yet begun: eta_s). The bar
         moves by whichever is further while the count says the units done (the run's bar sat at
         0/3 for the whole first analysis, half the run); the ETA goes by the work once counted,
         the time alone held at PLANNED_CAP while an analysis ran twice its plan (eta_s)."""
         if self.task is not None and self.display.progress is not None:
-            self.display.progress.update(self.task, within=share, counted=counted)
+            self.display.progress.update(self.task, within=share, counted=counted, held=held)
 
     def item(self, text: object) -> None:
         """What the phase works on: a string, or an object whose str() is read at every redraw (a
@@ -162,7 +153,7 @@ class Eta(NamedTuple):
 
 
 def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float,
-          planned_share: float = 0.0) -> Eta:
+          planned_share: float = 0.0, held: float = 0.0) -> Eta:
     """Seconds left of a phase of planned units (`units_s`, the plan's seconds of each, its
     estimate_s spread over them in proportion), `done` of them under way (whole ones finished, the
     fraction the share of the next one's), the last finished at `finished_s`: what the plan leaves,
@@ -175,7 +166,8 @@ def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: f
     its own (a resumed run read `ETA >0:00:40` with 14 s left: one-off work ahead of its rounds). Within its
     plan a unit is as far along as the further of its work counted and its planned time spent
     (`planned_share`): its first rounds, slow with their first calls, counted little and alone read
-    as a run 4x slower (walk-through 8: `ETA ~0:01:44` at 12 s of a 27 s run)."""
+    as a run 4x slower (walk-through 8: `ETA ~0:01:44` at 12 s of a 27 s run); never below its work not
+    begun (`held` of the unit, at the run's pace: walk 18's `ETA ~0:00:00` while geometry's workers started)."""
     scale = estimate_s / sum(units_s) if sum(units_s) > 0 else 0.0
     whole = min(int(done), len(units_s))
     if whole >= len(units_s):
@@ -193,7 +185,8 @@ def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: f
     if not over and share > 0 and ran > pace * unit * share:  # slower than the run's pace: its rounds say how much
         own = max(pace, _paced(ran + PACE_PRIOR * unit * pace, unit * share + PACE_PRIOR * unit))
         rest = max(pace, _paced(elapsed_s + prior, planned_done + unit * share + prior))
-    left = own * unit * (1.0 - share) + rest * sum(units_s[whole + 1:]) * scale
+    left = max(own * unit * (1.0 - share), 0.0 if over else pace * unit * min(max(held, 0.0), 1.0))
+    left += rest * sum(units_s[whole + 1:]) * scale
     return Eta(max(0.0, left), over=over)
 
 
@@ -255,9 +248,9 @@ class _Remaining(TimeRemainingColumn):
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
         if units and estimate and task.elapsed is not None:
             share = min(COUNTED_CAP, max(0.0, _share(task)))
-            within = task.fields.get("within")
+            within, held = task.fields.get("within"), task.fields.get("held")
             return eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0),
-                         within() if within is not None else 0.0)
+                         within() if within is not None else 0.0, held() if held is not None else 0.0)
         left = task.time_remaining
         if left is None:  # rich's pace needs two steps done: after the first, its mean so far
             if not (task.completed and task.total and task.elapsed):

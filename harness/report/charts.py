@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
-from harness.report.compare import Comparison
+from harness.report.compare import MAX_SPAN, Comparison
 from harness.report.frontier import TIE, has_points, points as frontier_points, tolerance
 from harness.report.labels import COMPUTE_TOTAL, COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
@@ -309,9 +309,9 @@ def ratio_figure(c: Comparison) -> Figure:
     for yi, r, (e_low, e_high) in zip(y, rows, ends):
         color = CHANGE_COLOR[r.change]
         low, high = np.clip([min(e_low, r.ratio), max(e_high, r.ratio)], lo_x, hi_x)
-        ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]], fmt="D" if r.regression else "o",
-                    ms=7 if r.regression else 5, color=color, mfc="white" if r.unstable else color, capsize=3,
-                    zorder=3)
+        ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]],
+                    fmt="D" if r.regression else "s" if r.wide else "o", ms=7 if r.regression else 5, color=color,
+                    mfc="white" if r.unstable else color, capsize=3, zorder=3)
         faster = r.ratio < 1  # its label left of its bar: away from the 1x line, which struck "0.711x" through
         # B / A as the tables write it: `0.931`, not `0.931x` (a ratio of times, not a speedup)
         ax.annotate(format_ratio(r.ratio), (low if faster else high, yi), xytext=(-4 if faster else 4, 0),
@@ -336,17 +336,27 @@ def ratio_figure(c: Comparison) -> Figure:
     # the folders' names: their paths are on the page, and a long one ran past the chart's edge
     set_title(ax, f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}")
     ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
+    _ratio_legend(ax, c)
+    return fig
+
+
+def _ratio_legend(ax: Axes, c: Comparison) -> None:
+    """ratio_figure's legend: an entry for each kind of point drawn, a too-wide row's grey square its
+    own (walk 18: it was a bare grey point under "too few rounds for the test", its rounds enough)."""
+    rows = c.rows
     handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
     for change in CHANGE_COLOR:
-        if any(r.change == change and not r.regression for r in rows):
+        if any(r.change == change and not r.regression and not r.wide for r in rows):
             handles.append(Line2D([], [], marker="o", ls="", color=CHANGE_COLOR[change], label=CHANGE_LABEL[change]))
+    if any(r.wide for r in rows):
+        handles.append(Line2D([], [], marker="s", ls="", color=CHANGE_COLOR["too few rounds"],
+                              label=f"interval over {MAX_SPAN:g}x wide: no test"))
     if any(r.unstable for r in rows):
         handles.append(Line2D([], [], marker="o", ls="", color="#666", mfc="white", label="unstable" + (": not gated" if c.gate else "")))
     if any(r.regression for r in rows):
         handles.append(Line2D([], [], marker="D", ls="", color=CHANGE_COLOR["slower"],
                               label=f"regression: fails the {c.gate:g}x gate"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    return fig
 
 
 ERROR_FLOOR = 1e-17  # an error of exactly 0 (a reference's own route) drawn at float64's floor

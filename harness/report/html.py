@@ -22,7 +22,7 @@ from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
 from harness.record.verdict import significance
 from harness.report.labels import (DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
-                                   check_status, device_library, dtype_text, per_matrix_text, precision_text,
+                                   check_status, device_library, device_text, dtype_text, per_matrix_text, precision_text,
                                    peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
@@ -33,7 +33,7 @@ from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming, load_record
 from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup,
                                  p_clause, plural)
-from harness.bench.budget import rounds_note
+from harness.bench.budget import estimate_parts, rounds_note
 from harness.plan.model import Timed
 
 REPORT = "report.html"
@@ -61,6 +61,8 @@ def environment() -> Environment:
     env.filters["rate"] = format_rate
     env.filters["prose"] = prose
     env.filters["planned"] = plan_note
+    env.filters["device"] = device_text
+    env.filters["parts"] = estimate_parts
     return env
 
 
@@ -73,11 +75,10 @@ def prose(text: str) -> Markup:
 def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, Any]]:
     rows = []
     for t in analysis.timings:
-        device, library = device_library(t.device)
         rows.append(
             {
                 "timing": t,
-                "device": f"{device} ({library})",
+                "device": device_text(t.device),
                 "significance": significance(t),
                 "unstable": sum(g.measurement.unstable for g in t.groups),
                 "label": strategy_label(analysis, t.label, analysis.computed(t)),  # as the terminal table writes it

@@ -104,6 +104,11 @@ def device_library(backend: str) -> tuple[str, str]:
     return roof_device(backend), "numpy" if backend == "numpy" else "torch"
 
 
+def device_text(backend: str) -> str:
+    """`cpu (numpy)`: device_library as the tables' "device (library)" column writes it."""
+    return "{} ({})".format(*device_library(backend))
+
+
 def _roof_share(record: RunRecord, t: StrategyTiming) -> float | None:
     """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured
     roofs; None without a roof."""

@@ -10,7 +10,7 @@ from harness.plan.calibration import scaled_note
 from harness.plan.model import Candidate, Plan, Timed
 from harness.report.fitting import Fitted, rule_table, value
 from harness.record.run_record import UNTIMED, RunRecord
-from harness.report.labels import device_library, shown, total_text
+from harness.report.labels import device_text, shown, total_text
 
 
 ESTIMATE = "est."  # its header on one line at 100 columns (walk 12: "est. (whole" / "analysis)")
@@ -78,7 +78,7 @@ def plan_table(plan: Plan) -> Fitted:
         ahead = " (next chunk read ahead)" if step.reads_ahead else ""
         batch = ", ".join(f"{g}:{b}" for g, b in step.batch_sizes.items()) or "-"
         table.add_row(shown(step.analysis), value(shown(step.problem)),
-                      value(shown(step.strategy)), value("{} ({})".format(*device_library(step.device))),
+                      value(shown(step.strategy)), value(device_text(step.device)),
                       value(format_seconds(step.estimate_s)), value(shown(batch) + ahead))
         summaries.append(value(shown(_batch_summary(step.batch_sizes) or batch) + ahead))
     return Fitted(table, ("batch",), footnotes=((ESTIMATE, WHOLE),), short={"batch": tuple(summaries)})

@@ -17,22 +17,24 @@ from harness.run.rounds import Rounds
 
 
 def clock_text(analysis: str, live_s: float, limit_s: float, limit: str) -> Phrases:
-    """`bench 8.2/12 s floor · top3`; past it `bench +2.9 s floor · top3`: one counter of the whole
+    """`bench 8/12 s floor · top3` (`bench 2.9/4.0 s budget` under a 10 s limit); past it `bench +2.9 s floor · top3`: one counter of the whole
     benchmark's seconds, every analysis' so far, against its limit named as the run's Benchmark line
     names it (the budget, or the floor when that is more), the analysis under way after it. Walk 12
     could not read `geometry: 19.4 > 15.9 s floor`; walk 13 read `top3: 12.7 of 21.0 s floor` as top3's
     own seconds; walk 14 lost the name in the 32 columns a 100-column display leaves it (`benchmark:
-    9.9 of 17.6 s floor`), and read `timed 21.9 of 20.0 s` past it as a fraction over 100%. Whole
-    seconds from 10 s, as the elapsed column shows them: an 8-letter name whole at 100 columns up to
-    `bench 99/99 s budget` and `bench +999 s budget`, the same words at every width."""
+    9.9 of 17.6 s floor`), and read `timed 21.9 of 20.0 s` past it as a fraction over 100%. Both figures
+    in the limit's precision, whole seconds from a 10 s limit (walk 18 read `9.3/13` then `12/13` on one
+    row): an 8-letter name whole at 100 columns up to `bench 99/99 s budget` and `bench +999 s budget`,
+    the same words at every width."""
     if live_s > limit_s:
-        return Phrases((f"bench +{_figure(live_s - limit_s)} s {limit}", analysis), sep=" · ")
-    return Phrases((f"bench {_figure(live_s)}/{_figure(limit_s)} s {limit}", analysis), sep=" · ")
+        return Phrases((f"bench +{_figure(live_s - limit_s, live_s - limit_s)} s {limit}", analysis), sep=" · ")
+    return Phrases((f"bench {_figure(live_s, limit_s)}/{_figure(limit_s, limit_s)} s {limit}", analysis), sep=" · ")
 
 
-def _figure(seconds: float) -> str:
-    """Tenths below 10 s, where a counter moving by tenths says the benchmark is timing; whole above."""
-    return f"{seconds:.1f}" if seconds < 9.95 else f"{seconds:.0f}"
+def _figure(seconds: float, scale: float) -> str:
+    """Tenths below a 10 s scale, where a counter moving by tenths says the benchmark is timing;
+    whole from it (a 9.97 s limit is `10`, as its whole figure would round)."""
+    return f"{seconds:.1f}" if scale < 9.95 else f"{seconds:.0f}"
 
 
 def stopped_text(analysis: str, timed: Sequence[int], count: int, planned: int, processes: int, limit_s: float,

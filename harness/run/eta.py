@@ -136,6 +136,21 @@ def blocks(rounds: Rounds) -> int:
     return sum(len(line.new) for line in rounds.lines.values())
 
 
+def held_share(step: Step, left_s: float, timing: Callable[[], Timing | None]) -> Callable[[], float]:
+    """The share of the step's work no time alone counts done, for the run's ETA (base.progress.eta_s's
+    `held`): its timing (`left_s`: timing_left_s, its one-off work in) until its first block is timed, then
+    none (its blocks count it: counted_share). Smoke on a busy machine read `geometry: starting workers
+    … ETA ~0:00:00`: its planned seconds spent while its workers started, all its rounds ahead (walk 18)."""
+    whole = step.estimate_s + left_s
+    part, started = (left_s / whole if whole > 0 else 0.0), [False]
+
+    def held() -> float:
+        now = timing()
+        started[0] = started[0] or (now is not None and now[0].analysis == step.analysis and blocks(now[0]) > now[1])
+        return 0.0 if started[0] else part
+    return held
+
+
 def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None],
                   one_worker_s: float = TIMING_WORKER_S, limit: Callable[[], Limit] | None = None
                   ) -> Callable[[], float]:

@@ -42,7 +42,8 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, Grou
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
 from harness.run.clock import own_rounds, stopped_text
-from harness.run.eta import Done, Timing, as_timed, blocks, counted_share, limit_of, timing_left_s, work_left, worker_s
+from harness.run.eta import (Done, Timing, as_timed, blocks, counted_share, held_share, limit_of, timing_left_s, work_left,
+                             worker_s)
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
 from harness.run.items import WILD_PLAN, Timeline, line_of, placed, plausible
@@ -203,11 +204,19 @@ class BenchPhase:
         return work_left(self.plan, set(self.kept), self.interrupted, self.one_worker_s, self.finished,
                          limit_of(self.budget, self.plan.slowdown), cached)
 
+    def _timing_left_s(self, step: Step) -> float:
+        """Its timing this run still times, as the limit now leaves it (run.eta)."""
+        return timing_left_s(step, step.analysis in self.kept, self.interrupted, self.one_worker_s,
+                             limit_of(self.budget, self.plan.slowdown))
+
     def share_of(self, step: Step) -> Callable[[], float]:
         """The share of the step's work left its blocks say is done, for the run's ETA (run.eta)."""
-        one, limit = self.one_worker_s, partial(limit_of, self.budget, self.plan.slowdown)
-        return counted_share(step, timing_left_s(step, step.analysis in self.kept, self.interrupted, one, limit()),
-                             lambda: self.timing, one, limit)
+        return counted_share(step, self._timing_left_s(step), lambda: self.timing, self.one_worker_s,
+                             partial(limit_of, self.budget, self.plan.slowdown))
+
+    def held_of(self, step: Step) -> Callable[[], float]:
+        """The share of the step's work no time alone counts done, for the run's ETA (run.eta)."""
+        return held_share(step, self._timing_left_s(step), lambda: self.timing)
 
     def record(self) -> BenchRecord:
         bench, r, planned = self.here, self.references, self.plan.bench

@@ -122,7 +122,8 @@ class Runner:
                         run.replan(estimate_s, units)
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.bench.here.limit_s,
                                                  self.bench.here.limit))  # 1/3: the count
-                        run.within(planned(units[i] * estimate_s / sum(units)), counted=self.bench.share_of(step))  # bar and ETA: within it
+                        run.within(planned(units[i] * estimate_s / sum(units)), counted=self.bench.share_of(step),
+                                   held=self.bench.held_of(step))  # bar and ETA: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))

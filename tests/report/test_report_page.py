@@ -11,6 +11,7 @@ import re
 import numpy as np
 from pathlib import Path
 
+from harness.bench.budget import estimate_parts
 from harness.record.run_record import RunRecord
 from harness.report import charts
 from harness.report.html import render_report
@@ -173,7 +174,8 @@ def test_the_plans_timed_points_say_each_strategys_own_timing_and_its_calls_esti
     assert len(rows) == 1 + len(timed) > 2
     for t in (t for t in timed if t.allocations):
         a = max(t.allocations, key=lambda x: x.block_s)
-        assert any(row.endswith(f"{t.label} {t.role} {charts.format_seconds(t.estimate_s)} {t.cut}") for row in rows), t.label
+        estimate = f"{charts.format_seconds(t.estimate_s)} = {estimate_parts(t.allocations)}"
+        assert any(row.endswith(f"{t.label} {t.role} {estimate} {t.cut}") for row in rows), t.label
         assert f"a call (est. {charts.format_seconds(a.call_s)})" in t.cut
 
 

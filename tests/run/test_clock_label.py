@@ -50,8 +50,8 @@ def test_the_counter_only_grows_through_one_off_work_and_across_analyses() -> No
         at(20.0)
     at(24.0)
     seconds = [float(re.match(r"bench (\d+(?:\.\d)?)/", s).group(1)) for s in shown[:-1]]  # type: ignore[union-attr]
-    assert seconds == [0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 3.5, 12, 12]
-    assert shown[6] == "bench 1.5/14 s floor · spectrum"
+    assert seconds == [0, 0, 0, 0, 0, 0, 2, 2, 4, 12, 12]  # whole seconds under a 14 s floor
+    assert shown[6] == "bench 2/14 s floor · spectrum"
     assert shown[-1] == "bench +1.9 s floor · geometry"  # 15.5 s: the over-floor figure once
 
 
@@ -62,7 +62,7 @@ def test_the_label_keeps_its_sign_and_the_analysis_at_100_columns() -> None:
     under, over = clock_text("spectrum", 12.8, 13.9, "budget"), clock_text("geometry", 21.9, 20.0, "floor")
     assert str(under) == "bench 13/14 s budget · spectrum" and under.fitted(32) == str(under)
     assert str(over) == "bench +1.9 s floor · geometry" and over.fitted(32) == str(over)
-    assert str(clock_text("top3", 9.9, 17.6, "floor")) == "bench 9.9/18 s floor · top3"
+    assert str(clock_text("top3", 9.9, 17.6, "floor")) == "bench 10/18 s floor · top3"
     for text in (clock_text("svd_topk", 98.7, 99.1, "budget"), clock_text("svd_topk", 1013.8, 13.9, "budget")):
         assert text.fitted(32) == str(text) and "svd_topk" in str(text)
 
@@ -98,3 +98,16 @@ def test_the_count_is_the_benchmarks_not_the_analysis_under_way() -> None:
     assert str(label) == "bench 13/21 s floor · top3"  # top3 begun: none of it top3's
     budget.spent_s = 21.4
     assert label.phrases().fitted(32) == "bench +0.4 s floor · top3"
+
+
+def test_one_label_keeps_one_precision_as_its_count_passes_10_s() -> None:
+    """Walk 18: `bench 9.3/13 s floor · top3`, then `bench 12/13 s floor · top3` on one row. Both figures
+    whole under a limit from 10 s, both in tenths under a limit below it; whole within 32 cells (but for an
+    8-letter name under a budget below 10 s: 33)."""
+    assert [str(clock_text("top3", s, 13.0, "floor")) for s in (0.0, 9.3, 12.4)] == [
+        "bench 0/13 s floor · top3", "bench 9/13 s floor · top3", "bench 12/13 s floor · top3"]
+    assert [str(clock_text("svd_topk", s, 4.0, "budget")) for s in (0.0, 2.9)] == [
+        "bench 0.0/4.0 s budget · svd_topk", "bench 2.9/4.0 s budget · svd_topk"]
+    assert str(clock_text("svd_topk", 9.0, 9.97, "budget")) == "bench 9/10 s budget · svd_topk"
+    for text in (clock_text("svd_topk", 9.94, 9.94, "floor"), clock_text("svd_topk", 9.3, 99.4, "budget")):
+        assert text.fitted(32) == str(text)
