@@ -238,6 +238,7 @@ class PlannerPick(NamedTuple):
     fastest: str
     ratio: float  # the pick's seconds over the fastest's
     overlap: bool  # their intervals overlap: this measurement does not tell them apart
+    tied: tuple[str, ...] = ()  # the others the measurement does not tell from the fastest (point_picks)
 
     @property
     def agrees(self) -> bool:
@@ -264,9 +265,21 @@ def point_picks(p: PointRecord) -> list[PlannerPick]:
         if chosen is None:
             continue
         fastest = min(timed.values(), key=lambda t: t.seconds)
+        tied = tuple(t.strategy for t in timed.values() if t is not fastest and _tied(fastest, t))
         picks.append(PlannerPick(p.values, analysis, chosen.strategy, fastest.strategy,
-                                 chosen.seconds / fastest.seconds, chosen.low <= fastest.high))
+                                 chosen.seconds / fastest.seconds, chosen.low <= fastest.high, tied))
     return picks
+
+
+def _tied(fastest: PointTiming, other: PointTiming) -> bool:
+    """Whether the point's measurement leaves `other` as fast as `fastest`: by their paired interval where
+    one is the baseline (the basis a crossover's clause gives: walk 19 read `factored … yes` in the picks
+    table beside `not at data.rank=128: factored 2.74x (0.0600-125) over numpy …, too wide to tell`),
+    else by their own intervals."""
+    for timing, base in ((fastest, other), (other, fastest)):
+        if base.baseline and timing.paired is not None:
+            return timing.paired[0] <= 1.0 <= timing.paired[1]
+    return other.low <= fastest.high
 
 
 def planner_picks(record: SweepRecord) -> list[PlannerPick]:

@@ -234,7 +234,8 @@ def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
     named = [id(pick) for pick in named_misses(picks)]
     for pick in picks:
         mark = "not told apart" if pick.overlap else "no"
-        agrees = "yes" if pick.agrees else mark if id(pick) in named else f"{mark}: {pick.factor} slower"
+        agrees = (("yes" if not pick.tied else f"yes, not told apart from {', '.join(pick.tied)}") if pick.agrees
+                  else mark if id(pick) in named else f"{mark}: {pick.factor} slower")
         rows.append(dict(zip(PICK_COLUMNS, (SweepPoint(values=pick.values).label, pick.analysis, pick.chosen,
                                             pick.fastest, agrees))))
     return rows

@@ -94,6 +94,18 @@ def test_a_point_that_does_not_bear_a_crossover_out_says_its_basis(run: int, bas
     assert note.startswith("95% interval: each strategy's own") and "paired rounds' ratio" in note
 
 
+def test_the_picks_table_does_not_call_a_fastest_apart_that_its_clause_does_not() -> None:
+    """Walk 19: the picks table said `factored factored yes` at a rank whose crossover clause read `factored
+    2.74x (0.0600-125) over numpy in paired rounds, too wide to tell`: `yes` now names what it is not told from."""
+    from harness.report.sweep import pick_rows, sweep_lines
+
+    record = walk16(2)
+    rows = {row["point"]: row["agrees"] for row in pick_rows(record)}
+    assert "not at data.rank=256: factored 4.15x (0.333-51.8) over numpy in paired rounds, too wide to tell" in " ".join(
+        sweep_lines(record))
+    assert rows["data.rank=256"] == "yes, not told apart from numpy" and rows["data.rank=16"] == "yes"
+
+
 def test_a_point_keeps_its_runs_paired_speedup(tmp_path: Path) -> None:
     run = real("main_job", tmp_path)
     kept = {(t.analysis, t.strategy): t for t in point_record({"data.rank": 8}, "rank-8", run).timings}
