@@ -54,7 +54,11 @@ def summary_line(c: Comparison, several: bool = False) -> str:
     that could not judge leads the line: `gate INCONCLUSIVE, none of 11 groups could be gated (11
     unstable); ungated: 8 not significant, ...`."""
     counts = Counter(r.change for r in c.rows)
-    judged = [f"{counts[change]} {change}" for change in CHANGES[:2] if counts[change]]
+    # a change whose groups were measured unstably says so in the line that counts it (walk 19: `1 slower`
+    # headlined a run of 16 unstable groups; the gate skips them)
+    shaky = Counter(r.change for r in c.rows if r.unstable)
+    judged = [f"{counts[change]} {change}" + ("" if not shaky[change] else " (unstable)" if shaky[change] == counts[change]
+                                             else f" ({shaky[change]} unstable)") for change in CHANGES[:2] if counts[change]]
     if counts["not significant"]:
         judged.append(f"{counts['not significant']} not significant")  # the rows' words (walk 12)
     if judged:  # the test's level, in the line every width keeps: "0.037 not significant" read as a fault (walk 12)

@@ -231,7 +231,8 @@ def test_unstable_slowdown_reported_not_gated(base: tuple[str, RunRecord], tmp_p
     unstable = sum(r.strategy == "numpy" for r in rows)
     assert (f"{unstable} of {len(rows)} groups unstable, not gated: B: other processes took 48% of the 2 CPUs"
             in out.splitlines())
-    assert out.startswith(f"B against A, {len(rows)} groups: {unstable} slower, ")  # asv's summary first
+    assert out.startswith(f"B against A, {len(rows)} groups: {unstable} slower (unstable), ")  # asv's summary first,
+    # saying that the change it counts was measured unstably (walk 19: `1 slower` among 16 unstable groups)
     assert cli.main(["compare", a, b, "--fail-on-regression", "--verbose"]) == 0  # each group and why
     out = capsys.readouterr().out
     assert "unstable, not gated: svdvals numpy on" in out and "slower): B: other processes took 48%" in out
