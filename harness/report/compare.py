@@ -179,7 +179,7 @@ class Comparison(BaseModel):
         elif not self.n_gated:
             # each group counted once, under its first cause (walk 15: `16 unstable, 6 …` of 16), a too wide
             # interval apart from too few rounds as its row says it (walk 17: `7 with too few rounds` held one)
-            few, wide = (sum(bool(r.wide) == w for r in self.too_few) for w in (False, True))
+            few, wide = (len(rows) for rows in self.too_few_by_cause)
             shaky = sum(bool(r.unstable) and r.change != "too few rounds" for r in self.rows)
             counts = [f"{n} {what}" for n, what in ((few, "with too few rounds"), (wide, "too wide"),
                                                     (shaky, "others unstable" if few or wide else "unstable")) if n]
@@ -198,6 +198,12 @@ class Comparison(BaseModel):
         return [r for r in self.rows if r.change == "too few rounds"]
 
     @property
+    def too_few_by_cause(self) -> tuple[list[GroupComparison], list[GroupComparison]]:
+        """too_few's rows of fewer than MIN_ROUNDS rounds a side, then those of rounds enough whose
+        interval is too wide: how the gate's line and the not-judged line count them alike."""
+        return [r for r in self.too_few if not r.wide], [r for r in self.too_few if r.wide]
+
+    @property
     def not_judged(self) -> str | None:
         """Why groups were not judged and what to do next, in one line; None when every group was."""
         few = self.too_few
@@ -208,8 +214,7 @@ class Comparison(BaseModel):
             if all(getattr(r, f"shared_{other.lower()}") and not getattr(r, f"n_{side.lower()}") for r in few):
                 return (f"{head}: {side} timed none of them itself, every round it holds was pooled from {other}; "
                         f"time {side} anew: harness run SPEC -o FOLDER --force --fresh")
-        fewer = [r.label for r in few if not r.wide]
-        wide = [r.label for r in few if r.wide]  # rounds enough on each side, yet an interval over MAX_SPAN
+        fewer, wide = ([r.label for r in rows] for rows in self.too_few_by_cause)  # wide: an interval over MAX_SPAN
         causes = [(labels, why) for labels, why in ((fewer, f"fewer than {MIN_ROUNDS} rounds on a side (a round times "
                                                               "each strategy once)"),
                                                      (wide, f"rounds so few and scattered that the interval spans over "
