@@ -23,7 +23,7 @@ from harness.report.artifacts import decay_bands, feature_grids, read_features, 
 from harness.record.verdict import significance
 from harness.report.labels import (DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, RESUMED, table_footnotes, BENCH_ROUNDS_NOTE, COMPUTED_NOTE, PEAK_NOTE, ROLES_NOTE, ROUNDS_NOTE, SPEEDUP_NOTE, SPREAD_HEADER, SPREAD_NOTE, UNSTABLE_MARK, VERIFIED_NOTE,
                                    check_status, device_library, device_text, dtype_text, per_matrix_text, precision_text,
-                                   peak_text, rounds_text, speedup_cell, spread, strategy_label, total_text,
+                                   peak_text, rounds_text, speedup_figures, spread, strategy_label, total_text,
                                    verdict_lines)
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
 from harness.report.unresolved import quieter_advised
@@ -92,7 +92,7 @@ def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, 
                 + ([(False, planned)] if (planned := _planned(record, analysis, t)) else []) + [(True, r) for r in t.unstable],
                 "gflops": t.gflops_per_s,
                 "share": peak_text(record, t),
-                "speedup": speedup_cell(analysis, t),
+                "speedup": speedup_figures(analysis, t),  # a busy run's two figures break between them
             }
         )
     return rows

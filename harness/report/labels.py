@@ -231,18 +231,24 @@ def table_footnotes(record: RunRecord, analyses: Sequence[AnalysisRecord], more:
 
 
 def speedup_cell(analysis: AnalysisRecord, t: StrategyTiming, short: bool = False) -> str:
+    """speedup_figures in one line: `0.670x paired (too wide), 1.28x by medians ?`."""
+    return ", ".join(speedup_figures(analysis, t, short))
+
+
+def speedup_figures(analysis: AnalysisRecord, t: StrategyTiming, short: bool = False) -> list[str]:
     """speedup_text, with APART_MARK where the rows' times fall outside its interval; where the
     per-matrix medians point the other way from a speedup whose interval holds 1, both figures as
-    the verdict gives them (walk 15: the cell kept `0.670x (too wide) ?` beside a verdict of both):
-    `0.670x paired (too wide), 1.28x by medians ?`; `short`, the terminal's one line, the paired
-    figure with MEDIANS_MARK, which medians_footnote resolves (walk 17: a cell on two lines changed
-    the table's layout, its `?` on the second)."""
+    the verdict gives them (walk 15: the cell kept `0.670x (too wide) ?` beside a verdict of both),
+    one item each, so that a page may break a cell between them, never inside one; `short`, the
+    terminal's one line, the paired figure with MEDIANS_MARK, which medians_footnote resolves
+    (walk 17: a cell on two lines changed the table's layout, its `?` on the second)."""
     other = _medians_other(analysis, t)
-    text = speedup_text(t) if other is None or t.speedup is None else (
-        speedup_text(t) + MEDIANS_MARK if short else
-        f"{format_speedup(t.speedup)} paired ({readable_interval(t.speedup_ci)}), {format_speedup(other)} by medians"
-        + (f" {UNRESOLVED_MARK}" if t.unresolved else ""))
-    return text + (f" {APART_MARK}" if times_disagree(analysis, t) else "")
+    figures = [speedup_text(t)] if other is None or t.speedup is None else (
+        [speedup_text(t) + MEDIANS_MARK] if short else
+        [f"{format_speedup(t.speedup)} paired ({readable_interval(t.speedup_ci)})",
+         f"{format_speedup(other)} by medians" + (f" {UNRESOLVED_MARK}" if t.unresolved else "")])
+    figures[-1] += f" {APART_MARK}" if times_disagree(analysis, t) else ""
+    return figures
 
 
 def _medians_other(analysis: AnalysisRecord, t: StrategyTiming) -> float | None:

@@ -234,7 +234,9 @@ def test_a_speedup_cell_gives_both_figures_where_its_verdict_does(tmp_path: Path
     row = next(r for r in cells(record)[:-1] if r["analysis"] == "svd" and r["strategy"] == "torch")
     assert row["speedup (95% CI)"] == f"0.670x (too wide) ?{MEDIANS_MARK}"  # the terminal's: its note has 1.28x
     assert f"| {both} |" in results_markdown(record)
-    assert f">{both}</td>" in html.unescape(render_report(record, tmp_path / "first_smoke"))
+    page = html.unescape(render_report(record, tmp_path / "first_smoke"))  # each figure whole: a break between them
+    assert ('figures">' '<span class="figure">0.670x paired (too wide)</span>, <span class="figure">1.28x by medians ?</span></td>'
+            in page)
 
 
 @pytest.mark.parametrize("width", [100, 160])
