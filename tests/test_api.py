@@ -4,6 +4,7 @@ run folder, tidy rows, a repr of one screen, and errors that name the key."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,27 @@ def _lines_of(drawn: list[str], text: str) -> int:
         assert end < len(drawn) and drawn[end].startswith("  "), (text[:60], drawn[start:end + 1])
         got, end = f"{got} {drawn[end].strip()}", end + 1
     return end - start
+
+
+UNGUARDED = """from harness import api
+run = api.run({spec!r}, output={out!r}, quiet=True, budget="0s", data__layers=1)
+rows = run.rows
+print("ran:", sorted({{r["timing"] for r in (rows.to_dict("records") if hasattr(rows, "to_dict") else rows)}}))
+"""
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_a_script_without_a_main_guard_runs_once_and_times(how: str, tmp_path: Path) -> None:
+    """Walk 19 pasted the README's example into a script: each timing worker ran the script again and
+    failed on the folder its parent was writing, and the run timed nothing. Workers are told of no
+    main module now, so the script runs once (as a file and as `python -m package.module`)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "job.py").write_text(UNGUARDED.format(spec=str(CONFIGS / "smoke.toml"), out=str(tmp_path / "run")))
+    how_args = [str(package / "job.py")] if how == "script" else ["-m", "pkg.job"]
+    done = subprocess.run([sys.executable, *how_args], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(tmp_path / "home")})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    ran = done.stdout.splitlines()
+    assert len(ran) == 1 and "'timed'" in ran[0], done.stdout  # once, and it timed (a busy machine may leave some not timed)

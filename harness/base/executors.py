@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, ExitStack
 from types import TracebackType
 from typing import Any
 
-from harness.base.processes import die_with, importable_main
+from harness.base.processes import die_with, main_kept_out
 from harness.base.progress import Display
 
 
@@ -69,7 +69,7 @@ def process_pool(workers: int, threads: int = 1, preload: tuple[str, ...] = ()) 
         initargs=(os.getpid(), list(sys.path), threads, tuple(preload), context.Barrier(workers)),
     )
     # with spawn, each submit that finds no idle worker starts one: `workers` submits start all
-    with importable_main():
+    with main_kept_out():
         futures = [pool.submit(_ready) for _ in range(workers)]
     for future in futures:
         future.result()

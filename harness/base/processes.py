@@ -72,17 +72,22 @@ def end(pid: int, grace_s: float) -> None:
 
 
 @contextmanager
-def importable_main() -> Iterator[None]:
-    """While children start: a main module read from stdin (`python - < script.py`, `__file__` is
-    "<stdin>") is no file a child could run again, and multiprocessing's children died trying; they
-    need nothing from it (what they run is importable), so they are told of no main file."""
+def main_kept_out() -> Iterator[None]:
+    """While children start, they are told of no main module, so none runs the user's script again:
+    what they run is importable and needs nothing from it. A script that calls harness.api.run
+    without `if __name__ == "__main__":` then runs once (each worker ran it again, and failed on the
+    folder its parent was writing), and a main read from stdin (`python - < script.py`), no file a
+    child could run, starts them too."""
     main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if main is None or path is None or getattr(main, "__spec__", None) is not None or os.path.isfile(path):
+    if main is None:
         yield
         return
-    del main.__file__
+    kept = {name: vars(main)[name] for name in ("__file__", "__spec__") if name in vars(main)}
+    vars(main).pop("__file__", None)  # spawn's preparation runs a main found by its file ...
+    main.__spec__ = None  # ... or by its module's name (`python -m package.script`)
     try:
         yield
     finally:
-        main.__file__ = path
+        vars(main).pop("__spec__", None)
+        for name, value in kept.items():
+            setattr(main, name, value)

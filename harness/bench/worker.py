@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from threadpoolctl import threadpool_limits
 
-from harness.base.processes import die_with, end, gone, importable_main
+from harness.base.processes import die_with, end, gone, main_kept_out
 from harness.bench.environment import check_fits, environment
 from harness.bench.measure import Block, measure
 from harness.bench.quiet import descendants, settle
@@ -117,7 +117,7 @@ def start_forkserver(preload: list[str]) -> Callable[[], None]:
     for attempt in (1, 2):
         probe = ctx.Process(target=os.getpid, name="harness forkserver probe")
         try:
-            with importable_main():
+            with main_kept_out():
                 probe.start()
             break
         except (EOFError, OSError) as exc:
@@ -258,7 +258,7 @@ class TimingWorker:
         self.lost = False  # it died or stopped answering: ended, never asked again
         self._asked = False  # a request is out, unanswered
         try:
-            with environment(env), importable_main():
+            with environment(env), main_kept_out():
                 self.process.start()
         except (EOFError, OSError) as exc:  # its forkserver died under it
             self.lost = True

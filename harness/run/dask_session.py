@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.base.executors import dashboard_line
+from harness.base.processes import main_kept_out
 from harness.base.progress import Display
 from harness.data.memo import forget_worker_memo
 from harness.data.workload import Source
@@ -79,11 +80,12 @@ class DaskSession:
         require_distributed()
         from distributed import Client, LocalCluster
 
-        cluster = self._stack.enter_context(LocalCluster(
-            n_workers=self._plan.workers, threads_per_worker=1, processes=True,
-            dashboard_address=":0",  # any free port: never collide with a cluster already here
-            env={"OMP_NUM_THREADS": str(self._plan.threads_per_worker)},
-        ))
+        with main_kept_out():  # its workers never run the user's script again
+            cluster = self._stack.enter_context(LocalCluster(
+                n_workers=self._plan.workers, threads_per_worker=1, processes=True,
+                dashboard_address=":0",  # any free port: never collide with a cluster already here
+                env={"OMP_NUM_THREADS": str(self._plan.threads_per_worker)},
+            ))
         return Client(cluster, set_as_default=False)
 
     def warm(self, loads: list[tuple[str, str]], source: Source) -> None:
