@@ -15,6 +15,7 @@ from rich.console import Console
 
 from harness.cli import main as cli
 from harness.record.run_record import load_record
+from harness.report.labels import verdict_lines
 from harness.cli.commands import run as run_command
 from harness.base.progress import Display
 from tests.conftest import CONFIGS
@@ -74,11 +75,13 @@ def test_the_live_display_leaves_no_blank_line_on_a_terminal() -> None:
 
 
 def test_run_output_starts_with_the_verdicts_then_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One line per analysis first, whatever it says: a verdict, or why none (at load 5-8 an analysis
+    was left untimed and the test, which wanted a speedup in every line, failed)."""
     assert cli.main(["run", SMOKE, "-o", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     record = load_record(tmp_path / "r")
-    verdicts = record.verdicts
-    assert len(verdicts) >= len(record.analyses) and all(" than " in v for v in verdicts[: len(record.analyses)])
+    verdicts = verdict_lines(record)  # a verdict, or why none (a busy machine may leave one untimed)
+    assert [v.split(": ")[0] for v in verdicts[: len(record.analyses)]] == [a.name for a in record.analyses]
     assert out.startswith("\n".join(verdicts) + "\nsmoke: 12 matrices on "), out[:400]
     lines = out.splitlines()  # no blank line but the table's between its analyses
     names = {a.name for a in record.analyses}
