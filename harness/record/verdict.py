@@ -136,12 +136,12 @@ def headline(a: AnalysisRecord) -> Headline | None:
 
 def verdict(a: AnalysisRecord) -> str | None:
     """"spectrum: factored is 1,130x (1,050-1,210) faster than numpy; 3 of 4 speedups resolved",
-    "...; 0 of 3 speedups resolved (2 not timed)"."""
+    "...; 0 of 3 speedups resolved (2 of them not timed)": the limit came before those."""
     h = headline(a)
     if h is None:
         return None
     return (f"{a.name}: {_compared(h.head, h.baseline)}; {h.resolved} of {h.compared} speedups resolved"
-            + (f" ({h.untimed} not timed)" if h.untimed else ""))
+            + (f" ({h.untimed} of them not timed)" if h.untimed else ""))
 
 
 def named_in_spec(a: AnalysisRecord) -> bool:

@@ -377,7 +377,7 @@ def no_verdict(a: AnalysisRecord, baseline: str | None) -> str | None:
     head = (f"{others[0].label} has no speedup over {base.label}: {others[0].unresolved_reason or 'no interval'}"
             if others else f"no strategy was timed beside {base.label}")
     return (f"{a.name}: {head}; 0 of {len(others) + len(untimed)} speedups resolved"
-            + (f" ({len(untimed)} not timed)" if untimed else ""))
+            + (f" ({len(untimed)} of them not timed)" if untimed else ""))
 
 
 def verdicts(record: RunRecord) -> list[tuple[str, AnalysisRecord, str]]:

@@ -95,7 +95,7 @@ def test_the_resolved_count_counts_the_strategies_the_limit_left_untimed() -> No
     a = _main_job_top3()
     a.skipped = [Skipped(strategy=t.label, reason=UNTIMED) for t in a.timings if t.label in ("torch", "torch_lowrank")]
     a.timings = [t for t in a.timings if t.label not in ("torch", "torch_lowrank")]
-    assert verdict(a).endswith("; 0 of 3 speedups resolved (2 not timed)")
+    assert verdict(a).endswith("; 0 of 3 speedups resolved (2 of them not timed)")
     a.skipped = [Skipped(strategy="cupy", reason="CuPy is not installed")]  # not run: never compared here
     assert verdict(a).endswith("; 0 of 1 speedups resolved")
 
@@ -149,5 +149,5 @@ def test_a_timed_baseline_with_no_speedup_beside_it_still_gets_a_line_saying_why
     alone = analysis("factored_gram", [timing("gram_pairwise", "baseline", 1.0, None)])
     alone.skipped = [Skipped(strategy="factored_gram", reason=UNTIMED)]
     assert no_verdict(alone, "gram_pairwise") == ("spectrum: no strategy was timed beside gram_pairwise; 0 of 1 "
-                                                  "speedups resolved (1 not timed)")
+                                                  "speedups resolved (1 of them not timed)")
     assert no_verdict(analysis("numpy", [timing("numpy", "baseline", 1.0, None)]), "numpy") is None  # nothing compared
