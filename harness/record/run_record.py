@@ -371,6 +371,9 @@ def load_record(folder: Path) -> RunRecord:
     path = folder / RECORD if folder.is_dir() else folder
     if not path.exists():
         raise RecordError(f"{folder}: no {RECORD} here; is this a run folder from `harness run`?")
+    if path.suffix == ".toml":  # walk 20: a spec where a run was meant read "not valid JSON (Expecting value ...)"
+        raise RecordError(f"{path}: a spec, not a run; `harness run {path}` makes a run folder, and that folder "
+                          "is what this takes")
     try:
         raw = json.loads(read_capped(path, RECORD_CAP))
     except TooLarge as exc:
@@ -380,7 +383,9 @@ def load_record(folder: Path) -> RunRecord:
     except OSError as exc:
         raise RecordError(f"{path}: cannot read the record ({exc.strerror or exc})") from None
     except (ValueError, RecursionError) as exc:
-        raise RecordError(f"{path}: not valid JSON ({'nested too deeply' if isinstance(exc, RecursionError) else exc})") from None
+        what = "" if path.name == RECORD else "; expected a run folder from `harness run`, or its record.json"
+        raise RecordError(f"{path}: not valid JSON ({'nested too deeply' if isinstance(exc, RecursionError) else exc})"
+                          + what) from None
     version = raw.get("schema_version") if isinstance(raw, dict) else None
     if version not in READABLE_VERSIONS:
         raise RecordError(

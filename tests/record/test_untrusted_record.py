@@ -105,3 +105,30 @@ def test_open_run_refuses_it_too(case: str, tmp_path: Path) -> None:
     with pytest.raises(RecordError) as raised:
         api.open_run(bad)
     assert str(raised.value).startswith(f"{bad}/{RECORD}: {CASES[case][1]}")
+
+
+@pytest.mark.parametrize("command", ["compare", "report", "api"])
+def test_a_spec_or_another_file_where_a_run_is_meant_is_named_as_such(command: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 20: `harness compare RUN configs/smoke.toml`, `harness report configs/smoke.toml` and
+    api.open_run of it said "not valid JSON (Expecting value: line 1 column 1 (char 0))"."""
+    from tests.conftest import CONFIGS
+
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / RECORD).write_text((RECORDS / "main_job.json").read_text())
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    expected = {CONFIGS / "smoke.toml": f"{CONFIGS / 'smoke.toml'}: a spec, not a run; `harness run "
+                                        f"{CONFIGS / 'smoke.toml'}` makes a run folder, and that folder is what this takes",
+                notes: f"{notes}: not valid JSON (Expecting value: line 1 column 1 (char 0)); expected a run folder "
+                       "from `harness run`, or its record.json"}
+    for path, line in expected.items():
+        if command == "api":
+            with pytest.raises(RecordError) as raised:
+                api.open_run(path)
+            assert str(raised.value) == line
+            continue
+        argv = ["compare", str(good), str(path)] if command == "compare" else ["report", str(path)]
+        assert main(argv) == 2
+        assert one_line(capsys.readouterr().err) == line
