@@ -34,6 +34,11 @@ def test_a_calibration_that_kept_nothing_exits_4_with_why(tmp_path: Path, monkey
     assert main(["calibrate", "--quick"]) == 4
     said = capsys.readouterr()
     assert said.out == "" and "kept none of 15 measurements" in said.err and "quiet machine" in said.err
+    with pytest.raises(SystemExit):  # walk 20: nothing but the code said it exits 4, the README's list neither
+        main(["calibrate", "--help"])
+    assert "4 kept none" in " ".join(capsys.readouterr().out.split())
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "or `calibrate` kept no measurement" in readme[readme.index("Exit codes:"):]
 
 
 def test_a_note_wraps_between_words_on_a_terminal() -> None:
