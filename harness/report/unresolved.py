@@ -15,6 +15,7 @@ from harness.report.labels import UNRESOLVED_MARK
 STALLED_RUNS = 3  # runs pooled from which a speedup's interval shows how fast runs narrow it
 STALLED_MORE = 10  # more runs than this to reach the target: re-running as is does not help
 WIDENED_BY = 1.1  # an interval's log width over its earlier runs' alone beyond which this run widened it
+WIDENED = f"widened over {WIDENED_BY - 1:.0%} with this run's rounds"  # the bound said (walk 20: one 7% wider was told to re-run as is)
 
 # What another run as is does for an unresolved speedup, by its own interval: settle it within
 # STALLED_MORE runs, add a run before its rate can be told, or nothing (widened, or too slow).
@@ -112,11 +113,11 @@ def outlook_note(t: StrategyTiming, target: float | None) -> str:
     in the words of the line that counts them."""
     kind = outlook(t, target)
     if kind == "widened":
-        return f"; widened with this run's rounds, {widening(t)}: runs under different loads disagree"
+        return f"; {WIDENED}, {widening(t)}: runs under different loads disagree"
     if kind == "early" or target is None:
         return ""
     if kind == "slow":
-        return f"; it narrows too slowly with runs to help (it would need ~{more_runs(t, target) or 0.0:,.0f} more)"
+        return f"; it narrows too slowly with runs to help (it would need ~{more_runs(t, target) or 0.0:,.0f} more runs)"
     n = runs_to_settle(t, target)
     return f"; re-running as is should settle it (~{plural(n, 'more run')})"
 
@@ -150,18 +151,18 @@ def _helps_clause(kind: Outlook, who: str, of: list[tuple[str, StrategyTiming]],
 
 
 def _widened_clause(wider: list[tuple[str, StrategyTiming]], who: str) -> str:
-    """`2 of them widened with this run's rounds (top3 torch_lowrank: 0.21-1.59 before this run;
+    """`2 of them widened over 10% with this run's rounds (top3 torch_lowrank: 0.21-1.59 before this run;
     with it, 0.17-1.48; and top3 torch)`: the first one's intervals, every one named."""
     others = f"; and {_names(wider[1:])}" if len(wider) > 1 else ""
     name, t = wider[0]
-    return f"{who} widened with this run's rounds ({name} {t.label}: {widening(t)}{others})"
+    return f"{who} {WIDENED} ({name} {t.label}: {widening(t)}{others})"
 
 
 def _stalled_clause(slow: list[tuple[str, StrategyTiming]], who: str, named: str, target: float) -> str:
     """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (top3 torch, ...;
-    the nearest would need ~64 more)`: the unresolved speedups that runs would not settle soon."""
+    the nearest would need ~64 more runs)`: the unresolved speedups that runs would not settle soon."""
     one = len(slow) == 1
     nearest = min(more_runs(t, target) or 0.0 for _name, t in slow)
     runs = min(t.runs for _name, t in slow)
     return (f"{'they' if who.startswith('all ') else who} {'narrows' if one else 'narrow'} too slowly with runs to "
-            f"help after {runs} or more runs pooled ({named}{'it' if one else 'the nearest'} would need ~{nearest:,.0f} more)")
+            f"help after {runs} or more runs pooled ({named}{'it' if one else 'the nearest'} would need ~{nearest:,.0f} more runs)")

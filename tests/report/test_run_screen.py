@@ -224,7 +224,7 @@ def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_pa
     nearest = min(more_runs(t, 0.10) or 0 for t in unresolved)
     assert nearest > STALLED_MORE
     assert (f"wider than ±10%; they narrow too slowly with runs to help after 5 or more runs pooled (the nearest "
-            f"would need ~{nearest:,.0f} more), so the machine's load dominates: re-run") in stalled
+            f"would need ~{nearest:,.0f} more runs), so the machine's load dominates: re-run") in stalled
     assert "quieter machine" in stalled and "--budget" in stalled
     assert "a re-run adds a run" in footer(STALLED_RUNS - 1)  # too few runs to tell how fast they narrow
 
@@ -251,7 +251,7 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
     (one,) = footer()
     others = ", ".join(f"{n} {u.label}" for n, u in unresolved[1:])
     assert (f"; a re-run adds a run to {len(unresolved) - 1} of them ({others}; on a steady machine intervals narrow with runs, "
-            f"not with one run's rounds); the other one widened with this run's rounds ({name} {t.label}: ") in one
+            f"not with one run's rounds); the other one widened over 10% with this run's rounds ({name} {t.label}: ") in one
     assert "), so the machine's load dominates: for that one, re-run on a quieter machine" in one
     assert "))" not in one  # walk-through 8: "... and geometry factored_gram)), --verbose says why each"
     for _name, other in unresolved:
@@ -259,15 +259,15 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
         other.earlier_ci = (other.speedup_ci[0] * 2, other.speedup_ci[1] / 2)
     (every,) = footer()
     assert "a re-run adds a run" not in every and "narrow with runs" not in every
-    assert (f"wider than ±10%; all {len(unresolved)} widened with this run's rounds ({name} {t.label}: " in every
+    assert (f"wider than ±10%; all {len(unresolved)} widened over 10% with this run's rounds ({name} {t.label}: " in every
             and "), so the machine's load dominates: re-run" in every)
     assert all(f"{n} {u.label}" in every for n, u in unresolved)  # walk 6: "2 intervals widened" named one
     verbose = footer(verbose=True)
-    assert len(verbose) == len(unresolved) and all("widened with this run's rounds" in line for line in verbose)
+    assert len(verbose) == len(unresolved) and all("widened over 10% with this run's rounds" in line for line in verbose)
 
 
 def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: Path) -> None:
-    """`...: 2 intervals widened with this run's rounds, ... (and top3 torch); after 3 or more runs
+    """`...: 2 intervals widened over 10% with this run's rounds, ... (and top3 torch); after 3 or more runs
     pooled, and runs narrow the others too slowly ...` was no sentence (walk-through 7, verdict 1):
     with both causes, each is a clause naming its own speedups, joined by ", and"."""
     from harness.report.terminal import warning_lines
@@ -286,9 +286,9 @@ def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: 
     nearest = min(m for _n, t in unresolved[1:] if (m := more_runs(t, 0.10)) is not None)
     (line,) = [line for line in warning_lines(record) if "unresolved (?)" in line]
     assert line.startswith(f"{len(unresolved)} speedups unresolved (?): their intervals are wider than ±10%; "
-                           f"1 of them widened with this run's rounds ({name} {w.label}: {widening(w)}), and the "
+                           f"1 of them widened over 10% with this run's rounds ({name} {w.label}: {widening(w)}), and the "
                            f"other {len(unresolved) - 1} narrow too slowly with runs to help after 3 or more runs "
-                           f"pooled ({', '.join(f'{n} {t.label}' for n, t in unresolved[1:])}; the nearest would need ~{nearest:,.0f} more), so the machine's load dominates: re-run")
+                           f"pooled ({', '.join(f'{n} {t.label}' for n, t in unresolved[1:])}; the nearest would need ~{nearest:,.0f} more runs), so the machine's load dominates: re-run")
 
 
 def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path: Path) -> None:

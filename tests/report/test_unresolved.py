@@ -57,7 +57,7 @@ def test_a_speedup_said_to_stall_is_not_advised_a_re_run_when_one_more_run_poole
         known(t, 1.0, 3)  # ±100% after 3 runs: ~297 more
     (third,) = footer(record)
     assert third.endswith(f"; they narrow too slowly with runs to help after 3 or more runs pooled (the nearest would "
-                          f"need ~297 more), so the machine's load dominates: {QUIETER} rather than as is; --verbose "
+                          f"need ~297 more runs), so the machine's load dominates: {QUIETER} rather than as is; --verbose "
                           "says why each")
     for _name, t in unresolved:
         known(t, 0.9, 4)  # one more run, a little narrower: ~320 more, as slow as before
@@ -67,13 +67,13 @@ def test_a_speedup_said_to_stall_is_not_advised_a_re_run_when_one_more_run_poole
     (fourth,) = footer(record)
     others = ", ".join(f"{n} {t.label}" for n, t in unresolved[1:])
     assert fourth.endswith(f"; re-running as is should settle 1 of them ({name} {near.label}; ~5 more runs); the other 6 "
-                           f"narrow too slowly with runs to help after 4 or more runs pooled ({others}; the nearest would need ~320 more), so the "
+                           f"narrow too slowly with runs to help after 4 or more runs pooled ({others}; the nearest would need ~320 more runs), so the "
                            f"machine's load dominates: for those, {QUIETER} rather than as is; --verbose says why each")
     assert "a re-run adds a run" not in fourth
     verbose = footer(record, verbose=True)
     assert verbose[0].startswith(f"unresolved {name} {near.label}: ") and verbose[0].endswith(
         "; re-running as is should settle it (~5 more runs)")
-    assert all(line.endswith("; it narrows too slowly with runs to help (it would need ~320 more)") for line in verbose[1:])
+    assert all(line.endswith("; it narrows too slowly with runs to help (it would need ~320 more runs)") for line in verbose[1:])
 
 
 # each speedup's (half-width, runs, earlier half-width) -> what the line says after its head
@@ -86,11 +86,11 @@ CASES: dict[str, tuple[Outlooks, str]] = {
                                "; re-running as is should settle 1 of them (#0; ~2 more runs); a re-run adds a run to the "
                                f"other 6 (#1-6; {STEADY}); --verbose says why each"),
     "one widened, the rest early": ([(1.0, 2, 0.5)] + [(1.0, 2, None)] * 6,
-                                    f"; a re-run adds a run to 6 of them (#1-6; {STEADY}); the other one widened with this "
-                                    "run's rounds ("),
+                                    f"; a re-run adds a run to 6 of them (#1-6; {STEADY}); the other one widened over 10% "
+                                    "with this run's rounds ("),
     "one of each": ([(0.12, 3, None), (1.0, 1, None), (1.0, 3, 0.5)] + [(1.0, 3, None)] * 4,
                     "; re-running as is should settle 1 of them (#0; ~2 more runs); a re-run adds a run to 1 of them "
-                    f"(#1; {STEADY}); 1 of them widened with this run's rounds ("),
+                    f"(#1; {STEADY}); 1 of them widened over 10% with this run's rounds ("),
 }
 
 
