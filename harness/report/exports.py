@@ -24,7 +24,7 @@ from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
 from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, fewest_group, per_matrix_text, planned_point, printable, rounds_text, speedup_cell, times_disagree,
+                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, fewest_group, per_matrix_text, planned_point, printable, peak_share, above_roof, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
 from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, held, untimed_rows, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
@@ -32,7 +32,7 @@ from harness.report.unstable import NOTE, unstable_causes, unstable_measurements
 COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "computed_results", "device", "library",
            "per_matrix_s", COMPUTE_TOTAL_FIELD, "extrapolated", "speedup", "speedup_low", "speedup_high",
            "significance", "unresolved", "times_disagree", "unstable", "unstable_why", "rounds", "rounds_this_run", "rounds_pooled", "rounds_group",
-           "resumed",
+           "resumed", "gflops_per_s", "peak_share", "above_roof",
            "values_error", "vectors_error", "max_error", "passed",
            "status", "timing", "reason")
 
@@ -41,7 +41,7 @@ COLUMNS = ("analysis", "op", "strategy", "role", "precision", "compiled", "compu
 # alone (walk 9: pandas read a column of True, False and blanks as objects); with no speedup there is
 # none unresolved (walk 18: csv's 8 `unresolved` rows against the tables' 7, a not-timed row the 8th)
 UNTIMED_FLAGS = {"compiled": False, "extrapolated": False, "unresolved": False, "times_disagree": False, "unstable": False,
-                 "resumed": False}
+                 "resumed": False, "above_roof": False}
 
 
 def result_rows(record: RunRecord) -> list[dict[str, Any]]:
@@ -67,7 +67,8 @@ def result_rows(record: RunRecord) -> list[dict[str, Any]]:
                 "unstable_why": row_unstable_why([(g.group, g.measurement.reasons) for g in t.groups]) or None,
                 "rounds": t.rounds, "rounds_this_run": t.rounds - t.rounds_pooled, "rounds_pooled": t.rounds_pooled,
                 "rounds_group": None if (g := fewest_group(t)) is None else g.group,
-                "resumed": t.resumed,
+                "resumed": t.resumed,  # the tables' GFLOP/s and % of peak (walk 20: the 160-column table's alone)
+                "gflops_per_s": t.gflops_per_s, "peak_share": peak_share(record, t), "above_roof": above_roof(record, t),
                 **(dict.fromkeys(("values_error", "vectors_error", "max_error", "passed")) if v is None else _errors(v)),
                 "status": check_status(a, t.label), "timing": "timed" if (held_why := held(a, t)) is None else "reused",
                 "reason": held_why,

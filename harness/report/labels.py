@@ -133,8 +133,9 @@ def roof_footnote(record: RunRecord, analyses: Sequence[AnalysisRecord]) -> str 
     """The line under a table (of `analyses`) whose % of peak reads ABOVE_ROOF somewhere, naming those rows."""
     above = [f"{a.name} {t.label}" for a in analyses for t in a.timings if above_roof(record, t)]
     return None if not above else (f"% of peak {ABOVE_ROOF} ({', '.join(above)}): above this machine's measured "
-                                   "roof, which no kernel beats: the cost model's flop or byte count does not hold "
-                                   "for that kernel, so its share is no figure")
+                                   "roof at the kernel's flops per byte (the GEMM peak, or the memory bandwidth's "
+                                   "ceiling below it), which no kernel beats: the cost model's flop or byte count "
+                                   "does not hold for that kernel, so its share is no figure, whatever its GFLOP/s")
 
 
 def peak_text(record: RunRecord, t: StrategyTiming) -> str:

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from harness.base.units import format_rate
+from harness.base.units import format_rate, format_share
 from harness.record.run_record import RECORD, RunRecord, load_record, save_record
 from harness.record.verdict import headline
-from harness.report.exports import results_csv, results_json, results_markdown
+from harness.report.exports import result_rows, results_csv, results_json, results_markdown
 from harness.report.html import render_report
 from harness.report.labels import ABOVE_ROOF, APART_MARK, MEDIANS_MARK, RESUMED, verdict_lines
 from harness.report.terminal import run_table
@@ -136,9 +136,16 @@ def test_a_point_above_its_roof_reads_over_100_percent_with_a_footnote(tmp_path:
     *rows, caption = cells(record)
     above = [(r["analysis"], r["strategy"]) for r in rows if r["% of peak"] == ABOVE_ROOF]
     assert above == [("top3", "scipy_svds")]
-    assert "% of peak >100% (top3 scipy_svds): above this machine's measured roof" in " ".join(caption["caption"].split())
+    assert ("% of peak >100% (top3 scipy_svds): above this machine's measured roof at the kernel's flops per byte"
+            in " ".join(caption["caption"].split()))  # walk 20: 20.8 GFLOP/s >100% beside 22.5 GFLOP/s 44%, unexplained
     page = render_report(record, tmp_path / "main_job")
     assert f'<td class="num">{ABOVE_ROOF}</td>' in html_row(page, "scipy_svds")
+    exported = {(r["analysis"], r["strategy"]): r for r in result_rows(record)}  # walk 20: csv and json had neither
+    assert [k for k, r in exported.items() if r["above_roof"]] == above
+    for r in rows:
+        row = exported[r["analysis"], r["strategy"].removesuffix(" *")]
+        assert (format_rate(row["gflops_per_s"]), r["% of peak"]) == (
+            r["GFLOP/s"], ABOVE_ROOF if row["above_roof"] else format_share(row["peak_share"]))
 
 
 def significant_figures(text: str) -> int:
