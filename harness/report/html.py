@@ -28,7 +28,7 @@ from harness.report.labels import (DTYPE_NOTE, PER_MATRIX_NOTE, COMPUTE_TOTAL, R
 from harness.report.unstable import measurement_count, unstable_causes, unstable_measurements
 from harness.report.unresolved import quieter_advised
 from harness.report.plan_view import missed_note
-from harness.report.terminal import axes_summary, bench_summary, unstable_head, untimed_rows, warning_lines
+from harness.report.terminal import UNRESOLVED_EACH, axes_summary, bench_summary, unstable_head, untimed_rows, warning_lines
 from harness.base.atomic import write_atomic
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming, load_record
 from harness.base.units import (format_bytes, format_p, format_ratio, format_rate, format_seconds, format_speedup,
@@ -213,8 +213,12 @@ def _headline(record: RunRecord) -> dict[str, Any]:
     the terminal counts them, with what to do."""
     unstable = unstable_measurements(record)
     warnings = [Text.from_markup(line).plain for line in warning_lines(record, unstable_line=False, report=True)]
-    why, n, of = unstable_causes(unstable), len(unstable), measurement_count(record)
-    return {"verdicts": verdict_lines(record), "warnings": warnings, "unstable": why.causes,  # whose rounds in the lead
+    each = [line for line in warnings if line.startswith(UNRESOLVED_EACH)]  # folded under their count's line
+    why, n, of = unstable_causes(unstable), len(unstable), measurement_count(record)  # (walk 20: 7 of 9 bold lines)
+    head = warnings[warnings.index(each[0]) - 1] if each else None  # the line that counts them
+    return {"verdicts": verdict_lines(record), "warnings": [w for w in warnings if w not in each],
+            "unresolved_each": [line.removeprefix(UNRESOLVED_EACH) for line in each], "unresolved_head": head,
+            "unstable": why.causes,  # whose rounds in the lead
             "unstable_lead": why.lead(unstable_head(record, unstable)),  # the terminal's words
             "unstable_count": n, "measurements": of, "advised": quieter_advised(record)}  # its re-run said once
 

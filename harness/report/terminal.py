@@ -244,6 +244,9 @@ def _unstable_line(record: RunRecord, unstable: list[Unstable]) -> str:
             f"{shown(unstable_advice(record, unstable))}")
 
 
+UNRESOLVED_EACH = "unresolved "  # how warning_lines begins its line on one unresolved speedup
+
+
 def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool = True, report: bool = False) -> list[str]:
     """One line per kind of warning (why rows have no timing, unresolved speedups, unstable
     measurements, a phase over its limit); with `verbose` one line per measurement and reason;
@@ -258,7 +261,7 @@ def warning_lines(record: RunRecord, verbose: bool = False, unstable_line: bool 
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved]
     if unresolved and not verbose:
         lines.append(unresolved_line(record, unresolved, WHY_BELOW if report else WHY_VERBOSE))
-    lines += [f"unresolved {shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
+    lines += [f"{UNRESOLVED_EACH}{shown(name)} {shown(t.label)}: {shown(t.unresolved_reason or 'no interval')}"
               + outlook_note(t, b.precision if b is not None else None) for name, t in unresolved if verbose or report]
     unstable = unstable_measurements(record)
     if unstable and not verbose and unstable_line:

@@ -28,7 +28,14 @@ def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord])
     head = page[page.index('<section id="headline"'):page.index("</section>")]
     assert f"<li>{len(groups)} &times; load 3.2 on 2 cores</li>" in head and "harness system" in head
     assert f"{len(groups)} of {len(groups)} measurements (a strategy on one shape group) unstable (!)" in head
-    assert head.count("<li>") == 1  # one line per cause
+    causes = head[head.index('<ul class="causes">'):]
+    assert causes.count("<li>") == 1  # one line per cause
+    unresolved = [(a.name, t.label) for a in record.analyses for t in a.timings if t.unresolved]
+    if unresolved:  # walk 20: one bold paragraph per unresolved speedup before the Contents; folded, one item each
+        each = head[head.index('<details class="each">'):head.index("</details>")]
+        assert f"why each is unresolved ({len(unresolved)})" in each and each.count("<li>") == len(unresolved)
+        assert all(f"<li>{name} {label}: " in each for name, label in unresolved)
+        assert head.count('<p class="warn">unresolved ') == 0
     assert page.index('id="headline"') < page.index('id="run"') < page.index("<table>")
     for anchor in re.findall(r'<a href="#([^"]+)">', page[page.index('<nav id="contents">'):]):
         assert f'id="{anchor}"' in page, anchor
@@ -195,5 +202,8 @@ def test_the_headline_holds_the_terminals_warnings_in_its_order(tmp_path: Path) 
     warned = [html_lib.unescape(re.sub(r"</?code>", "`", p)) for p in re.findall(r'<p class="warn">(.*?)</p>', head)]
     terminal = [Text.from_markup(line).plain for line in warning_lines(record, report=True)]  # a report's pointers
     assert terminal[0].startswith("not timed, ") and any(" speedups unresolved " in line for line in terminal)  # each kind here
-    assert warned[:-1] == terminal[:-1]
+    folded = [html_lib.unescape(item) for item in re.findall(r"<li>(.*?)</li>", head[head.index('class="each"'):])]
+    each = [line for line in terminal if line.startswith("unresolved ")]  # folded under their count (walk 20)
+    assert [line for line in terminal[:-1] if line not in each] == warned[:-1]
+    assert folded[:len(each)] == [line.removeprefix("unresolved ") for line in each]
     assert terminal[-1].startswith("12 of 12 measurements") and warned[-1].startswith("12 of 12 measurements")
