@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import matplotlib
@@ -13,11 +12,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
-from harness.report.compare import MAX_SPAN, Comparison
 from harness.report.frontier import TIE, has_points, points as frontier_points, tolerance
 from harness.report.labels import COMPUTE_TOTAL, COMPUTED_MARK, strategy_label
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
@@ -281,82 +277,6 @@ def _log_axis(axis: Axis, seconds: bool = False, ticks: int = 8) -> None:
 
 
 MARKERS = "os^DvPX*<>"  # one per analysis (roofline) or precision (frontier)
-# (largest log10 extent, ticks): round ratios a reader knows (0.5 is 2x faster), finer near 1
-RATIO_TICKS = ((0.12, [0.8, 0.9, 1, 1.1, 1.25]), (0.35, [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2]),
-               (0.75, [0.2, 0.33, 0.5, 1, 2, 3, 5]), (1.1, [0.1, 0.2, 0.5, 1, 2, 5, 10]),
-               (2.2, [0.01, 0.1, 1, 10, 100]))
-CHANGE_COLOR = {"slower": "#c0392b", "faster": "#1b7f3a", "not significant": "#5b7fa6", "too few rounds": "#999999"}
-CHANGE_LABEL = {"slower": "slower", "faster": "faster", "not significant": "no significant change",
-                "too few rounds": "too few rounds for the test"}
-
-
-@literal
-def ratio_figure(c: Comparison) -> Figure:
-    """B/A per (analysis, strategy, shape group) on a log axis centred on 1: the ratio as a point,
-    its interval at the comparison's level as its bar (none with too few rounds), the band inside which no change is
-    reported shaded, unstable rows hollow and the gate's regressions as red diamonds: where a table
-    of ratios hides how wide each one is."""
-    rows = c.rows
-    ends = [r.ratio_ci or (r.ratio, r.ratio) for r in rows]
-    finite = [abs(np.log10(v)) for r, e in zip(rows, ends) for v in (e[0], r.ratio, e[1]) if 0 < v < np.inf]
-    extent = 1.4 * max([np.log10(c.factor), *finite]) + 0.01  # room for the labels beside the bars
-    lo_x, hi_x = 10**-extent, 10**extent
-    fig = _figure(9.0, 0.3 * len(rows) + 1.4)
-    ax = fig.subplots()
-    ax.axvspan(1 / c.factor, c.factor, color="#e8e8e8", lw=0, zorder=0)
-    ax.axvline(1.0, color="#444", lw=0.8, ls="--", zorder=1)
-    y = np.arange(len(rows))
-    for yi, r, (e_low, e_high) in zip(y, rows, ends):
-        color = CHANGE_COLOR[r.change]
-        low, high = np.clip([min(e_low, r.ratio), max(e_high, r.ratio)], lo_x, hi_x)
-        ax.errorbar(r.ratio, yi, xerr=[[r.ratio - low], [high - r.ratio]],
-                    fmt="D" if r.regression else "s" if r.wide else "o", ms=7 if r.regression else 5, color=color,
-                    mfc="white" if r.unstable else color, capsize=3, zorder=3)
-        faster = r.ratio < 1  # its label left of its bar: away from the 1x line, which struck "0.711x" through
-        # B / A as the tables write it: `0.931`, not `0.931x` (a ratio of times, not a speedup)
-        ax.annotate(format_ratio(r.ratio), (low if faster else high, yi), xytext=(-4 if faster else 4, 0),
-                    textcoords="offset points", fontsize=7, va="center", ha="right" if faster else "left", color=color,
-                    fontweight="bold" if r.regression else "normal")
-    ax.set_xscale("log")
-    ax.set_xlim(lo_x, hi_x)
-    ticks = next((t for limit, t in RATIO_TICKS if extent <= limit), None)
-    if ticks is None:  # beyond 100x either way: every few decades
-        k = int(np.ceil(extent))
-        ticks = sorted({10.0 ** (s * e) for e in range(0, k + 1, int(np.ceil(k / 3))) for s in (-1, 1)})
-    ticks = [t for t in ticks if lo_x <= t <= hi_x]
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_yticks(y, [r.label for r in rows], fontsize=7)
-    for label, r in zip(ax.get_yticklabels(), rows):
-        if r.regression:
-            label.set_color(CHANGE_COLOR["slower"])
-            label.set_fontweight("bold")
-    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, as in the table
-    ax.set_xlabel(f"B / A per matrix, log scale: geometric means of the rounds (point), {c.level} interval (bar)")
-    # the folders' names: their paths are on the page, and a long one ran past the chart's edge
-    set_title(ax, f"B = {Path(c.b.folder).name} against A = {Path(c.a.folder).name}")
-    ax.grid(True, axis="x", which="major", lw=0.4, color="#ddd")
-    _ratio_legend(ax, c)
-    return fig
-
-
-def _ratio_legend(ax: Axes, c: Comparison) -> None:
-    """ratio_figure's legend: an entry for each kind of point drawn, a too-wide row's grey square its
-    own (walk 18: it was a bare grey point under "too few rounds for the test", its rounds enough)."""
-    rows = c.rows
-    handles: list[Line2D | Patch] = [Patch(color="#e8e8e8", label=f"within {c.factor:g}x: no change reported")]
-    for change in CHANGE_COLOR:
-        if any(r.change == change and not r.regression and not r.wide for r in rows):
-            handles.append(Line2D([], [], marker="o", ls="", color=CHANGE_COLOR[change], label=CHANGE_LABEL[change]))
-    if any(r.wide for r in rows):
-        handles.append(Line2D([], [], marker="s", ls="", color=CHANGE_COLOR["too few rounds"],
-                              label=f"interval over {MAX_SPAN:g}x wide: no test"))
-    if any(r.unstable for r in rows):
-        handles.append(Line2D([], [], marker="o", ls="", color="#666", mfc="white", label="unstable" + (": not gated" if c.gate else "")))
-    if any(r.regression for r in rows):
-        handles.append(Line2D([], [], marker="D", ls="", color=CHANGE_COLOR["slower"],
-                              label=f"regression: fails the {c.gate:g}x gate"))
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 ERROR_FLOOR = 1e-17  # an error of exactly 0 (a reference's own route) drawn at float64's floor

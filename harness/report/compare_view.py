@@ -30,10 +30,11 @@ ROUNDS_CELLS = ("each shape group's rounds as its run's table writes them (a rou
                 "stopped run it resumed); rounds both runs hold count only for the run that timed them (for neither where both "
                 "pooled them from an earlier run)")
 P_VALUE = "p-value"  # not "p": a caption's "left out at this width: p" named a letter
-# what a narrow terminal leaves out first: the medians (B / A is the comparison) and the p-value (the change
-# column says what it decided), then the rounds; the group last, as it tells a strategy's rows apart (walk 9:
-# at 100 columns two `spectrum numpy` rows differed by nothing shown)
-COMPARE_OPTIONAL = (TIME_A, TIME_B, P_VALUE, ROUNDS, "group")
+# what a narrow terminal leaves out first: the medians (B / A is the comparison), both or neither (walk 20:
+# `B median` alone at 100 columns), and the p-value (the change column says what it decided), then the rounds;
+# the group last, as it tells a strategy's rows apart (walk 9: at 100 columns two `spectrum numpy` rows differed
+# by nothing shown)
+COMPARE_OPTIONAL: tuple[str | tuple[str, ...], ...] = ((TIME_A, TIME_B), P_VALUE, ROUNDS, "group")
 
 
 NAMED = 3  # rows a footnote names; beyond, it counts them (18 names filled 6 lines)
@@ -85,49 +86,55 @@ def _caption(c: Comparison) -> str:
 
 
 def named(items: list[str], total: int) -> str:
-    """The rows a note is about, by name: all of them up to NAMED, else the first NAMED and a count
-    (`a, b, c and 2 more: 5 of 20 rows`); `20 of 20 rows` when it is every row. A count alone
-    (`2 rows with B / A and ...`, `4 rows`) left the user to find them at a width without the medians."""
+    """The rows a note is about, by name, to end a sentence: all of them up to NAMED (`a, b`), else a count
+    and the first NAMED (`5 of 20 rows: a, b, c and 2 more`); `all 20 rows` when it is every row. A count
+    alone (`2 rows with B / A and ...`, `4 rows`) left the user to find them at a width without the medians."""
     if len(items) == total > NAMED:
-        return f"{len(items)} of {plural(total, 'row')}"
+        return f"all {plural(total, 'row')}"
     if len(items) <= NAMED:
         return ", ".join(items)
-    return f"{', '.join(items[:NAMED])} and {len(items) - NAMED} more: {len(items)} of {plural(total, 'row')}"
+    return f"{len(items)} of {plural(total, 'row')}: {', '.join(items[:NAMED])} and {len(items) - NAMED} more"
+
+
+# why a row's medians and its B / A may disagree, said after either note on them
+WHY_APART = ("The medians use every round each record holds, pooled ones too. B / A pairs each run's own rounds, "
+             "and is the comparison.")
 
 
 def apart_note(c: Comparison) -> str | None:
-    """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why."""
+    """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why,
+    in short sentences (walk 20 read `(or, on a row of too few rounds without one, beyond asv's 1.1x from it, the
+    mark; a too wide row has none)` as hard going)."""
     apart = [r.label for r in c.rows if r.times_apart]
     # within B / A's interval, yet on the other side of 1: "A 76 µs, B 73 µs, B / A 1.24" read as a fault
     crossed = [r.label for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
-    why = ("the medians are over every round each record holds, pooled ones too; B / A pairs each run's own "
-           "rounds, and is the comparison")
     if apart:  # the gate's own factor beside asv's, where they differ (walk 16: 1.2x and 1.1x, unexplained)
-        gate = f"; the gate asks {c.factor:g}x" if c.factor != FACTOR else ""
-        return (f"{APART_MARK} ({named(apart, len(c.rows))}): the medians' ratio lies outside B / A's interval (or, "
-                f"on a row of too few rounds without one, beyond asv's {FACTOR:g}x from it, the mark{gate}; a too "
-                f"wide row has none): {why}")
-    return None if not crossed else (f"{plural(len(crossed), 'row')} with B / A and the medians on either side of 1 "
-                                     f"(within B / A's interval: {named(crossed, len(c.rows))}): {why}")
+        gate = f" This {FACTOR:g}x is asv's, not the gate's {c.factor:g}x." if c.factor != FACTOR else ""
+        return (f"{APART_MARK} marks {named(apart, len(c.rows))}. On each, the medians' ratio disagrees with B / A: "
+                "it lies outside B / A's interval. A row of too few rounds has no interval. It is marked when the "
+                f"medians' ratio is over {FACTOR:g}x from B / A.{gate} A too wide row is never marked. {WHY_APART}")
+    return None if not crossed else (f"B / A and the medians' ratio lie on either side of 1 on {named(crossed, len(c.rows))}. "
+                                     f"Each lies within B / A's interval. {WHY_APART}")
 
 
 def rounds_note(c: Comparison) -> str | None:
     """The line under the table where a row's rounds need a word: rounds both runs hold, tested only on the
     side of the run that timed them (A may be the one that pooled), and rows whose run's table writes their
-    rounds otherwise (its fewest over a strategy's groups)."""
+    rounds otherwise (its fewest over a strategy's groups). Short sentences, one fact each (walk 20)."""
     said = []
     for side, other in (("B", "A"), ("A", "B")):
         rows = [r.label for r in c.rows if getattr(r, f"shared_{other.lower()}")]
         if rows:
-            said.append(f"{side}'s rounds pooled from {other} count for {other} only ({named(rows, len(c.rows))}), "
-                        "never tested against themselves")
+            said.append(f"{side} pooled {other}'s rounds on {named(rows, len(c.rows))}. They count for {other} only, "
+                        "so no round is tested against itself.")
     earlier = [r.label for r in c.rows if r.shared > r.shared_a + r.shared_b]
     if earlier:
-        said.append(f"rounds both pooled from earlier runs count for neither ({named(earlier, len(c.rows))})")
+        said.append(f"Both runs pooled rounds from earlier runs on {named(earlier, len(c.rows))}. "
+                    "Those count for neither run.")
     if c.table_rounds:
-        said.append("a run's table writes a strategy's fewest over its shape groups, a row here its group's: "
-                    + named(c.table_rounds, len(c.rows)))
-    return f"{ROUNDS}: {'; '.join(said)}" if said else None
+        said.append("A run's table gives a strategy's fewest rounds over its shape groups. A row here gives its own "
+                    f"group's. Their run's table says otherwise on {named(c.table_rounds, len(c.rows))}.")
+    return f"{ROUNDS}: {' '.join(said)}" if said else None
 
 
 def table_notes(c: Comparison) -> list[tuple[str, str]]:

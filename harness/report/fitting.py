@@ -31,10 +31,12 @@ class Fitted:
     width, cost a column). Rich alone would fold "strategy" into
     "strate/gy" and "~120.2 ms" into "~120.2 / ms" at 100 columns. An optional column with `short`
     cells is drawn with them before it leaves. A footnote (column, line) is under the table while
-    its column is drawn: it explains a mark in that column's cells."""
+    its column is drawn: it explains a mark in that column's cells. An optional entry that is a tuple
+    of columns leaves as one: a pair such as A's and B's medians is drawn whole or not at all."""
 
     table: Table
-    optional: tuple[str, ...] = ()
+    # columns that may leave, in order; a tuple's columns together (walk 20: `B median` drawn without `A median`)
+    optional: tuple[str | tuple[str, ...], ...] = ()
     # the caption names what the width left out; off, only where the values left out a column the
     # width holds at the floors (walk 9: `3+6 resumed` widened rounds and `dtype` left unsaid)
     note: bool = True
@@ -90,26 +92,34 @@ class Fitted:
         """The floors, with the wanted ones where the columns that never leave hold them at `width`."""
         wanted = {**self.floors, **self.wants}
         kept = copy.copy(self.table)
-        kept.columns = [c for c in kept.columns if c.header not in self.optional]
+        kept.columns = [c for c in kept.columns if c.header not in self._optional_names]
         return wanted if self.wants and least_width(console, kept, wanted) <= width else self.floors
 
     def _shed(self, console: Console, width: int, measure: Callable[[Console, Table, Mapping[str, int]], int],
               floors: Mapping[str, int]) -> tuple[Table, list[str], list[str]]:
         """The table less the optional columns that leave, in order, until it `measure`s within
         `width`, each first drawn with its short cells where it has them; (table, left out, shortened)."""
-        table, left_out, shortened = self.table, [], []
-        for name in self.optional:
+        table, left_out, shortened = self.table, [], []  # type: tuple[Table, list[str], list[str]]
+        for entry in self.optional:
             if measure(console, table, floors) <= width:
                 break
             table = copy.copy(table)
-            if name in self.short:
-                table.columns = [_with_cells(c, self.short[name]) if c.header == name else c for c in table.columns]
+            names = (entry,) if isinstance(entry, str) else entry
+            short = [name for name in names if name in self.short]
+            if short:
+                table.columns = [_with_cells(c, self.short[str(c.header)]) if c.header in short else c
+                                 for c in table.columns]
                 if measure(console, table, floors) <= width:
-                    shortened.append(name)
+                    shortened += short
                     break
-            table.columns = [c for c in table.columns if c.header != name]
-            left_out.append(name)
+            table.columns = [c for c in table.columns if c.header not in names]
+            left_out += names
         return table, left_out, shortened
+
+    @property
+    def _optional_names(self) -> set[str]:
+        """Every optional column's name, those of a tuple each."""
+        return {name for entry in self.optional for name in ((entry,) if isinstance(entry, str) else entry)}
 
     def _elsewhere(self, console: Console, done: str, names: list[str], whole: str = "") -> str:
         """The caption's note on the columns the width left out (or shortened) and what shows them:

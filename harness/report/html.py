@@ -14,9 +14,10 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 from rich.text import Text
 
-from harness.report.compare import MAX_SPAN, Comparison
+from harness.report.compare import Comparison
 from harness.report import charts, pca_chart, roofline_chart
 from harness.report.compare_view import ROUNDS_CELLS, summary_line, table_notes, unstable_lines
+from harness.report.ratio_chart import ratio_caption, ratio_figure
 from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
 from harness.report.artifacts import decay_bands, feature_grids, read_features, read_pca
@@ -287,10 +288,10 @@ def write_report(folder: Path, output: Path | None = None) -> Path:
 def write_compare(comparisons: list[Comparison], path: Path) -> Path:
     """The comparison page: per B, its table and its chart of B/A ratios with their spread."""
     several = len(comparisons) > 1
-    sections = [{"c": c, "chart": Markup(charts.to_svg(charts.ratio_figure(c))) if c.rows else None,
+    sections = [{"c": c, "chart": Markup(charts.to_svg(ratio_figure(c))) if c.rows else None, "caption": ratio_caption(c),
                  "summary": summary_line(c, several), "unstable": unstable_lines(c),
                  "notes": [line for _column, line in table_notes(c)]} for c in comparisons]  # the terminal's, every column drawn
     page = environment().get_template("compare.html.j2")
-    html = page.render(comparisons=comparisons, sections=sections, max_span=MAX_SPAN, rounds_cells=ROUNDS_CELLS)
+    html = page.render(comparisons=comparisons, sections=sections, rounds_cells=ROUNDS_CELLS)
     write_atomic(path, lambda fh: fh.write(html.encode()))
     return path

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from harness.record.run_record import RunRecord
-from harness.report import charts, pca_chart, roofline_chart
+from harness.report import charts, pca_chart, ratio_chart, roofline_chart
 from harness.report.compare import compare_records
 
 LONG = "a_rather_long_analysis_name_from_a_spec"  # names are spec keys: as long as a user writes them
@@ -41,7 +41,7 @@ def test_pca_roofline_frontier_and_comparison_titles_wrap_inside_their_figures(
     a.name = LONG
     assert_title_fits(charts.frontier_figure(record, a))
     folders = (f"runs/{LONG}_before_the_change", f"runs/{LONG}_after_the_change")
-    assert_title_fits(charts.ratio_figure(compare_records(smoke_run[1], smoke_run[1], folders)))
+    assert_title_fits(ratio_chart.ratio_figure(compare_records(smoke_run[1], smoke_run[1], folders)))
 
 
 def test_float_noise_past_a_lora_rank_is_not_drawn_as_spectrum() -> None:

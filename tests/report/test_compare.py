@@ -14,7 +14,7 @@ import pytest
 from harness.cli import main as cli
 from harness.report.compare import CompareOutput, compare_records, compare_rounds
 from harness.base.units import format_ratio
-from harness.report import charts
+from harness.report import ratio_chart
 from harness.record.run_record import RECORD, RecordError, RunRecord, load_record, save_record
 
 
@@ -339,7 +339,7 @@ def test_ratio_chart_axes(base: tuple[str, RunRecord], tmp_path: Path) -> None:
     _, record = base
     c = compare_records(synthetic(record, seed=11), synthetic(record, seed=12, scale={"numpy": 3.0}),
                         ("A", "B"), gate=True)
-    ax = charts.ratio_figure(c).axes[0]
+    ax = ratio_chart.ratio_figure(c).axes[0]
     lo, hi = ax.get_xlim()
     assert ax.get_xscale() == "log" and lo * hi == pytest.approx(1.0)  # centred on 1
     assert all(r.ratio_ci is not None for r in c.rows)
@@ -348,7 +348,7 @@ def test_ratio_chart_axes(base: tuple[str, RunRecord], tmp_path: Path) -> None:
     assert "1" in labels and len([s for s in labels if s]) >= 3
     assert [t.get_text() for t in ax.get_yticklabels()] == [r.label for r in c.rows]
     assert ax.get_xlabel() and "99% interval" in ax.get_xlabel()
-    red = {t.get_text() for t in ax.get_yticklabels() if t.get_color() == charts.CHANGE_COLOR["slower"]}
+    red = {t.get_text() for t in ax.get_yticklabels() if t.get_color() == ratio_chart.CHANGE_COLOR["slower"]}
     assert red == {r.label for r in c.rows if r.regression} and red
 
 

@@ -51,16 +51,17 @@ def test_the_same_groups_are_judged_in_either_order(tmp_path: Path) -> None:
 
 
 def test_the_notes_and_the_json_say_which_run_pooled(tmp_path: Path) -> None:
-    """"B's rounds pooled from A count for A only ..." and "B timed none of them itself" of a B that pooled nothing."""
+    """"B's rounds pooled from A count for A only ..." and "B timed none of them itself" of a B that pooled nothing;
+    in short sentences since walk 20."""
     newer_first, older_first = _both_ways(tmp_path)
     n = len(newer_first.rows)
     notes = {c.b.folder: [Text.from_markup(line).plain for line in
                           str(compare_table(c).fit(Console(width=400), 400).caption).split("\n")]
              for c in (newer_first, older_first)}
-    assert (f"rounds A, B: A's rounds pooled from B count for B only ({n} of {n} rows), never tested against "
-            "themselves") in notes["runs/second"]
-    assert (f"rounds A, B: B's rounds pooled from A count for A only ({n} of {n} rows), never tested against "
-            "themselves") in notes["runs/first"]
+    assert (f"rounds A, B: A pooled B's rounds on all {n} rows. They count for B only, so no round is tested "
+            "against itself.") in notes["runs/second"]
+    assert (f"rounds A, B: B pooled A's rounds on all {n} rows. They count for A only, so no round is tested "
+            "against itself.") in notes["runs/first"]
     for c in (newer_first, older_first):
         assert c.not_judged is None
     rows = json.loads(CompareOutput(gate=None, passed=True, comparisons=[newer_first]).model_dump_json())
@@ -90,11 +91,11 @@ def test_notes_about_rows_name_them(tmp_path: Path) -> None:
     names = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows[:2]]
     note = apart_note(c)
     assert note is not None and note.startswith(
-        f"2 rows with B / A and the medians on either side of 1 (within B / A's interval: {', '.join(names)}): ")
+        f"B / A and the medians' ratio lie on either side of 1 on {', '.join(names)}. Each lies within B / A's interval. ")
     c.table_rounds = [f"row {i} (B's table: 1+1)" for i in range(5)]
-    line = next(line for _, line in compare_table(c).footnotes if "a row here its group's" in line)
-    assert line.endswith(f"a row here its group's: row 0 (B's table: 1+1), row 1 (B's table: 1+1), row 2 (B's "
-                         f"table: 1+1) and 2 more: 5 of {len(c.rows)} rows")
+    line = next(line for _, line in compare_table(c).footnotes if "A row here gives its own group's" in line)
+    assert line.endswith(f"Their run's table says otherwise on 5 of {len(c.rows)} rows: row 0 (B's table: 1+1), row 1 (B's "
+                         "table: 1+1), row 2 (B's table: 1+1) and 2 more.")
 
 
 def test_rounds_both_pooled_from_an_earlier_run_count_for_neither(tmp_path: Path) -> None:
@@ -108,7 +109,8 @@ def test_rounds_both_pooled_from_an_earlier_run_count_for_neither(tmp_path: Path
         assert (r.n_a, r.n_b, r.shared_a, r.shared_b) == (s.n_b, s.n_a, 0, 0) and r.shared == r.n_a == r.n_b
     assert c.rows and all(r.ratio == pytest.approx(1.0) for r in c.rows)
     line = next(line for _, line in compare_table(c).footnotes if line.startswith("rounds A, B: "))
-    assert line == f"rounds A, B: rounds both pooled from earlier runs count for neither ({len(c.rows)} of {len(c.rows)} rows)"
+    assert line == (f"rounds A, B: Both runs pooled rounds from earlier runs on all {len(c.rows)} rows. Those count "
+                    "for neither run.")
 
 
 def test_each_groups_bimodal_clusters_are_said_apart_naming_it(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from harness.base.units import format_p, format_ratio
 from harness.record.run_record import RunRecord
-from harness.report import charts
+from harness.report import ratio_chart
 from harness.report.compare import compare_records, compare_rounds
 from harness.report.compare_view import apart_note, compare_table, unstable_lines
 from harness.report.html import write_compare
@@ -47,10 +47,10 @@ def test_one_interval_level_on_every_label(tmp_path: Path) -> None:
         assert c.level == level
         table = compare_table(c, explain=True)
         assert f"B / A (paired rounds, {level} CI)" in _header(table) and f"with a {level} interval" in str(table.table.caption)
-        assert f"{level} interval (bar)" in charts.ratio_figure(c).axes[0].get_xlabel()
+        assert f"{level} interval (bar)" in ratio_chart.ratio_figure(c).axes[0].get_xlabel()
         html = write_compare([c], tmp_path / f"{alpha}.html").read_text()
         assert f"<th>{level} interval</th>" in html and f"with a {level} interval" in html
-        assert f"the bar its {level} interval" in html and other not in html
+        assert f"Its bar is the {level} interval" in html and other not in html
 
 
 def test_the_time_columns_show_the_run_tables_figure_and_the_ratio_says_it_pairs_rounds(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_the_time_columns_show_the_run_tables_figure_and_the_ratio_says_it_pairs
     assert all(r.ratio > 2 and r.times_apart for r in c.rows)  # B's own round, 3x; its median, all but A's
     assert all(cell.endswith(" ≠") for cell in columns["B / A (paired rounds, 99% CI)"])
     fitted = table.fit(Console(width=200), 200)
-    assert "the medians are over every round each record holds, pooled ones too" in str(fitted.caption)
+    assert "The medians use every round each record holds, pooled ones too." in str(fitted.caption)
     assert "B / A (paired rounds): the geometric mean of B's own rounds" in str(compare_table(c, True).table.caption)
     html = write_compare([c], tmp_path / "c.html").read_text()
     assert "<th>A median</th><th>B median</th><th>B / A (paired rounds)</th>" in html and "&ne;" in html
@@ -167,7 +167,7 @@ def test_an_interval_too_wide_to_mean_anything_is_too_few_rounds(tmp_path: Path)
     c = compare_records(_timed(record, "A", [1.0, 4.0]), _timed(record, "B", [1.5, 5.0]), ("a", "b"))
     assert {r.change for r in c.rows} == {"too few rounds"} and not any(r.ratio_ci for r in c.rows)
     assert c.not_judged and "the interval spans over 100x" in c.not_judged
-    lo, hi = charts.ratio_figure(c).axes[0].get_xlim()
+    lo, hi = ratio_chart.ratio_figure(c).axes[0].get_xlim()
     assert 1 / 10 < lo and hi < 10
 
 
@@ -216,7 +216,7 @@ def _kept(fitted: object) -> dict[int, set[str]]:
 
 def test_a_narrow_terminal_leaves_the_medians_and_p_first_and_the_group_last(tmp_path: Path) -> None:
     """Walk 9: at 100 columns the group left, and two `spectrum numpy` rows read alike; now the
-    medians and the p-value leave first (B / A and the change say what they decide), the group last,
+    medians (together: walk 20 kept B's alone) and the p-value leave first (B / A and the change say what they decide), the group last,
     rows "too few rounds" or not. Each left out is named in the caption."""
     record = real("main_job", tmp_path)
     a, b = _timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5])
@@ -233,9 +233,10 @@ def test_a_narrow_terminal_leaves_the_medians_and_p_first_and_the_group_last(tmp
             gone = [name for name in order if name not in kept]
             assert gone == order[:len(gone)], kept
         assert any("group" not in kept for kept in kept_at.values())  # the narrow widths were reached
+        assert all(("A median" in kept) == ("B median" in kept) for kept in kept_at.values())  # both or neither (walk 20)
         narrow = next(w for w, kept in kept_at.items() if "A median" not in kept)
-        # not a bare "p"; one column is "it", not "them"
-        assert "(left out at this width: A median; a wider terminal shows it)" in str(fitted.fit(console, narrow).caption)
+        # not a bare "p"; what left, each named
+        assert "(left out at this width: A median, B median; a wider terminal shows them)" in str(fitted.fit(console, narrow).caption)
         assert "a wider terminal shows them)" in str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption)
 
 
@@ -285,7 +286,8 @@ def test_a_ratio_on_the_other_side_of_1_from_its_medians_is_explained_under_the_
     r = c.rows[0]
     c.rows[0] = r.model_copy(update={"time_b_s": r.time_a_s * 0.96, "ratio": 1.24, "ratio_ci": (0.279, 5.51)})
     note = apart_note(c)
-    assert note is not None and note.startswith("1 row with B / A and the medians on either side of 1")
+    assert note is not None and note.startswith(f"B / A and the medians' ratio lie on either side of 1 on {r.label}. "
+                                                "Each lies within B / A's interval.")
     assert "B / A pairs each run's own rounds" in note
 
 
@@ -297,7 +299,7 @@ def test_no_ratio_label_is_struck_through_by_the_1x_line(tmp_path: Path) -> None
     rows = [c.rows[0].model_copy(update={"ratio": 0.711, "ratio_ci": None, "change": "too few rounds"}),
             c.rows[1].model_copy(update={"ratio": 10.0, "ratio_ci": (9.0, 11.0), "change": "slower"}),
             c.rows[2].model_copy(update={"ratio": 0.1, "ratio_ci": (0.09, 0.11), "change": "faster"}), *c.rows[3:]]
-    fig = charts.ratio_figure(c.model_copy(update={"rows": rows}))
+    fig = ratio_chart.ratio_figure(c.model_copy(update={"rows": rows}))
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw(renderer)
     ax = fig.axes[0]

@@ -29,11 +29,12 @@ def _apart(tmp_path: Path, factor: float | None = None) -> Comparison:
 
 
 def test_the_apart_note_relates_the_gates_factor_to_asvs_only_when_they_differ(tmp_path: Path) -> None:
-    """`B / A beyond 1.2x` in the header, `over asv's 1.1x from it` in the footnote, unexplained."""
+    """`B / A beyond 1.2x` in the header, `over asv's 1.1x from it` in the footnote, unexplained; in
+    short sentences since walk 20."""
     gated = apart_note(_apart(tmp_path / "gated", 1.2))
-    assert gated is not None and "beyond asv's 1.1x from it, the mark; the gate asks 1.2x;" in gated
+    assert gated is not None and "over 1.1x from B / A. This 1.1x is asv's, not the gate's 1.2x. A too wide" in gated
     plain = apart_note(_apart(tmp_path / "plain"))
-    assert plain is not None and "beyond asv's 1.1x from it, the mark;" in plain and "gate" not in plain
+    assert plain is not None and "over 1.1x from B / A. A too wide row is never marked." in plain and "gate" not in plain
 
 
 def test_a_too_wide_row_never_carries_the_apart_mark(tmp_path: Path) -> None:
@@ -46,4 +47,4 @@ def test_a_too_wide_row_never_carries_the_apart_mark(tmp_path: Path) -> None:
     ratios = [str(cell) for col in table.columns if str(col.header).startswith("B / A") for cell in col._cells]
     assert not ratios[0].endswith(APART_MARK) and all(cell.endswith(APART_MARK) for cell in ratios[1:])
     note = apart_note(c)
-    assert note is not None and c.rows[0].label not in note and "a too wide row has none" in note
+    assert note is not None and c.rows[0].label not in note and "A too wide row is never marked." in note

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from harness.record.run_record import RunRecord
-from harness.report import charts
+from harness.report import ratio_chart
 from harness.report.compare import CompareOutput, Comparison, compare_records
 from harness.report.compare_view import compare_table
 from harness.report.html import write_compare
@@ -85,9 +85,10 @@ def test_the_rounds_read_as_each_runs_own_table(tmp_path: Path) -> None:
     assert tables["B"][("spectrum", "numpy")] == "1+4 r"  # the table gives the fewest over the groups
     note = [line for line in str(compare_table(c).fit(Console(width=200), 200).caption).split("\n")
             if line.startswith("rounds A, B: ")]
-    assert note == [f"rounds A, B: B's rounds pooled from A count for A only ({len(c.rows)} of {len(c.rows)} rows), "
-                    "never tested against themselves; a run's table writes a strategy's fewest over its shape groups, "
-                    "a row here its group's: spectrum numpy on 3072x768r16 (B's table: 1+4 r)"]
+    assert note == [f"rounds A, B: B pooled A's rounds on all {len(c.rows)} rows. They count for A only, so no round is "
+                    "tested against itself. A run's table gives a strategy's fewest rounds over its shape groups. A row "
+                    "here gives its own group's. Their run's table says otherwise on spectrum numpy on 3072x768r16 "
+                    "(B's table: 1+4 r)."]
     as_json = json.loads(CompareOutput(gate=None, passed=True, comparisons=[c]).model_dump_json())
     assert [f"{r['rounds_a']}, {r['rounds_b']}" for r in as_json["comparisons"][0]["rows"]] == cells
     page = write_compare([c], tmp_path / "c.html").read_text()
@@ -98,20 +99,20 @@ def test_b_over_a_is_written_alike_in_the_tables_and_the_chart(tmp_path: Path) -
     """The tables printed `0.931`, the HTML chart `0.931x`."""
     _a, _b, c = _compared(tmp_path)
     ratios = [cell.split()[0] for cell in _columns(c, 200)["B / A (paired rounds, 99% CI)"]]
-    assert [t.get_text() for t in charts.ratio_figure(c).axes[0].texts] == ratios
+    assert [t.get_text() for t in ratio_chart.ratio_figure(c).axes[0].texts] == ratios
     page = write_compare([c], tmp_path / "c.html").read_text()
     assert all(f'<td class="num">{ratio}' in page for ratio in ratios)
     assert not any(f"{ratio}x" in page for ratio in ratios)
 
 
 def test_the_page_carries_every_note_the_terminal_prints_under_its_table(tmp_path: Path) -> None:
-    """compare.html lacked the terminal's `1 row with B / A and the medians on either side of 1`."""
+    """compare.html lacked the terminal's `1 row with B / A and the medians on either side of 1` (walk 6)."""
     _a, _b, c = _compared(tmp_path)
     r = c.rows[0]
     c.rows[0] = r.model_copy(update={"time_b_s": r.time_a_s * 0.96, "ratio": 1.24, "ratio_ci": (0.279, 5.51)})
     caption = str(compare_table(c).fit(Console(width=400), 400).caption)
     notes = [Text.from_markup(line).plain for line in caption.split("\n")]
-    assert any(line.startswith("1 row with B / A and the medians on either side of 1") for line in notes)
+    assert any(line.startswith("B / A and the medians' ratio lie on either side of 1 on ") for line in notes)
     assert any(line.startswith("rounds A, B: ") for line in notes)
     page = html.unescape(write_compare([c], tmp_path / "c.html").read_text())
     assert [line for line in notes if line not in page] == []
