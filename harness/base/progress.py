@@ -372,8 +372,9 @@ class Display:
             count = f": {phase.done}/{total}" if total is not None else ""
             said = phase.summary or phase.current
             what = f" ({said})" if said else ""
-            self.console.print(f"{description}{count}{what} in {format_seconds(time.perf_counter() - start)}",
-                               markup=False, highlight=False)
+            # wrapped as every stderr line (base.lines): rich broke `rendering the sweep's report (…) in `
+            # / `713 ms` at 100 columns with a trailing space and no hang (walk 20)
+            print_line(self.console, f"{description}{count}{what} in {format_seconds(time.perf_counter() - start)}")
 
     def logged(self, text: str) -> None:
         """A line only where there is no live display (a log, CI): what a terminal saw go by, such

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from pydantic import AliasChoices, BaseModel, Field, computed_field
 
-from harness.bench.budget import Allocation
+from harness.bench.budget import MIN_ROUNDS, OVERRUN, PROCESSES, Allocation
 from harness.machine.cluster import ClusterInfo
 from harness.machine.picks import Pick
 
@@ -128,6 +128,51 @@ class Step(BaseModel):
         return self.op + (f" k={self.k}" if self.k else "")
 
 
+Limit = tuple[float, bool]  # the plan's timing seconds the phase may still spend, and whether the machine is quiet
+Allowed = tuple[float, int]  # an analysis' timing: the plan's seconds of it, and its blocks
+MANDATORY = ("baseline", "chosen")  # the roles a first round times whatever the limit (run.rounds' _mandatory)
+
+
+def planned_blocks(step: Step) -> int:
+    """The blocks its plan times: each point's rounds on each group in each process."""
+    return PROCESSES * sum(a.rounds for t in step.timed for a in t.allocations)
+
+
+def least(step: Step, quiet: bool) -> Allowed:
+    """What the analysis times whatever the limit (bench.budget.Budget.fits): on a quiet machine
+    its floor (MIN_ROUNDS of each point in each process), on a busy one its first round's mandatory
+    blocks (the baseline's and the chosen point's, in one process: run.rounds)."""
+    allocations = [a for t in step.timed if quiet or t.role in MANDATORY for a in t.allocations]
+    processes, rounds = (PROCESSES, MIN_ROUNDS) if quiet else (1, 1)
+    return (sum(processes * (a.first_s + rounds * a.block_s) for a in allocations),
+            processes * rounds * len(allocations))
+
+
+def allowed(step: Step, limit: Limit | None) -> Allowed:
+    """Its planned timing, or what the limit leaves it (`limit`'s seconds; none: the plan's), never
+    less than `least`: past the limit a round stopped after its mandatory blocks while the ETA still
+    counted the 5 it cut, `~0:00:12` with 1.4 s left (walk 13)."""
+    planned_s, planned_n = sum(t.estimate_s for t in step.timed), planned_blocks(step)
+    if limit is None or limit[0] >= planned_s:
+        return planned_s, planned_n
+    least_s, least_n = least(step, limit[1])
+    if limit[0] <= least_s or planned_s <= least_s:
+        return min(least_s, planned_s), min(least_n, planned_n)
+    return limit[0], least_n + round((planned_n - least_n) * (limit[0] - least_s) / (planned_s - least_s))
+
+
+def limited(steps: list[Step], limit: Limit | None) -> list[float]:
+    """Each analysis' timing seconds as the `limit` leaves them, in turn (allowed): what the run's
+    first ETA counts (run.eta.work_left) and the plan's whole-run estimate with it."""
+    out = []
+    for step in steps:
+        out.append(allowed(step, limit)[0])
+        if limit is not None:
+            limit = (max(limit[0] - out[-1], 0.0), limit[1])
+    return out
+
+
+
 class BenchPlan(BaseModel):
     """The benchmark phase as planned: its budget and floor, the precision it samples to, the
     threads of every in-process timing, and the estimated seconds of it all."""
@@ -184,11 +229,31 @@ class Plan(BaseModel):
         bench = self.bench.estimate_s if self.bench is not None else 0.0
         return sum(s.estimate_s for s in self.steps) + sum(self.overheads.values()) + bench
 
+    @property
+    def start_limit(self) -> Limit | None:
+        """What the benchmark phase may spend, in this plan's seconds of an idle machine (run.eta.limit_of
+        of the run's fresh Budget): its limit less the references, with its overrun, over the slowdown
+        (the limit counts the clock's seconds); quiet when the plan found the machine idle."""
+        if self.bench is None:
+            return None
+        return (max(self.bench.limit_s - self.bench.references_s, 0.0) * (1 + OVERRUN) / self.slowdown,
+                self.slowdown <= 1.0)
+
+    @property
+    def timings_s(self) -> list[float]:
+        """Each analysis' timing seconds on an idle machine as the phase's limit leaves them (limited)."""
+        return limited(self.steps, self.start_limit)
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def estimate_s(self) -> float:
-        """The whole run as this machine was when the plan was made: idle_s, slowed by its load."""
-        return self.busy_s(self.idle_s)
+        """The whole run as this machine was when the plan was made: idle_s slowed by its load, but
+        for the rounds the phase's limit cuts (a clock's seconds: load slows the rest of the run, not
+        how long the phase may time). Counted all at twice their seconds, the plan read 60.9 s for
+        runs of 35-41 s, whose live ETA began near 29 s (walk 20); the run's first ETA is this less
+        the torch import done before the display opens (run.eta.work_left)."""
+        planned = sum(t.estimate_s for s in self.steps for t in s.timed)
+        return self.busy_s(self.idle_s - planned + sum(self.timings_s))
 
     def busy_s(self, idle_s: float) -> float:
         """Seconds estimated on an idle machine as they are expected to go on this one."""

@@ -53,6 +53,9 @@ def floor_note(plan: Plan, asked: bool) -> str | None:
 
 
 def bench_plan_line(plan: Plan) -> str:
+    """The benchmark's plan and the whole run's estimate on this machine as loaded, its parts as
+    loaded too (Plan.estimate_s: the run's first `ETA ~` is it less the torch import), the idle
+    machine's figure beside it."""
     b = plan.bench
     if b is None:
         return ""
@@ -61,7 +64,7 @@ def bench_plan_line(plan: Plan) -> str:
             f"±{format_share(b.target)}, est. {format_seconds(b.estimate_s)} "
             f"(float64 references {format_seconds(b.references_s)}), {threads_text(b.threads, b.threads_reason)}; "
             f"whole run est. {format_seconds(plan.estimate_s)}"
-            + (" (of which " + ", ".join(f"{k} {format_seconds(v)}" for k, v in plan.overheads.items()) + ")"
+            + (" (of which " + ", ".join(f"{k} {format_seconds(plan.busy_s(v))}" for k, v in plan.overheads.items()) + ")"
                if plan.overheads else "")
             + (f"; {format_seconds(plan.idle_s)} on an idle machine" if plan.slowdown > 1 else ""))
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.bench.budget import MIN_ROUNDS, PROCESSES, Budget
-from harness.plan.model import Plan, Step
+from harness.bench.budget import Budget
+from harness.plan.model import Limit, Plan, Step, allowed, least
 from harness.plan.overheads import points_one_off_s, timing_one_off_s
 from harness.run.interrupted import Interrupted
 from harness.run.rounds import Rounds
@@ -16,14 +16,6 @@ from harness.strategies.cost import TIMING_WORKER_S
 AFTER_BLOCKS = 0.5  # of an analysis' one-off benchmark work, the share after its last block (verifying)
 Timing = tuple[Rounds, int]  # the open analysis' rounds, and the blocks it took back from a stopped run
 Done = tuple[float, int]  # a finished analysis: the plan's seconds of the blocks it timed, the points that timed
-Limit = tuple[float, bool]  # the plan's timing seconds the phase may still spend, and whether the machine is quiet
-Allowed = tuple[float, int]  # an analysis' timing: the plan's seconds of it, and its blocks
-MANDATORY = ("baseline", "chosen")  # the roles a first round times whatever the limit (run.rounds' _mandatory)
-
-
-def planned_blocks(step: Step) -> int:
-    """The blocks its plan times: each point's rounds on each group in each process."""
-    return PROCESSES * sum(a.rounds for t in step.timed for a in t.allocations)
 
 
 def limit_of(budget: Budget, slowdown: float) -> Limit:
@@ -34,29 +26,6 @@ def limit_of(budget: Budget, slowdown: float) -> Limit:
     while the limit cut them: the ETA at 5.9 s read `~0:00:52` with 37 s left (walk 13)."""
     quiet = budget.quiet if budget.quiet is not None else slowdown <= 1.0
     return max(budget.left_s, 0.0) / slowdown, quiet
-
-
-def least(step: Step, quiet: bool) -> Allowed:
-    """What the analysis times whatever the limit (bench.budget.Budget.fits): on a quiet machine
-    its floor (MIN_ROUNDS of each point in each process), on a busy one its first round's mandatory
-    blocks (the baseline's and the chosen point's, in one process: run.rounds)."""
-    allocations = [a for t in step.timed if quiet or t.role in MANDATORY for a in t.allocations]
-    processes, rounds = (PROCESSES, MIN_ROUNDS) if quiet else (1, 1)
-    return (sum(processes * (a.first_s + rounds * a.block_s) for a in allocations),
-            processes * rounds * len(allocations))
-
-
-def allowed(step: Step, limit: Limit | None) -> Allowed:
-    """Its planned timing, or what the limit leaves it (`limit`'s seconds; none: the plan's), never
-    less than `least`: past the limit a round stopped after its mandatory blocks while the ETA still
-    counted the 5 it cut, `~0:00:12` with 1.4 s left (walk 13)."""
-    planned_s, planned_n = sum(t.estimate_s for t in step.timed), planned_blocks(step)
-    if limit is None or limit[0] >= planned_s:
-        return planned_s, planned_n
-    least_s, least_n = least(step, limit[1])
-    if limit[0] <= least_s or planned_s <= least_s:
-        return min(least_s, planned_s), min(least_n, planned_n)
-    return limit[0], least_n + round((planned_n - least_n) * (limit[0] - least_s) / (planned_s - least_s))
 
 
 def worker_s(one_off_s: float, workers: int, slowdown: float) -> float:
@@ -108,7 +77,9 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
     (`finished`: as_timed) by what they timed, not by what the plan gave them; those to come by
     what the `limit` leaves each in turn (allowed: floors are timed as they come); those the cache
     holds whole (`cached`: run.cached) without their computing, nor their share of the loading and
-    features the plan counts for the run."""
+    features the plan counts for the run. Its rounds as the plan's limit left them (Plan.timings_s)
+    give way to these: at the start the estimate is the plan's whole run less the torch import
+    (_before), which the plan's line and README say (walk 20: the plan read 60.9 s, the ETA ~29)."""
     done, room = finished or {}, limit
     units = []
     for s in plan.steps:
@@ -119,7 +90,7 @@ def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worke
             if room is not None and s.analysis not in kept:
                 room = (max(room[0] - allowed(s, room)[0], 0.0), room[1])
         units.append(plan.busy_s((0.0 if s.analysis in cached else s.estimate_s) + left))
-    full = sum(plan.busy_s(s.estimate_s + timing_left_s(s, False, None)) for s in plan.steps)
+    full = sum(plan.busy_s(s.estimate_s + t + timing_one_off_s(s)) for s, t in zip(plan.steps, plan.timings_s))
     return units, max(plan.estimate_s - full - plan.busy_s(_before(plan, cached)) + sum(units), 0.0)
 
 

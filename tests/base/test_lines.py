@@ -78,3 +78,23 @@ def test_a_wrap_never_begins_a_line_with_a_lone_minus() -> None:
         lines = wrapped(line, width).splitlines()
         assert not any(part.lstrip().startswith("- ") for part in lines), (width, lines)
         assert " ".join(lines).split() == line.split() and NBSP not in "".join(lines)
+
+
+def test_a_finished_phases_line_wraps_with_the_hang_and_no_trailing_space(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk 20: `harness report results/sweep_rank/... 2>err` at COLUMNS=100 broke `rendering the sweep's
+    report (results/...: its fits and points) in ` / `713 ms`: a trailing space, no 2-space hang."""
+    from harness.base.progress import Display
+
+    monkeypatch.setenv("COLUMNS", "100")
+    pipe = Console(file=io.StringIO(), width=100, color_system=None)  # as harness.cli.console draws a pipe
+    with Display(pipe) as display:
+        assert not display.live
+        for name, what in (("rendering the sweep's report", "its fits and points"),
+                           ("rendering the report", "tables and charts")):
+            with display.phase(name) as phase:
+                phase.item(f"results/sweep_rank/20261129T033732Z-250e54f4-and-a-longer-name: {what}")
+    lines = pipe.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert len(lines) == 4, lines  # each wrapped once
+    assert all(len(line) <= 100 and line == line.rstrip() for line in lines), lines
+    assert [line.startswith("  ") for line in lines] == [False, True, False, True], lines
+    assert lines[0].startswith("rendering the sweep's report (") and lines[2].startswith("rendering the report (")

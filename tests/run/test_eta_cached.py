@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.run.cached import cached_steps
+from harness.plan.model import limited
 from harness.run.eta import work_left
 
 
@@ -25,7 +26,7 @@ def test_cached_analyses_leave_their_computing_and_their_share_of_loading_featur
     steps = [_step("spectrum", 3.0), _step("top3", 5.0)]
     overheads = {"loading": 2.0, "features": 1.5, "worker start": 0.5, "torch import": 1.5}
     idle = sum(s.estimate_s for s in steps) + sum(overheads.values())
-    plan = SimpleNamespace(steps=steps, overheads=overheads, busy_s=lambda s: 2.0 * s)
+    plan = SimpleNamespace(steps=steps, overheads=overheads, timings_s=limited(steps, None), busy_s=lambda s: 2.0 * s)
     plan.estimate_s = plan.busy_s(idle + sum(1.0 + 0.12 * 3 for _s in steps))
     units, estimate = work_left(plan, set(), None)  # type: ignore[arg-type]
     cold_units, cold = units, estimate

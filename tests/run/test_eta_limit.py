@@ -15,7 +15,8 @@ from rich.console import Console
 
 from harness.base.progress import Display, planned
 from harness.bench.budget import OVERRUN, PROCESSES, Allocation, Budget
-from harness.run.eta import allowed, counted_share, least, limit_of, timing_left_s, work_left
+from harness.plan.model import allowed, least, limited
+from harness.run.eta import counted_share, limit_of, timing_left_s, work_left
 from harness.strategies.cost import TIMING_WORKER_S
 
 SLOWDOWN = 2.0  # the plan's: two busy processes on two cores
@@ -44,7 +45,8 @@ def _step(name: str, estimate_s: float, calls: list[float], rounds: int = 1, cho
 
 def _plan(steps: list[SimpleNamespace]) -> SimpleNamespace:
     idle = sum(s.estimate_s + timing_left_s(s, False, None) for s in steps)  # type: ignore[arg-type]
-    return SimpleNamespace(steps=steps, overheads={}, estimate_s=SLOWDOWN * idle, busy_s=lambda s: SLOWDOWN * s, slowdown=SLOWDOWN)
+    return SimpleNamespace(steps=steps, overheads={}, timings_s=limited(steps, None), estimate_s=SLOWDOWN * idle,  # type: ignore[arg-type]
+                           busy_s=lambda s: SLOWDOWN * s, slowdown=SLOWDOWN)
 
 
 def _seconds(text: str) -> float:

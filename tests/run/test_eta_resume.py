@@ -13,6 +13,7 @@ from rich.console import Console
 
 from harness.base.progress import Display, planned
 from harness.bench.budget import PROCESSES
+from harness.plan.model import limited
 from harness.run.eta import counted_share, timing_left_s, work_left
 from harness.strategies.cost import TIMING_WORKER_S
 
@@ -24,7 +25,7 @@ def _step(name: str, estimate_s: float, timed_s: list[float]) -> SimpleNamespace
 
 STEPS = [_step("spectrum", 0.3, [3.2, 3.0, 1.0, 0.2]), _step("top3", 0.3, [0.8, 1.2, 1.3, 0.2]),
          _step("geometry", 0.4, [1.0, 0.4])]
-PLAN = SimpleNamespace(steps=STEPS, overheads={}, estimate_s=40.0, busy_s=lambda s: 2.0 * s)
+PLAN = SimpleNamespace(steps=STEPS, overheads={}, timings_s=limited(STEPS, None), estimate_s=40.0, busy_s=lambda s: 2.0 * s)
 # the stopped run's rounds of top3: 6 of the 12 blocks its 4 points plan in 3 processes
 STOPPED = SimpleNamespace(analysis="top3", subjects=[SimpleNamespace(rounds=[1] * 2)] * 3)
 # (analysis, seconds to its first block, seconds of its blocks, blocks, after them) as the resumed run went: 26 s
@@ -96,7 +97,7 @@ def test_the_eta_near_the_end_covers_the_benchmarks_one_off_work() -> None:
     steps = [_step("spectrum", 0.03, [4.4, 4.4]), _step("top3", 0.04, [1.3] * 4), _step("geometry", 0.04, [0.36] * 2)]
     one_off = [TIMING_WORKER_S * PROCESSES * len(s.timed) for s in steps]
     idle = sum(s.estimate_s + sum(t.estimate_s for t in s.timed) for s in steps) + sum(one_off)
-    plan = SimpleNamespace(steps=steps, overheads={}, estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
+    plan = SimpleNamespace(steps=steps, overheads={}, timings_s=limited(steps, None), estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
     # each analysis at twice its idle plan: full analysis and half its one-off work before its first
     # block, its blocks, the other half after them
     went = [(s.analysis, 2.0 * (s.estimate_s + o / 2), 2.0 * sum(t.estimate_s for t in s.timed), 6, o)
@@ -120,7 +121,7 @@ def test_the_eta_near_the_end_counts_the_workers_one_off_work_as_this_run_measur
     one_off = [3.0 * TIMING_WORKER_S * PROCESSES * len(s.timed) for s in steps]  # 3x the plan's
     idle = sum(s.estimate_s + sum(t.estimate_s for t in s.timed) + TIMING_WORKER_S * PROCESSES * len(s.timed)
                for s in steps)
-    plan = SimpleNamespace(steps=steps, overheads={}, estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
+    plan = SimpleNamespace(steps=steps, overheads={}, timings_s=limited(steps, None), estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
     went = [(s.analysis, 2.0 * (s.estimate_s + o / 2), 2.0 * sum(t.estimate_s for t in s.timed), 6, 2.0 * o / 2)
             for s, o in zip(steps, one_off)]
     end = sum(first + blocks + after for _n, first, blocks, _b, after in went)
@@ -139,7 +140,7 @@ def test_the_eta_counts_a_finished_analysis_by_what_it_timed_not_by_its_plan() -
     steps = [_step("spectrum", 0.03, [4.4, 4.4]), _step("top3", 0.04, [1.3] * 4), _step("geometry", 0.04, [0.36] * 2)]
     one_off = [TIMING_WORKER_S * PROCESSES * len(s.timed) for s in steps]
     idle = sum(s.estimate_s + sum(t.estimate_s for t in s.timed) for s in steps) + sum(one_off)
-    plan = SimpleNamespace(steps=steps, overheads={}, estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
+    plan = SimpleNamespace(steps=steps, overheads={}, timings_s=limited(steps, None), estimate_s=2.0 * idle, busy_s=lambda s: 2.0 * s)
     timed = [(8.8, 2), (2.6, 2), (0.72, 2)]  # top3: 2 of its 4 points, their workers alone started
     went = [(s.analysis, 2.0 * (s.estimate_s + TIMING_WORKER_S * PROCESSES * n / 2), 2.0 * t, 6,
              2.0 * TIMING_WORKER_S * PROCESSES * n / 2) for s, (t, n) in zip(steps, timed)]
