@@ -191,3 +191,25 @@ def test_what_the_readme_writes_is_ignored_by_git() -> None:
     assert written and {"runs/first", "runs/nb"} <= written
     ignored = subprocess.run(["git", "check-ignore", *sorted(written)], cwd=ROOT, capture_output=True, text=True)
     assert sorted(ignored.stdout.split()) == sorted(written)
+
+
+def test_the_verdicts_factor_either_way_is_explained_where_a_reader_meets_it() -> None:
+    """Walk 21: `(1,827x, 625-5,340: x2.9 either way)` was explained nowhere: the README under its
+    sample, and --explain's speedup note, say what the factor is."""
+    from harness.report.labels import SPEEDUP_NOTE
+
+    text = README.read_text()
+    sample = text[text.index("```text"):]
+    assert "either way" in sample[:sample.index("```\n", 8)]  # the sample's verdicts use it
+    assert "`x1.5 either way` in a verdict: the interval's ends lie 1.5 times below and above the speedup." in text
+    assert "either way`: each end lies that factor from the speedup" in SPEEDUP_NOTE
+
+
+def test_results_readme_points_at_a_page_that_exists() -> None:
+    """Walk 21: results/README.md sent the reader to the top-level README's "What a run writes",
+    which moved to docs/outputs.md."""
+    text = (ROOT / "results" / "README.md").read_text()
+    links = re.findall(r"\]\(([^)]+)\)", text)
+    assert links and all((ROOT / "results" / link).resolve().is_file() for link in links)
+    assert (ROOT / "docs" / "outputs.md").read_text().startswith("# What a run writes")
+    assert "top-level README's" not in text

@@ -49,7 +49,8 @@ SPEEDUP_NOTE = ("Speedup: the baseline's time over the strategy's in each round 
                 "rounds too), their geometric mean, with its 95% interval (low-high); the per-matrix times are each "
                 "row's median over all its own rounds, so their ratio can differ from the speedup, which is the "
                 f"comparison; {UNRESOLVED_MARK}: unresolved, the interval is wider than the precision asked for; an "
-                "interval that holds 1 is not significant.")
+                "interval that holds 1 is not significant; a verdict's `x1.5 either way`: each end lies that factor "
+                "from the speedup (its interval is symmetric on a log scale).")
 # seconds_per_matrix as it is (walk 11 read "median over the rounds" beside two groups' 2.87 ms and 89 µs averaged)
 PER_MATRIX_NOTE = ("Per matrix: each shape group's median call over the matrices a call takes; over several groups, "
                    "their medians' sum over all their matrices (a mean, not a median: compare shows each group).")
