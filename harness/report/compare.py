@@ -86,7 +86,7 @@ class GroupComparison(BaseModel):
     # pooled), `0+3` (all pooled), `3+6 r` (resumed); compare printed `3, 6 (+3 pooled)` beside B's table's `3+6 resumed`
     rounds_a: str = ""
     rounds_b: str = ""
-    ratio: float  # B over A per matrix from the paired rounds (each run's geometric mean): above 1 is slower
+    ratio: float  # B over A per matrix: each side's geometric mean over its own rounds (unpaired): above 1 is slower
     ratio_ci: tuple[float, float] | None  # its interval at Comparison.level (Welch's t on log seconds): as p decides
     p_value: float | None  # None when either side has too few rounds
     change: Change
@@ -108,7 +108,7 @@ class GroupComparison(BaseModel):
     def times_apart(self) -> bool:
         """Whether the shown times' ratio disagrees with B/A: outside its interval, or without one
         over FACTOR from it. The times are each record's median over all its rounds, pooled ones
-        too; B/A pairs each run's own rounds, so a pooled or skewed side can set them apart. Never
+        too; B/A takes each run's own rounds alone, so a pooled or skewed side can set them apart. Never
         on a too-wide row: its interval, over MAX_SPAN wide, is no figure to hold them against (walk
         16 met `0.906 ≠ … too wide (x10 either way)` beside `2.46 … too wide (x624 either way)`)."""
         shown = self.time_b_s / self.time_a_s
@@ -204,16 +204,24 @@ class Comparison(BaseModel):
         return [r for r in self.too_few if not r.wide], [r for r in self.too_few if r.wide]
 
     @property
+    def pooled_alone(self) -> str:
+        """`B timed none of them itself, ...` where every row not judged is of a run that pooled all its rounds of
+        the other (A may be the newer), the summary's and the not-judged line's reason alike; "" otherwise."""
+        for side, other in (("B", "A"), ("A", "B")):
+            if self.too_few and all(getattr(r, f"shared_{other.lower()}") and not getattr(r, f"n_{side.lower()}")
+                                    for r in self.too_few):
+                return f"{side} timed none of them itself, every round it holds was pooled from {other}"
+        return ""
+
+    @property
     def not_judged(self) -> str | None:
         """Why groups were not judged and what to do next, in one line; None when every group was."""
         few = self.too_few
         if not few:
             return None
         head = f"{'not gated' if self.gate else 'not judged'}: {len(few)} of {len(self.rows)} groups"
-        for side, other in (("B", "A"), ("A", "B")):  # whichever pooled the other's rounds: A may be the newer
-            if all(getattr(r, f"shared_{other.lower()}") and not getattr(r, f"n_{side.lower()}") for r in few):
-                return (f"{head}: {side} timed none of them itself, every round it holds was pooled from {other}; "
-                        f"time {side} anew: harness run SPEC -o FOLDER --force --fresh")
+        if self.pooled_alone:
+            return f"{head}: {self.pooled_alone}; time {self.pooled_alone[0]} anew: harness run SPEC -o FOLDER --force --fresh"
         fewer, wide = ([r.label for r in rows] for rows in self.too_few_by_cause)  # wide: an interval over MAX_SPAN
         causes = [(labels, why) for labels, why in ((fewer, f"fewer than {MIN_ROUNDS} rounds on a side (a round times "
                                                               "each strategy once)"),

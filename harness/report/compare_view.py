@@ -41,7 +41,13 @@ NAMED = 3  # rows a footnote names; beyond, it counts them (18 names filled 6 li
 
 
 def ratio_header(c: Comparison) -> str:
-    return f"B / A (paired rounds, {c.level} CI)"
+    """`B / A (99% CI)`: two runs' rounds are not paired (walk 21 read `paired rounds` over Welch's unpaired t),
+    and a header in two lines at 100 columns (its 4 pushed the rows down)."""
+    return f"B / A {_level_words(c)}"
+
+
+def _level_words(c: Comparison) -> str:
+    return f"({c.level} CI)"
 
 
 def level_rule(c: Comparison) -> str:
@@ -66,7 +72,8 @@ def summary_line(c: Comparison, several: bool = False) -> str:
         judged[-1] += f" ({level_rule(c)})"
     if counts["too few rounds"]:
         # as the rows say it: a row of rounds enough reads `too wide (...)` (walk 11 met both words)
-        why = "too few rounds" + (" or too wide an interval" if any(r.wide for r in c.rows) else "")
+        # a run that timed none of them itself is why, not its rounds' number (walk 21 read it last, under `too few`)
+        why = c.pooled_alone or "too few rounds" + (" or too wide an interval" if any(r.wide for r in c.rows) else "")
         judged.append(f"{counts['too few rounds']} not judged ({why}, below)" if judged else f"none judged ({why}, below)")
     where = f"{c.b.folder} against {c.a.folder}" if several else "B against A"
     unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
@@ -78,9 +85,10 @@ def summary_line(c: Comparison, several: bool = False) -> str:
 def _caption(c: Comparison) -> str:
     """--explain's: which statistic each column is, and the test."""
     return (f"A: {c.a.machine}, {c.a.started}\nB: {c.b.machine}, {c.b.started}\nA, B median: per matrix, the median "
-            "over every round the run's record holds, pooled ones too: the figure its run table shows. B / A (paired "
-            "rounds): the geometric mean of B's own rounds in the test over A's (each run a replicate), with a "
-            f"{c.level} interval; changed: Welch's t on the rounds' log seconds p < {c.alpha} (so the interval "
+            "over every round the run's record holds, pooled ones too: the figure its run table shows. B / A: the "
+            "geometric mean of B's own rounds in the test over A's, with a "
+            f"{c.level} interval; changed: Welch's unpaired t on the rounds' log seconds, each run a replicate (rounds "
+            f"of two runs are not paired), p < {c.alpha} (so the interval "
             f"excludes 1) and B/A beyond {c.factor}x either way. {ROUNDS}: {ROUNDS_CELLS}. A point pairs only with the "
             "same strategy, precision, compilation and environment.")
 
@@ -97,8 +105,8 @@ def named(items: list[str], total: int) -> str:
 
 
 # why a row's medians and its B / A may disagree, said after either note on them
-WHY_APART = ("The medians use every round each record holds, pooled ones too. B / A pairs each run's own rounds, "
-             "and is the comparison.")
+WHY_APART = ("The medians use every round each record holds, pooled ones too. B / A takes each run's own rounds "
+             "alone, and is the comparison.")
 
 
 def apart_note(c: Comparison) -> str | None:
@@ -164,7 +172,10 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
                          f"[{style}]{r.change_text}[/]" if style else r.change_text)),
             end_section=last,
         )
-    return Fitted(table, COMPARE_OPTIONAL, footnotes=tuple((column, escape(line)) for column, line in table_notes(c)))
+    # the ratio's header on two lines at most, `B / A` over `(99% CI)`, where its cells are narrower (walk 21: 4)
+    floors = {ratio_header(c): len(_level_words(c))}
+    return Fitted(table, COMPARE_OPTIONAL, footnotes=tuple((column, escape(line)) for column, line in table_notes(c)),
+                  floors=floors)
 
 
 Flag = tuple[int, str, str, bool]  # (its group's row, its run: A or B, its reason, whether earlier runs' rounds gave it)

@@ -14,7 +14,7 @@ import pytest
 
 from harness.base.progress import Display
 from harness.cli import main as cli
-from harness.record.run_record import RunRecord
+from harness.record.run_record import RunRecord, save_record
 
 
 @pytest.fixture
@@ -55,6 +55,8 @@ def test_compare_reads_tests_and_draws_inside_phases(smoke_run: tuple[Path, RunR
     monkeypatch.setattr(html, "write_compare", watched(calls, "write_compare", phases, html.write_compare))
     b = tmp_path / "b"
     shutil.copytree(smoke_run[0], b)
+    assert smoke_run[1].bench is not None  # a second run of its own: compare refuses one run twice
+    save_record(smoke_run[1].model_copy(update={"bench": smoke_run[1].bench.model_copy(update={"run_id": "b"})}), b)
     assert cli.main(["compare", str(smoke_run[0]), str(b), "--html", str(tmp_path / "c.html")]) == 0
     assert calls == {"load_record": ["comparing runs"] * 2, "compare_records": ["comparing runs"],
                      "write_compare": ["rendering the comparison"]}

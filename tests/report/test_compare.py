@@ -28,6 +28,8 @@ def synthetic(record: RunRecord, seed: int, scale: dict[str, float] | None = Non
     draw = np.random.default_rng(seed)
     out = record.model_copy(deep=True)
     run = run or f"run{seed}"
+    if out.bench is not None:
+        out.bench.run_id = run  # a run of its own, as its rounds' ids say: compare refuses one run twice
     for a in out.analyses:
         for t in a.timings:
             for g in t.groups:

@@ -46,17 +46,18 @@ def test_one_interval_level_on_every_label(tmp_path: Path) -> None:
         c = compare_records(a, b, ("runs/a", "runs/b"), alpha=alpha)
         assert c.level == level
         table = compare_table(c, explain=True)
-        assert f"B / A (paired rounds, {level} CI)" in _header(table) and f"with a {level} interval" in str(table.table.caption)
+        assert f"B / A ({level} CI)" in _header(table) and f"with a {level} interval" in str(table.table.caption)
         assert f"{level} interval (bar)" in ratio_chart.ratio_figure(c).axes[0].get_xlabel()
         html = write_compare([c], tmp_path / f"{alpha}.html").read_text()
         assert f"<th>{level} interval</th>" in html and f"with a {level} interval" in html
         assert f"Its bar is the {level} interval" in html and other not in html
 
 
-def test_the_time_columns_show_the_run_tables_figure_and_the_ratio_says_it_pairs_rounds(tmp_path: Path) -> None:
+def test_the_time_columns_show_the_run_tables_figure_and_the_ratio_is_named_unpaired(tmp_path: Path) -> None:
     """runs/main2's table said `geometry dual_gram 246 ms !`, compare `247 ms  381 ms  1.55`: B's
     column was the geometric mean of its own rounds, the table's the median over all of them, pooled
-    too. Now the columns are the table's figures, the ratio is labelled as paired rounds, and a row
+    too. Now the columns are the table's figures, the ratio's test is named unpaired (walk 21: "paired rounds"
+    over Welch's t of two runs' rounds, which are not paired), and a row
     whose medians' ratio disagrees with it is marked, with one line under the table saying why."""
     from .test_run_screen import table_rows
 
@@ -76,14 +77,18 @@ def test_the_time_columns_show_the_run_tables_figure_and_the_ratio_says_it_pairs
         for r, cell in zip(c.rows, columns[column]):
             if r.analysis == "geometry":
                 assert cell == shown[r.strategy]
-    assert "B / A (paired rounds, 99% CI)" in columns
+    assert "B / A (99% CI)" in columns
     assert all(r.ratio > 2 and r.times_apart for r in c.rows)  # B's own round, 3x; its median, all but A's
-    assert all(cell.endswith(" ≠") for cell in columns["B / A (paired rounds, 99% CI)"])
+    assert all(cell.endswith(" ≠") for cell in columns["B / A (99% CI)"])
     fitted = table.fit(Console(width=200), 200)
     assert "The medians use every round each record holds, pooled ones too." in str(fitted.caption)
-    assert "B / A (paired rounds): the geometric mean of B's own rounds" in str(compare_table(c, True).table.caption)
+    caption = str(compare_table(c, True).table.caption)
+    assert "B / A: the geometric mean of B's own rounds" in caption and "Welch's unpaired t" in caption
     html = write_compare([c], tmp_path / "c.html").read_text()
-    assert "<th>A median</th><th>B median</th><th>B / A (paired rounds)</th>" in html and "&ne;" in html
+    assert "<th>A median</th><th>B median</th><th>B / A</th>" in html and "&ne;" in html
+    for text in (caption, html):  # "paired" only as "unpaired" and "not paired"
+        assert "Welch's unpaired t" in text and text.replace("unpaired", "").count("paired") == text.count("not paired") == 1
+    assert "paired" not in " ".join(map(str, [*columns, fitted.caption]))
 
 
 def test_an_unstable_summary_gives_each_runs_own_figures(tmp_path: Path) -> None:
@@ -202,7 +207,7 @@ def test_ratios_with_3_significant_figures_and_p_as_a_plain_decimal(tmp_path: Pa
     record = real("main_job", tmp_path)
     c = compare_records(_timed(record, "A", [1.0, 1.1, 1.2]), _timed(record, "B", [1.3, 1.4, 1.5]), ("a", "b"))
     columns = {str(col.header): [str(cell) for cell in col._cells] for col in compare_table(c).table.columns}
-    for r, ratio, p in zip(c.rows, columns["B / A (paired rounds, 99% CI)"], columns["p-value"]):
+    for r, ratio, p in zip(c.rows, columns["B / A (99% CI)"], columns["p-value"]):
         assert r.ratio_ci and ratio == f"{format_ratio(r.ratio)} ({format_ratio(r.ratio_ci[0])}-"\
                                       f"{format_ratio(r.ratio_ci[1])})" and p == format_p(r.p_value)
         assert "e" not in ratio + p and len(ratio.split()[0].replace(".", "").lstrip("0")) == 3
@@ -288,7 +293,7 @@ def test_a_ratio_on_the_other_side_of_1_from_its_medians_is_explained_under_the_
     note = apart_note(c)
     assert note is not None and note.startswith(f"B / A and the medians' ratio lie on either side of 1 on {r.label}. "
                                                 "Each lies within B / A's interval.")
-    assert "B / A pairs each run's own rounds" in note
+    assert "B / A takes each run's own rounds alone" in note
 
 
 def test_no_ratio_label_is_struck_through_by_the_1x_line(tmp_path: Path) -> None:

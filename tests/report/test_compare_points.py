@@ -100,7 +100,9 @@ CASES: dict[str, tuple[Callable[[Raw], None] | None, Callable[[Raw], None], list
 
 
 def _saved(raw: Raw, folder: Path) -> str:
+    """The record as a run of its own in `folder`, its run id the folder's name: compare refuses one run twice."""
     folder.mkdir()
+    raw["bench"]["run_id"] = folder.name
     (folder / RECORD).write_text(json.dumps(raw))
     return str(folder)
 
