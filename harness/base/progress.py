@@ -67,15 +67,16 @@ class Phase:
             self.display.progress.update(self.task, estimate_s=estimate_s, units_s=list(units_s))
 
     def within(self, share: Callable[[], float], counted: Callable[[], float] | None = None,
-               held: Callable[[], float] | None = None) -> None:
+               held: Callable[[], float] | None = None, stalled: Callable[[], bool] | None = None) -> None:
         """How far into the next unit of the count the phase is (0 to 1, read at every redraw):
         `share` by its planned time, `counted` by the work it counted (0 until it counts), `held` the
         share of the unit no time alone counts done (its work not yet begun: eta_s). The bar
         moves by whichever is further while the count says the units done (the run's bar sat at
         0/3 for the whole first analysis, half the run); the ETA goes by the work once counted,
-        the time alone held at PLANNED_CAP while an analysis ran twice its plan (eta_s)."""
+        the time alone held at PLANNED_CAP while an analysis ran twice its plan (eta_s); `stalled`, whether
+        the work under way has run past what was counted for it (eta_s: a floor)."""
         if self.task is not None and self.display.progress is not None:
-            self.display.progress.update(self.task, within=share, counted=counted, held=held)
+            self.display.progress.update(self.task, within=share, counted=counted, held=held, stalled=stalled)
 
     def item(self, text: object) -> None:
         """What the phase works on: a string, or an object whose str() is read at every redraw (a
@@ -153,7 +154,7 @@ class Eta(NamedTuple):
 
 
 def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: float, finished_s: float,
-          planned_share: float = 0.0, held: float = 0.0) -> Eta:
+          planned_share: float = 0.0, held: float = 0.0, stalled: bool = False) -> Eta:
     """Seconds left of a phase of planned units (`units_s`, the plan's seconds of each, its
     estimate_s spread over them in proportion), `done` of them under way (whole ones finished, the
     fraction the share of the next one's), the last finished at `finished_s`: what the plan leaves,
@@ -163,7 +164,9 @@ def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: f
     counting it. Both move with the
     clock, so the ETA rises smoothly (it fell to ~0:00:01 for 10 s while a unit overran). Past its
     plan (`over`) the figure is a floor: its rest and the units after it at the run's pace, never
-    its own (a resumed run read `ETA >0:00:40` with 14 s left: one-off work ahead of its rounds). Within its
+    its own (a resumed run read `ETA >0:00:40` with 14 s left: one-off work ahead of its rounds), and past
+    what it counted for its work before `held`, or with its held work `stalled` past its count, the same
+    (a phase that overran its count stood still at `~`: walk 21), the held work in the floor. Within its
     plan a unit is as far along as the further of its work counted and its planned time spent
     (`planned_share`): its first rounds, slow with their first calls, counted little and alone read
     as a run 4x slower (walk-through 8: `ETA ~0:01:44` at 12 s of a 27 s run); never below its work not
@@ -176,16 +179,18 @@ def eta_s(elapsed_s: float, done: float, units_s: Sequence[float], estimate_s: f
     prior = PACE_PRIOR * estimate_s
     pace = _paced(finished_s + prior, planned_done + prior)
     unit, share, ran = units_s[whole] * scale, min(max(done - whole, 0.0), 1.0), max(0.0, elapsed_s - finished_s)
-    planned_share = min(planned_share, 1.0)
+    planned_share, held = min(planned_share, 1.0), min(max(held, 0.0), 1.0)
     # within its plan as far along as its work or its planned time says; past it, its work alone
     # (the planned share stops at its cap there and says nothing more)
     share = max(share, planned_share) if ran <= pace * unit else share or planned_share
     own = rest = pace
-    over = ran > pace * unit
+    # past its plan, or past what it counted for its work before the held (walk 21: its workers'
+    # start took 8 s against 1.5 counted while `~0:00:05` stood still)
+    over = ran > pace * unit * (1.0 - held) or (stalled and held > 0)
     if not over and share > 0 and ran > pace * unit * share:  # slower than the run's pace: its rounds say how much
         own = max(pace, _paced(ran + PACE_PRIOR * unit * pace, unit * share + PACE_PRIOR * unit))
         rest = max(pace, _paced(elapsed_s + prior, planned_done + unit * share + prior))
-    left = max(own * unit * (1.0 - share), 0.0 if over else pace * unit * min(max(held, 0.0), 1.0))
+    left = max(own * unit * (1.0 - share), pace * unit * held)
     left += rest * sum(units_s[whole + 1:]) * scale
     return Eta(max(0.0, left), over=over)
 
@@ -248,9 +253,10 @@ class _Remaining(TimeRemainingColumn):
         estimate, units = task.fields.get("estimate_s"), task.fields.get("units_s")
         if units and estimate and task.elapsed is not None:
             share = min(COUNTED_CAP, max(0.0, _share(task)))
-            within, held = task.fields.get("within"), task.fields.get("held")
+            within, held, stalled = task.fields.get("within"), task.fields.get("held"), task.fields.get("stalled")
             return eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0),
-                         within() if within is not None else 0.0, held() if held is not None else 0.0)
+                         within() if within is not None else 0.0, held() if held is not None else 0.0,
+                         stalled() if stalled is not None else False)
         left = task.time_remaining
         if left is None:  # rich's pace needs two steps done: after the first, its mean so far
             if not (task.completed and task.total and task.elapsed):

@@ -244,6 +244,12 @@ class Budget:
         return now - self._began - self._outside_s - self._inside_s(now)
 
     @property
+    def one_off_live_s(self) -> float:
+        """One-off seconds so far, the open `outside` block's included: the run's ETA watches an
+        analysis' workers start against what it counted for them (run.eta.held_share)."""
+        return self.one_off_s + (self.clock() - self._outside_began if self._doing else 0.0)
+
+    @property
     def live_s(self) -> float:
         """Spent so far, the open analysis included: what a progress display shows."""
         return self.spent_s + self.elapsed_s

@@ -107,19 +107,51 @@ def blocks(rounds: Rounds) -> int:
     return sum(len(line.new) for line in rounds.lines.values())
 
 
-def held_share(step: Step, left_s: float, timing: Callable[[], Timing | None]) -> Callable[[], float]:
+class Held:
     """The share of the step's work no time alone counts done, for the run's ETA (base.progress.eta_s's
-    `held`): its timing (`left_s`: timing_left_s, its one-off work in) until its first block is timed, then
-    none (its blocks count it: counted_share). Smoke on a busy machine read `geometry: starting workers
-    … ETA ~0:00:00`: its planned seconds spent while its workers started, all its rounds ahead (walk 18)."""
-    whole = step.estimate_s + left_s
-    part, started = (left_s / whole if whole > 0 else 0.0), [False]
+    `held`, called): its timing (`left_s`: timing_left_s, its one-off work in) until its first block is
+    timed, then none (its blocks count it: counted_share). Smoke on a busy machine read `geometry:
+    starting workers … ETA ~0:00:00`: its planned seconds spent while its workers started, all its
+    rounds ahead (walk 18). Its workers' start (the one-off seconds `one_off` says this analysis spent,
+    against `unit_s`, the unit's seconds as the run's ETA plans them) leaves it as it goes, up to what
+    was counted for it (the one-off work before its blocks: AFTER_BLOCKS), and no further: past that
+    count it is `stalled` (eta_s's floor). Walk 21: `geometry: starting workers` took 8 s against
+    1.5 counted, and the run's row stood at `ETA ~0:00:05` for 6 s."""
 
-    def held() -> float:
-        now = timing()
-        started[0] = started[0] or (now is not None and now[0].analysis == step.analysis and blocks(now[0]) > now[1])
-        return 0.0 if started[0] else part
-    return held
+    def __init__(self, step: Step, left_s: float, timing: Callable[[], Timing | None],
+                 one_worker_s: float = TIMING_WORKER_S, unit_s: float = 0.0,
+                 one_off: Callable[[], float] | None = None) -> None:
+        whole = step.estimate_s + left_s
+        self.step, self.timing, self.unit_s, self.one_off = step, timing, unit_s, one_off
+        self.part, self.started = (left_s / whole if whole > 0 else 0.0), False
+        watched = one_off is not None and unit_s > 0 and self.part > 0
+        self.before = (1.0 - AFTER_BLOCKS) * timing_one_off_s(step, one_worker_s) / whole if watched else 0.0
+        self.since = one_off() if one_off is not None and watched else None
+
+    def _spent(self) -> float:
+        """The unit's share its one-off work has taken so far (none where it is not watched)."""
+        if self.one_off is None or self.since is None:
+            return 0.0
+        return max(self.one_off() - self.since, 0.0) / self.unit_s
+
+    def _open(self) -> bool:
+        now = self.timing()
+        self.started = self.started or (now is not None and now[0].analysis == self.step.analysis
+                                        and blocks(now[0]) > now[1])
+        return not self.started
+
+    def __call__(self) -> float:
+        return self.part - min(self._spent(), self.before) if self._open() else 0.0
+
+    def stalled(self) -> bool:
+        """Its one-off work before its blocks has run past what was counted for it."""
+        return self.since is not None and self._open() and self._spent() > self.before
+
+
+def held_share(step: Step, left_s: float, timing: Callable[[], Timing | None], one_worker_s: float = TIMING_WORKER_S,
+               unit_s: float = 0.0, one_off: Callable[[], float] | None = None) -> Held:
+    """Held's (base.progress.Phase.within's `held`, its `stalled` the same's)."""
+    return Held(step, left_s, timing, one_worker_s, unit_s, one_off)
 
 
 def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None],

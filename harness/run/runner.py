@@ -122,8 +122,10 @@ class Runner:
                         run.replan(estimate_s, units)
                         run.item(BenchClockLabel(step.analysis, self.bench.budget, self.bench.here.limit_s,
                                                  self.bench.here.limit))  # 1/3: the count
-                        run.within(planned(units[i] * estimate_s / sum(units)), counted=self.bench.share_of(step),
-                                   held=self.bench.held_of(step))  # bar and ETA: within it
+                        unit_s = units[i] * estimate_s / sum(units) if sum(units) > 0 else 0.0
+                        held = self.bench.held_of(step, unit_s)
+                        run.within(planned(unit_s), counted=self.bench.share_of(step), held=held,
+                                   stalled=held.stalled)  # bar and ETA: within it
                         analysis = self._step(step, last_factored=i == self._last_factored)
                         if analysis.placements and self.plan.executor != "local":
                             self.display.note(spread_line(analysis.name, analysis.placements))
