@@ -19,6 +19,7 @@ from types import ModuleType
 
 import harness
 from harness.base.lines import wrapped
+from harness.cli.commands.spec_args import as_typed
 from harness.cli.console import err, say
 from harness.cli.exit_codes import EXIT_USER_ERROR, exit_code, stopped
 
@@ -100,6 +101,7 @@ def _user_error_lines(exc: Exception) -> list[str] | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     chosen = next((word for word in argv if not word.startswith("-")), None)
+    args: argparse.Namespace | None = None
     try:
         args = parser(chosen if chosen in COMMANDS else "").parse_args(argv)  # "": no command's arguments
         return int(command_module(args.command).main(args))
@@ -111,5 +113,5 @@ def main(argv: list[str] | None = None) -> int:
         if lines is None:
             raise
         for line in lines:
-            say(line, err, markup=False)
+            say(as_typed(line, args), err, markup=False)
         return EXIT_USER_ERROR

@@ -166,3 +166,14 @@ def test_an_unknown_key_from_set_names_the_override(
     assert main([command, SMOKE, "--set", "nonsense.key=1"]) == 2
     assert one_line(capsys.readouterr().err) == "--set 'nonsense.key=1': nonsense: unknown key"
     assert tree(tmp_path) == set()
+
+
+@pytest.mark.parametrize("command", ["run", "plan", "validate"])
+def test_a_bad_budget_is_named_as_the_flag_typed(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 21: `harness run SPEC --budget 5x` read `--set 'benchmark.budget="5x"': benchmark.budget: '5x'
+    is not a duration ...`, an override the user never typed; one typed as --set stays as typed."""
+    argv = [command, SMOKE, "--budget", "5x"] if command != "validate" else [command, SMOKE, "--set", 'benchmark.budget="5x"']
+    assert main(argv) == 2
+    said = one_line(capsys.readouterr().err)
+    expected = "--budget 5x: " if command != "validate" else """--set 'benchmark.budget="5x"': benchmark.budget: """
+    assert said == f"""{expected}'5x' is not a duration; expected e.g. "20s", "500ms", "2m\"""", said

@@ -22,4 +22,18 @@ def budget_argument(parser: argparse.ArgumentParser) -> None:
 def overrides(args: argparse.Namespace) -> list[str]:
     """--set values, and --budget as the override it is."""
     budget = getattr(args, "budget", None)
-    return [*args.set, *([f"benchmark.budget={json.dumps(budget)}"] if budget is not None else [])]
+    return [*args.set, *([_budget_override(budget)] if budget is not None else [])]
+
+
+def _budget_override(budget: str) -> str:
+    return f"benchmark.budget={json.dumps(budget)}"
+
+
+def as_typed(line: str, args: argparse.Namespace | None) -> str:
+    """A problem with --budget said as the flag typed, not as the override it became (walk 21:
+    `--budget 5x` read `--set 'benchmark.budget="5x"': benchmark.budget: '5x' is not a duration`)."""
+    budget = getattr(args, "budget", None)
+    if budget is None:
+        return line
+    head, found, rest = line.partition(f"--set {_budget_override(budget)!r}: ")
+    return head + f"--budget {budget}: " + rest.removeprefix("benchmark.budget: ") if found else line
