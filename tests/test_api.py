@@ -67,7 +67,11 @@ def test_a_bad_override_raises_with_its_key_and_one_line(tmp_path: Path) -> None
     problem = raised.value
     assert isinstance(problem, ValueError) and problem.key == "data.adapters"
     assert "\n" not in str(problem) and problem.message == "should be >= 1, got 0"
+    assert str(problem) == "data__adapters=0: data.adapters: should be >= 1, got 0"  # walk 21: it named the spec file
     assert not (tmp_path / "run").exists()
+    with pytest.raises(api.SpecProblem) as raised:
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, budget="5x")
+    assert str(raised.value).startswith("budget='5x': benchmark.budget: '5x' is not a duration")
     with pytest.raises(api.SpecProblem) as raised:  # what the plan refuses carries its key too
         api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, **{"analysis[2].k": 100})
     assert raised.value.key == "analysis[2].k" and "100 exceeds min(m, n)" in raised.value.message  # k's fault

@@ -15,7 +15,7 @@ from harness.record import run_record
 
 __all__ = ["DataError", "FolderProblem", "RecordError", "SpecProblem", "our_words"]
 
-OVERRIDE = re.compile(r"^--set (?:'[^']*'|\"[^\"]*\"): ")  # the engine's name of the override a problem came from
+OVERRIDE = re.compile(r"^--set ('[^']*'|\"[^\"]*\"): ")  # the engine's name of the override a problem came from
 SPEC_KEY = re.compile(r"[A-Za-z_][\w.\[\]]*")  # `data.adapters`, `analysis[2].components`
 FLAGS = {"leave -o out": "leave output out", "-o": "output=", "--force": "force=True"}  # the engine's words -> ours
 
@@ -24,14 +24,18 @@ class SpecProblem(ValueError):
     """What the harness refuses a spec for: `message` the first problem in one line, `key` the
     spec key it names (None for the file as a whole), `problems` every line."""
 
-    def __init__(self, spec: str | Path, problems: list[str]) -> None:
-        first = OVERRIDE.sub("", problems[0].removeprefix(f"{spec}: "), count=1)  # an override is a keyword here
+    def __init__(self, spec: str | Path, problems: list[str], keywords: dict[str, str] | None = None) -> None:
+        line = problems[0].removeprefix(f"{spec}: ")
+        given = OVERRIDE.match(line)  # an override is a keyword here, named as passed (`keywords`: its --set -> it)
+        first = line[given.end():] if given else line
         key, sep, rest = first.partition(": ")
         self.key: str | None = key if sep and SPEC_KEY.fullmatch(key) else None
         self.message = rest if self.key is not None else first
         self.problems = problems
         more = f" (and {len(problems) - 1} more: .problems)" if len(problems) > 1 else ""
-        super().__init__(f"{spec}: {first}{more}")
+        # walk 21: `configs/smoke.toml: data.adaptrs: unknown key` for data__adaptrs=2, which the file never said
+        where = (keywords or {}).get(given.group(1), spec) if given else spec
+        super().__init__(f"{where}: {first}{more}")
 
 
 class FolderProblem(ValueError):

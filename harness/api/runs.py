@@ -89,8 +89,11 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
     """Run `spec` with `overrides` into `output` (default: a fresh results/<experiment>/<time>-<hash>;
     `force` replaces an earlier run's files there, as `harness run --force`). Prints the progress on stderr, then the verdicts, the
     results table and the warnings, as `harness run` does; `quiet`, nothing."""
-    sets = [override(key, value) for key, value in overrides.items()]
-    sets += [f"benchmark.budget={json.dumps(budget)}"] if budget is not None else []
+    given = {override(key, value): f"{key}={value!r}" for key, value in overrides.items()}  # as the problem says it
+    sets = list(given)
+    if budget is not None:
+        sets.append(f"benchmark.budget={json.dumps(budget)}")
+        given[sets[-1]] = f"budget={budget!r}"
     options = RunOptions(output=Path(output) if output is not None else None, force=force, no_cache=no_cache,
                          fresh=fresh)
     console = Console(file=io.StringIO()) if quiet else Console(stderr=True)
@@ -104,7 +107,7 @@ def run(spec: str | Path, output: str | Path | None = None, *, quiet: bool = Fal
             session = prepare_session(spec, sets, options, display, command_line(spec, sets, options, report))
             record = session.run()
     except (SpecError, PlanError) as exc:
-        raise SpecProblem(spec, exc.lines) from None
+        raise SpecProblem(spec, exc.lines, {repr(set_): name for set_, name in given.items()}) from None
     except workload.DataError as exc:
         raise DataError(str(exc)) from None
     except run_record.RecordError as exc:  # the folder to resume holds a record this harness cannot read
