@@ -74,13 +74,19 @@ def plan_sweep(spec_path: str | Path, overrides: list[str], budget: str | None =
     return SweepPlan(Path(spec_path), points, sets, contexts)
 
 
-def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, display: Display,
-              options: RunOptions) -> tuple[SweepRecord, Path]:
-    """Each point run in turn into `output`/<point> (default: a fresh results/<experiment>/<time>-<hash>),
-    the sweep's record rewritten after each, its fits computed at the end."""
-    spec = load_spec(plan.spec_path, overrides)
-    folder = output or default_folder(spec)
+def sweep_folder(plan: SweepPlan, overrides: list[str], output: Path | None) -> Path:
+    """Where the sweep runs: `output`, or a fresh results/<experiment>/<time>-<hash>; refused when it
+    holds files. Known before the first point, so that a stopped sweep can say what it left there."""
+    folder = output or default_folder(load_spec(plan.spec_path, overrides))
     check_run_folder(folder)
+    return folder
+
+
+def run_sweep(plan: SweepPlan, overrides: list[str], folder: Path, display: Display,
+              options: RunOptions) -> SweepRecord:
+    """Each point run in turn into `folder`/<point> (sweep_folder), the sweep's record rewritten after
+    each, its fits computed at the end."""
+    spec = load_spec(plan.spec_path, overrides)
     command = " ".join(["harness", "run", str(plan.spec_path), *(f"--set={s}" for s in overrides)])
     record = SweepRecord(experiment=spec.experiment.name, spec_path=str(plan.spec_path), command=command,
                          started=now(), axes={k: list(v) for k, v in _axes(plan).items()})
@@ -110,7 +116,7 @@ def run_sweep(plan: SweepPlan, overrides: list[str], output: Path | None, displa
     write_sweep(record, folder)
     if (line := taught(learned)) is not None:  # once, for every point (each point's said it again)
         display.plain(line)
-    return record, folder
+    return record
 
 
 def point_summary(run: RunRecord, point: PointRecord) -> str:

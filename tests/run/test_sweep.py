@@ -207,3 +207,25 @@ def test_a_sweep_says_what_its_busy_points_taught_once(tmp_path: Path, monkeypat
     assert len(learned) >= 2 and len(said) == 1, said
     measured = sum(len(o.recent) for o in learned)  # a rank-blind strategy's points share an entry
     assert said[0].startswith(f"wisdom: {measured} measurements taken while busy")
+
+
+@pytest.mark.parametrize("points", [1, 0])
+def test_a_stopped_sweep_says_what_its_folder_holds(points: int, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk 22: Ctrl-C after the first of 5 points printed `interrupted: nothing was written` beside a
+    sweep.json, a finished point and a started one, which the same command then refused."""
+    from harness.cli.commands import sweep
+
+    def stopped_after(plan: object, overrides: object, folder: Path, display: object, options: object) -> None:
+        folder.mkdir(parents=True)
+        (folder / "rank-16").mkdir()  # a point's run folder, begun
+        if points:
+            (folder / SWEEP_RECORD).write_text(json.dumps({"points": [{}] * points, "complete": False}))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "run_sweep", stopped_after)
+    out = tmp_path / "sweepc"
+    assert cli.main(["run", EXAMPLE, "-o", str(out)]) == 130
+    said = " ".join(capsys.readouterr().err.split())
+    assert said == (f"interrupted: {out} holds {points} of 5 points of a sweep marked incomplete; a sweep does not "
+                    "resume: run it again into another folder (-o), or leave -o out for a fresh one")

@@ -13,11 +13,12 @@ from harness.base.progress import Display
 from harness.base.units import format_seconds
 from harness.base.lines import print_shown
 from harness.cli.console import err, out, say
-from harness.cli.exit_codes import EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED
+from harness.cli.exit_codes import EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED, exit_code, stopped
 from harness.report.fitting import Fitted, rule_table
 from harness.report.sweep import PICK_COLUMNS, pick_rows, sweep_lines, write_sweep_exports
 from harness.run.session import RunOptions
-from harness.run.sweep import SweepPlan, plan_sweep, run_sweep
+from harness.record.sweep_record import SWEEP_RECORD
+from harness.run.sweep import SweepPlan, plan_sweep, run_sweep, sweep_folder
 
 
 def planned(args: argparse.Namespace) -> SweepPlan | None:
@@ -44,13 +45,31 @@ def show_plan(sweep: SweepPlan, as_json: bool) -> int:
     return 0
 
 
+def _points_done(folder: Path) -> int:
+    """The points a stopped sweep's record holds (0 before its first point ended, or unreadable)."""
+    try:
+        points = json.loads((folder / SWEEP_RECORD).read_text()).get("points")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return len(points) if isinstance(points, list) else 0
+
+
 def run(args: argparse.Namespace, sweep: SweepPlan) -> int:
     if args.force:
         err.print("--force: a sweep runs into a new or empty folder; choose another with -o", markup=False)
         return EXIT_USER_ERROR
     options = RunOptions(no_cache=args.no_cache, fresh=args.fresh)
-    with Display(err) as display:
-        record, folder = run_sweep(sweep, args.set, Path(args.output) if args.output else None, display, options)
+    folder = sweep_folder(sweep, args.set, Path(args.output) if args.output else None)
+    try:
+        with Display(err) as display:
+            record = run_sweep(sweep, args.set, folder, display, options)
+    except KeyboardInterrupt as exc:  # walk 22: `interrupted: nothing was written` beside its finished points
+        if not folder.is_dir() or not any(folder.iterdir()):
+            raise  # harness.cli.main: nothing was written
+        say(f"{stopped(exc)}: {folder} holds {_points_done(folder)} of {len(sweep.points)} points of a sweep marked incomplete; a "
+            "sweep does not resume: run it again into another folder (-o), or leave -o out for a fresh one", err,
+            markup=False)
+        return exit_code(exc)
     write_sweep_exports(record, folder)
     for line in sweep_lines(record):
         say(escape(line))
