@@ -62,7 +62,17 @@ def format_interval(low: float | None, high: float | None) -> str:
     "21.3-148", "1,050-1,210", "1.20-inf")."""
     if low is None or high is None:
         return "no interval"
-    return f"{_figure(low)}-{'inf' if high == float('inf') else _figure(high)}"
+    return f"{_end(low)}-{'inf' if high == float('inf') else _end(high)}"
+
+
+def _end(x: float) -> str:
+    """An interval's end, with digits enough that one off 1 never reads as 1: a significant speedup
+    read `1.54x (1.00-2.36)`, its low end 1.0008, as if its interval held 1 (walk 22)."""
+    text, digits = _figure(x), 3
+    while x != 1.0 and float(text.replace(",", "")) == 1.0 and digits < 9:
+        digits += 1
+        text = significant(x, digits)
+    return text
 
 
 def either_way(factor: float) -> str:

@@ -54,3 +54,11 @@ def test_a_time_under_the_grain_reads_less_than_one_not_zero() -> None:
     """Walk-through 10: the run report's plan said `2 positions a call (est. 0 µs)`, read as a bug."""
     assert format_seconds(4e-7) == format_seconds(1e-12) == "<1 µs"
     assert format_seconds(1e-6) == "1 µs" and format_seconds(0) == "0 s"
+
+
+def test_an_interval_end_off_1_never_reads_as_1() -> None:
+    """Walk 22: `1.54x (1.00-2.36)`, a significant speedup whose low end was 1.0008, read as an
+    interval that holds 1; an end off 1 gets the digits that tell it apart, and 1 itself stays 1.00."""
+    assert format_interval(1.0007571285081802, 2.36) == "1.001-2.36"
+    assert format_interval(0.5, 0.99962) == "0.500-0.9996"
+    assert format_interval(1.0, 2.0) == "1.00-2.00" and format_interval(0.98, 1.02) == "0.980-1.02"
