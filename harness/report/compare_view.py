@@ -79,7 +79,12 @@ def summary_line(c: Comparison, several: bool = False) -> str:
     unmatched = f"; {len(c.unmatched):,} not compared: in one run only (below)" if c.unmatched else ""
     # a gate that cannot judge says so first: "8 not significantly different" read as a pass
     gate = f"gate INCONCLUSIVE, {'; '.join(c.inconclusive)}; ungated: " if c.inconclusive else ""
-    return f"{where}, {plural(len(c.rows), 'group')}: {gate}{', '.join(judged) or 'nothing to compare'}{unmatched}"
+    # without a gate, a run that did not finish is said too (walk 22: B stopped after 0 of 3 read `only in A`)
+    unfinished = "" if c.gate is not None else "".join(
+        f"; {side} did not finish: its record is marked incomplete (`harness run` of its spec with -o its folder "
+        "resumes it)" for side in c.incomplete)
+    return (f"{where}, {plural(len(c.rows), 'group')}: {gate}{', '.join(judged) or 'nothing to compare'}{unmatched}"
+            f"{unfinished}")
 
 
 def _caption(c: Comparison) -> str:

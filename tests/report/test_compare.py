@@ -292,6 +292,10 @@ def test_a_gate_against_an_incomplete_run_is_inconclusive(base: tuple[str, RunRe
     assert verdict.inconclusive == [f"{b}: B did not finish (its record is marked incomplete)"]
     assert captured.err.count("B did not finish") == 1 and "gate INCONCLUSIVE, B did not finish" in captured.err
     assert captured.err.count("INCONCLUSIVE") == 1
+    assert cli.main(["compare", a, b]) == 0  # walk 22: without a gate nothing said B was stopped
+    said = " ".join(capsys.readouterr().out.split())
+    assert ("; B did not finish: its record is marked incomplete (`harness run` of its spec with -o its folder "
+            "resumes it)") in said
 
 
 def test_json_carries_the_verdict(base: tuple[str, RunRecord], tmp_path: Path,
