@@ -129,7 +129,7 @@ def test_plan_shows_the_benchmark_estimate_and_the_budget_flag(tmp_path: Path) -
     words = " ".join(proc.stdout.split())  # rich wraps the caption where the width ends
     assert "Benchmark: budget 7.00 s, floor " in words and "whole run est." in words
     proc = harness("plan", SMOKE, "--budget", "later")
-    assert proc.returncode == 2 and "benchmark.budget: 'later' is not a duration" in proc.stderr
+    assert proc.returncode == 2 and "--budget later: 'later' is not a duration" in proc.stderr  # as typed (walk 21)
 
 
 def test_run_without_a_terminal_prints_one_line_per_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

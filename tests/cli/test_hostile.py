@@ -207,7 +207,7 @@ CLI_CASES: dict[str, Case] = {
     "negative seed": lambda d: (["plan", SMOKE, "--set", "experiment.seed=-1"], "experiment.seed"),
     "memory budget of 2 EiB": lambda d: (["plan", SMOKE, "--set", 'execution.memory_budget="2EiB"'],
                                           "execution.memory_budget"),
-    "budget of a year": lambda d: (["plan", SMOKE, "--budget", "8760h"], "benchmark.budget"),
+    "budget of a year": lambda d: (["plan", SMOKE, "--budget", "8760h"], "--budget 8760h: should be <= 604800"),
     "tolerance inf": lambda d: (["plan", SMOKE, "--set", "analysis.0.tolerance=inf"], "tolerance"),
     "synthetic alpha inf": lambda d: (["plan", SMOKE, "--set", "data.alpha=inf"], "data.alpha: should be a finite number, got inf"),
     "layers to 10^12": lambda d: (
