@@ -13,7 +13,7 @@ from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
-from harness.record.run_record import RECORD, RecordError, RunRecord, load_record
+from harness.record.run_record import RecordError, RunRecord, load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
 from harness.report.compare_view import compare_table, summary_line, unstable_lines
 
@@ -86,12 +86,6 @@ def _verdict(comparisons: list[Comparison], ratio: float, allow_inconclusive: bo
             0, "passed")
 
 
-def _record_path(folder: str) -> Path:
-    """Where a run's record is, the folder or its record.json given alike, links and `..` resolved."""
-    path = Path(folder).resolve()
-    return path / RECORD if path.is_dir() else path
-
-
 def _same_run(a: RunRecord, b: RunRecord) -> bool:
     """Whether two records are of one run (a folder copied, or given twice): its run id, unique to each run and
     carried by its rounds; a record without one (before run ids) by its start time and command alike."""
@@ -101,20 +95,10 @@ def _same_run(a: RunRecord, b: RunRecord) -> bool:
     return (a.started, a.command) == (b.started, b.command)
 
 
-def _refuse_same(base: str, other: str) -> None:
-    """A run compared with itself judged nothing (walk 21: `none judged (too few rounds, below)` over rows of
-    `3, 3`, the reason said last): a RecordError (exit 2) in one line, before anything is compared."""
-    raise RecordError(f"{base} and {other} are the same run: compare two runs of one spec "
-                      "(harness run SPEC again makes a second)")
-
-
 def main(args: argparse.Namespace) -> int:
     """Every run against the first; RecordError (exit 2) when their specs differ. With
     --fail-on-regression exit 1 on a regression, 4 when the gate could not judge; with --json
     stdout holds the JSON alone, so human lines go to stderr."""
-    for other in args.others:
-        if _record_path(args.base) == _record_path(other):
-            _refuse_same(args.base, other)
     gate = args.fail_on_regression is not None
     ratio = args.fail_on_regression or FACTOR
     page = check_output(args.html, [Path(args.base), *map(Path, args.others)], "a new HTML file") if args.html else None
@@ -125,8 +109,9 @@ def main(args: argparse.Namespace) -> int:
         for f in args.others:
             phase.item(f"{f}: reading, testing every group")
             record = load_record(Path(f))
-            if _same_run(base, record):
-                _refuse_same(args.base, f)
+            if _same_run(base, record):  # it judged nothing (walk 21: `none judged (too few rounds)` of `3, 3` rows)
+                raise RecordError(f"{args.base} and {f} are the same run: compare two runs of one spec "
+                                  "(harness run SPEC again makes a second)")
             comparisons.append(compare_records(base, record, (args.base, f), factor=ratio, gate=gate))
             phase.advance()
     human = err if args.json else out
