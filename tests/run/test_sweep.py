@@ -219,8 +219,9 @@ def test_a_stopped_sweep_says_what_its_folder_holds(points: int, tmp_path: Path,
     def stopped_after(plan: object, overrides: object, folder: Path, display: object, options: object) -> None:
         folder.mkdir(parents=True)
         (folder / "rank-16").mkdir()  # a point's run folder, begun
-        if points:
-            (folder / SWEEP_RECORD).write_text(json.dumps({"points": [{}] * points, "complete": False}))
+        if points:  # the record as run_sweep leaves it after its first point
+            stopped = known_sweep().model_copy(update={"complete": False})
+            (folder / SWEEP_RECORD).write_text(stopped.model_copy(update={"points": stopped.points[:points]}).model_dump_json())
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sweep, "run_sweep", stopped_after)

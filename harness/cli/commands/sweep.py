@@ -17,7 +17,8 @@ from harness.cli.exit_codes import EXIT_USER_ERROR, EXIT_VERIFICATION_FAILED, ex
 from harness.report.fitting import Fitted, rule_table
 from harness.report.sweep import PICK_COLUMNS, pick_rows, sweep_lines, write_sweep_exports
 from harness.run.session import RunOptions
-from harness.record.sweep_record import SWEEP_RECORD
+from harness.record.run_record import RecordError
+from harness.record.sweep_record import load_sweep
 from harness.run.sweep import SweepPlan, plan_sweep, run_sweep, sweep_folder
 
 
@@ -48,10 +49,9 @@ def show_plan(sweep: SweepPlan, as_json: bool) -> int:
 def _points_done(folder: Path) -> int:
     """The points a stopped sweep's record holds (0 before its first point ended, or unreadable)."""
     try:
-        points = json.loads((folder / SWEEP_RECORD).read_text()).get("points")
-    except (OSError, ValueError, AttributeError):
+        return len(load_sweep(folder).points)
+    except RecordError:
         return 0
-    return len(points) if isinstance(points, list) else 0
 
 
 def run(args: argparse.Namespace, sweep: SweepPlan) -> int:
