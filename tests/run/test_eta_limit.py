@@ -7,17 +7,16 @@ tests/run/test_eta_resume.py draws it."""
 
 from __future__ import annotations
 
-import io
 from types import SimpleNamespace
 
 import pytest
-from rich.console import Console
 
-from harness.base.progress import Display, planned
+from harness.base.progress import planned
 from harness.bench.budget import OVERRUN, PROCESSES, Allocation, Budget
 from harness.plan.model import allowed, least, limited
 from harness.run.eta import counted_share, limit_of, timing_left_s, work_left
 from harness.strategies.cost import TIMING_WORKER_S
+from tests.run.clocked import clocked_display
 
 SLOWDOWN = 2.0  # the plan's: two busy processes on two cores
 
@@ -73,9 +72,7 @@ def test_past_the_limit_the_last_analysis_counts_only_its_mandatory_blocks() -> 
     first_s, block_s, after_s = SLOWDOWN * (0.4 + one_off / 2), SLOWDOWN * 1.015, SLOWDOWN * one_off / 2
     now, timing = {"t": 0.0}, {"now": None}
     shown: list[tuple[float, float, str]] = []
-    with Display(Console(file=io.StringIO(), width=100, force_terminal=True), live=True) as display:
-        assert display.progress is not None
-        display.progress.get_time = lambda: now["t"]
+    with clocked_display(lambda: now["t"]) as display:
         with display.phase("task_geometry", 3, estimate_s=estimate_s, units_s=units) as run:
             column = display.progress.columns[-1]
             scale = estimate_s / sum(units)

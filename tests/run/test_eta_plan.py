@@ -6,15 +6,12 @@ the torch import done before it opens (run.eta.work_left)."""
 
 from __future__ import annotations
 
-import io
 import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from harness.base.progress import Display
 from harness.base.units import format_seconds
 from harness.bench import threads
 from harness.bench.conditions import Conditions
@@ -28,6 +25,7 @@ from harness.report.plan_view import bench_plan_line
 from harness.run.phase import BenchPhase
 from harness.specs.reading import load_spec
 from tests.conftest import CONFIGS
+from tests.run.clocked import clocked_display
 
 
 def _busy_plan(monkeypatch: pytest.MonkeyPatch) -> tuple[Plan, Workload]:
@@ -51,9 +49,7 @@ def test_the_plans_whole_run_estimate_is_where_the_live_display_starts(monkeypat
     torch_s = plan.busy_s(plan.overheads.get("torch import", 0.0))
     assert f"whole run est. {format_seconds(plan.estimate_s)} (of which " in line
     assert "torch import" not in plan.overheads or f"torch import {format_seconds(torch_s)}" in line
-    with Display(Console(file=io.StringIO(), width=100, force_terminal=True), live=True) as display:
-        assert display.progress is not None
-        display.progress.get_time = lambda: 0.0
+    with clocked_display(lambda: 0.0) as display:
         units, estimate_s = BenchPhase(plan, workload, 0, display, 2).work_left()
         with display.phase("task_geometry", len(plan.steps), estimate_s=estimate_s, units_s=units):
             eta = display.progress.columns[-1].render(display.progress.tasks[0]).plain

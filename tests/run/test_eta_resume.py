@@ -6,16 +6,15 @@ run.eta's work left and counted share, on a scripted clock."""
 
 from __future__ import annotations
 
-import io
 from types import SimpleNamespace
 
-from rich.console import Console
 
-from harness.base.progress import Display, planned
+from harness.base.progress import planned
 from harness.bench.budget import PROCESSES
 from harness.plan.model import limited
 from harness.run.eta import counted_share, timing_left_s, work_left
 from harness.strategies.cost import TIMING_WORKER_S
+from tests.run.clocked import clocked_display
 
 
 def _step(name: str, estimate_s: float, timed_s: list[float]) -> SimpleNamespace:
@@ -44,9 +43,7 @@ def _etas(plan: SimpleNamespace, kept: set[str], stopped: SimpleNamespace | None
     rates = measured or [TIMING_WORKER_S] * len(went)
     units, estimate_s = work_left(plan, kept, stopped)  # type: ignore[arg-type]
     shown = []
-    with Display(Console(file=io.StringIO(), width=100, force_terminal=True), live=True) as display:
-        assert display.progress is not None
-        display.progress.get_time = lambda: now["t"]
+    with clocked_display(lambda: now["t"]) as display:
         with display.phase("task_geometry", len(went), estimate_s=estimate_s, units_s=units) as run:
             column = display.progress.columns[-1]
             for i, (step, (name, first_s, blocks_s, blocks, after_s)) in enumerate(zip(plan.steps, went)):

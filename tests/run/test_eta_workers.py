@@ -7,18 +7,17 @@ scripted clock, as tests/run/test_eta_limit.py draws the display."""
 
 from __future__ import annotations
 
-import io
 from types import SimpleNamespace
 
 import pytest
-from rich.console import Console
 
-from harness.base.progress import Display, planned
+from harness.base.progress import planned
 from harness.bench.budget import PROCESSES
 from harness.plan.model import allowed
 from harness.run.eta import AFTER_BLOCKS, counted_share, held_share, timing_left_s, work_left, worker_s
 from harness.strategies.cost import TIMING_WORKER_S
 from tests.run.test_eta_limit import SLOWDOWN, Scripted, _plan, _seconds, _step
+from tests.run.clocked import clocked_display
 
 SLOWER = 4.0  # the first analysis' workers took 4x the plan's
 
@@ -54,9 +53,7 @@ def test_a_workers_start_past_its_count_turns_the_eta_into_a_floor() -> None:
     share = (1 - AFTER_BLOCKS) * one_worker_s * PROCESSES * 2 / (0.4 + left_s)  # of its unit, the start's count
     now, timing = {"t": 0.0}, {"now": None}
     shown: list[tuple[float, str]] = []
-    with Display(Console(file=io.StringIO(), width=100, force_terminal=True), live=True) as display:
-        assert display.progress is not None
-        display.progress.get_time = lambda: now["t"]
+    with clocked_display(lambda: now["t"]) as display:
         with display.phase("task_geometry", 2, estimate_s=estimate_s, units_s=units) as run:
             column = display.progress.columns[-1]
             scale = estimate_s / sum(units)
