@@ -246,7 +246,7 @@ class Budget:
     @property
     def one_off_live_s(self) -> float:
         """One-off seconds so far, the open `outside` block's included: the run's ETA watches an
-        analysis' workers start against what it counted for them (run.eta.held_share)."""
+        analysis' workers start against what it counted for them (run.eta.Held)."""
         return self.one_off_s + (self.clock() - self._outside_began if self._doing else 0.0)
 
     @property

@@ -148,12 +148,6 @@ class Held:
         return self.since is not None and self._open() and self._spent() > self.before
 
 
-def held_share(step: Step, left_s: float, timing: Callable[[], Timing | None], one_worker_s: float = TIMING_WORKER_S,
-               unit_s: float = 0.0, one_off: Callable[[], float] | None = None) -> Held:
-    """Held's (base.progress.Phase.within's `held`, its `stalled` the same's)."""
-    return Held(step, left_s, timing, one_worker_s, unit_s, one_off)
-
-
 def counted_share(step: Step, left_s: float, timing: Callable[[], Timing | None],
                   one_worker_s: float = TIMING_WORKER_S, limit: Callable[[], Limit] | None = None
                   ) -> Callable[[], float]:

@@ -42,7 +42,7 @@ from harness.record.run_record import UNTIMED, AnalysisRecord, BenchRecord, Grou
 from harness.record.verification import Verification
 from harness.specs.sections import PcaAnalysis
 from harness.run.clock import own_rounds, stopped_text
-from harness.run.eta import (Done, Held, Timing, as_timed, blocks, counted_share, held_share, limit_of, timing_left_s, work_left,
+from harness.run.eta import (Done, Held, Timing, as_timed, blocks, counted_share, limit_of, timing_left_s, work_left,
                              worker_s)
 from harness.run import interrupted
 from harness.run.interrupted import Interrupted
@@ -217,7 +217,7 @@ class BenchPhase:
     def held_of(self, step: Step, unit_s: float = 0.0) -> Held:
         """The share of the step's work no time alone counts done, for the run's ETA (run.eta):
         its workers' start as this budget clocks it, against `unit_s`, the step's planned seconds."""
-        return held_share(step, self._timing_left_s(step), lambda: self.timing, self.one_worker_s, unit_s,
+        return Held(step, self._timing_left_s(step), lambda: self.timing, self.one_worker_s, unit_s,
                           lambda: self.budget.one_off_live_s)
 
     def record(self) -> BenchRecord:

@@ -1,14 +1,14 @@
 """Walk 18: smoke on a busy machine read `geometry: starting workers … ETA ~0:00:00` with geometry's
 rounds all ahead: its planned seconds were spent while its workers started, and the planned time alone
 took the ETA to nothing. Until an analysis' first block is timed, its timing is held out of what time
-alone counts done (run.eta's held_share, base.progress.eta_s's `held`)."""
+alone counts done (run.eta's Held, base.progress.eta_s's `held`)."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from harness.base.progress import eta_s
-from harness.run.eta import held_share
+from harness.run.eta import Held
 
 UNITS, ESTIMATE = [3.0, 2.0, 4.0, 2.0], 11.0  # four analyses, the first three finished at the plan's pace
 
@@ -20,7 +20,7 @@ def _timing(analysis: str, blocks: int, kept: int = 0) -> tuple[SimpleNamespace,
 def test_an_analysis_whose_blocks_have_not_begun_keeps_its_timing_in_the_eta() -> None:
     step = SimpleNamespace(analysis="geometry", estimate_s=0.5)  # its full analysis; its timing 1.5 s
     now: dict[str, object] = {"timing": None}
-    held = held_share(step, 1.5, lambda: now["timing"])  # type: ignore[arg-type]
+    held = Held(step, 1.5, lambda: now["timing"])  # type: ignore[arg-type]
     for timing in (None, _timing("top3", 4), _timing("geometry", 0), _timing("geometry", 3, kept=3)):
         now["timing"] = timing  # not begun, another analysis' blocks, its workers starting, a stopped run's blocks
         assert held() == pytest.approx(0.75), timing

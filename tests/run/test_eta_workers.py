@@ -2,7 +2,7 @@
 starting workers` took 8 s against the 1.5 s the ETA counted for it, and the run's row stood at `ETA
 ~0:00:05` for 6 s, then read `>0:00:04` with 13 s left). The next analysis' workers are counted at
 the pace this run's earlier ones took (run.eta.worker_s), their start leaves the held work as it goes
-up to that count (run.eta.held_share), and past it the ETA is a floor (base.progress.eta_s). On a
+up to that count (run.eta.Held), and past it the ETA is a floor (base.progress.eta_s). On a
 scripted clock, as tests/run/test_eta_limit.py draws the display."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from harness.base.progress import planned
 from harness.bench.budget import PROCESSES
 from harness.plan.model import allowed
-from harness.run.eta import AFTER_BLOCKS, counted_share, held_share, timing_left_s, work_left, worker_s
+from harness.run.eta import AFTER_BLOCKS, Held, counted_share, timing_left_s, work_left, worker_s
 from harness.strategies.cost import TIMING_WORKER_S
 from tests.run.test_eta_limit import SLOWDOWN, Scripted, _plan, _seconds, _step
 from tests.run.clocked import clocked_display
@@ -63,7 +63,7 @@ def test_a_workers_start_past_its_count_turns_the_eta_into_a_floor() -> None:
             unit_s = units[1] * scale
             count_s = share * unit_s  # what the ETA counts for the start
             first_s, start_s = SLOWDOWN * 0.4 / 2, SLOWER * count_s  # its full analysis in half its plan (cached)
-            held = held_share(geometry, left_s, lambda: timing["now"], one_worker_s,  # type: ignore[arg-type]
+            held = Held(geometry, left_s, lambda: timing["now"], one_worker_s,  # type: ignore[arg-type]
                               unit_s, lambda: budget.one_off_live_s)
             run.within(planned(unit_s, clock=lambda: now["t"]),
                        counted=counted_share(geometry, left_s, lambda: timing["now"], one_worker_s),  # type: ignore[arg-type]
