@@ -1,4 +1,4 @@
-"""The run's work still to do, for its ETA (base.progress.eta_s): each analysis' seconds left (a
+"""The run's work still to do, for its ETA (base.eta.eta_s): each analysis' seconds left (a
 resumed run's kept analyses and kept rounds behind it), and the share of the one under way its
 timed blocks say is done."""
 
@@ -68,7 +68,7 @@ def as_timed(rounds: Rounds) -> Done:
 def work_left(plan: Plan, kept: set[str], stopped: Interrupted | None, one_worker_s: float = TIMING_WORKER_S,
               finished: dict[str, Done] | None = None, limit: Limit | None = None,
               cached: frozenset[str] = frozenset()) -> tuple[list[float], float]:
-    """The run's units for its ETA (base.progress.eta_s): each analysis' seconds still to do, and
+    """The run's units for its ETA (base.eta.eta_s): each analysis' seconds still to do, and
     the plan's estimate less what the stopped run this one resumes did and more what its workers
     take beyond the plan's (`one_worker_s`: worker_s). Each unit holds its own one-off benchmark
     work, which the plan's overheads hold for the whole run (spread over every unit, the last
@@ -108,7 +108,7 @@ def blocks(rounds: Rounds) -> int:
 
 
 class Held:
-    """The share of the step's work no time alone counts done, for the run's ETA (base.progress.eta_s's
+    """The share of the step's work no time alone counts done, for the run's ETA (base.eta.eta_s's
     `held`, called): its timing (`left_s`: timing_left_s, its one-off work in) until its first block is
     timed, then none (its blocks count it: counted_share). Smoke on a busy machine read `geometry:
     starting workers … ETA ~0:00:00`: its planned seconds spent while its workers started, all its

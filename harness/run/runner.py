@@ -36,7 +36,8 @@ from harness.linalg.features import SUBSPACE_FEATURES
 from harness.record.features_csv import csv_rows, write_features_csv
 from harness.compute.pca import PCA_FILE, pca_results, save_pca
 from harness.plan.model import PlanError, Step
-from harness.base.progress import Display, Phase, Phrases, planned
+from harness.base.eta import planned
+from harness.base.progress import Display, Phase, Phrases
 from harness.record.run_record import FEATURES, RECORD, SPECTRA, AnalysisRecord, ChunkPlacement, RunRecord, analysis_record, save_record, save_spectra
 from harness.specs.sections import PcaAnalysis
 from harness.strategies.base import ExecContext, OpRequest

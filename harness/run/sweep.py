@@ -10,7 +10,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.base.progress import Display, planned
+from harness.base.eta import planned
+from harness.base.progress import Display
 from harness.base.units import now, parse_duration, plural
 from harness.machine.wisdom import Observation, taught
 from harness.plan.model import PlanError

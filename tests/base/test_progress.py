@@ -73,7 +73,7 @@ def test_the_bar_of_a_count_moves_within_the_unit_under_way_by_its_planned_time(
     """The run's bar sat at 0/3 for its whole first analysis, half the run (issue 48, Progress 4):
     it fills within the analysis under way by the share of its planned time spent, never to its
     end before the analysis ends, while the count still says the analyses done."""
-    from harness.base.progress import PLANNED_CAP, planned
+    from harness.base.eta import PLANNED_CAP, planned
 
     now = {"t": 100.0}
     share = planned(20.0, clock=lambda: now["t"])
@@ -121,7 +121,7 @@ def test_an_item_drops_whole_phrases_to_fit_100_columns() -> None:
 def _scripted(units_s: list[float], took: list[float], estimate_s: float, step: float = 0.5) -> list[tuple[int, float, float]]:
     """(units finished, elapsed, ETA) at every `step` seconds of a run whose units took `took`
     seconds each, their bars moving by their planned time (capped, as the run's are)."""
-    from harness.base.progress import PLANNED_CAP, eta_s
+    from harness.base.eta import PLANNED_CAP, eta_s
 
     out, start, finished = [], 0.0, 0.0
     for i, (plan, real) in enumerate(zip(units_s, took)):
@@ -172,7 +172,7 @@ def test_an_analysis_twice_as_slow_as_planned_raises_the_eta_to_the_true_remaini
     rounds, counted at the pace they run, move the ETA to the true remaining within a few redraws of
     its plan's end, then past its plan it is marked a floor (`>`, never more than is left), still one once its rounds end while the
     analysis goes on (its features; walk 10: `?` took the figure away), never `~0:00:01`. A fake clock."""
-    from harness.base.progress import planned
+    from harness.base.eta import planned
 
     now, rounds = {"t": 0.0}, {"done": 0.0}
     console = Console(file=io.StringIO(), width=100, force_terminal=True)
@@ -261,7 +261,7 @@ def test_within_its_plan_an_analysis_whose_rounds_count_slowly_keeps_the_plans_e
     """Walk-through 8: `ETA ~0:01:44` at 12 s of a run that took 27 s: the spectrum's first round,
     slow with its first calls, counted a tenth of its work at three quarters of its planned time,
     which alone read as a run 4x slower than planned. Within its plan the further of the two counts."""
-    from harness.base.progress import eta_s
+    from harness.base.eta import eta_s
 
     units, estimate = [16.0, 8.0, 8.0], 32.0
     eta = eta_s(12.0, 0.1, units, estimate, 0.0, planned_share=12.0 / 16.0)
@@ -310,7 +310,7 @@ def test_a_planned_phase_inside_another_is_a_part_without_a_bar_count_or_eta_of_
 
 def test_a_floor_under_a_second_says_the_unit_is_overdue() -> None:
     """Walk 11: the sweep read `ETA >0:00:00` for 3 s, a floor that says nothing."""
-    from harness.base.progress import Eta
+    from harness.base.eta import Eta
 
     assert Eta(0.4, over=True).text() == "ETA overdue" and len("ETA overdue") <= 12
     assert Eta(3.7, over=True).text() == "ETA >0:00:03" and Eta(0.4).text() == "ETA ~0:00:00"
@@ -319,8 +319,8 @@ def test_a_floor_under_a_second_says_the_unit_is_overdue() -> None:
 def test_a_rounds_row_never_promises_more_than_the_runs_and_says_its_own_pace_bare() -> None:
     """Walk 12: `geometry: round 1 ... ETA ~0:00:08` under the run's `ETA ~0:00:04` (the right one),
     in the `~` form README gives the plan's estimate. A row of its own pace is bare, and held to the
-    run's time left, which holds it; a floor (`>`) holds nothing."""
-    from harness.base.progress import Eta
+    run's time left, which holds it; a floor (`>`) holds nothing, and is never under the row's."""
+    from harness.base.eta import Eta
 
     now = {"t": 0.0}
     console = Console(file=io.StringIO(), width=100, force_terminal=True)
@@ -339,9 +339,12 @@ def test_a_rounds_row_never_promises_more_than_the_runs_and_says_its_own_pace_ba
                 assert column.eta(outer) == Eta(10.0)  # type: ignore[attr-defined]
                 assert column.eta(inner) == Eta(10.0, own=True)  # type: ignore[attr-defined]
                 assert column.render(inner).plain == "ETA 0:00:10"
-                now["t"] = 34.0  # the run past its plan: its figure a floor, the row's own pace stands
+                now["t"] = 34.0  # the run past its plan: its figure a floor, the row's own pace stands,
                 whole, mine = column.eta(outer), column.eta(inner)  # type: ignore[attr-defined]
-                assert whole.over and mine.own and mine.seconds > whole.seconds
+                assert whole.over and mine.own and mine.seconds == 70.0  # 5 blocks left at 14 s each
+                # and the floor takes it in (walk 22: the run's `ETA overdue` beside its round's `ETA 0:00:07`)
+                assert whole.seconds == mine.seconds and column.render(outer).plain == "ETA >0:01:10"
+            assert column.eta(outer).seconds < 70.0  # type: ignore[attr-defined]  # its round ended: its own floor again
 
 
 def test_a_long_phase_name_takes_the_room_its_items_leave() -> None:

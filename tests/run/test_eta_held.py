@@ -1,13 +1,13 @@
 """Walk 18: smoke on a busy machine read `geometry: starting workers … ETA ~0:00:00` with geometry's
 rounds all ahead: its planned seconds were spent while its workers started, and the planned time alone
 took the ETA to nothing. Until an analysis' first block is timed, its timing is held out of what time
-alone counts done (run.eta's Held, base.progress.eta_s's `held`)."""
+alone counts done (run.eta's Held, base.eta.eta_s's `held`)."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from harness.base.progress import eta_s
+from harness.base.eta import eta_s
 from harness.run.eta import Held
 
 UNITS, ESTIMATE = [3.0, 2.0, 4.0, 2.0], 11.0  # four analyses, the first three finished at the plan's pace

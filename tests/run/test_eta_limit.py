@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.base.progress import planned
+from harness.base.eta import planned
 from harness.bench.budget import OVERRUN, PROCESSES, Allocation, Budget
 from harness.plan.model import allowed, least, limited
 from harness.run.eta import counted_share, limit_of, timing_left_s, work_left

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 
-from harness.base.progress import planned
+from harness.base.eta import planned
 from harness.bench.budget import PROCESSES
 from harness.plan.model import limited
 from harness.run.eta import counted_share, timing_left_s, work_left

@@ -2,7 +2,7 @@
 starting workers` took 8 s against the 1.5 s the ETA counted for it, and the run's row stood at `ETA
 ~0:00:05` for 6 s, then read `>0:00:04` with 13 s left). The next analysis' workers are counted at
 the pace this run's earlier ones took (run.eta.worker_s), their start leaves the held work as it goes
-up to that count (run.eta.Held), and past it the ETA is a floor (base.progress.eta_s). On a
+up to that count (run.eta.Held), and past it the ETA is a floor (base.eta.eta_s). On a
 scripted clock, as tests/run/test_eta_limit.py draws the display."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.base.progress import planned
+from harness.base.eta import planned
 from harness.bench.budget import PROCESSES
 from harness.plan.model import allowed
 from harness.run.eta import AFTER_BLOCKS, Held, counted_share, timing_left_s, work_left, worker_s
