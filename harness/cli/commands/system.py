@@ -7,13 +7,14 @@ import argparse
 import math
 import time
 
+from harness.base.progress import Display
+from harness.base.units import format_seconds
 from harness.bench.conditions import sample_conditions
-from harness.cli.console import say
+from harness.cli.console import err, say
 from harness.linalg.device import torch_module
 from harness.machine.info import probe
 from harness.machine.processes import busiest, cpu_ticks
 from harness.report.machine_view import system_lines
-
 
 
 def _watch(text: str) -> float:
@@ -32,11 +33,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    torch_module()  # its thread pool is part of what timings run with
-    machine = probe()
-    before, start = cpu_ticks(), time.monotonic()
-    conditions = sample_conditions(args.seconds, machine.cores)
-    busy = busiest(before, cpu_ticks(), time.monotonic() - start)
+    # a live phase: torch's import and the watch left the terminal silent 4-8 s on a busy machine (walk 21)
+    with Display(err) as display, display.phase("watching this machine") as phase:
+        phase.item("importing torch (its thread pool is part of what timings run with)")
+        torch_module()
+        machine = probe()
+        phase.item(f"its CPUs, load and processes for {format_seconds(args.seconds)}")
+        before, start = cpu_ticks(), time.monotonic()
+        conditions = sample_conditions(args.seconds, machine.cores)
+        busy = busiest(before, cpu_ticks(), time.monotonic() - start)
     for line in system_lines(machine, conditions, busy):
         say(line)
     return 0
