@@ -77,6 +77,19 @@ def test_a_bad_override_raises_with_its_key_and_one_line(tmp_path: Path) -> None
     assert raised.value.key == "analysis[2].k" and "100 exceeds min(m, n)" in raised.value.message  # k's fault
 
 
+def test_a_misspelt_keyword_is_offered_the_keyword_to_type(tmp_path: Path) -> None:
+    """Walk 22: `data__adaptrs=2` got `did you mean 'adapters'?`, the spec's form; the keyword to type is
+    `data__adapters` (a dotted keyword, its dotted key). --set's own line keeps the spec's form."""
+    with pytest.raises(api.SpecProblem) as raised:
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, data__adaptrs=2)
+    assert str(raised.value) == "data__adaptrs=2: data.adaptrs: unknown key; did you mean data__adapters?"
+    assert raised.value.message == "unknown key; did you mean data__adapters?"
+    assert raised.value.problems == ["--set 'data.adaptrs=2': data.adaptrs: unknown key; did you mean 'adapters'?"]
+    with pytest.raises(api.SpecProblem) as raised:
+        api.run(CONFIGS / "smoke.toml", tmp_path / "run", quiet=True, **{"data.adaptrs": 2})
+    assert raised.value.message == "unknown key; did you mean data.adapters?"
+
+
 def test_reprs_wrap_between_words_and_samples_say_which_are_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plain REPL at 100 columns (issue 48, API 2 and 3): the reprs were cut mid-word ("spe" /
     "edups"), and `.samples` held earlier runs' rows without a word."""
@@ -147,6 +160,8 @@ def test_its_errors_are_its_own_and_speak_its_words(tmp_path: Path) -> None:
     assert type(missing.value).__module__ == "harness.api.errors" and isinstance(missing.value, RecordError)
     assert str(missing.value) == f"{tmp_path / 'nothing-o'}: no {RECORD} here; is this a run folder from `harness run`?"
     assert traceback.extract_tb(missing.tb)[-1].name == "open_run"
+    # walk 22: the line a user's traceback shows is the raise alone, no comment of ours beside it
+    assert traceback.extract_tb(missing.tb)[-1].line == "raise RecordError(str(exc)) from None"
     taken = tmp_path / "taken-o"
     taken.mkdir()
     (taken / "notes.txt").write_text("mine")

@@ -30,12 +30,27 @@ class SpecProblem(ValueError):
         first = line[given.end():] if given else line
         key, sep, rest = first.partition(": ")
         self.key: str | None = key if sep and SPEC_KEY.fullmatch(key) else None
-        self.message = rest if self.key is not None else first
+        # walk 21: `configs/smoke.toml: data.adaptrs: unknown key` for data__adaptrs=2, which the file never said
+        keyword = (keywords or {}).get(given.group(1)) if given else None
+        where = keyword or spec
+        if keyword and self.key is not None:
+            first = keyword_suggestion(first, self.key, keyword.partition("=")[0])
+        self.message = first.partition(": ")[2] if self.key is not None else first
         self.problems = problems
         more = f" (and {len(problems) - 1} more: .problems)" if len(problems) > 1 else ""
-        # walk 21: `configs/smoke.toml: data.adaptrs: unknown key` for data__adaptrs=2, which the file never said
-        where = (keywords or {}).get(given.group(1), spec) if given else spec
         super().__init__(f"{where}: {first}{more}")
+
+
+SUGGESTION = re.compile(r"did you mean '([^']*)'\?")  # harness.base.suggest's words
+
+
+def keyword_suggestion(problem: str, key: str, keyword: str) -> str:
+    """A keyword's problem with its did-you-mean as a keyword to type: `did you mean data__adapters?`
+    where the spec's form `did you mean 'adapters'?` (walk 22) left the keyword user to rebuild it;
+    a keyword passed dotted (`**{"analysis[2].components": 3}`) gets the dotted key."""
+    parent = key.rpartition(".")[0]
+    joined = "__" if "__" in keyword else "."
+    return SUGGESTION.sub(lambda m: f"did you mean {parent + joined if parent else ''}{m.group(1)}?", problem)
 
 
 class FolderProblem(ValueError):

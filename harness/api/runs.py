@@ -74,7 +74,9 @@ def open_run(folder: str | Path) -> Run:
     try:
         return Run(Path(folder), load_record(Path(folder)))
     except run_record.RecordError as exc:
-        raise RecordError(str(exc)) from None  # its traceback ends here, not in the record's internals
+        # its traceback ends here, not in the record's internals; this comment not on the raise, which a
+        # user's traceback shows (walk 22 read the comment there)
+        raise RecordError(str(exc)) from None
 
 
 def override(key: str, value: Any) -> str:

@@ -96,6 +96,15 @@ def cause_rank(reason: str) -> int:
     return next((i for i, start in enumerate(CAUSE_ORDER) if reason.startswith(start)), len(CAUSE_ORDER))
 
 
+def reasons_text(reasons: Sequence[str]) -> str:
+    """One measurement's reasons, those earlier runs' pooled rounds gave after their prefix said
+    once (--verbose said `earlier runs' rounds:` before each of them; timings.csv's
+    `unstable_reasons` too: walk 22), each part in CAUSE_ORDER."""
+    reasons = sorted(reasons, key=cause_rank)
+    earlier = [r.removeprefix(EARLIER) for r in reasons if r.startswith(EARLIER)]
+    return "; ".join([*(r for r in reasons if not r.startswith(EARLIER)), *([EARLIER + ", ".join(earlier)] if earlier else [])])
+
+
 def cause_key(reason: str) -> str:
     """A reason with its numbers blanked: `load # on # cores`, the cause it shares with others."""
     return re.sub(FIGURE, "#", reason)

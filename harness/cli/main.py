@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from types import ModuleType
 
@@ -65,7 +66,40 @@ class _Help(argparse.RawDescriptionHelpFormatter):
     `COLUMNS=100 harness gate --help` overran."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(indent + wrapped(line, max(width, 20)) if line else "" for line in text.splitlines())
+        width = max(width, 20)
+        lines = text.splitlines()
+        # one example too wide for its columns: each on two lines, so that none reads as another's part
+        apart = any(len(line) > width and EXAMPLE.fullmatch(line) for line in lines)
+        return "\n".join(indent + _fitted(line, width, apart) if line else "" for line in lines)
+
+
+# an example's line: its indent, its command, two spaces or more, what it does
+EXAMPLE = re.compile(r"( +)(harness .*?\S) {2,}(\S.*)")
+OPTION_VALUE = re.compile(r"(?<!\S)(--?[\w-]+) (?=[^\s-])")  # `--set X`: parted, the X read as a word alone
+
+
+def _fitted(line: str, width: int, apart: bool) -> str:
+    """A line wrapped between words at `width`; an example `apart` has its command on a line of its
+    own and what it does on the next, further in (walk 22 at 80 columns: `… every problem of a spec
+    at` then `once` under the command), an option kept with its value."""
+    found = EXAMPLE.fullmatch(line) if apart else None
+    if found is None:
+        return _unorphaned(line, width)
+    own, command, what = found.groups()
+    return f"{_unorphaned(own + command, width)}\n{_unorphaned(own + ' ' * 4 + what, width)}"
+
+
+def _unorphaned(line: str, width: int) -> str:
+    """`line` wrapped, each command-line option with its value on one line, and its last line never
+    one word alone (`README.md is the` then `manual.`) where a line up to a third narrower avoids it."""
+    held = OPTION_VALUE.sub("\\1\u00a0", line)
+    for narrower in range(width, width * 2 // 3, -1):
+        text = wrapped(held, narrower)
+        if "\n" not in text or len(text.rpartition("\n")[2].split()) > 1:
+            break
+    else:
+        text = wrapped(held, width)
+    return text.replace("\u00a0", " ")
 
 
 def command_module(name: str) -> ModuleType:

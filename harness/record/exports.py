@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.base.atomic import write_atomic
 from harness.bench.conditions import Conditions
+from harness.bench.noise import reasons_text
 from harness.bench.series import run_of
 from harness.bench.statistics import quartiles
 from harness.record.run_record import AnalysisRecord, GroupTiming, RunRecord, StrategyTiming, load_record
@@ -141,7 +142,7 @@ def _group_columns(
         "cached": timing.cached,
         "cut": timing.cut,
         "unstable": m.unstable,
-        "unstable_reasons": "; ".join(m.reasons),
+        "unstable_reasons": reasons_text(m.reasons),  # the prefix once (walk 22 read it twice)
         **{f"cond_{name}": conditions.get(name) for name in CONDITION_FIELDS},
     }
 

@@ -18,7 +18,7 @@ from harness.machine.info import MachineInfo
 from harness.machine.stored import first_problem
 from harness.plan.model import Plan, Step, Variant
 from harness.bench.measure import Measurement
-from harness.bench.noise import cause_rank
+from harness.bench.noise import reasons_text
 from harness.bench.series import Speedup, settlement
 from harness.bench.statistics import quartiles
 from harness.machine.roofline import Roof
@@ -167,9 +167,10 @@ class StrategyTiming(Variant):
 
     @property
     def unstable(self) -> list[str]:
-        """`group: reason` of every group measured under unreliable conditions, each group's in noise's
-        CAUSE_ORDER as every other page says them (walk 16: the HTML's gave IQR first, as recorded)."""
-        return [f"{g.group}: {r}" for g in self.groups for r in sorted(g.measurement.reasons, key=cause_rank)]
+        """`group: reasons` of every group measured under unreliable conditions, its reasons in noise's
+        CAUSE_ORDER as every other page says them (walk 16: the HTML's gave IQR first, as recorded), earlier
+        runs' rounds' after their prefix said once, as timings.csv and --verbose say them (walk 22)."""
+        return [f"{g.group}: {reasons_text(g.measurement.reasons)}" for g in self.groups if g.measurement.reasons]
 
     @property
     def quartile_totals(self) -> tuple[float, float]:

@@ -243,7 +243,13 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
 
 def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
-    timing says why below the table) and the notes its marks need."""
+    timing says why below the table) and the notes its marks need; a run stopped before any analysis
+    finished, one line saying so and how to resume it (walk 22: a header-only table and the whole legend)."""
+    if not record.complete and not record.analyses:
+        return printable(f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}: "
+                         f"interrupted after 0 of {len(record.plan.steps)} {'analysis' if len(record.plan.steps) == 1 else 'analyses'}"
+                         f", so no results yet; "
+                         f"`harness run {record.spec_path} -o FOLDER` into its folder, the same command again, resumes it") + "\n"
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",

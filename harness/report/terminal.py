@@ -20,7 +20,8 @@ from harness.report.labels import (BENCH_ROUNDS_NOTE, DTYPE_NOTE, PER_MATRIX_NOT
                                    device_library, dtype_text, errors_text, medians_footnote, peak_text, per_matrix_text, planned_point, precision_text,
                                    rounds_text, speedup_cell, strategy_label, table_footnotes,
                                    shown, verdict_lines, worst_error)
-from harness.report.unstable import (Unstable, measurement_count, reasons_text, summary_reasons, unstable_measurements,
+from harness.bench.noise import reasons_text
+from harness.report.unstable import (Unstable, measurement_count, summary_reasons, unstable_measurements,
                                      unstable_why)
 
 

@@ -155,11 +155,3 @@ def summary_reasons(u: Unstable) -> tuple[str, ...]:
     --verbose says each measurement's figures."""
     return tuple(next((f"{kind}: {u.analysis} {u.strategy}" for start, kind in ROW_KINDS.items() if r.startswith(start)), r)
                  for r in u.reasons)
-
-
-def reasons_text(reasons: Sequence[str]) -> str:
-    """One measurement's reasons, those earlier runs' pooled rounds gave after their prefix said
-    once (--verbose said `earlier runs' rounds:` before each of them), each part in CAUSE_ORDER."""
-    reasons = sorted(reasons, key=cause_rank)
-    earlier = [r.removeprefix(EARLIER) for r in reasons if r.startswith(EARLIER)]
-    return "; ".join([*(r for r in reasons if not r.startswith(EARLIER)), *([EARLIER + ", ".join(earlier)] if earlier else [])])

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.bench.noise import EARLIER
 from harness.cli import main as cli
 from harness.record.exports import CONDITION_FIELDS, TIMING_COLUMNS, TIMINGS, VERIFICATION, VERIFICATION_COLUMNS, main, write_exports
 from harness.record.run_record import RunRecord, load_record
@@ -159,3 +160,21 @@ def test_report_does_not_need_the_exports(smoke_run: tuple[Path, RunRecord], tmp
     (copy / VERIFICATION).unlink()
     assert cli.main(["report", str(copy)]) == 0
     assert (copy / "report.html").exists()
+
+
+def test_earlier_runs_reasons_say_their_prefix_once(smoke_run: tuple[Path, RunRecord], tmp_path: Path) -> None:
+    """Walk 22: timings.csv's `unstable_reasons` read `earlier runs' rounds: other processes took
+    67-70% of the 2 CPUs; earlier runs' rounds: load 5.3-6.7 on 2 cores`; the HTML's row notes, one
+    line each, the prefix as often. Both say it as --verbose does: the prefix once, its reasons after."""
+    _, record = smoke_run
+    busy = record.model_copy(deep=True)
+    t = busy.analyses[0].timings[0]
+    g = t.groups[0]
+    g.measurement.unstable = True
+    g.measurement.reasons = ["IQR 40% of median", f"{EARLIER}load 5.3-6.7 on 2 cores", f"{EARLIER}other processes took 67-70% of the 2 CPUs"]
+    said = ("IQR 40% of median; earlier runs' rounds: other processes took 67-70% of the 2 CPUs, load 5.3-6.7 on 2 cores")
+    write_exports(busy, tmp_path)
+    _, rows = read(tmp_path / TIMINGS)
+    got = {r["unstable_reasons"] for r in rows if (r["analysis"], r["strategy"], r["group"]) == (busy.analyses[0].name, t.strategy, g.group)}
+    assert got == {said}
+    assert t.unstable[0] == f"{g.group}: {said}"  # the HTML report's row note

@@ -296,3 +296,17 @@ def test_a_rows_worst_reason_shares_its_notes_parenthetical_with_its_group() -> 
     steal = "CPU steal {}% (the hypervisor ran other guests)"
     why = row_unstable_why([("768x3072r16", [steal.format(6)]), ("3072x768r16", [f"earlier runs' rounds: {steal.format(9)}"])])
     assert why == "from this run's and earlier runs' pooled rounds: CPU steal up to 9% (3072x768r16; the hypervisor ran other guests)"
+
+
+def test_an_md_of_a_run_stopped_before_any_analysis_says_so_in_one_line(busy: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 22: `harness report runs/ctrlc --format md` of a run stopped by Ctrl-C after 0 of 3 analyses
+    printed a header-only table and the whole marks footnote under `(interrupted: …)`."""
+    record = load_record(busy)
+    stopped = record.model_copy(update={"analyses": [], "complete": False, "finished": None})
+    (busy / RECORD).write_text(stopped.model_dump_json())
+    md = exported(busy, "md", capsys)
+    assert md.count("\n") == 1 and "|" not in md and "computed the recorded results" not in md  # no table, no legend
+    assert md.startswith(f"**{record.experiment}**: ")
+    assert (f"interrupted after 0 of {len(record.plan.steps)} analyses, so no results yet; "
+            f"`harness run {record.spec_path} -o FOLDER` into its folder, the same command again, resumes it") in md
