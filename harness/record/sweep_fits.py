@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from itertools import combinations
 from typing import Any, NamedTuple
 
+from harness.base.units import plural
 from harness.bench.scaling import (COMPLEXITY_CLASSES, class_fits, classes_within, crossover, log_variance, power_law,
                                    rms_intervals)
 from harness.plan.sweep import SweepPoint
@@ -128,6 +129,14 @@ def straddling(fit: ScalingFit) -> list[str]:
     return by_growth(fit.close) if fit.close else near_classes(fit)
 
 
+def over_classes(fit: ScalingFit) -> list[str]:
+    """The classes in the exponent's interval whose RMS interval lies wholly over MAX_CLASS_RMS (by_growth): a fit
+    that straddles names them too, as lying over it, so a class both runs' exponent intervals hold is named in
+    both (walk 22: `closest classes rank log rank (RMS 36%, 5-55%), rank^2 (...)`, then `closest class rank^2`
+    alone, rank log rank's RMS interval over the bound in that run and said nowhere)."""
+    return by_growth(c for c in fit.within if class_rms_interval(fit, c)[0] > MAX_CLASS_RMS)
+
+
 def named_classes(fit: ScalingFit) -> list[str]:
     """The classes the text names (class_verdict): near_classes, straddling where it straddles, none where none fits."""
     verdict = class_verdict(fit)
@@ -187,11 +196,14 @@ def class_text(fit: ScalingFit) -> str:
     if verdict == APART:
         return f"classes not told apart: {listed}"
     name = _class_name(near[0], fit.axis)
-    if verdict == STRADDLES and len(near) > 1:
-        return f"closest classes {listed} straddle the {MAX_CLASS_RMS:.0%} bound"
-    if verdict == STRADDLES:
-        return f"closest class {name}, {rms_text(fit, near[0], ' (')} straddles the {MAX_CLASS_RMS:.0%} bound"
-    return f"class {name} ({rms_text(fit, near[0])})"
+    if verdict != STRADDLES:
+        return f"class {name} ({rms_text(fit, near[0])})"
+    above = over_classes(fit)
+    over = ", ".join(f"{_class_name(c, fit.axis)} ({rms_text(fit, c)})" for c in above)
+    over = f", {over}, within the exponent interval, {'lie' if len(above) > 1 else 'lies'} over it" if above else ""
+    if len(near) > 1:
+        return f"closest classes {listed} straddle the {MAX_CLASS_RMS:.0%} bound{over}"
+    return f"closest class {name}, {rms_text(fit, near[0], ' (')} straddles the {MAX_CLASS_RMS:.0%} bound{over}"
 
 
 def _class_name(complexity: str, axis: str) -> str:
@@ -311,10 +323,23 @@ def planner_lines(record: SweepRecord) -> list[str]:
         misses = sum(not pick.agrees for pick in mine)
         said = [f"; at {SweepPoint(values=m.values).label} the pick ({m.chosen}) measured {m.slower}"
                 for m in named if m.analysis == analysis]
-        more = f"; {misses - len(said)} more points (the picks table)" if misses > len(said) else ""
+        more = f"; {plural(misses - len(said), 'more point')} (the picks table)" if misses > len(said) else ""
         lines.append(f"{analysis}: the plan's pick was the fastest measured at {len(mine) - misses} of "
-                     f"{len(mine)} points{''.join(said)}{more}")
+                     f"{plural(len(mine), 'point')}{_untold(mine)}{''.join(said)}{more}")
     return lines
+
+
+def _untold(picks: list[PlannerPick]) -> str:
+    """` (told apart at 4; at data.rank=256 not told apart from numpy)`: of the points where the pick measured
+    fastest, those whose measurement does not tell it from another (the first SHOWN_MISSES named), as the picks
+    table marks them (walk 22: `fastest measured at 5 of 5 points` beside `yes, not told apart from numpy`)."""
+    fastest = [pick for pick in picks if pick.agrees]
+    tied = [pick for pick in fastest if pick.tied]
+    if not tied:
+        return ""
+    named = [f"at {SweepPoint(values=p.values).label} not told apart from {', '.join(p.tied)}" for p in tied[:SHOWN_MISSES]]
+    more = f", {len(tied) - SHOWN_MISSES} more (the picks table)" if len(tied) > SHOWN_MISSES else ""
+    return f" (told apart at {len(fastest) - len(tied)}; {', '.join(named)}{more})"
 
 
 class Unborne(NamedTuple):

@@ -243,7 +243,8 @@ def tick_number(x: float) -> str:
 
 class SparseLogLocator(Locator):
     """Ticks a log axis can label without one label running into the next: decades, thinned to
-    at most `ticks`; where fewer than two decades are in view, 1, 2 and 5 x 10^k; where fewer than
+    at most `ticks`; where fewer than three decades are in view, 1, 2 and 5 x 10^k (two, 1 ms and
+    10 ms, left points near 40 ms a factor 4 from any label: walk 22's sweep chart); where fewer than
     two of those, a few round values (matplotlib's LogLocator labelled every 1e-5 step from 4e-5
     to 2e-4, which ran together on a narrow axis)."""
 
@@ -260,9 +261,9 @@ class SparseLogLocator(Locator):
             return []
         low = low if low > 0 else high / 1e3
         decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-        for mantissas in ((1.0,), (1.0, 2.0, 5.0)):
+        for mantissas, least in (((1.0,), 3), ((1.0, 2.0, 5.0), 2)):
             values = [m * 10.0**e for e in decades for m in mantissas if low <= m * 10.0**e <= high]
-            if len(values) >= 2:
+            if len(values) >= least:
                 return values[::math.ceil(len(values) / self.ticks)]
         return [v for v in MaxNLocator(nbins=3).tick_values(low, high) if low <= v <= high]
 

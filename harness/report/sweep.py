@@ -15,9 +15,10 @@ from harness.base.units import format_interval, format_seconds, format_speedup, 
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import (NONE, Told, Unborne, class_rms, class_rms_interval, class_text, class_verdict, exponent_text,
-                                        growth, named_classes, named_misses, planner_picks, told_apart)
-from harness.record.sweep_record import FAR, ScalingFit, SweepCrossover, SweepRecord, axis_name
+from harness.record.sweep_fits import (NONE, fit_sweep, Told, Unborne, class_rms, class_rms_interval, class_text, class_verdict, exponent_text,
+                                        growth, named_classes, named_misses, planner_lines, planner_picks,
+                                        told_apart)
+from harness.record.sweep_record import FAR, ScalingFit, SweepCrossover, SweepRecord, axis_name, load_sweep
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
 
@@ -139,15 +140,48 @@ def crossover_sentence(c: SweepCrossover, told: Told | None = None, why: str = "
 def sweep_lines(record: SweepRecord) -> list[str]:
     """What the terminal leads with: findings first (each fit once), then every other exponent, the
     crossovers and planner lines."""
-    lines = [f"finding: {fit_sentence(fit)}" for fit in record.fits if fit.finding]
+    lines = [stopped_line(record)] if stopped(record) else []
+    lines += [f"finding: {fit_sentence(fit)}" for fit in record.fits if fit.finding]
     lines += [fit_sentence(fit) for fit in record.fits if not fit.finding]
-    lines += [crossover_sentence(c, told_apart(record, c), unlocated_why(record, c)) for c in record.crossovers] or [
-        "no two strategies' fits meet"]
-    lines += record.planner
+    lines += [crossover_sentence(c, told_apart(record, c), unlocated_why(record, c)) for c in record.crossovers] or (
+        ["no two strategies' fits meet"] if record.fits else [])
+    lines += planner_lines(record)  # from the points: one wording, a record written before it too
     failed = [p.folder for p in record.points if not p.passed]
     if failed:
         lines.append(f"verification failed at {len(failed)} points: {', '.join(failed)}")
     return lines + unstable_lines(record)
+
+
+def read_sweep(folder: Path) -> SweepRecord:
+    """The sweep in `folder` as its views show it: a stopped one fitted over the points it holds (its record
+    is written before the fits, which come at the end)."""
+    record = load_sweep(folder)
+    return fit_sweep(record) if stopped(record) else record
+
+
+def planned_points(record: SweepRecord) -> int:
+    """The points the sweep was to run: every combination of its axes' values."""
+    return math.prod(len(values) for values in record.axes.values())
+
+
+def stopped(record: SweepRecord) -> bool:
+    """The sweep was stopped before its last point (its record marked incomplete, points missing)."""
+    return not record.complete and len(record.points) < planned_points(record)
+
+
+def points_text(record: SweepRecord) -> str:
+    """`5 points, each a run of its own`; a stopped sweep's `1 point of 5 (stopped), ...`."""
+    done = plural(len(record.points), "point")
+    return f"{done}{f' of {planned_points(record)} (stopped)' if stopped(record) else ''}, each a run of its own"
+
+
+def stopped_line(record: SweepRecord) -> str:
+    """A stopped sweep's lead: how many of its points it holds, and what its fits stand on (walk 22: one point
+    read `1 points, each a run of its own` and `no two strategies' fits meet`, where there was no fit at all)."""
+    head = f"the sweep was stopped after {len(record.points)} of {plural(planned_points(record), 'point')}"
+    if len(record.points) < 2:
+        return f"{head}: a fit needs two points or more, so there is none"
+    return f"{head}: the fits below are over those {len(record.points)} alone"
 
 
 def sweep_unstable(record: SweepRecord) -> list[Unstable]:

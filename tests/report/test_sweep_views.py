@@ -87,7 +87,7 @@ def test_the_planners_picks_and_the_crossover_are_shown_in_every_output(tmp_path
 def test_the_sweep_chart_draws_every_strategy_the_plan_picked_and_rings_the_picks() -> None:
     """torch, picked at rank 256 only (too few points for a fit), was left off the chart, which
     drew only the fitted strategies; and nothing marked which strategy the plan picked."""
-    from harness.report.sweep_page import scaling_figure
+    from harness.report.sweep_page import dodge, scaling_figure
 
     record = known_sweep()
     last = record.points[-1]
@@ -101,8 +101,9 @@ def test_the_sweep_chart_draws_every_strategy_the_plan_picked_and_rings_the_pick
     assert sum(t.startswith(("numpy: ^", "factored: ^")) for t in legend) == 2
     rings = [line for line in ax.get_lines() if line.get_label() in ("the plan's pick", "_")]
     ringed = {(float(x), float(y)) for line in rings for x, y in zip(line.get_xdata(), line.get_ydata())}
-    picked = {(float(p.values["data.rank"]), t.seconds) for p in points for t in p.timings
-              if t.strategy == p.chosen["spectrum"]}
+    drawn = ["numpy", "factored", "torch"]  # the fitted, then those only picked: each dodged in x by its place
+    picked = {(p.values["data.rank"] * dodge(drawn.index(t.strategy), 3), t.seconds) for p in points
+              for t in p.timings if t.strategy == p.chosen["spectrum"]}
     assert ringed == picked and len(picked) == 5
 
 

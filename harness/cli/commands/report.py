@@ -63,14 +63,13 @@ def _emit(text: str, form: str, output: Path | None) -> int:
 
 def _sweep(args: argparse.Namespace, folder: Path, output: Path | None) -> int:
     """A sweep's folder: its page (beside its sweep.json) or its Markdown; its rows are already files."""
-    from harness.record.sweep_record import load_sweep
-    from harness.report.sweep import sweep_markdown
+    from harness.report.sweep import read_sweep, sweep_markdown
 
     if args.format in ("csv", "json"):
         raise PlanError([f"{folder}: a sweep's folder; its rows are points.csv and fits.csv here (--format html or "
                          "md renders the sweep; each point's folder is a run that takes every format)"])
     if args.format == "md":
-        return _emit(sweep_markdown(load_sweep(folder)), "md", output)
+        return _emit(sweep_markdown(read_sweep(folder)), "md", output)
     if output is not None:
         raise PlanError([f"{folder}: a sweep's page is written beside its sweep.json; leave out -o"])
     from harness.report.sweep_page import write_sweep_report  # matplotlib: only for the charts
