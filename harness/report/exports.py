@@ -241,6 +241,19 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
+def _marks_legend(rows: list[dict[str, Any]], cells: dict[tuple[str, str], tuple[str, str]]) -> str:
+    """What each mark the table shows means, only those it shows (walk 22: the whole legend under a
+    run's table whatever it held), each as its row puts it (_markdown_row)."""
+    timed = [r for r in rows if r["per_matrix_s"] is not None]
+    marks = [(COMPUTED_MARK, "computed the recorded results", any(r["computed_results"] for r in timed)),
+             (UNSTABLE_MARK, "measured under unreliable conditions", any(r["unstable"] for r in timed)),
+             (UNRESOLVED_MARK, "unresolved: the interval is wider than the precision asked for (or one round gave none)",
+              any(UNRESOLVED_MARK in speedup for speedup, _ in cells.values())),
+             ("~", "extrapolated from a sample", any(r["extrapolated"] for r in timed))]
+    said = "; ".join(f"`{mark}` {meaning}" for mark, meaning, shown in marks if shown)
+    return f"{said}. " if said else ""
+
+
 def results_markdown(record: RunRecord) -> str:
     """A GitHub-flavoured table with a one-line heading, the verdicts, every row (a row without a
     timing says why below the table) and the notes its marks need; a run stopped before any analysis
@@ -255,7 +268,8 @@ def results_markdown(record: RunRecord) -> str:
              *(f"- {line}" for line in verdict_lines(record)), "",
              "| " + " | ".join(MD_HEADER) + " |", "|" + "---|" * len(MD_HEADER)]
     cells = {(a.name, t.label): (speedup_cell(a, t), rounds_text(t)) for a in record.analyses for t in a.timings}
-    for row in result_rows(record):
+    rows = result_rows(record)
+    for row in rows:
         lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
     # right under the table, as the terminal's: the notes its cells need (after the legend they read as
     # its afterthought: walk 13), each a paragraph of its own (a line under the legend ran into it once
@@ -263,10 +277,7 @@ def results_markdown(record: RunRecord) -> str:
     lines += [part for line in table_notes(record) for part in ("", line)]
     warned = markdown_warnings(record)
     lines += ["", *warned, "" if warned else None,
-              f"`{COMPUTED_MARK}` computed the recorded results; `{UNSTABLE_MARK}` measured under unreliable "
-              f"conditions; `{UNRESOLVED_MARK}` unresolved: the interval is wider than the precision asked for (or "
-              f"one round gave none); `~` extrapolated from a sample. {DTYPE_NOTE} "
-              f"{COMPUTE_TOTAL.capitalize()}: per-matrix medians scaled to every "
+              f"{_marks_legend(rows, cells)}{DTYPE_NOTE} {COMPUTE_TOTAL.capitalize()}: per-matrix medians scaled to every "
               "matrix, compute only (loading excluded); speedup against the baseline's, with its 95% interval; an "
               "interval that holds 1 is not significant. Error: max |s - s_ref| / s_1 against float64 references, "
               "and the singular triplets' worst residual where the op has vectors. Rounds: this run's+pooled, as in the terminal."]

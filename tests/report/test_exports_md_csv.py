@@ -310,3 +310,25 @@ def test_an_md_of_a_run_stopped_before_any_analysis_says_so_in_one_line(busy: Pa
     assert md.startswith(f"**{record.experiment}**: ")
     assert (f"interrupted after 0 of {len(record.plan.steps)} analyses, so no results yet; "
             f"`harness run {record.spec_path} -o FOLDER` into its folder, the same command again, resumes it") in md
+
+
+@pytest.mark.parametrize("name", ["busy_run", "first_smoke", "main_job", "small_reused", "main_job timed in full"])
+def test_the_mds_legend_explains_the_marks_its_table_shows_and_no_other(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 22: the whole legend under every table, whatever marks it held. Each mark is read where
+    its row puts it: `*` after the strategy, `!` after the time, `?` in the speedup, `~` before the total.
+    The main job timed in full (every matrix, no total extrapolated) has no `~`."""
+    record = json.loads((RECORDS / f"{name.split()[0]}.json").read_text())
+    for analysis in record["analyses"] if name.endswith("in full") else []:
+        for timing in analysis["timings"]:
+            timing["extrapolated"] = False
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / RECORD).write_text(json.dumps(record))
+    md = exported(folder, "md", capsys)
+    cells = [[c.strip() for c in line.strip("|").split(" | ")] for line in md.splitlines()
+             if line.startswith("| ") and not line.startswith("| analysis")]
+    shown = {"*": any(c[1].endswith(" *") for c in cells), "!": any(c[5].endswith(" !") for c in cells),
+             "?": any("?" in c[7] for c in cells), "~": any(c[6].startswith("~") for c in cells)}
+    legend = md.rstrip().splitlines()[-1]
+    assert {mark: f"`{mark}` " in legend for mark in shown} == shown, legend
