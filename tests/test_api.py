@@ -158,7 +158,7 @@ def test_its_errors_are_its_own_and_speak_its_words(tmp_path: Path) -> None:
     with pytest.raises(api.RecordError) as missing:
         api.open_run(tmp_path / "nothing-o")
     assert type(missing.value).__module__ == "harness.api.errors" and isinstance(missing.value, RecordError)
-    assert str(missing.value) == f"{tmp_path / 'nothing-o'}: no {RECORD} here; is this a run folder from `harness run`?"
+    assert str(missing.value) == f"{tmp_path / 'nothing-o'}: does not exist; expected a run folder from `harness run`"
     assert traceback.extract_tb(missing.tb)[-1].name == "open_run"
     # walk 22: the line a user's traceback shows is the raise alone, no comment of ours beside it
     assert traceback.extract_tb(missing.tb)[-1].line == "raise RecordError(str(exc)) from None"

@@ -22,6 +22,7 @@ from harness.bench.noise import reasons_text
 from harness.bench.series import Speedup, settlement
 from harness.bench.statistics import quartiles
 from harness.machine.roofline import Roof
+from harness.record.folders import RECORD, no_record
 from harness.record.verification import Verification
 
 # 2: the benchmark's budget, cuts, threads, conditions and noise verdicts; 3: flops and bytes of
@@ -30,7 +31,6 @@ from harness.record.verification import Verification
 # intervals with the run as the unit, the user's environment
 SCHEMA_VERSION = 5
 READABLE_VERSIONS = (1, 2, 3, 4, 5)  # older records read with the newer fields at their defaults
-RECORD = "record.json"
 PRODUCER = "spectral-harness"  # a record says who wrote it: --force replaces only a folder this harness's record marks
 SPECTRA = "spectra.npz"
 FEATURES = "features.csv"
@@ -371,7 +371,7 @@ def load_record(folder: Path) -> RunRecord:
     printed "nanx (-5-100,000,000)". A bad one is a RecordError naming the file and the field."""
     path = folder / RECORD if folder.is_dir() else folder
     if not path.exists():
-        raise RecordError(f"{folder}: no {RECORD} here; is this a run folder from `harness run`?")
+        raise RecordError(no_record(folder))
     if path.suffix == ".toml":  # walk 20: a spec where a run was meant read "not valid JSON (Expecting value ...)"
         raise RecordError(f"{path}: a spec, not a run; `harness run {path}` makes a run folder, and that folder "
                           "is what this takes")

@@ -17,10 +17,10 @@ from harness.bench.statistics import DEFAULT_SPREAD, LEVEL, quantile, run_interv
 from harness.plan.model import GroupInfo, Plan
 from harness.machine.stored import first_problem
 from harness.machine.wisdom import MODELLED
+from harness.record.folders import SWEEP_RECORD
 from harness.record.run_record import RecordError, RunRecord, StrategyTiming
 
 SWEEP_SCHEMA_VERSION = 1
-SWEEP_RECORD = "sweep.json"
 SWEEP_CAP = 64 << 20  # bytes: 64 points of a few hundred timings each
 FAR = 10.0  # a crossing more than this factor beyond the swept range: the fits do not tell where they meet
 

@@ -38,6 +38,7 @@ from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.record.run_record import GroupTiming, RecordError, RunRecord
 from harness.report.labels import group_rounds_text, printable, rounds_text
+from harness.report.rerun import rerun_step
 from harness.report.pairing import Pair, pairs, point_name, untimed
 from harness.specs.reading import leaves
 from harness.specs.sections import duration_keys
@@ -57,12 +58,12 @@ Change = Literal["slower", "faster", "not significant", "too few rounds"]
 
 class RunSummary(BaseModel):
     """What identifies a run in a comparison: where it ran, what, when."""
-
     folder: str
     machine: str
     harness_version: str
     started: str
     command: str
+    spec_path: str = ""  # the spec the run read: a next step names it where the command does not
     threads: int = 0  # threads per timing (the plan's: the cores other processes left free); 0 unknown
 
 
@@ -181,9 +182,11 @@ class Comparison(BaseModel):
             # interval apart from too few rounds as its row says it (walk 17: `7 with too few rounds` held one)
             few, wide = (len(rows) for rows in self.too_few_by_cause)
             shaky = sum(bool(r.unstable) and r.change != "too few rounds" for r in self.rows)
-            counts = [f"{n} {what}" for n, what in ((few, "with too few rounds"), (wide, "too wide"),
-                                                    (shaky, "others unstable" if few or wide else "unstable")) if n]
-            why.append(f"none of {len(self.rows)} groups could be gated ({', '.join(counts) or 'none compared'})")
+            # a run that pooled every round of the other's as the summary says it (walk 22: `with too few rounds`)
+            causes = [(few + wide, f"not judged: {self.pooled_alone}")] if self.pooled_alone else [
+                (few, "with too few rounds"), (wide, "too wide")]
+            counts = [f"{n} {what}" for n, what in (*causes, (shaky, "others unstable" if few or wide else "unstable")) if n]
+            why.append(f"none of {len(self.rows)} groups could be gated ({('; ' if self.pooled_alone else ', ').join(counts) or 'none compared'})")
         return why
 
     @property
@@ -221,7 +224,8 @@ class Comparison(BaseModel):
             return None
         head = f"{'not gated' if self.gate else 'not judged'}: {len(few)} of {len(self.rows)} groups"
         if self.pooled_alone:
-            return f"{head}: {self.pooled_alone}; time {self.pooled_alone[0]} anew: harness run SPEC -o FOLDER --force --fresh"
+            side = self.pooled_alone[0]
+            return f"{head}: {self.pooled_alone}; time {side} anew: {rerun_step(self.a if side == 'A' else self.b)}"
         fewer, wide = ([r.label for r in rows] for rows in self.too_few_by_cause)  # wide: an interval over MAX_SPAN
         causes = [(labels, why) for labels, why in ((fewer, f"fewer than {MIN_ROUNDS} rounds on a side (a round times "
                                                               "each strategy once)"),
@@ -230,8 +234,8 @@ class Comparison(BaseModel):
         # one cause: of them all; both: each its groups, counted and named alike (walk 15 read "..., or ...")
         said = (f" have {causes[0][1]}, too few for a test" if len(causes) == 1 else ", none testable: " + "; ".join(
             f"{groups_named(labels)} {'has' if len(labels) == 1 else 'have'} {why}" for labels, why in causes))
-        return (f"{head}{said}; for a verdict give each run more time: "
-                "harness run SPEC -o FOLDER --force --fresh --budget 30s")
+        return (f"{head}{said}; for a verdict give each run more time: {rerun_step(self.a, '--budget', '30s')} "
+                f"and {rerun_step(self.b, '--budget', '30s')}")
 
 
 def groups_named(labels: list[str]) -> str:
@@ -255,7 +259,7 @@ class CompareOutput(BaseModel):
 
 def summarise(record: RunRecord, folder: str) -> RunSummary:
     return RunSummary(folder=folder, machine=record.machine.describe(), harness_version=record.harness_version,
-                      started=record.started, command=record.command,
+                      started=record.started, command=record.command, spec_path=record.spec_path,
                       threads=record.bench.threads if record.bench is not None else 0)
 
 

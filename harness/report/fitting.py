@@ -122,13 +122,12 @@ class Fitted:
         return {name for entry in self.optional for name in ((entry,) if isinstance(entry, str) else entry)}
 
     def _elsewhere(self, console: Console, done: str, names: list[str], whole: str = "") -> str:
-        """The caption's note on the columns the width left out (or shortened) and what shows them:
-        a wider terminal, or without one (a pipe, a log) the COLUMNS that draws the whole table."""
+        """The caption's note on the columns the width left out (or shortened) and the width that shows them, one
+        wording in a terminal and a pipe (walk 22 met `a wider terminal shows them` and `COLUMNS=109 shows them`)."""
         them = "them" if len(names) > 1 else "it"
         full = {str(c.header): _spans(console, c)[1] for c in self.table.columns if _cuts(c)}
-        shows = ("a wider terminal shows" if console.is_terminal
-                 else f"COLUMNS={least_width(console, self.table, {**self.floors, **self.wants, **full})} shows")
-        return f"({done} at this width: {', '.join(names)}; {shows} {them}{whole}{self.elsewhere})"
+        width = least_width(console, self.table, {**self.floors, **self.wants, **full})
+        return f"({done} at this width: {', '.join(names)}; {width} columns show {them}{whole} (COLUMNS={width}){self.elsewhere})"
 
 
 def _with_cells(column: Column, cells: tuple[Text, ...]) -> Column:

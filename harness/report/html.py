@@ -69,8 +69,13 @@ def environment() -> Environment:
 
 def prose(text: str) -> Markup:
     """A line of the terminal's prose as HTML: escaped, then each `code` span a <code> (the
-    terminal's backticks showed as typed in a page's headline)."""
-    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
+    terminal's backticks showed as typed in a page's headline) whose words never break inside:
+    each a nowrap span, so a command breaks only between words (walk 22: Chromium broke `--force` at its
+    dashes, "-o FOLDER --" / "force --fresh")."""
+    def code(span: re.Match[str]) -> str:
+        return '<code class="cmd">' + " ".join(f'<span class="word">{w}</span>' for w in span[1].split(" ")) + "</code>"
+
+    return Markup(re.sub(r"`([^`]+)`", code, str(escape(text))))
 
 
 def _timing_rows(record: RunRecord, analysis: AnalysisRecord) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from harness.cli import main as cli
 from harness.report.compare import CompareOutput, compare_records, compare_rounds
 from harness.base.units import format_ratio
 from harness.report import ratio_chart
+from harness.report.html import prose
 from harness.record.run_record import RECORD, RecordError, RunRecord, load_record, save_record
 
 
@@ -270,7 +271,7 @@ def test_a_gate_that_can_judge_nothing_is_inconclusive(base: tuple[str, RunRecor
     assert cli.main(["compare", a, b, "--fail-on-regression", "--allow-inconclusive", "--html", str(page)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "inconclusive, allowed by --allow-inconclusive: exit 0"
     step = next(line for line in out.splitlines() if "--budget 30s" in line)
-    assert f'<p class="muted">{step}</p>' in page.read_text()
+    assert f'<p class="muted">{prose(step)}</p>' in page.read_text()
     assert cli.main(["compare", a, b]) == 0  # no gate: nothing to be inconclusive about
     capsys.readouterr()
     assert cli.main(["compare", a, b, "--fail-on-regression", "1.2", "--json"]) == 4

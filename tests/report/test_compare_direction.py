@@ -15,7 +15,7 @@ from rich.text import Text
 
 from harness.record.run_record import RunRecord
 from harness.report.compare import CompareOutput, Comparison, compare_records
-from harness.report.compare_view import apart_note, compare_table, unstable_lines
+from harness.report.compare_view import apart_note, compare_table, summary_line, unstable_lines
 
 from .test_run_screen import real
 
@@ -76,9 +76,16 @@ def test_a_run_that_timed_nothing_itself_is_named_whichever_side_it_is(tmp_path:
     for g in (g for an in a.analyses for t in an.timings for g in t.groups):
         g.pooled = len(g.rounds)
     c = compare_records(a, b, ("runs/first", "runs/second"))
+    # walk 22: the next step is the command itself, A's spec and --set overrides from its record and A's folder
+    assert a.command.endswith("--set=data.adapters=4 '--set=analysis[2].components=3' -o runs/main1")  # moved since
     assert c.not_judged is not None and c.not_judged.endswith(
-        "A timed none of them itself, every round it holds was pooled from B; time A anew: harness run SPEC -o "
-        "FOLDER --force --fresh")
+        "A timed none of them itself, every round it holds was pooled from B; time A anew: `harness run "
+        "configs/task_geometry.toml --set=data.adapters=4 '--set=analysis[2].components=3' -o runs/first --force --fresh`")
+    # the gate's line gives the summary's reason, not `with too few rounds` (walk 22)
+    gated = compare_records(a, b, ("runs/first", "runs/second"), factor=1.2, gate=True)
+    assert gated.inconclusive == [f"none of {len(c.rows)} groups could be gated ({len(c.rows)} not judged: A timed none "
+                                  "of them itself, every round it holds was pooled from B)"]
+    assert f"none judged ({c.pooled_alone}, below)" in summary_line(gated)
 
 
 def test_notes_about_rows_name_them(tmp_path: Path) -> None:

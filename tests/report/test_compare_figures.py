@@ -4,6 +4,7 @@ summary, no interval too wide to mean anything, and ratios and p values in one f
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from harness.report.compare import compare_records, compare_rounds
 from harness.report.compare_view import apart_note, compare_table, unstable_lines
 from harness.report.html import write_compare
 
+from .test_compare_steps import MAIN_RUN
 from .test_run_screen import real
 
 
@@ -157,7 +159,8 @@ def test_groups_not_judged_say_which_cause_is_whose(tmp_path: Path) -> None:
         f"not judged: {len(c.rows)} of {len(c.rows)} groups, none testable: 3 groups (e.g. {few[0]}, "
         f"{few[1]}) have fewer than 2 rounds on a side (a round times each strategy once); {len(wide)} groups (e.g. "
         f"{wide[0]}, {wide[1]}) have rounds so few and scattered that the interval spans over 100x; for a verdict "
-        "give each run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
+        f"give each run more time: `{MAIN_RUN} -o a --force --fresh --budget 30s` and `{MAIN_RUN} -o b --force "
+        "--fresh --budget 30s`")
     gated = compare_records(a, b, ("a", "b"), gate=True)  # walk 17: the gate's `7 with too few rounds` held a
     assert gated.inconclusive == [  # too wide row, beside the footer's causes: counted as the rows say them
         f"none of {len(c.rows)} groups could be gated (3 with too few rounds, {len(wide)} too wide)"]
@@ -241,8 +244,11 @@ def test_a_narrow_terminal_leaves_the_medians_and_p_first_and_the_group_last(tmp
         assert all(("A median" in kept) == ("B median" in kept) for kept in kept_at.values())  # both or neither (walk 20)
         narrow = next(w for w, kept in kept_at.items() if "A median" not in kept)
         # not a bare "p"; what left, each named
-        assert "(left out at this width: A median, B median; a wider terminal shows them)" in str(fitted.fit(console, narrow).caption)
-        assert "a wider terminal shows them)" in str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption)
+        said = re.search(r"\(left out at this width: A median, B median; (\d+) columns show them \(COLUMNS=\1\)\)",
+                         str(fitted.fit(console, narrow).caption))
+        assert said is not None and "A median" in {str(col.header) for col in fitted.fit(console, int(said[1])).columns}
+        assert re.search(r"\d+ columns show them \(COLUMNS=\d+\)\)",
+                         str(fitted.fit(console, min(kept_at, key=lambda w: len(kept_at[w]))).caption))
 
 
 def test_a_cause_earlier_runs_rounds_gave_is_said_once_with_this_runs(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from harness.record.run_record import RECORD, RunRecord, save_record
 from harness.report.compare import compare_records
 from harness.report.compare_view import compare_table, ratio_header, summary_line
 
+from .test_compare_steps import MAIN_RUN
 from .test_run_screen import draw, real
 
 
@@ -77,7 +78,7 @@ def test_a_run_that_timed_nothing_itself_says_so_first_and_writes_its_rounds_as_
     _text, _words, values = draw([compare_table(c)], 160)
     rounds = [v for v in values if v.startswith("2, ")]
     assert rounds == ["2, 0+2"] * n  # B's own table's notation: all pooled
-    assert c.not_judged and c.not_judged.endswith("time B anew: harness run SPEC -o FOLDER --force --fresh")
+    assert c.not_judged and c.not_judged.endswith(f"time B anew: `{MAIN_RUN} -o runs/second --force --fresh`")
 
 
 @pytest.mark.parametrize("width", [100, 160])

@@ -18,6 +18,7 @@ from harness.report.compare import ALPHA, FACTOR, compare_records, compare_round
 from harness.report.compare_view import compare_table, summary_line
 from tests.conftest import ROOT
 
+from .test_compare_steps import MAIN_RUN
 from .test_run_screen import draw, real
 
 
@@ -81,7 +82,8 @@ def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> Non
     few = compare_records(a, b, ("runs/a", "runs/b"))
     assert few.not_judged == (f"not judged: {len(few.rows)} of {len(few.rows)} groups have fewer than 2 rounds on a "
                               "side (a round times each strategy once), too few for a test; for a verdict give each "
-                              "run more time: harness run SPEC -o FOLDER --force --fresh --budget 30s")
+                              f"run more time: `{MAIN_RUN} -o runs/a --force --fresh --budget 30s` and `{MAIN_RUN} -o "
+                              "runs/b --force --fresh --budget 30s`")
 
 
 def test_a_gate_that_cannot_judge_says_so_in_its_first_line(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ def test_headline_contents_and_folded_details(smoke_run: tuple[Path, RunRecord])
         g.measurement.reasons, g.measurement.unstable = ["load 3.2 on 2 cores"], True
     page = render_report(record, folder)
     head = page[page.index('<section id="headline"'):page.index("</section>")]
-    assert f"<li>{len(groups)} &times; load 3.2 on 2 cores</li>" in head and "harness system" in head
+    assert f"<li>{len(groups)} &times; load 3.2 on 2 cores</li>" in head
+    assert '<code class="cmd"><span class="word">harness</span> <span class="word">system</span></code>' in head
     assert f"{len(groups)} of {len(groups)} measurements (a strategy on one shape group) unstable (!)" in head
     causes = head[head.index('<ul class="causes">'):]
     assert causes.count("<li>") == 1  # one line per cause

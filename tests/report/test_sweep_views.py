@@ -128,7 +128,8 @@ def test_unstable_measurements_are_said_as_a_run_says_them_and_an_unheld_fit_sho
     fits = page[page.index("<h2>Fits</h2>"):page.index("<h2>Points</h2>")]
     assert "{}" not in fits and "<td>-</td>" not in fits and "held" not in fits  # nothing held: no column of dashes
     # the terminal's `code` is code on the page, not literal backticks
-    assert "re-run on a quiet machine (<code>harness system</code> names what is busy)" in page and "`" not in page
+    assert ('re-run on a quiet machine (<code class="cmd"><span class="word">harness</span> <span class="word">system</span>'
+            '</code> names what is busy)') in page and "`" not in page
 
 
 def test_exponents_and_intervals_read_alike_in_the_headline_the_page_and_the_md() -> None:

@@ -13,6 +13,7 @@ from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
+from harness.record.folders import is_sweep, point_of
 from harness.record.run_record import RecordError, RunRecord, load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
 from harness.report.compare_view import compare_table, summary_line, unstable_lines
@@ -95,6 +96,22 @@ def _same_run(a: RunRecord, b: RunRecord) -> bool:
     return (a.started, a.command) == (b.started, b.command)
 
 
+def _no_sweeps(base: str, others: list[str]) -> None:
+    """A sweep's folder given for a run: RecordError naming a real point of it, and of the other run where that is a
+    sweep too, to compare instead (walk 22: two sweeps' folders read "no record.json here; is this a run folder")."""
+    for folder in (base, *others):
+        if is_sweep(Path(folder)):
+            a = _point(base, "")
+            b = _point(others[0] if folder == base else folder, Path(a).name)
+            raise RecordError(f"{folder}: a sweep's folder; compare two of its points, e.g. harness compare {a} {b}")
+
+
+def _point(folder: str, like: str) -> str:
+    """The point of the sweep in `folder` named `like` where it has one, else its first; a run's folder as given."""
+    point = point_of(Path(folder), like) if is_sweep(Path(folder)) else None
+    return folder if not is_sweep(Path(folder)) else str(point or Path(folder, like or "POINT"))
+
+
 def main(args: argparse.Namespace) -> int:
     """Every run against the first; RecordError (exit 2) when their specs differ. With
     --fail-on-regression exit 1 on a regression, 4 when the gate could not judge; with --json
@@ -102,6 +119,7 @@ def main(args: argparse.Namespace) -> int:
     gate = args.fail_on_regression is not None
     ratio = args.fail_on_regression or FACTOR
     page = check_output(args.html, [Path(args.base), *map(Path, args.others)], "a new HTML file") if args.html else None
+    _no_sweeps(args.base, args.others)
     with Display(err) as display, display.phase("comparing runs", total=len(args.others)) as phase:
         phase.item(f"{args.base}: reading")
         base = load_record(Path(args.base))
