@@ -96,7 +96,9 @@ def medians_against(t: StrategyTiming, baseline: StrategyTiming) -> float | None
     ratio = medians_ratio(t, baseline)
     if t.speedup is None or ratio is None or significance(t) != "not significant":
         return None
-    return ratio if (ratio - 1) * (t.speedup - 1) < 0 else None  # not the same way, nor either at 1
+    if format_speedup(1.0) in (format_speedup(ratio), format_speedup(t.speedup)):  # at 1 as printed: no way to
+        return None  # be the other way from (walk 23: `1.00x` beside "the other way" 0.964x)
+    return ratio if (ratio - 1) * (t.speedup - 1) < 0 else None  # not the same way
 
 
 def _unsure(head: StrategyTiming, baseline: StrategyTiming) -> str:

@@ -136,6 +136,8 @@ def run_table(record: RunRecord, wide: bool = False, explain: bool = False, verb
     floors = {**FLOORS, "strategy": max(map(len, labels), default=0)}
     notes = table_footnotes(record, record.analyses, more="" if explain else "; --explain says more")
     notes += [(SPEEDUP_COLUMN, line)] if (line := medians_footnote(record.analyses)) else []
+    if not explain and any(a.computed(t) for a in record.analyses for t in a.timings):  # --explain's caption says it
+        notes.insert(0, ("strategy", f"{COMPUTED_NOTE}."))  # walks 22-23: every other mark had a line, `*` none
     caption = (lambda out: _caption(record, tuple(c for c in columns if c not in out), out, verbose)) if explain else None
     return Fitted(table, ((ERRORS_APART,) if wide else ()) + RUN_OPTIONAL, note=wide or explain, floors=floors,
                   elsewhere=ELSEWHERE, footnotes=tuple((column, shown(line)) for column, line in notes), explain=caption)

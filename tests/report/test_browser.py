@@ -146,7 +146,7 @@ def test_every_report_fits_1280_px_with_no_label_over_another(name: str, smoke_r
 
     from .test_run_screen import RECORDS
 
-    """first_smoke's speedup cells give two figures (`1.01x paired (0.571-1.78), 0.953x by medians ?`):
+    """first_smoke's speedup cells give two figures (`1.01x paired (0.571-1.78) ?, 0.953x by medians`):
     a busy machine's smoke run had them too, and its table ran 20-35 px past the window, its cells
     unbreakable; they break between the two figures now."""
     assert_laid_out(smoke_run[0] / REPORT, tmp_path)  # spectra, features, PCA: every section

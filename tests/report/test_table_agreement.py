@@ -237,13 +237,32 @@ def test_a_speedup_cell_gives_both_figures_where_its_verdict_does(tmp_path: Path
     record = record_of(tmp_path, "first_smoke")
     assert any("0.670x paired (interval too wide to tell), 1.28x by the per-matrix medians" in line
                for line in verdict_lines(record))
-    both = "0.670x paired (too wide), 1.28x by medians ?"
+    both = "0.670x paired (too wide) ?, 1.28x by medians"  # the mark beside the interval it judges (walk 23)
     row = next(r for r in cells(record)[:-1] if r["analysis"] == "svd" and r["strategy"] == "torch")
     assert row["speedup (95% CI)"] == f"0.670x (too wide) ?{MEDIANS_MARK}"  # the terminal's: its note has 1.28x
     assert f"| {both} |" in results_markdown(record)
     page = html.unescape(render_report(record, tmp_path / "first_smoke"))  # each figure whole: a break between them
-    assert ('figures">' '<span class="figure">0.670x paired (too wide)</span>, <span class="figure">1.28x by medians ?</span></td>'
+    assert ('figures">' '<span class="figure">0.670x paired (too wide) ?</span>, <span class="figure">1.28x by medians</span></td>'
             in page)
+
+
+@pytest.mark.parametrize("paired", [1.004, 0.9996])
+def test_a_speedup_printed_as_1_has_no_other_way_for_its_medians_to_point(tmp_path: Path, paired: float) -> None:
+    """Walk 23: `1.00x (0.617-1.62) ?ᵐ` and under it "the other way from the paired speedup: 0.964x":
+    a paired figure that prints as 1.00x points no way, so the medians' figure is no other way from it.
+    first_smoke's svd torch (0.670x paired, 1.28x by medians) moved to 1.00x as printed, either side."""
+    from harness.record.verdict import medians_against
+    from harness.report.labels import baseline_of
+
+    record = record_of(tmp_path, "first_smoke")
+    svd = next(a for a in record.analyses if a.name == "svd")
+    torch, numpy = next(t for t in svd.timings if t.label == "torch"), baseline_of(svd)
+    assert numpy is not None and medians_against(torch, numpy) is not None  # 0.670x against 1.28x: the other way
+    torch.speedup = paired
+    assert medians_against(torch, numpy) is None
+    row = next(r for r in cells(record)[:-1] if r["analysis"] == "svd" and r["strategy"] == "torch")
+    assert row["speedup (95% CI)"].startswith("1.00x") and MEDIANS_MARK not in row["speedup (95% CI)"]
+    assert not any("by the per-matrix medians" in line for line in verdict_lines(record))
 
 
 @pytest.mark.parametrize("width", [100, 160])
@@ -282,3 +301,17 @@ def test_the_md_has_the_terminals_dtype_column(tmp_path: Path) -> None:
     rows = [line.strip("| ").split(" | ") for line in md if line.startswith("| spectrum")]
     assert header[header.index("device (library)") + 1] == "dtype" and {r[header.index("dtype")] for r in rows} == {"f32"}
     assert "<th>dtype</th>" in render_report(record, tmp_path / "main_job")
+
+
+@pytest.mark.parametrize("width", [100, 160])
+def test_the_pick_mark_has_its_line_under_every_default_table(tmp_path: Path, width: int) -> None:
+    """Walks 22-23: `factored *` in every default table, and `?`, `!` and `ᵐ` each had a line under it
+    while `*` had none (only --explain, the HTML and the md said it). Once, and not beside --explain's."""
+    from harness.report.labels import COMPUTED_NOTE
+
+    record = record_of(tmp_path)
+    lines = draw_lines(record, width)
+    assert any(" * " in line or line.rstrip().endswith(" *") for line in lines)  # the mark is drawn
+    assert [line for line in lines if COMPUTED_NOTE in line] == [f"{COMPUTED_NOTE}."]
+    explained = run_table(record, explain=True).fit(Console(width=width, file=io.StringIO()), width)
+    assert " ".join(str(explained.caption).split()).count(COMPUTED_NOTE) == 1  # the caption's alone
