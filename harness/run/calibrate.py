@@ -139,8 +139,9 @@ def kept_note(kept: int, dropped: list[str]) -> str | None:
     causes = "; ".join(f"{n}x {reason}" if n > 1 else reason for n, reason in group_reasons(dropped))
     verdict = "kept none" if not kept else f"kept {kept}"
     return (f"calibrate: {verdict} of {kept + len(dropped)} measurements; dropped {len(dropped)} as unreliable "
-            f"({causes}); `auto` plans from the cost model where nothing was kept: run it again on a quiet "
-            "machine (`harness system` names the busiest processes)")
+            f"({causes}); where nothing was kept `auto` plans from what earlier runs measured (`measured while "
+            "busy`), else from the cost model: run it again on a quiet machine (`harness system` names the busiest "
+            "processes)")
 
 
 def calibrate(where: Path, machine: MachineInfo, display: Display, quick: bool = False,

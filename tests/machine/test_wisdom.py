@@ -361,3 +361,6 @@ def test_a_calibration_says_what_it_kept_and_what_it_dropped() -> None:
     note = kept_note(0, ["load 3.2 on 2 cores", "load 4.1 on 2 cores", "IQR 40% of median"])
     assert note is not None and "kept none of 3 measurements" in note
     assert "2x load 4.1 on 2 cores; IQR 40% of median" in note and "cost model" in note
+    # what the plan then reads first: earlier runs' busy measurements (walk 23: `harness plan` said
+    # `measured while busy` beside "`auto` plans from the cost model")
+    assert "`auto` plans from what earlier runs measured (`measured while busy`), else from the cost model" in note

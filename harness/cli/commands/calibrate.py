@@ -20,7 +20,7 @@ from harness.report.machine_view import wisdom_tables
 from harness.run.calibrate import calibrate as measure_machine
 
 EPILOG = ("exit codes: 0 kept measurements; 4 kept none (a busy machine: every measurement dropped as unreliable, "
-          "so `auto` plans from the cost model; run it again on a quieter machine); 2 nowhere to keep them (wisdom off, or --dir cannot be written)")
+          "so `auto` plans from what earlier runs measured, else from the cost model; run it again on a quieter machine); 2 nowhere to keep them (wisdom off, or --dir cannot be written)")
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
