@@ -108,6 +108,36 @@ class Phrases:
         return Measurement(min(cell_len(self.fitted(0)), options.max_width), cell_len(str(self)))
 
 
+class LivePhrases:
+    """An item read as Phrases at every redraw (a counter that moves, work that changes under way)."""
+
+    def phrases(self) -> Phrases:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return str(self.phrases())
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.phrases().__rich_console__(console, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return self.phrases().__rich_measure__(console, options)
+
+
+@dataclass(frozen=True)
+class Doing(LivePhrases):
+    """An item whose one-off work under way, while `doing()` names one, leads its first phrase, as the
+    row around it says it (walk 23: the run's `geometry: verifying answers` above its round's
+    `dual_gram on positions in process 1`, which read as a timing under way)."""
+
+    doing: Callable[[], str]
+    parts: tuple[str, ...]
+
+    def phrases(self) -> Phrases:
+        work = self.doing()
+        return Phrases((f"{work}: {self.parts[0]}", *self.parts[1:]) if work and self.parts else self.parts)
+
+
 class _Item(ProgressColumn):
     """The phase's item: Phrases (or an object that renders as Phrases, read at each redraw)
     fitted to the column, any other object's str() (as text: a label's brackets are not markup)."""

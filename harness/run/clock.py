@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.measure import Measurement
-
-from harness.base.progress import Phrases
+from harness.base.progress import LivePhrases, Phrases
 from harness.base.units import plural
 from harness.bench.budget import Budget
 from harness.run.rounds import Rounds
@@ -71,7 +68,7 @@ def own_rounds(rounds: Rounds) -> list[int]:
 
 
 @dataclass(frozen=True)
-class BenchClockLabel:
+class BenchClockLabel(LivePhrases):
     """The run's progress item, read at every redraw: the benchmark's clock moves as each block
     is timed, not only when the next analysis starts (and holds still while an analysis computes
     its answers: the count is the benchmark's, not the analysis'); while one-off work holds it
@@ -86,12 +83,3 @@ class BenchClockLabel:
         if doing := self.budget.doing:
             return Phrases((f"{self.analysis}: {doing}",))
         return clock_text(self.analysis, self.budget.live_s, self.limit_s, self.limit)
-
-    def __str__(self) -> str:
-        return str(self.phrases())
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield from self.phrases().__rich_console__(console, options)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return self.phrases().__rich_measure__(console, options)

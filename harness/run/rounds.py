@@ -17,8 +17,7 @@ next round, beside the baseline, whatever the budget. Further blocks and rounds 
 fast point's first calls are untimed warm-ups; every answer on a matrix a round visits for the first time is
 verified against the float64 references. A point that raises is recorded as failed and leaves the rounds; a
 point whose worker dies or stops answering (bench.worker's deadline) is lost: it leaves the rounds keeping those
-it timed, and is no verification failure. The others go on.
-"""
+it timed, and is no verification failure. The others go on."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from harness.base.progress import Display, Phrases
+from harness.base.progress import Display, Doing
 from harness.base.units import now
 from harness.bench.budget import BLOCK_S, MIN_ROUNDS, PROCESSES, Budget, Pace, calls_for
 from harness.bench.conditions import Conditions, Snapshot, between, snapshot
@@ -283,13 +282,14 @@ class Rounds:
         with self.display.phase(f"{self.analysis}: round {self.count + 1}", total) as phase:
             for label, k in blocks:
                 rid, mandatory = round_id(unit_id(self.run_id, k), self.analysis, self.count), self._mandatory(label, k)
+                where = (f"in process {k + 1}",) if self.processes > 1 else ()
                 for subject in self.subjects[label]:
                     if self._out(label):
                         break
                     if not (mandatory or self.budget.fits(self._block_s(subject, k), floor, quiet)):
                         cut = True
                         break
-                    phase.item(Phrases((label, f"on {subject.group}", *([f"in process {k + 1}"] if self.processes > 1 else []))))
+                    phase.item(Doing(lambda: self.budget.doing, (label, f"on {subject.group}", *where)))
                     self._guarded(label, lambda: timed.append(self._block(subject, k, rid, r)))  # noqa: B023 - run now
                     phase.advance()
             if cut:

@@ -422,3 +422,23 @@ def test_pooled_rounds_are_not_set_aside_beside_own_rounds_that_disagree_themsel
     assert disagreeing(pooled, apart, 4) is None
     agreeing = [Round(round="run.0#a#0", seconds=4 * 2.7e-3), Round(round="run.1#a#0", seconds=4 * 2.87e-3)]
     assert (disagreeing(pooled, agreeing, 4) or "").startswith("6 rounds at 87 µs a matrix, 32x off")
+
+
+def test_a_rounds_row_says_the_answers_it_verifies_as_the_runs_row_does(quiet: None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk 23: the run's row read `geometry: verifying answers` while its round's row under it read
+    `dual_gram on positions in process 1`, a block under way. While a block's answers are judged, the
+    round's item leads with that work; the block's own item otherwise."""
+    import dataclasses
+
+    from harness.base.progress import Phase
+
+    items: list[object] = []
+    monkeypatch.setattr(Phase, "item", lambda self, text: items.append(text))
+    judged: list[str] = []
+    verdict = SimpleNamespace(passed=True, reason=None)
+    base = dataclasses.replace(subject("base"), judge=lambda result, r: judged.append(str(items[-1])) or verdict)
+    r, _asked = rounds(["base", "x"], {"base": [0.01], "x": [0.005]}, subjects={"base": base, "x": subject("x")})
+    r.run()
+    assert judged and all(said.startswith("verifying answers: base on g in process ") for said in judged), judged
+    assert str(items[-1]).split(" on ")[0] in ("base", "x")  # between blocks' judging: the block alone
