@@ -99,7 +99,7 @@ def spec_text(name: str, sizes: list[object], budget: str) -> str:
 def run_sweep(name: str, sizes: list[object], folder: Path, budget: str) -> str:
     """One sweep run through the CLI; its fit of the checked strategy as a table row."""
     from harness.cli import main as cli
-    from harness.record.sweep_fits import class_text
+    from harness.record.sweep_classes import class_text
     from harness.record.sweep_record import load_sweep
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -218,3 +218,13 @@ def test_a_script_without_a_main_guard_runs_once_and_times(how: str, tmp_path: P
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     ran = done.stdout.splitlines()
     assert len(ran) == 1 and "'timed'" in ran[0], done.stdout  # once, and it timed (a busy machine may leave some not timed)
+
+
+def test_a_run_of_one_analysis_is_counted_in_the_singular(tmp_path: Path) -> None:
+    """Walk 23: `1/1 (1 analyses)` in a sweep point's progress; the run's repr counted its analyses the same way."""
+    from tests.report.test_run_screen import real
+
+    record = real("main_job", tmp_path)
+    record.analyses = record.analyses[:1]
+    shown = " ".join(repr(runs.Run(tmp_path / "main_job", record)).split())
+    assert ", 1 analysis, " in shown and "analyses" not in shown.split(")")[0], shown

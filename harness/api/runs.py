@@ -16,6 +16,7 @@ from harness.api.errors import DataError, FolderProblem, RecordError, SpecProble
 from harness.api.rows import columns, table
 from harness.base.lines import print_shown, wrapped
 from harness.base.progress import Display
+from harness.base.units import plural
 from harness.plan.model import PlanError
 from harness.record.exports import timing_rows
 from harness.data import workload
@@ -63,7 +64,7 @@ class Run:
         caveat = [f"  {unstable_head(r, unstable)}: read the verdicts with care; "
                   f"`harness report {self.folder}` says why"] if unstable else []
         lines = [f"Run({str(self.folder)!r}: {r.experiment}, {r.plan.n_matrices} matrices, "
-                 f"{len(r.analyses)} analyses, {state})", *(f"  {line}" for line in verdict_lines(r)), *caveat,
+                 f"{plural(len(r.analyses), 'analysis', 'analyses')}, {state})", *(f"  {line}" for line in verdict_lines(r)), *caveat,
                  f"  .rows: {len(result_rows(r))} results, .samples: timed samples (.samples_here: this run's "
                  "alone), .record: the RunRecord"]
         return wrapped("\n".join(lines), columns())

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from itertools import combinations
 from typing import Any, NamedTuple
 
 from harness.base.units import plural
-from harness.bench.scaling import (COMPLEXITY_CLASSES, class_fits, classes_within, crossover, log_variance, power_law,
+from harness.bench.scaling import (class_fits, classes_within, crossover, log_variance, power_law,
                                    rms_intervals)
 from harness.plan.sweep import SweepPoint
+from harness.record.sweep_classes import MAX_CLASS_RMS, class_verdict
 from harness.record.sweep_record import (AxisLimit, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord,
                                          axis_name)
 
 NEAR = 2.0  # a crossing at most this factor beyond the swept range is drawn on its chart
-MAX_CLASS_RMS = 0.25  # a class whose curve misses the points by more (log RMS, about relative) is not named
 
 
 def size_of(value: Any) -> float:
@@ -75,10 +74,24 @@ def fit_slice(axis: str, fixed: dict[str, Any], points: list[PointRecord]) -> li
                          close={c.name: c.rms for c in every if intervals[c.name][0] <= MAX_CLASS_RMS})
         fit.class_verdict = class_verdict(fit)  # sweep.json carries the text's decision, as fits.csv does
         if model is not None and not power.covers(model.exponent):
-            fit.finding = (f"{growth(fit)}, outside its interval: the cost model "
-                           f"says {exponent_text(model.exponent)}")  # as fit_sentence says it
+            fit.finding = finding_text(fit, model.exponent)
         fits.append(fit)
     return fits
+
+
+def finding_text(fit: ScalingFit, model: float) -> str:
+    """`spectrum, factored: cost grows as rank^1.51 (1.23 to 1.80), outside its interval: the cost model says 2.10,
+    0.30 above the interval`: how far outside, from the ends as written (so the sentence adds up), and where that is
+    under the interval's half-width, that a re-run may not repeat it (walk 23: a finding at 0.30 past the edge, then
+    `rank^1.69 (1.01 to 2.38), its cost model says 2.10` in a second run, read as a contradiction). The finding is
+    this run's interval's word alone: a re-run's exponent lands anywhere in that interval, and its own interval
+    reaches about as far again."""
+    low, high, said = (float(exponent_text(x)) for x in (fit.power.low, fit.power.high, model))
+    side, edge = ("above", high) if model > fit.power.high else ("below", low)
+    past = abs(said - edge)
+    distance = exponent_text(past) if past >= 0.005 else "under 0.01"
+    near = (" (under its half-width past the edge: a re-run may not repeat it)" if past < (high - low) / 2 else "")
+    return f"{growth(fit)}, outside its interval: the cost model says {exponent_text(model)}, {distance} {side} the interval{near}"
 
 
 def exponent_text(x: float) -> str:
@@ -91,123 +104,6 @@ def exponent_text(x: float) -> str:
 def exponent_interval(low: float, high: float) -> str:
     """`1.40 to 2.20`: an exponent's interval; "to", never "-", since an end may be negative."""
     return f"{exponent_text(low)} to {exponent_text(high)}" if math.isfinite(high - low) else "no interval: two points"
-
-
-FITS, STRADDLES, APART, NONE = "fits", "straddles", "not told apart", "none"  # fits.csv's class_verdict
-
-
-def class_rms(fit: ScalingFit, complexity: str) -> float:
-    """A class's RMS: within the exponent's interval or close to the points (the best's in a sweep before them)."""
-    rms = fit.within.get(complexity, fit.close.get(complexity))
-    return rms if rms is not None else fit.rms if fit.rms is not None else math.nan
-
-
-def class_rms_interval(fit: ScalingFit, complexity: str) -> tuple[float, float]:
-    """A class's RMS interval (bench.scaling.rms_intervals), or its RMS alone in a sweep from before them."""
-    rms = class_rms(fit, complexity)
-    return fit.rms_interval.get(complexity, (rms, rms))
-
-
-def by_growth(classes: Iterable[str]) -> list[str]:
-    """Classes slowest-growing first: one order whichever fits better, which two runs of one sweep swap (`closest
-    classes rank^2 (RMS 29%), rank log rank (RMS 51%)`, then `rank log rank (RMS 36%), rank^2 (RMS 39%)`: walk 17)."""
-    order = list(COMPLEXITY_CLASSES)
-    return sorted(classes, key=order.index)
-
-
-def near_classes(fit: ScalingFit) -> list[str]:
-    """The classes within the exponent's interval whose RMS interval reaches under MAX_CLASS_RMS (by_growth)."""
-    within = fit.within or ({fit.complexity: fit.rms} if fit.complexity is not None and fit.rms is not None else {})
-    return by_growth(c for c in within if class_rms_interval(fit, c)[0] <= MAX_CLASS_RMS)
-
-
-def straddling(fit: ScalingFit) -> list[str]:
-    """Every class whose RMS interval reaches under MAX_CLASS_RMS, its exponent in the interval or not (by_growth):
-    the classes a fit that none lies wholly under names. Its exponent's interval is no surer than the RMS: a class
-    at its edge (rank log rank's 0.24 beside -0.18 to 0.28, then -0.22 to 0.19) came and went (walk 17). Near_classes
-    in a sweep from before them."""
-    return by_growth(fit.close) if fit.close else near_classes(fit)
-
-
-def over_classes(fit: ScalingFit) -> list[str]:
-    """The classes in the exponent's interval whose RMS interval lies wholly over MAX_CLASS_RMS (by_growth): a fit
-    that straddles names them too, as lying over it, so a class both runs' exponent intervals hold is named in
-    both (walk 22: `closest classes rank log rank (RMS 36%, 5-55%), rank^2 (...)`, then `closest class rank^2`
-    alone, rank log rank's RMS interval over the bound in that run and said nowhere)."""
-    return by_growth(c for c in fit.within if class_rms_interval(fit, c)[0] > MAX_CLASS_RMS)
-
-
-def named_classes(fit: ScalingFit) -> list[str]:
-    """The classes the text names (class_verdict): near_classes, straddling where it straddles, none where none fits."""
-    verdict = class_verdict(fit)
-    return [] if verdict == NONE else straddling(fit) if verdict == STRADDLES else near_classes(fit)
-
-
-def class_verdict(fit: ScalingFit) -> str:
-    """FITS: one class near the points (near_classes), its whole RMS interval under MAX_CLASS_RMS; APART: two
-    or more near, one of them wholly under it, or two points; STRADDLES: some near, none wholly under (a noisy
-    RMS near the bound: `no class fits` at 25.3%, then `class constant` at 23.1%, for one sweep run twice:
-    walk 16); NONE: none near, or none within the exponent's interval. What the text says and fits.csv
-    carries (it named `1` where the text said `no class fits`: walk 16)."""
-    if fit.complexity is None or fit.rms is None:
-        return NONE
-    if not math.isfinite(fit.power.high - fit.power.low):
-        return APART
-    near = near_classes(fit)
-    if any(class_rms_interval(fit, c)[1] <= MAX_CLASS_RMS for c in near):
-        return FITS if len(near) == 1 else APART
-    return STRADDLES if straddling(fit) else NONE
-
-
-def percent(x: float) -> str:
-    """`23%`; `25.3%`, `25.04%` where fewer digits would read as the bound itself (`no class fits within 25%
-    (RMS 25%)`: walk 16)."""
-    for digits in range(3):
-        text = f"{x:.{digits}%}"
-        if x == MAX_CLASS_RMS or float(text[:-1]) != MAX_CLASS_RMS * 100:
-            return text
-    return f"{x:.3%}"
-
-
-def rms_text(fit: ScalingFit, complexity: str, joint: str = ", ") -> str:
-    """`RMS 41%, 33-52%` (`joint` ", "), `RMS 25% (18-33%)` (joint " ("): a class's RMS and its interval;
-    the RMS alone where a sweep from before them kept none."""
-    rms, (low, high) = class_rms(fit, complexity), class_rms_interval(fit, complexity)
-    if low == high:
-        return f"RMS {percent(rms)}"
-    return f"RMS {percent(rms)}{joint}{percent(low).rstrip('%')}-{percent(high)}" + (")" if "(" in joint else "")
-
-
-def class_text(fit: ScalingFit) -> str:
-    """`class rank^2 (RMS 4%, 3-6%)`: the class in the swept key's name, its `1` `constant` (`class n^2`
-    on a rank axis made the reader translate), named as a fit only where its RMS's interval lies under
-    MAX_CLASS_RMS, as the closest where it straddles it, and as none where it lies over (class_verdict);
-    where two or more are near the points, that they are not told apart, each with its RMS (one named by
-    its RMS read `rank log rank` in one run and `rank^2` in the next, both RMS 36%: walk 13)."""
-    if fit.complexity is None or fit.rms is None:
-        return "no class within its interval"
-    if not math.isfinite(fit.power.high - fit.power.low):
-        return "classes not told apart: two points"
-    verdict, near = class_verdict(fit), named_classes(fit)
-    if verdict == NONE:  # before naming several: walk 15 read `no class fits within 25% (RMS 35%)`, then
-        # `classes not told apart: rank^2 (RMS 37%), rank log rank (RMS 59%)` for the same sweep
-        return f"no class fits within {MAX_CLASS_RMS:.0%} ({rms_text(fit, next(iter(fit.within), fit.complexity))})"
-    listed = ", ".join(f"{_class_name(c, fit.axis)} ({rms_text(fit, c)})" for c in near)
-    if verdict == APART:
-        return f"classes not told apart: {listed}"
-    name = _class_name(near[0], fit.axis)
-    if verdict != STRADDLES:
-        return f"class {name} ({rms_text(fit, near[0])})"
-    above = over_classes(fit)
-    over = ", ".join(f"{_class_name(c, fit.axis)} ({rms_text(fit, c)})" for c in above)
-    over = f", {over}, within the exponent interval, {'lie' if len(above) > 1 else 'lies'} over it" if above else ""
-    if len(near) > 1:
-        return f"closest classes {listed} straddle the {MAX_CLASS_RMS:.0%} bound{over}"
-    return f"closest class {name}, {rms_text(fit, near[0], ' (')} straddles the {MAX_CLASS_RMS:.0%} bound{over}"
-
-
-def _class_name(complexity: str, axis: str) -> str:
-    return "constant" if complexity == "1" else re.sub(r"\bn\b", axis_name(axis), complexity)
 
 
 def growth(fit: ScalingFit) -> str:
@@ -241,6 +137,20 @@ def crossings(fits: list[ScalingFit], limits: dict[tuple[str, str], AxisLimit | 
     return found
 
 
+class Tie(NamedTuple):
+    """A strategy a point's measurement does not tell from its fastest, with the figure that says so: the fastest's
+    speed over it and that ratio's 95% interval, from their paired rounds where one is the baseline (else their
+    own intervals overlap, the Points table's two)."""
+
+    strategy: str
+    ratio: float | None  # the other's seconds over the fastest's: the paired rounds' where `paired`
+    interval: tuple[float, float] | None  # the paired rounds' interval of that ratio; None: by their own intervals
+
+    @property
+    def paired(self) -> bool:
+        return self.interval is not None
+
+
 class PlannerPick(NamedTuple):
     """At one point, for one analysis: the plan's pick beside the fastest strategy measured."""
 
@@ -250,7 +160,12 @@ class PlannerPick(NamedTuple):
     fastest: str
     ratio: float  # the pick's seconds over the fastest's
     overlap: bool  # their intervals overlap: this measurement does not tell them apart
-    tied: tuple[str, ...] = ()  # the others the measurement does not tell from the fastest (point_picks)
+    ties: tuple[Tie, ...] = ()  # the others the measurement does not tell from the fastest (point_picks)
+
+    @property
+    def tied(self) -> tuple[str, ...]:
+        """The strategies the point does not tell from its fastest, by name."""
+        return tuple(tie.strategy for tie in self.ties)
 
     @property
     def agrees(self) -> bool:
@@ -277,21 +192,29 @@ def point_picks(p: PointRecord) -> list[PlannerPick]:
         if chosen is None:
             continue
         fastest = min(timed.values(), key=lambda t: t.seconds)
-        tied = tuple(t.strategy for t in timed.values() if t is not fastest and _tied(fastest, t))
+        ties = tuple(tie for t in timed.values() if t is not fastest and (tie := _tie(fastest, t)) is not None)
         picks.append(PlannerPick(p.values, analysis, chosen.strategy, fastest.strategy,
-                                 chosen.seconds / fastest.seconds, chosen.low <= fastest.high, tied))
+                                 chosen.seconds / fastest.seconds, chosen.low <= fastest.high, ties))
     return picks
 
 
-def _tied(fastest: PointTiming, other: PointTiming) -> bool:
-    """Whether the point's measurement leaves `other` as fast as `fastest`: by their paired interval where
-    one is the baseline (the basis a crossover's clause gives: walk 19 read `factored … yes` in the picks
-    table beside `not at data.rank=128: factored 2.74x (0.0600-125) over numpy …, too wide to tell`),
-    else by their own intervals."""
-    for timing, base in ((fastest, other), (other, fastest)):
+def _tie(fastest: PointTiming, other: PointTiming) -> Tie | None:
+    """`other` as a Tie where the point's measurement leaves it as fast as `fastest`, else None: by their paired
+    interval where one is the baseline (the basis a crossover's clause gives: walk 19 read `factored … yes` in the
+    picks table beside `not at data.rank=128: factored 2.74x (0.0600-125) over numpy …, too wide to tell`), else by
+    their own intervals. The paired figure is turned to the fastest's speed over the other's whichever is the
+    baseline (a timing's `paired` is the baseline's seconds over its own)."""
+    for timing, base, flip in ((fastest, other, False), (other, fastest, True)):
         if base.baseline and timing.paired is not None:
-            return timing.paired[0] <= 1.0 <= timing.paired[1]
-    return other.low <= fastest.high
+            low, high = timing.paired
+            if not low <= 1.0 <= high:
+                return None
+            speedup = timing.speedup
+            if flip:
+                low, high = 1 / high if high > 0 else math.inf, 1 / low if low > 0 else math.inf
+                speedup = 1 / speedup if speedup else None
+            return Tie(other.strategy, speedup, (low, high))
+    return Tie(other.strategy, other.seconds / fastest.seconds, None) if other.low <= fastest.high else None
 
 
 def planner_picks(record: SweepRecord) -> list[PlannerPick]:

@@ -118,9 +118,9 @@ class ScalingFit(BaseModel):
     # every class's RMS interval, from the points' own intervals redrawn (sweeps before it: {}, the RMS alone)
     rms_interval: dict[str, tuple[float, float]] = {}
     # every class whose RMS interval reaches under the 25% bound, in the interval or not -> its RMS: those a fit
-    # straddling the bound names (sweep_fits.straddling; sweeps before it: {}, those within)
+    # straddling the bound names (sweep_classes.straddling; sweeps before it: {}, those within)
     close: dict[str, float] = {}
-    # what the text makes of them (sweep_fits.class_verdict: fits, straddles, not told apart, none): `complexity` is
+    # what the text makes of them (sweep_classes.class_verdict: fits, straddles, not told apart, none): `complexity` is
     # the best within the exponent's interval whatever this says (sweeps before it: None)
     class_verdict: str | None = None
     model: PowerLaw | None = None  # the same fit of the cost model's estimates

@@ -15,9 +15,9 @@ from harness.base.units import format_interval, format_seconds, format_speedup, 
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
-from harness.record.sweep_fits import (NONE, fit_sweep, Told, Unborne, class_rms, class_rms_interval, class_text, class_verdict, exponent_text,
-                                        growth, named_classes, named_misses, planner_lines, planner_picks,
-                                        told_apart)
+from harness.record.sweep_classes import NONE, class_rms, class_rms_interval, class_text, class_verdict, named_classes
+from harness.record.sweep_fits import (fit_sweep, Tie, Told, Unborne, exponent_text, growth, named_misses, planner_lines,
+                                       planner_picks, told_apart)
 from harness.record.sweep_record import FAR, ScalingFit, SweepCrossover, SweepRecord, axis_name, load_sweep
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
@@ -227,13 +227,14 @@ SHOWN_POINT_COLUMNS = ("point", "folder", "analysis", "strategy", "per matrix", 
                        "verified")
 def model_note(rows: list[dict[str, str]]) -> str:
     """The Points table's footnote: whose intervals it shows (walk 16: rank 256's stood apart beside a clause
-    saying the measurements did not tell the two apart, by their paired rounds); its example of a scaled estimate taken from the table's own
+    saying the measurements did not tell the two apart, by their paired rounds), the paired figure on the row that
+    rests on it (tie_text, basis_text: walk 23 had to reconcile two tables); its example of a scaled estimate taken from the table's own
     cells (a fixed `modelled x4.7` sat under a table of x3.2 and x3.8), or none where none is scaled."""
     scaled = next((m for r in rows for m in re.findall(rf"{MODELLED} x([^ )]+)", r["plan's estimate"])), None)
     example = f" (e.g. {MODELLED} x{scaled}: by {scaled}, from the plan's measurements of others)" if scaled else ""
-    return ("95% interval: each strategy's own, of the next run's seconds per matrix; the crossover sentences tell "
-            "two strategies apart by their paired rounds' ratio instead, whose interval can be wider (the clause "
-            "gives it); plan's estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
+    return ("95% interval: each strategy's own, of the next run's seconds per matrix; the picks table and the "
+            "crossover sentences tell two apart by their paired rounds' ratio instead, given beside each; plan's "
+            "estimate: per matrix, the figure the plan compared the strategies by: the cost model's scaled "
             f"to this machine{example}, or this machine's wisdom's measurement (measured: as that point's plan found "
             "it, the earlier points' runs in it); the cost model's exponent is fitted over its unscaled figures "
             "(points.csv: model_s)")
@@ -268,11 +269,20 @@ def pick_rows(record: SweepRecord) -> list[dict[str, str]]:
     named = [id(pick) for pick in named_misses(picks)]
     for pick in picks:
         mark = "not told apart" if pick.overlap else "no"
-        agrees = (("yes" if not pick.tied else f"yes, not told apart from {', '.join(pick.tied)}") if pick.agrees
+        agrees = (("yes" if not pick.ties else f"yes, not told apart from {', '.join(map(tie_text, pick.ties))}") if pick.agrees
                   else mark if id(pick) in named else f"{mark}: {pick.factor} slower")
         rows.append(dict(zip(PICK_COLUMNS, (SweepPoint(values=pick.values).label, pick.analysis, pick.chosen,
                                             pick.fastest, agrees))))
     return rows
+
+
+def tie_text(tie: Tie) -> str:
+    """`numpy (2.75x, 0.969-7.83 paired)`: a strategy the point does not tell from its fastest, with the figure
+    that says so, on the row (walk 23: `yes, not told apart from numpy` beside Points intervals 35.0 ms-80.3 ms and
+    13.2 ms-30.2 ms that do not overlap, the reason in a footnote); `torch (1.20x, intervals overlap)` by their own."""
+    ratio = f"{format_speedup(tie.ratio)}, " if tie.ratio is not None else ""
+    basis = f"{format_interval(*tie.interval)} paired" if tie.interval is not None else "intervals overlap"
+    return f"{tie.strategy} ({ratio}{basis})"
 
 
 def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:

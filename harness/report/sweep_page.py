@@ -14,7 +14,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.base.atomic import write_atomic
-from harness.record.sweep_fits import NEAR, class_text, exponent_interval, exponent_text, size_of
+from harness.record.sweep_classes import class_text
+from harness.record.sweep_fits import NEAR, exponent_interval, exponent_text, size_of
 from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, axis_name
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment

@@ -44,7 +44,7 @@ from harness.strategies.base import ExecContext, OpRequest
 from harness.strategies.registry import APPROXIMATE, STRATEGIES
 from harness.record.verdict import conclude
 from harness.machine.measurements import Measurements
-from harness.base.units import now
+from harness.base.units import now, plural
 from harness.run.output import writing
 from harness.run.variants import step_dtype
 
@@ -135,7 +135,7 @@ class Runner:
                         self.record.bench = self.bench.record()
                         self._save()
                         run.advance()
-                    run.summary = f"{len(self.plan.steps)} analyses"
+                    run.summary = plural(len(self.plan.steps), "analysis", "analyses")  # walk 23: `(1 analyses)`
                 self.record.complete = True
             finally:
                 if isinstance(self._executor, DaskSession):

@@ -51,5 +51,5 @@ def test_the_finding_and_the_fit_sentence_round_the_models_exponent_alike() -> N
     (fit,) = fit_slice("data.rank", {}, _points([MODELLED] * 4, [0.01 * r ** 0.2 for r in (16, 32, 64, 128)]))
     assert fit.model is not None and fit.finding is not None
     said = exponent_text(fit.model.exponent)
-    assert said == "0.20" and fit.finding.endswith(f"the cost model says {said}")
+    assert said == "0.20" and f"the cost model says {said}, " in fit.finding
     assert fit_sentence(fit).startswith(f"{fit.finding};")  # the finding is the fit's sentence: said once

@@ -147,6 +147,8 @@ def test_a_sweep_says_each_points_pick_as_it_runs_in_the_runs_table_style(tiny_s
         assert "faster" not in line and "slower" not in line and analysis.strategy == point.chosen["spectrum"]
         assert (f"{len(point.unstable)} of {point.measurements} measurements unstable" in line) == bool(point.unstable)
     assert not set("┏┳━┃│┡╇") & set(shown)
+    # each point's run row counts its one analysis in the singular (walk 23: `sweep_rank: 1/1 (1 analyses)`)
+    assert "(1 analyses)" not in progress and progress.count("1/1 (1 analysis) in ") == len(record.points), progress
     picks = shown.splitlines()
     header = next(i for i, line in enumerate(picks) if "planner's pick" in line and "fastest measured" in line)
     assert set(picks[header + 1].strip()) == {"─"}  # the header's rule, as under a run's table
