@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from harness.base.units import format_p, format_seconds, plural
-from harness.bench.noise import BIMODAL, EARLIER, grouped_by, cause_key, cause_rank, reason_range  # noise's own notion of one cause
-from harness.report.compare import FACTOR, groups_named
+from harness.bench.noise import EARLIER, grouped_by, cause_key, cause_rank, reason_range  # noise's own notion of one cause
+from harness.report.compare import FACTOR
 from harness.report.fitting import Fitted, rule_table, value
 from harness.report.labels import APART_MARK
-from harness.report.unstable import POOLED_SOURCE
+from harness.report.unstable import NOTE, POOLED_SOURCE, ROW_KINDS
 
 if TYPE_CHECKING:  # scipy.stats is slow to import; the CLI loads compare only when asked
     from harness.report.compare import Change, Comparison
@@ -130,34 +130,31 @@ def apart_note(c: Comparison) -> str | None:
                                      f"Each lies within B / A's interval. {WHY_APART}")
 
 
-def rounds_note(c: Comparison) -> str | None:
-    """The line under the table where a row's rounds need a word: rounds both runs hold, tested only on the
-    side of the run that timed them (A may be the one that pooled), and rows whose run's table writes their
-    rounds otherwise (its fewest over a strategy's groups). Short sentences, one fact each (walk 20)."""
-    said = []
-    for side, other in (("B", "A"), ("A", "B")):
-        rows = [r.label for r in c.rows if getattr(r, f"shared_{other.lower()}")]
-        if rows:
-            said.append(f"{side} pooled {other}'s rounds on {named(rows, len(c.rows))}. They count for {other} only, "
-                        "so no round is tested against itself.")
-    earlier = [r.label for r in c.rows if r.shared > r.shared_a + r.shared_b]
-    if earlier:
-        said.append(f"Both runs pooled rounds from earlier runs on {named(earlier, len(c.rows))}. "
-                    "Those count for neither run.")
-    if c.table_rounds:
-        said.append("A run's table gives a strategy's fewest rounds over its shape groups. A row here gives its own "
-                    f"group's. Their run's table says otherwise on {named(c.table_rounds, len(c.rows))}.")
-    return f"{ROUNDS}: {' '.join(said)}" if said else None
+def rounds_note(c: Comparison, verbose: bool = False) -> str | None:
+    """The line under the table where a row's rounds need a word, in plain words (walk 23 read four sentences of
+    `pooled` and `count for`): the cells are the row's own group's; rounds a run reused from the other, or both from
+    earlier runs, are left out of its side of the test. With `verbose`, the rows whose run's table writes their
+    rounds otherwise (its fewest over a strategy's groups)."""
+    reused = [(side, other) for side, other in (("B", "A"), ("A", "B"))
+              if any(getattr(r, f"shared_{other.lower()}") for r in c.rows)]
+    earlier = any(r.shared > r.shared_a + r.shared_b for r in c.rows)
+    said = [f"Rounds {side} reused from {other} count as {other}'s alone" for side, other in reused]
+    said += ["Rounds both reused from earlier runs count for neither"] * earlier
+    said = [". ".join(said) + ", so no round is compared with itself."] if said else []
+    if verbose and c.table_rounds:
+        said.append("A run's table gives a strategy's fewest rounds over its groups, so it differs on "
+                    f"{named(c.table_rounds, len(c.rows))}.")
+    return f"{ROUNDS}: each row's own group's rounds in A and in B. {' '.join(said)}" if said else None
 
 
-def table_notes(c: Comparison) -> list[tuple[str, str]]:
+def table_notes(c: Comparison, verbose: bool = False) -> list[tuple[str, str]]:
     """(column, line): the lines under the table that explain its cells, the terminal's and the HTML page's (one
     source: the page lacked the terminal's `1 row with B / A and the medians on either side of 1`)."""
-    notes = ((ratio_header(c), apart_note(c)), (ROUNDS, rounds_note(c)))
+    notes = ((ratio_header(c), apart_note(c)), (ROUNDS, rounds_note(c, verbose)))
     return [(column, line) for column, line in notes if line]
 
 
-def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
+def compare_table(comparison: Comparison, explain: bool = False, verbose: bool = False) -> Fitted:
     c = comparison
     table = rule_table()
     if explain:
@@ -178,8 +175,9 @@ def compare_table(comparison: Comparison, explain: bool = False) -> Fitted:
             end_section=last,
         )
     # the ratio's header on two lines at most, `B / A` over `(99% CI)`, where its cells are narrower (walk 21: 4)
-    floors = {ratio_header(c): len(_level_words(c))}
-    return Fitted(table, COMPARE_OPTIONAL, footnotes=tuple((column, escape(line)) for column, line in table_notes(c)),
+    # and `rounds A, B` on one line, never `rounds A,` over a lone `B` (walk 23): a column too narrow for it leaves
+    floors = {ratio_header(c): len(_level_words(c)), ROUNDS: len(ROUNDS)}
+    return Fitted(table, COMPARE_OPTIONAL, footnotes=tuple((column, escape(line)) for column, line in table_notes(c, verbose)),
                   floors=floors)
 
 
@@ -187,52 +185,55 @@ Flag = tuple[int, str, str, bool]  # (its group's row, its run: A or B, its reas
 
 
 def unstable_lines(c: Comparison, verbose: bool = False) -> list[str]:
-    """The groups flagged unstable, counted once, then each cause with the groups it flags, `; `
-    apart as a run's line says them (`16 of 20 groups unstable: A: load 5.1-5.2 on 2 cores; A: IQR
-    37-667% of median in 9 groups (e.g. svd numpy on 48x32r4, svd torch on 32x48r4); B: 2 samples differ
-    by 4.2x in 1 group (svd torch on 48x32r4)`): one line per set of groups read as overlapping counts a
-    reader summed, and a one-group cause named none.
-    With `verbose` one line per group and reason."""
+    """The groups flagged unstable, counted once, in a lead line, then one short line per cause with
+    the runs it flags, their figures and its count of groups (`  A, B: other processes took 58-68% of
+    the 2 CPUs (18 groups)`), as the run report's HTML lists them: walk 23 read 15 lines of one `; `
+    chain naming groups and clusters. Which groups, and a bimodal group's clusters, with `verbose`:
+    one line per group and reason."""
     gated = ", not gated" if c.gate else ""
     if verbose:
         return [f"unstable{gated}: {u}" for u in c.unstable]
+    head, causes = unstable_summary(c)
+    return [head, *(f"  {cause}" for cause in causes)] if head else []
+
+
+def unstable_summary(c: Comparison) -> tuple[str, list[str]]:
+    """(lead, a line per cause) as unstable_lines says them, the HTML page's headline and its list;
+    ("", []) where no group is unstable. A cause is each reason's cause_key, a row's own clusters
+    (bimodal, drifting) its kind, in the one order of causes every page gives (bench.noise)."""
     flags: list[Flag] = [(i, side, reason.removeprefix(EARLIER), reason.startswith(EARLIER))
                          for i, r in enumerate(c.rows) for side, _, reason in (f.partition(": ") for f in r.unstable)]
     if not flags:
-        return []
-    # one cause, said once per run ("A: earlier runs' rounds: load 4.8-5.7" stood beside "A: load 5.2"); a run's
-    # causes that flag the same groups share an item ("A: other processes took 69-72% ..." and "A: load 4.8-4.9
-    # ..." stood apart); a row's own clusters are its cause alone, their figures that row's
-    causes = grouped_by(flags, lambda flag: (flag[1], flag[0] if flag[2].startswith(BIMODAL) else -1, cause_key(flag[2])))
-    items = grouped_by(causes.values(), lambda same: (same[0][1], frozenset(flag[0] for flag in same)))
-    flagged = {flag[0] for flag in flags}
-    # A's, then B's (walk 15: A, B, B, A), each run's in the one order of causes every page gives (bench.noise)
-    ranked = sorted(items.items(), key=lambda item: (item[0][0], min(_rank(same) for same in item[1])))
-    head = f"{len(flagged)} of {plural(len(c.rows), 'group')} unstable{gated}"
-    return [f"{head}: " + "; ".join(f"{_said(side, same)}{_where(c, groups, len(flagged))}"
-                                    for (side, groups), same in ranked)]
+        return "", []
+    sides = sorted({flag[1] for flag in flags})
+    whose = "both runs" if len(sides) > 1 else f"{sides[0]} only"
+    flagged = len({flag[0] for flag in flags})
+    head = f"{flagged} of {plural(len(c.rows), 'group')} unstable{', not gated' if c.gate else ''} ({whose}{_source(flags)}):"
+    causes = grouped_by(flags, lambda flag: _kind(flag[2]))
+    return head, [_cause_line(same) for same in sorted(causes.values(), key=lambda same: cause_rank(same[0][2]))]
 
 
-def _rank(flags: list[Flag]) -> int:
-    """One cause's place in the order of causes (its flags are of one cause)."""
-    return cause_rank(flags[0][2])
+def _kind(reason: str) -> str:
+    """A reason's cause: a row's own figures by their kind (`bimodal calls (two clusters of times)`), else the
+    reason with its figures blanked."""
+    return next((kind for start, kind in ROW_KINDS.items() if reason.startswith(start)), None) or cause_key(reason)
 
 
-def _where(c: Comparison, groups: frozenset[int], flagged: int) -> str:
-    """Which groups a cause flags: none said where it flags every unstable one, else counted and some
-    named, as every cause of the line (`in 4 groups (e.g. svd numpy on 48x32r4, svd torch on 32x48r4)`)."""
-    return "" if len(groups) == flagged else " in " + groups_named([c.rows[i].label for i in sorted(groups)])
-
-
-def _said(side: str, causes: list[list[Flag]]) -> str:
-    """One run's causes of the same groups, each its figures' range over their flags (`A: load
-    7.6-8.1 on 2 cores, IQR 40-42% of median`), a run whose flags earlier runs' pooled rounds gave
-    saying so beside its name (walk 12: said after B's causes, of a --fresh B that pooled none)."""
-    texts = ", ".join(reason_range([flag[2] for flag in flags]) for flags in sorted(causes, key=_rank))
-    return f"{side}{_source([flag for flags in causes for flag in flags])}: {texts}"
+def _cause_line(flags: list[Flag]) -> str:
+    """`A, B: load 4.8-5.2 on 2 cores (18 groups)`; each run's own figures where they differ (walk 14: `load 10.0`
+    claimed for A's 7.6-8.1): `A: load 7.6-8.1 on 2 cores, B: load 9.6-10.0 on 2 cores (16 groups)`."""
+    kind = _kind(flags[0][2])
+    texts = {side: kind if kind in ROW_KINDS.values() else reason_range([f[2] for f in flags if f[1] == side])
+             for side in sorted({flag[1] for flag in flags})}
+    said = (f"{', '.join(texts)}: {next(iter(texts.values()))}" if len(set(texts.values())) == 1
+            else ", ".join(f"{side}: {text}" for side, text in texts.items()))
+    what, note = found.groups() if (found := NOTE.fullmatch(said)) else (said, "")
+    return f"{what} ({plural(len({flag[0] for flag in flags}), 'group')}{f'; {note}' if note else ''})"
 
 
 def _source(flags: list[Flag]) -> str:
-    """` (some from earlier runs' pooled rounds)` after a run's name where any of its flags came from them."""
-    pooled = [flag[3] for flag in flags]
-    return f" ({'all' if all(pooled) else 'some'} from {POOLED_SOURCE})" if any(pooled) else ""
+    """`; some of A's from earlier runs' pooled rounds` in the lead where earlier runs' rounds gave a run's flags
+    (walk 12: said of a --fresh B that pooled none)."""
+    pooled = [f"{'all' if all(f[3] for f in flags if f[1] == side) else 'some'} of {side}'s"
+              for side in sorted({flag[1] for flag in flags if flag[3]})]
+    return f"; {' and '.join(pooled)} from {POOLED_SOURCE}" if pooled else ""

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from harness.report.compare import Comparison
 from harness.report import charts, pca_chart, roofline_chart
-from harness.report.compare_view import ROUNDS_CELLS, summary_line, table_notes, unstable_lines
+from harness.report.compare_view import ROUNDS_CELLS, summary_line, table_notes, unstable_summary
 from harness.report.ratio_chart import ratio_caption, ratio_figure
 from harness.report.heatmap import heatmap_table
 from harness.report.frontier import TIE, points as frontier_points
@@ -294,7 +294,7 @@ def write_compare(comparisons: list[Comparison], path: Path) -> Path:
     """The comparison page: per B, its table and its chart of B/A ratios with their spread."""
     several = len(comparisons) > 1
     sections = [{"c": c, "chart": Markup(charts.to_svg(ratio_figure(c))) if c.rows else None, "caption": ratio_caption(c),
-                 "summary": summary_line(c, several), "unstable": unstable_lines(c),
+                 "summary": summary_line(c, several), "unstable": unstable_summary(c),  # a line, a list
                  "notes": [line for _column, line in table_notes(c)]} for c in comparisons]  # the terminal's, every column drawn
     page = environment().get_template("compare.html.j2")
     html = page.render(comparisons=comparisons, sections=sections, rounds_cells=ROUNDS_CELLS)

@@ -58,10 +58,10 @@ def test_the_notes_and_the_json_say_which_run_pooled(tmp_path: Path) -> None:
     notes = {c.b.folder: [Text.from_markup(line).plain for line in
                           str(compare_table(c).fit(Console(width=400), 400).caption).split("\n")]
              for c in (newer_first, older_first)}
-    assert (f"rounds A, B: A pooled B's rounds on all {n} rows. They count for B only, so no round is tested "
-            "against itself.") in notes["runs/second"]
-    assert (f"rounds A, B: B pooled A's rounds on all {n} rows. They count for A only, so no round is tested "
-            "against itself.") in notes["runs/first"]
+    assert n and ("rounds A, B: each row's own group's rounds in A and in B. Rounds A reused from B count as B's alone, "
+                  "so no round is compared with itself.") in notes["runs/second"]
+    assert ("rounds A, B: each row's own group's rounds in A and in B. Rounds B reused from A count as A's alone, "
+            "so no round is compared with itself.") in notes["runs/first"]
     for c in (newer_first, older_first):
         assert c.not_judged is None
     rows = json.loads(CompareOutput(gate=None, passed=True, comparisons=[newer_first]).model_dump_json())
@@ -100,8 +100,8 @@ def test_notes_about_rows_name_them(tmp_path: Path) -> None:
     assert note is not None and note.startswith(
         f"B / A and the medians' ratio lie on either side of 1 on {', '.join(names)}. Each lies within B / A's interval. ")
     c.table_rounds = [f"row {i} (B's table: 1+1)" for i in range(5)]
-    line = next(line for _, line in compare_table(c).footnotes if "A row here gives its own group's" in line)
-    assert line.endswith(f"Their run's table says otherwise on 5 of {len(c.rows)} rows: row 0 (B's table: 1+1), row 1 (B's "
+    line = next(line for _, line in compare_table(c, verbose=True).footnotes if "A run's table gives" in line)
+    assert line.endswith(f"so it differs on 5 of {len(c.rows)} rows: row 0 (B's table: 1+1), row 1 (B's "
                          "table: 1+1), row 2 (B's table: 1+1) and 2 more.")
 
 
@@ -116,8 +116,8 @@ def test_rounds_both_pooled_from_an_earlier_run_count_for_neither(tmp_path: Path
         assert (r.n_a, r.n_b, r.shared_a, r.shared_b) == (s.n_b, s.n_a, 0, 0) and r.shared == r.n_a == r.n_b
     assert c.rows and all(r.ratio == pytest.approx(1.0) for r in c.rows)
     line = next(line for _, line in compare_table(c).footnotes if line.startswith("rounds A, B: "))
-    assert line == (f"rounds A, B: Both runs pooled rounds from earlier runs on all {len(c.rows)} rows. Those count "
-                    "for neither run.")
+    assert line == ("rounds A, B: each row's own group's rounds in A and in B. Rounds both reused from earlier runs "
+                    "count for neither, so no round is compared with itself.")
 
 
 def test_each_groups_bimodal_clusters_are_said_apart_naming_it(tmp_path: Path) -> None:
@@ -128,5 +128,8 @@ def test_each_groups_bimodal_clusters_are_said_apart_naming_it(tmp_path: Path) -
     for i, r in enumerate(c.rows):
         c.rows[i] = r.model_copy(update={"unstable": [f"B: bimodal: {clusters[i]}"] if i < 2 else []})
     names = [f"{r.analysis} {r.strategy}{r.variant} on {r.group}" for r in c.rows[:2]]
-    assert unstable_lines(c) == [f"2 of {len(c.rows)} groups unstable: " + "; ".join(
-        f"B: bimodal: {said} in 1 group ({name})" for name, said in zip(names, clusters))]
+    # no merged range: the kind and its count, each group's own clusters with --verbose (walk 23)
+    assert unstable_lines(c) == [f"2 of {len(c.rows)} groups unstable (B only):", "  B: bimodal calls (2 groups; two "
+                                 "clusters of times)"]
+    verbose = unstable_lines(c, verbose=True)
+    assert all(any(name in line and f"B: bimodal: {said}" in line for line in verbose) for name, said in zip(names, clusters))

@@ -78,7 +78,7 @@ def test_the_notes_under_the_table_are_short_sentences(tmp_path: Path) -> None:
     within parentheses, no `;` chains."""
     c = _walk20(tmp_path)
     notes = [line for _, line in table_notes(c)]
-    assert len(notes) == 2 and notes[0].startswith("≠ marks ") and notes[1].startswith("rounds A, B: B pooled A's")
+    assert len(notes) == 2 and notes[0].startswith("≠ marks ") and notes[1].startswith("rounds A, B: each row's own")
     for note in notes:
         depth = 0
         for ch in note:

@@ -92,6 +92,8 @@ def test_the_ratio_header_takes_two_lines_at_most(tmp_path: Path, width: int) ->
     lines = text.splitlines()
     rule = next(i for i, line in enumerate(lines) if set(line.strip()) == {"─"})
     assert 1 <= rule <= 2 and lines[rule - 1].startswith("analysis")  # the header: 2 lines at most
-    assert " ".join(lines[:rule]).count("median") == 2  # the medians are drawn
+    # the medians are drawn at 160; at 100 they leave, so that `rounds A, B` stays whole (walk 23: `rounds A,` over `B`)
+    assert " ".join(lines[:rule]).count("median") == (2 if width > 100 else 0)
+    assert "rounds A, B" in " ".join(lines[:rule])
     assert "paired" not in text
 

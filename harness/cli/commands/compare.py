@@ -33,7 +33,8 @@ def arguments(cmp: argparse.ArgumentParser) -> None:
                      help="print the comparisons and the gate's verdict as JSON on stdout (the rest on stderr)")
     cmp.add_argument("--explain", action="store_true", help="explain the table's columns and the test below it")
     cmp.add_argument("-v", "--verbose", action="store_true",
-                     help="every unstable group and its reasons, instead of one line per cause")
+                     help="every unstable group and its reasons, instead of one line per cause; and where a run's "
+                     "table writes a row's rounds otherwise")
 
 
 def _ratio(text: str) -> float:
@@ -137,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
     for c in comparisons:
         print_line(human, summary_line(c, several))
         if not args.json:
-            print_shown(out, compare_table(c, explain=args.explain))
+            print_shown(out, compare_table(c, explain=args.explain, verbose=args.verbose))
         for text, style in _gate_lines(c, several, args.verbose):
             print_line(human, text, style=style)
     if page is not None:
