@@ -174,9 +174,9 @@ def compare_table(comparison: Comparison, explain: bool = False, verbose: bool =
                          f"[{style}]{r.change_text}[/]" if style else r.change_text)),
             end_section=last,
         )
-    # the ratio's header on two lines at most, `B / A` over `(99% CI)`, where its cells are narrower (walk 21: 4)
-    # and `rounds A, B` on one line, never `rounds A,` over a lone `B` (walk 23): a column too narrow for it leaves
-    floors = {ratio_header(c): len(_level_words(c)), ROUNDS: len(ROUNDS)}
+    # the ratio's header and `rounds A, B` each on one line, never `B / A (99%` over `CI)` nor `rounds A,` over a
+    # lone `B` (walks 21, 23): where a column is too narrow for its header, another column leaves
+    floors = {ratio_header(c): len(ratio_header(c)), ROUNDS: len(ROUNDS)}
     return Fitted(table, COMPARE_OPTIONAL, footnotes=tuple((column, escape(line)) for column, line in table_notes(c, verbose)),
                   floors=floors)
 
