@@ -63,23 +63,26 @@ def runs_to_settle(t: StrategyTiming, target: float) -> int:
 
 
 def widening(t: StrategyTiming) -> str:
-    """`0.77-48.69 before this run; with it, 0.46-185`; ends too far apart to read as the tables say
-    them (`1.67-11.62 before this run; with it, too wide`, not `0.0000053-13,360,295`)."""
+    """`0.77-48.69 before this run, 0.46-185 with it`; ends too far apart to read as the tables say
+    them (`1.67-11.62 before this run, too wide with it`, not `0.0000053-13,360,295`). No `;`: it
+    sits in a parenthesis of the line (walk 23: names, advice and intervals nested in one)."""
     assert t.earlier_ci is not None and t.speedup_ci is not None  # widened
-    return f"{readable_interval(t.earlier_ci)} before this run; with it, {readable_interval(t.speedup_ci)}"
+    return f"{readable_interval(t.earlier_ci)} before this run, {readable_interval(t.speedup_ci)} with it"
 
 
 WHY_VERBOSE, WHY_BELOW = "--verbose says why each", "why each, below"  # the terminal's pointer; a report's, which lists them
 
 
 def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTiming]], pointer: str = WHY_VERBOSE) -> str:
-    """What to do about unresolved speedups, one clause per outlook with its count: those a re-run
+    """What to do about unresolved speedups, one sentence per outlook with its count: those a re-run
     helps first (it settles them in ~N runs, or adds a run before their rate can be told), then
     those it does not (widened with this run's rounds, or narrowing too slowly after STALLED_RUNS
     runs), for which the quieter machine is advised; so no speedup is told both "re-run as is" and
     "not as is", and a speedup's advice changes only when its own interval does (issue 48: "a
     re-run adds a run" after five runs of ±120%; walk 12: the advice flipped between two runs). It ends
-    with `pointer` to why each is unresolved: a report cannot take --verbose (walk 14), and lists them."""
+    with `pointer` to why each is unresolved: a report cannot take --verbose (walk 14), and lists them.
+    Short sentences, names after a colon, figures in one parenthesis at most: walk 23 could not parse
+    names, advice and before/after intervals nested in one parenthesis."""
     b = record.bench
     precision = b.precision if b is not None else None
     target = f"±{format_share(precision)}" if precision is not None else "the target asked for"
@@ -90,14 +93,15 @@ def unresolved_line(record: RunRecord, unresolved: list[tuple[str, StrategyTimin
         by[outlook(t, precision)].append((name, t))
     kinds = [kind for kind, of in by.items() if of]
     who = {kind: _who(len(by[kind]), len(unresolved), kind == kinds[0], kind == kinds[-1]) for kind in kinds}
-    named = {kind: f"{_names(by[kind])}; " * (len(by[kind]) < len(unresolved)) for kind in kinds}  # a part names its own
-    clauses = [_helps_clause(kind, who[kind], by[kind], named[kind], precision) for kind in kinds if kind in HELPS]
-    not_helps = ([_widened_clause(by["widened"], who["widened"])] if by["widened"] else []) + (
-        [_stalled_clause(by["slow"], who["slow"], named["slow"], precision)] if by["slow"] and precision is not None else [])
+    named = {kind: _names(by[kind]) * (len(by[kind]) < len(unresolved)) for kind in kinds}  # a part names its own
+    sentences = [head] + [_helps_sentence(kind, who[kind], by[kind], named[kind], precision) for kind in kinds if kind in HELPS]
+    not_helps = ([_widened_sentence(by["widened"], who["widened"])] if by["widened"] else []) + (
+        [_stalled_sentence(by["slow"], who["slow"], named["slow"], precision)] if by["slow"] and precision is not None else [])
     if not_helps:
-        those = "" if not clauses else "for that one, " if len(by["widened"]) + len(by["slow"]) == 1 else "for those, "
-        clauses.append(f"{', and '.join(not_helps)}, so the machine's load dominates: {those}{QUIETER}")
-    return f"{head}; {'; '.join(clauses)}; {pointer}"
+        those = ("" if len(sentences) == 1 else "for that one, " if len(by["widened"]) + len(by["slow"]) == 1
+                 else "for those, ")
+        sentences += [*not_helps, f"so the machine's load dominates: {those}{QUIETER}"]
+    return " ".join(f"{s[:1].upper()}{s[1:]}." for s in [*sentences, pointer])
 
 
 def quieter_advised(record: RunRecord) -> bool:
@@ -137,32 +141,32 @@ def _names(of: list[tuple[str, StrategyTiming]]) -> str:
     return ", ".join(f"{name} {t.label}" for name, t in of)
 
 
-def _helps_clause(kind: Outlook, who: str, of: list[tuple[str, StrategyTiming]], named: str,
-                  target: float | None) -> str:
-    """`re-running as is should settle 1 of them (top3 factored; ~4 more runs)`, or `a re-run adds
-    a run to the other 2 (top3 torch, spectrum torch; on a steady machine ...)`: a clause counting
-    some of them names them, as the widened one does (walk 18: `adds a run to 1 of them`, unnamed);
-    with every one early, the clause counts none."""
+def _helps_sentence(kind: Outlook, who: str, of: list[tuple[str, StrategyTiming]], named: str,
+                    target: float | None) -> str:
+    """`re-running as is should settle 1 of them (~4 more runs): top3 factored`, or `a re-run adds a
+    run to the other 2: top3 torch, spectrum torch; on a steady machine ...`: one counting some of
+    them names them, as the widened one does (walk 18: `adds a run to 1 of them`, unnamed); with
+    every one early, it counts none."""
     if kind == "early" or target is None:
-        return f"a re-run adds a run{' to ' + who if named else ''} ({named}{STEADY})"
+        return f"a re-run adds a run{f' to {who}: {named}' if named else ''}; {STEADY}"
     runs = sorted(runs_to_settle(t, target) for _name, t in of)
     span = f"{runs[0]}" if runs[0] == runs[-1] else f"{runs[0]}-{runs[-1]}"
-    return f"re-running as is should settle {who} ({named}~{span} more run{'' if span == '1' else 's'})"
+    return f"re-running as is should settle {who} (~{span} more run{'' if span == '1' else 's'}){f': {named}' if named else ''}"
 
 
-def _widened_clause(wider: list[tuple[str, StrategyTiming]], who: str) -> str:
-    """`2 of them widened over 10% with this run's rounds (top3 torch_lowrank: 0.21-1.59 before this run;
-    with it, 0.17-1.48; and top3 torch)`: the first one's intervals, every one named."""
-    others = f"; and {_names(wider[1:])}" if len(wider) > 1 else ""
+def _widened_sentence(wider: list[tuple[str, StrategyTiming]], who: str) -> str:
+    """`2 of them widened over 10% with this run's rounds: top3 torch_lowrank (0.21-1.59 before this
+    run, 0.17-1.48 with it), top3 torch`: every one named, the first with its intervals."""
     name, t = wider[0]
-    return f"{who} {WIDENED} ({name} {t.label}: {widening(t)}{others})"
+    return f"{who} {WIDENED}: {', '.join([f'{name} {t.label} ({widening(t)})', *([_names(wider[1:])] if wider[1:] else [])])}"
 
 
-def _stalled_clause(slow: list[tuple[str, StrategyTiming]], who: str, named: str, target: float) -> str:
-    """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (top3 torch, ...;
-    the nearest would need ~64 more runs)`: the unresolved speedups that runs would not settle soon."""
+def _stalled_sentence(slow: list[tuple[str, StrategyTiming]], who: str, named: str, target: float) -> str:
+    """`the other 5 narrow too slowly with runs to help after 3 or more runs pooled (the nearest
+    would need ~64 more runs): top3 torch, ...`: the unresolved speedups runs would not settle soon."""
     one = len(slow) == 1
     nearest = min(more_runs(t, target) or 0.0 for _name, t in slow)
     runs = min(t.runs for _name, t in slow)
     return (f"{'they' if who.startswith('all ') else who} {'narrows' if one else 'narrow'} too slowly with runs to "
-            f"help after {runs} or more runs pooled ({named}{'it' if one else 'the nearest'} would need ~{nearest:,.0f} more runs)")
+            f"help after {runs} or more runs pooled ({'it' if one else 'the nearest'} would need ~{nearest:,.0f} more runs)"
+            + (f": {named}" if named else ""))

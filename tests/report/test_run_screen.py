@@ -215,24 +215,27 @@ def test_re_running_is_advised_only_while_runs_still_narrow_the_intervals(tmp_pa
     mixed = footer(5)  # spectrum's factored (±10%, just wider than ±10%) narrows with runs; the other 6 do not
     assert more_runs(factored, 0.10) is not None and more_runs(factored, 0.10) < STALLED_MORE  # type: ignore[operator]
     others = ", ".join(f"{a.name} {t.label}" for a in record.analyses for t in a.timings if t.unresolved and t is not factored)
-    assert (f"; re-running as is should settle 1 of them (spectrum factored; ~1 more run); the other 6 narrow too slowly "
-            f"with runs to help after 5 or more runs pooled ({others}; the nearest") in mixed and "for those, re-run on a quieter machine" in mixed
-    assert "a re-run adds a run" not in mixed  # walk 12: not said of the 6 it had said stall
+    near = min(m for t in unresolved if t is not factored and (m := more_runs(t, 0.10)) is not None)
+    assert (". Re-running as is should settle 1 of them (~1 more run): spectrum factored. The other 6 narrow too slowly "
+            f"with runs to help after 5 or more runs pooled (the nearest would need ~{near:,.0f} more runs): {others}. ") in mixed
+    assert "for those, re-run on a quieter machine" in mixed
+    assert "re-run adds a run" not in mixed  # walk 12: not said of the 6 it had said stall
     factored.speedup_ci = (1000.0, 3000.0)  # ±76%: ~284 more runs to reach ±10%
     stalled = footer(5)
-    assert "a re-run adds a run" not in stalled
+    assert "re-run adds a run" not in stalled
     nearest = min(more_runs(t, 0.10) or 0 for t in unresolved)
     assert nearest > STALLED_MORE
-    assert (f"wider than ±10%; they narrow too slowly with runs to help after 5 or more runs pooled (the nearest "
-            f"would need ~{nearest:,.0f} more runs), so the machine's load dominates: re-run") in stalled
+    assert (f"wider than ±10%. They narrow too slowly with runs to help after 5 or more runs pooled (the nearest "
+            f"would need ~{nearest:,.0f} more runs). So the machine's load dominates: re-run") in stalled
     assert "quieter machine" in stalled and "--budget" in stalled
-    assert "a re-run adds a run" in footer(STALLED_RUNS - 1)  # too few runs to tell how fast they narrow
+    assert "A re-run adds a run" in footer(STALLED_RUNS - 1)  # too few runs to tell how fast they narrow
 
 
 def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_narrow_it(tmp_path: Path) -> None:
     """smoke's svd_topk went 2.87-19.99, 0.77-48.69, 0.46-185 over three runs while the footer said
     "a re-run adds a run (intervals narrow with runs ...)" each time (issue 48, walk-through 2)."""
     from harness.report.terminal import warning_lines
+    from harness.report.unresolved import widening
 
     record = real("main_job", tmp_path)
     unresolved = [(a.name, t) for a in record.analyses for t in a.timings if t.unresolved and t.speedup_ci]
@@ -244,23 +247,23 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
         return [line for line in warning_lines(record, verbose) if "unresolved" in line]
 
     (steady,) = footer()
-    assert "a re-run adds a run (on a steady machine intervals narrow with runs" in steady and "widened" not in steady
+    assert "A re-run adds a run; on a steady machine intervals narrow with runs" in steady and "widened" not in steady
     name, t = unresolved[0]
     assert t.speedup_ci is not None
     t.earlier_ci = (t.speedup_ci[0] * 2, t.speedup_ci[1] / 2)  # this run's rounds widened it
     (one,) = footer()
     others = ", ".join(f"{n} {u.label}" for n, u in unresolved[1:])
-    assert (f"; a re-run adds a run to {len(unresolved) - 1} of them ({others}; on a steady machine intervals narrow with runs, "
-            f"not with one run's rounds); the other one widened over 10% with this run's rounds ({name} {t.label}: ") in one
-    assert "), so the machine's load dominates: for that one, re-run on a quieter machine" in one
+    assert (f". A re-run adds a run to {len(unresolved) - 1} of them: {others}; on a steady machine intervals narrow with runs, "
+            f"not with one run's rounds. The other one widened over 10% with this run's rounds: {name} {t.label} ("
+            f"{widening(t)}). So the machine's load dominates: for that one, re-run on a quieter machine") in one
     assert "))" not in one  # walk-through 8: "... and geometry factored_gram)), --verbose says why each"
     for _name, other in unresolved:
         assert other.speedup_ci is not None
         other.earlier_ci = (other.speedup_ci[0] * 2, other.speedup_ci[1] / 2)
     (every,) = footer()
-    assert "a re-run adds a run" not in every and "narrow with runs" not in every
-    assert (f"wider than ±10%; all {len(unresolved)} widened over 10% with this run's rounds ({name} {t.label}: " in every
-            and "), so the machine's load dominates: re-run" in every)
+    assert "re-run adds a run" not in every and "narrow with runs" not in every
+    assert (f"wider than ±10%. All {len(unresolved)} widened over 10% with this run's rounds: {name} {t.label} ({widening(t)}), "
+            in every and ". So the machine's load dominates: re-run" in every)
     assert all(f"{n} {u.label}" in every for n, u in unresolved)  # walk 6: "2 intervals widened" named one
     verbose = footer(verbose=True)
     assert len(verbose) == len(unresolved) and all("widened over 10% with this run's rounds" in line for line in verbose)
@@ -269,7 +272,8 @@ def test_an_interval_this_runs_rounds_widened_is_said_and_no_re_run_promised_to_
 def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: Path) -> None:
     """`...: 2 intervals widened over 10% with this run's rounds, ... (and top3 torch); after 3 or more runs
     pooled, and runs narrow the others too slowly ...` was no sentence (walk-through 7, verdict 1):
-    with both causes, each is a clause naming its own speedups, joined by ", and"."""
+    with both causes, each is a sentence naming its own speedups after a colon (walk 23: one parenthesis
+    held names, advice and intervals)."""
     from harness.report.terminal import warning_lines
     from harness.report.unresolved import more_runs, widening
 
@@ -285,10 +289,11 @@ def test_widened_and_stalled_intervals_are_each_a_clause_of_their_own(tmp_path: 
     w.earlier_ci = (w.speedup_ci[0] * 2, w.speedup_ci[1] / 2)
     nearest = min(m for _n, t in unresolved[1:] if (m := more_runs(t, 0.10)) is not None)
     (line,) = [line for line in warning_lines(record) if "unresolved (?)" in line]
-    assert line.startswith(f"{len(unresolved)} speedups unresolved (?): their intervals are wider than ±10%; "
-                           f"1 of them widened over 10% with this run's rounds ({name} {w.label}: {widening(w)}), and the "
+    assert line.startswith(f"{len(unresolved)} speedups unresolved (?): their intervals are wider than ±10%. "
+                           f"1 of them widened over 10% with this run's rounds: {name} {w.label} ({widening(w)}). The "
                            f"other {len(unresolved) - 1} narrow too slowly with runs to help after 3 or more runs "
-                           f"pooled ({', '.join(f'{n} {t.label}' for n, t in unresolved[1:])}; the nearest would need ~{nearest:,.0f} more runs), so the machine's load dominates: re-run")
+                           f"pooled (the nearest would need ~{nearest:,.0f} more runs): "
+                           f"{', '.join(f'{n} {t.label}' for n, t in unresolved[1:])}. So the machine's load dominates: re-run")
 
 
 def test_an_unresolved_point_this_run_did_not_time_says_so_in_one_line(tmp_path: Path) -> None:
@@ -351,4 +356,4 @@ def test_a_widened_interval_too_wide_to_read_is_said_as_the_tables_say_it(tmp_pa
     record = real("main_job", tmp_path)
     t = next(t for a in record.analyses for t in a.timings if t.speedup_ci)
     t.earlier_ci, t.speedup_ci = (1.67, 11.62), (0.0000053, 13_360_295.0)
-    assert widening(t) == "1.67-11.6 before this run; with it, too wide"
+    assert widening(t) == "1.67-11.6 before this run, too wide with it"
