@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from harness.base.units import format_seconds
 from harness.bench.conditions import sample_conditions
 
 PROBE_S = 0.15  # how long the plan watches the machine before choosing threads
@@ -33,8 +34,10 @@ def default_threads(cores: int) -> tuple[int, str]:
     if busy == 0:
         return cores, f"the machine's {cores} cores"
     threads = max(1, cores - busy)
+    # the moment named, and how short it was: the rounds' share beside it (`58-68%`) read as a second
+    # answer to one question (walk 23)
     return threads, (f"{threads} of {cores} cores: other processes took {100 * (c.others_cpu or 0):.0f}% "
-                     "of the CPUs when the plan was made")
+                     f"of the CPUs in the {format_seconds(PROBE_S)} look when the plan was made")
 
 
 def loaded_threads(cores: int, load: float | None) -> int:
