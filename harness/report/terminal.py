@@ -72,7 +72,8 @@ def _caption(record: RunRecord, drawn: tuple[str, ...], left_out: tuple[str, ...
     }
     if "role" in drawn:
         notes.pop("strategy")  # the roles' note says it
-    return " ".join(note for column, note in notes.items() if column in drawn)
+    # a line each (walk 23: `--explain` gave one 22-line paragraph)
+    return "\n".join(note for column, note in notes.items() if column in drawn)
 
 
 def _timed_row(record: RunRecord, a: AnalysisRecord, t: StrategyTiming, wide: bool) -> list[str]:

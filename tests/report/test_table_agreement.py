@@ -315,3 +315,10 @@ def test_the_pick_mark_has_its_line_under_every_default_table(tmp_path: Path, wi
     assert [line for line in lines if COMPUTED_NOTE in line] == [f"{COMPUTED_NOTE}."]
     explained = run_table(record, explain=True).fit(Console(width=width, file=io.StringIO()), width)
     assert " ".join(str(explained.caption).split()).count(COMPUTED_NOTE) == 1  # the caption's alone
+
+
+def test_explain_gives_each_columns_note_a_line_of_its_own(tmp_path: Path) -> None:
+    """Walk 23: `--explain`'s notes were one 22-line paragraph at 100 columns; a line each now."""
+    explained = run_table(record_of(tmp_path), explain=True).fit(Console(width=100, file=io.StringIO()), 100)
+    starts = [line.split(":")[0] for line in str(explained.caption).splitlines()]
+    assert {"Speedup", "Max error", "Status"} <= set(starts), starts
