@@ -168,10 +168,11 @@ class _Bar(ProgressColumn):
 
 
 class _Count(MofNCompleteColumn):
-    """`1/3`; none on a part's row (Display.phase)."""
+    """`1/3`; none on a part's row (Display.phase), nor on a phase of no count (walk 24: `top3: features
+    0/?`, a count with no end, read as one stuck at 0)."""
 
     def render(self, task: Task) -> Text:
-        return Text("") if task.fields.get("part") else super().render(task)
+        return Text("") if task.fields.get("part") or task.total is None else super().render(task)
 
 
 def _share(task: Task) -> float:

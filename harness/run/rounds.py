@@ -294,7 +294,7 @@ class Rounds:
                     phase.advance()
             if cut:
                 self.stopped = True
-                phase.summary = f"the budget left {total - phase.done} untimed"
+                phase.summary = f"the limit left {total - phase.done} untimed"  # the budget, or the floor (walk 24)
         timed_now = {s for s in self.subjects if any(self.lines[id(x)].new for x in self.subjects[s])}
         self.untimed = [s for s in self.untimed if s not in timed_now] + [
             s for s in dict.fromkeys(s for s, _k in blocks) if not self._out(s) and s not in self.untimed

@@ -69,6 +69,15 @@ def test_a_phase_with_an_estimate_has_an_eta_before_it_has_a_pace() -> None:
         assert str(task.fields["item"]) == "counted 7"
 
 
+def test_a_phase_of_no_count_shows_none() -> None:
+    """Walk 24: `top3: features  0/?  subspace_similarity (+1)`, a count with no end read as one stuck at 0."""
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    with Display(console, live=True) as display, display.phase("top3: features"):
+        assert display.progress is not None
+        (task,) = display.progress.tasks
+        assert str(display.progress.columns[3].render(task)).strip() == ""  # type: ignore[attr-defined]
+
+
 def test_the_bar_of_a_count_moves_within_the_unit_under_way_by_its_planned_time() -> None:
     """The run's bar sat at 0/3 for its whole first analysis, half the run (issue 48, Progress 4):
     it fills within the analysis under way by the share of its planned time spent, never to its
