@@ -99,6 +99,16 @@ def test_the_readme_shows_a_whole_spec_that_is_the_shipped_one() -> None:
     assert f"```toml\n{spec}```" in README.read_text()
 
 
+def test_the_readme_names_each_ops_baseline_as_the_registry_does() -> None:
+    """Walk 24: smoke's geometry verdict named gram_pairwise, which its spec (shown whole) never lists."""
+    from harness.strategies.registry import BASELINES
+
+    text = " ".join(README.read_text().split())
+    said = text.split("Each op's baseline", 1)[1].split(" (so ", 1)[0]
+    assert said.endswith("`numpy` for svdvals and svd, `scipy_svds` for svd_topk, `gram_pairwise` for pca")
+    assert all(f"`{strategy}` for" in said and op in said for op, strategy in BASELINES.items())
+
+
 def test_the_readme_names_every_exit_code_in_whole_sentences() -> None:
     """The exit-code list once ended mid-sentence at "could not judge (no": every code the CLI
     answers with is named, and the list ends its sentence."""
