@@ -17,14 +17,15 @@ from typing import Any
 
 from rich.text import Text
 
+from harness.base.units import format_rate
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, reason_range
 from harness.bench.statistics import LEVEL
 from harness.record.verdict import headline, medians_ratio, overtaken, significance
 from harness.strategies.registry import APPROXIMATE
-from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
-                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, fewest_group, per_matrix_text, planned_point, printable, peak_share, above_roof, rounds_text, speedup_cell, times_disagree,
+from harness.report.labels import (COMPUTE_TOTAL, COMPUTE_TOTAL_FIELD, COMPUTED_MARK, PEAK_COLUMN, SPEEDUP_COLUMN, UNRESOLVED_MARK, UNSTABLE_MARK,
+                                   DTYPE_NOTE, NO_ANSWER, check_of, check_status, table_footnotes, device_library, dtype_text, fewest_group, per_matrix_text, planned_point, printable, peak_share, peak_text, above_roof, rounds_text, speedup_cell, times_disagree,
                                    total_text, verdict_lines, verdicts)
 from harness.report.terminal import ERRORS_APART, unstable_advice, unstable_head, held, untimed_rows, warning_lines
 from harness.report.unstable import NOTE, unstable_causes, unstable_measurements, unstable_why
@@ -192,8 +193,11 @@ def markdown_warnings(record: RunRecord) -> list[str]:
 
 
 # the md table's columns; the notes under it are those of these columns (table_notes)
+# every column the terminal's widest table draws (walk 24: the md left out GFLOP/s and % of peak unsaid, and
+# with them the `>100%` note)
 MD_HEADER = ("analysis", "strategy", "role", "device (library)", "dtype", "per matrix", COMPUTE_TOTAL, SPEEDUP_COLUMN, "rounds",
-             ERRORS_APART, "status")
+             "GFLOP/s", PEAK_COLUMN, ERRORS_APART, "status")
+Cells = tuple[str, str, str, str]  # a timed row's speedup, rounds, GFLOP/s and % of peak, as the terminal's
 
 
 def table_notes(record: RunRecord) -> list[str]:
@@ -226,7 +230,7 @@ def _error_text(row: dict[str, Any]) -> str:
     return f"{row['values_error']:.1e}" + (f"/{row['vectors_error']:.1e}" if row["vectors_error"] is not None else "")
 
 
-def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
+def _markdown_row(row: dict[str, Any], speedup: str, rounds: str, rate: str, peak: str) -> str:
     """As the terminal's: a point not timed says so under per matrix and shows its check's status
     (and, as there, no computed mark: the mark is on timed rows)."""
     timed = row["per_matrix_s"] is not None
@@ -237,18 +241,18 @@ def _markdown_row(row: dict[str, Any], speedup: str, rounds: str) -> str:
              per_matrix_text(row["per_matrix_s"], bool(row["unstable"])) if timed
              else "-" if status in NO_ANSWER else "not timed",
              total_text(row[COMPUTE_TOTAL_FIELD], row["extrapolated"]) if timed else "-",
-             speedup, rounds, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
+             speedup, rounds, rate, peak, _error_text(row), {"FAILED": "**FAILED**", "error": "**error**"}.get(status, status)]
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
-def _marks_legend(rows: list[dict[str, Any]], cells: dict[tuple[str, str], tuple[str, str]]) -> str:
+def _marks_legend(rows: list[dict[str, Any]], cells: dict[tuple[str, str], Cells]) -> str:
     """What each mark the table shows means, only those it shows (walk 22: the whole legend under a
     run's table whatever it held), each as its row puts it (_markdown_row)."""
     timed = [r for r in rows if r["per_matrix_s"] is not None]
     marks = [(COMPUTED_MARK, "computed the recorded results", any(r["computed_results"] for r in timed)),
              (UNSTABLE_MARK, "measured under unreliable conditions", any(r["unstable"] for r in timed)),
              (UNRESOLVED_MARK, "unresolved: the interval is wider than the precision asked for (or one round gave none)",
-              any(UNRESOLVED_MARK in speedup for speedup, _ in cells.values())),
+              any(UNRESOLVED_MARK in speedup for speedup, *_ in cells.values())),
              ("~", "extrapolated from a sample", any(r["extrapolated"] for r in timed))]
     said = "; ".join(f"`{mark}` {meaning}" for mark, meaning, shown in marks if shown)
     return f"{said}. " if said else ""
@@ -267,10 +271,11 @@ def results_markdown(record: RunRecord) -> str:
              + ("" if record.complete else " (interrupted: the analyses it finished)"), "",
              *(f"- {line}" for line in verdict_lines(record)), "",
              "| " + " | ".join(MD_HEADER) + " |", "|" + "---|" * len(MD_HEADER)]
-    cells = {(a.name, t.label): (speedup_cell(a, t), rounds_text(t)) for a in record.analyses for t in a.timings}
+    cells = {(a.name, t.label): (speedup_cell(a, t), rounds_text(t), format_rate(t.gflops_per_s), peak_text(record, t))
+             for a in record.analyses for t in a.timings}
     rows = result_rows(record)
     for row in rows:
-        lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-", "-"))))
+        lines.append(_markdown_row(row, *cells.get((row["analysis"], row["strategy"]), ("-",) * 4)))
     # right under the table, as the terminal's: the notes its cells need (after the legend they read as
     # its afterthought: walk 13), each a paragraph of its own (a line under the legend ran into it once
     # rendered: walk 10); then the terminal's lines, the untimed rows' next step too (md said the reason alone)

@@ -332,3 +332,21 @@ def test_the_mds_legend_explains_the_marks_its_table_shows_and_no_other(
              "?": any("?" in c[7] for c in cells), "~": any(c[6].startswith("~") for c in cells)}
     legend = md.rstrip().splitlines()[-1]
     assert {mark: f"`{mark}` " in legend for mark in shown} == shown, legend
+
+
+@pytest.mark.parametrize("name", ["busy_run", "main_job"])
+def test_the_md_has_every_column_of_the_widest_terminal_table_and_their_notes(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 24: the md left out GFLOP/s and % of peak without a word, and with them the `>100%` note."""
+    from harness.report.labels import roof_footnote
+
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(RECORDS / f"{name}.json", folder / RECORD)
+    md = exported(folder, "md", capsys)
+    header = next(line for line in md.splitlines() if line.startswith("| analysis"))
+    assert "| GFLOP/s | % of peak |" in header
+    record = load_record(folder)
+    note = roof_footnote(record, record.analyses)
+    assert note is None or note in " ".join(md.split())
+    assert name != "main_job" or note is not None  # one record that has the note
