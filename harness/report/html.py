@@ -242,7 +242,7 @@ def _roofline(record: RunRecord) -> dict[str, Any]:
                   for _, r in sorted(record.roofs.items())],
         "missing": [d for d in devices if d not in record.roofs or record.roofs[d].peak(dtype) is None],
         "why_none": None if points else _no_roofline(record),
-        "above": sum(roofline_chart.above_roof(p, record.roofs, dtype) for p in points),
+        "above": roofline_chart.above_text(points, record.roofs, dtype),
     }
 
 

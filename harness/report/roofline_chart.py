@@ -77,6 +77,23 @@ def above_roof(point: RooflinePoint, roofs: dict[str, Roof], dtype: str) -> bool
     return ceiling is not None and point.gflops > ceiling
 
 
+def above_text(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> str | None:
+    """`3 hollow markers (2 strategies: top3 scipy_svds on 2 shape groups, geometry factored_gram) sit above
+    their roof`: the markers counted and named by the rows the tables mark `>100%` (walk 24: "3 hollow markers"
+    beside two such rows, one strategy's two shape groups); None where none is above."""
+    over: dict[str, int] = {}
+    for p in points:
+        if above_roof(p, roofs, dtype):
+            over[f"{p.analysis} {p.strategy}"] = over.get(f"{p.analysis} {p.strategy}", 0) + 1
+    count = sum(over.values())
+    if not count:
+        return None
+    names = ", ".join(name + (f" on {n} shape groups" if n > 1 else "") for name, n in over.items())
+    strategies = f"{len(over)} strategies: " if 1 < len(over) < count else ""
+    return (f"{count} hollow {'marker' if count == 1 else 'markers'} ({strategies}{names}) "
+            f"{'sits above its' if count == 1 else 'sit above their'} roof")
+
+
 @literal
 def roofline_figure(points: Sequence[RooflinePoint], roofs: dict[str, Roof], dtype: str) -> Figure:
     """Achieved GFLOP/s against flops per byte, log-log: colour by strategy, marker by analysis,

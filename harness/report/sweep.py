@@ -6,19 +6,22 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from pathlib import Path
 from collections.abc import Callable
 from typing import IO, Any
 
 from harness.base.atomic import write_atomic
-from harness.base.units import format_interval, format_seconds, format_speedup, plural
+from harness.base.units import format_seconds, format_speedup, plural
 from harness.machine.wisdom import MODELLED
 from harness.plan.sweep import SweepPoint
 from harness.record.exports import csv_text
 from harness.record.sweep_classes import NONE, class_rms, class_rms_interval, class_text, class_verdict, named_classes
 from harness.record.sweep_fits import (fit_sweep, Tie, Told, Unborne, exponent_text, growth, named_misses, planner_lines,
                                        planner_picks, told_apart)
-from harness.record.sweep_record import FAR, ScalingFit, SweepCrossover, SweepRecord, axis_name, load_sweep
+from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, readable_interval
+from harness.record.sweep_record import (FAR, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord, axis_name,
+                                         load_sweep)
 from harness.report.labels import UNSTABLE_MARK
 from harness.report.unstable import Unstable, summary_reasons, unstable_why
 
@@ -71,9 +74,12 @@ def basis_text(u: Unborne) -> str:
     said = "the other way" if u.reverse else "too wide to tell"
     base, other = (u.a, u.b) if u.a.baseline else (u.b, u.a)
     if base.baseline and other.paired is not None:
-        low, high = other.paired
-        ratio = (f"{format_speedup(other.speedup)} ({format_interval(low, high)})" if other.speedup is not None
-                 else f"{format_interval(low, high)}x")
+        interval = readable_interval(other.paired)
+        if interval == TOO_WIDE:  # walk 24: `17.6x (0.0243-12,737)`, its ends no figures, read as a finding
+            speedup = f" {format_speedup(other.speedup)}" if other.speedup is not None else ""
+            return (f"{u.label}: {other.strategy}{speedup} over {base.strategy} in paired rounds, "
+                    f"its interval {TOO_WIDE} to read, an unusable measurement")
+        ratio = (f"{format_speedup(other.speedup)} ({interval})" if other.speedup is not None else f"{interval}x")
         return (f"{u.label}: {other.strategy} {ratio} over {base.strategy} "
                 f"in paired rounds, {said}")
     own = " and ".join(f"{t.strategy} {format_seconds(t.seconds)} ({seconds_interval(t.low, t.high)})" for t in (u.a, u.b))
@@ -146,6 +152,7 @@ def sweep_lines(record: SweepRecord) -> list[str]:
     lines += [crossover_sentence(c, told_apart(record, c), unlocated_why(record, c)) for c in record.crossovers] or (
         ["no two strategies' fits meet"] if record.fits else [])
     lines += planner_lines(record)  # from the points: one wording, a record written before it too
+    lines += unusable_lines(record)
     failed = [p.folder for p in record.points if not p.passed]
     if failed:
         lines.append(f"verification failed at {len(failed)} points: {', '.join(failed)}")
@@ -210,6 +217,32 @@ def unstable_lines(record: SweepRecord) -> list[str]:
             f"({UNSTABLE_MARK}) at {points} of {plural(len(record.points), 'point')}")
     return [f"{unstable_why(summary_reasons(u) for u in unstable).said(head)}; read the exponents and picks with "
             "care, or re-run on a quiet machine (`harness system` names what is busy)"]
+
+
+def unusable(t: PointTiming) -> bool:
+    """A point's measurement whose interval is too wide to read, its own or its paired one over the baseline
+    (readable_interval's rule): its figure is no finding, and the fits and picks above lean on it."""
+    return seconds_interval(t.low, t.high) == TOO_WIDE or (t.paired is not None and readable_interval(t.paired) == TOO_WIDE)
+
+
+def point_command(record: SweepRecord, point: PointRecord) -> str:
+    """The command that runs `point` alone, as the sweep ran it, into a fresh folder: the sweep's own command
+    with the point's values and `sweep={}` set (a swept key set alone is refused: plan.sweep._swept_overrides)."""
+    return shlex.join([*shlex.split(record.command), *(f"--set={s}" for s in SweepPoint(values=point.values).overrides())])
+
+
+def unusable_lines(record: SweepRecord) -> list[str]:
+    """A line for each point with an unusable measurement (walk 24: rank 64's `17.6x (0.0243-12,737)` and
+    `6 µs-245 ms` were passed on as figures), naming them and the command that re-runs that point alone."""
+    lines = []
+    for p in record.points:
+        bad = [f"{t.analysis} {t.strategy}" for t in p.timings if unusable(t)]
+        if bad:
+            whose = "its measurement is" if len(bad) == 1 else "their measurements are"
+            lines.append(f"at {SweepPoint(values=p.values).label}, {' and '.join(bad)}: {whose} unusable, the 95% interval "
+                         f"{TOO_WIDE} to read (ends over {UNREADABLE_SPAN:,.0f}x apart); re-run that point alone, into a "
+                         f"fresh folder: `{point_command(record, p)}`")
+    return lines
 
 
 def point_rows(record: SweepRecord) -> list[dict[str, Any]]:
@@ -281,7 +314,9 @@ def tie_text(tie: Tie) -> str:
     that says so, on the row (walk 23: `yes, not told apart from numpy` beside Points intervals 35.0 ms-80.3 ms and
     13.2 ms-30.2 ms that do not overlap, the reason in a footnote); `torch (1.20x, intervals overlap)` by their own."""
     ratio = f"{format_speedup(tie.ratio)}, " if tie.ratio is not None else ""
-    basis = f"{format_interval(*tie.interval)} paired" if tie.interval is not None else "intervals overlap"
+    interval = readable_interval(tie.interval) if tie.interval is not None else None
+    basis = ("intervals overlap" if interval is None else f"paired interval {TOO_WIDE}" if interval == TOO_WIDE
+             else f"{interval} paired")
     return f"{tie.strategy} ({ratio}{basis})"
 
 
@@ -302,7 +337,10 @@ def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
 
 
 def seconds_interval(low: float, high: float) -> str:
-    """`31.7 ms-72.8 ms`: a point's 95% interval as the md and the HTML page both write it."""
+    """`31.7 ms-72.8 ms`: a point's 95% interval as the md and the HTML page both write it; TOO_WIDE where its
+    ends are over UNREADABLE_SPAN apart, as the run's tables say it (walk 24: `6 µs-245 ms` read as a figure)."""
+    if low > 0 and high / low > UNREADABLE_SPAN:
+        return TOO_WIDE
     return f"{format_seconds(low)}-{format_seconds(high) if math.isfinite(high) else 'inf'}"
 
 

@@ -19,8 +19,9 @@ from harness.record.sweep_fits import NEAR, exponent_interval, exponent_text, si
 from harness.record.sweep_record import PointTiming, ScalingFit, SweepRecord, axis_name
 from harness.report.charts import MARKERS, _figure, _log_axis, literal, to_svg
 from harness.report.html import environment
-from harness.report.sweep import (SHOWN_POINT_COLUMNS, model_note, pick_rows, points_text, read_sweep, shown_points,
-                                  sweep_lines)
+from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN
+from harness.report.sweep import (SHOWN_POINT_COLUMNS, model_note, pick_rows, points_text, read_sweep, seconds_interval,
+                                  shown_points, sweep_lines)
 
 REPORT = "report.html"
 CHART_INCHES = (9.0, 4.2)  # 864 x 403 px at 96 dpi: inside the page's 1280 px
@@ -65,8 +66,9 @@ def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
             continue
         x = [n * dodge(i, len(drawn)) for n, _, _ in timed]
         y = [t.seconds for _, t, _ in timed]
-        below = [t.seconds - t.low for _, t, _ in timed]
-        above = [(t.high - t.seconds) if math.isfinite(t.high) else 0.0 for _, t, _ in timed]
+        wide = [seconds_interval(t.low, t.high) == TOO_WIDE for _, t, _ in timed]  # no bar: walk 24's 6 µs-250 ms
+        below = [0.0 if w else t.seconds - t.low for (_, t, _), w in zip(timed, wide)]
+        above = [0.0 if w or not math.isfinite(t.high) else t.high - t.seconds for (_, t, _), w in zip(timed, wide)]
         fit = fitted.get(strategy)
         label = f"{strategy}: ^{exponent_text(fit.power.exponent)}" if fit else f"{strategy}: too few points to fit"
         bars = ax.errorbar(x, y, yerr=[below, above], fmt=MARKERS[i % len(MARKERS)], capsize=3, label=label)
@@ -74,6 +76,9 @@ def scaling_figure(record: SweepRecord, fits: list[ScalingFit]) -> Figure:
             lo, hi = min(fit.sizes), max(fit.sizes)
             line = [lo * (hi / lo) ** (j / 20) for j in range(21)]
             ax.plot(line, [fit.power.at(n) for n in line], "-", color=bars[0].get_color(), linewidth=1)
+        for n, (_, t, _), w in zip(x, timed, wide):
+            if w:
+                ax.annotate(TOO_WIDE, (n, t.seconds), xytext=(5, 0), textcoords="offset points", fontsize=7, va="center")
         picks = [(n, t.seconds) for n, (_, t, picked) in zip(x, timed) if picked]
         if picks:
             ax.plot(*zip(*picks), "o", markersize=13, markerfacecolor="none", markeredgecolor="#222",
@@ -116,12 +121,22 @@ def _mark_crossovers(ax: Axes, record: SweepRecord, first: ScalingFit) -> None:
     ax.set_xlim(low, high)
 
 
+def wide_note(record: SweepRecord, fits: list[ScalingFit]) -> str | None:
+    """The chart's caption for its points drawn without an error bar, their interval too wide to read."""
+    drawn = _drawn(record, fits)
+    wide = [f"{strategy} at {axis_name(fits[0].axis)} {n:g}" for strategy in drawn
+            for n, t, _ in _timed(record, fits[0], strategy) if seconds_interval(t.low, t.high) == TOO_WIDE]
+    return None if not wide else (
+        f"Drawn without an error bar, marked {TOO_WIDE}: {', '.join(wide)}, whose 95% interval's ends are over "
+        f"{UNREADABLE_SPAN:,.0f}x apart, so neither is a figure (the line above says how to re-run that point).")
+
+
 def render_sweep(record: SweepRecord) -> str:
     charts = []
     for (analysis, axis, fixed), fits in _chart_groups(record).items():
         held = "" if fixed == "{}" else f" at {fixed}"
         charts.append({"title": f"{analysis}: cost against {axis_name(axis)}{held}",
-                       "svg": Markup(to_svg(scaling_figure(record, fits)))})
+                       "svg": Markup(to_svg(scaling_figure(record, fits))), "note": wide_note(record, fits)})
     env = environment()
     env.filters["exponent"] = exponent_text  # the headline's numbers, in the headline's form
     rows = shown_points(record)

@@ -167,6 +167,24 @@ def test_a_point_above_its_roof_is_drawn_hollow_without_headroom(smoke_run: tupl
     assert f"{len(over)} hollow marker" in section and "data fit in cache" in section
 
 
+def test_the_hollow_markers_are_counted_and_named_by_the_tables_rows(smoke_run: tuple[Path, RunRecord],
+                                                                    tmp_path: Path) -> None:
+    """Walk 24: "3 hollow markers sit above their roof" beside `>100%` on 2 rows of the tables, one
+    strategy's two shape groups: the caption names the strategies and how many groups each has over."""
+    run, record = smoke_run
+    record = record.model_copy(deep=True)
+    record.roofs = {"cpu": cpu_roof()}
+    many = next((a, t) for a in record.analyses for t in a.timings if len(t.groups) > 1)
+    one = next((a, t) for a in record.analyses for t in a.timings if t is not many[1])
+    for g in [*many[1].groups, one[1].groups[0]]:
+        g.measurement.median_s = g.flops / 1e9 / 500.0  # 500 GFLOP/s, over a 50 GFLOP/s peak
+    count = len(many[1].groups) + 1
+    section = html_lib.unescape(roofline_section(report_of(record, run, tmp_path)))
+    said = (f"{count} hollow markers (2 strategies: {many[0].name} {many[1].label} on {len(many[1].groups)} shape "
+            f"groups, {one[0].name} {one[1].label}) sit above their roof")
+    assert said in section
+
+
 def test_the_roof_charts_names_are_set_as_large_as_the_other_charts_names(tmp_path: Path) -> None:
     """The roofline's legend and the history page's roof chart's rows (`svd/numpy`) were at 7
     points, much smaller than a timing chart's strategies and a trend chart's ticks (walk-through 7)."""
