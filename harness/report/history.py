@@ -217,10 +217,12 @@ def load(results_dir: Path, skipped: list[str] | None = None) -> list[Series]:
     skipped = [] if skipped is None else skipped
     results, _step_detect = _asv()
     if not (results_dir / "benchmarks.json").exists() or not machines(results_dir):
-        raise HistoryError(f"{results_dir}: no asv results here (benchmarks.json and <machine>/machine.json); "
-                           "record some first (docs/tracking.md, The workflow): "
-                           "`M=\"$(harness asv-machine)\"; asv machine --yes --machine \"$M\"`, then "
-                           "`asv run --machine \"$M\" --python=same --quick --set-commit-hash \"$(git rev-parse HEAD)\"`")
+        # plain words first, asv's file names last; what the recording costs (walk 24: asv jargon, no time)
+        raise HistoryError(f"{results_dir}: no benchmark history yet: `harness history` draws the results asv "
+                           "recorded, and none are here. Record this commit's (about 5 minutes on 2 busy cores; "
+                           "docs/tracking.md, The workflow): `M=\"$(harness asv-machine)\"; asv machine --yes "
+                           "--machine \"$M\"`, then `asv run --machine \"$M\" --python=same --quick --set-commit-hash "
+                           "\"$(git rev-parse HEAD)\"` (asv writes benchmarks.json and <machine>/machine.json here)")
     meta = _meta(results_dir)
     found: dict[tuple[str, str, str, tuple[str, ...]], Series] = {}
     for machine in machines(results_dir):

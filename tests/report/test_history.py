@@ -143,7 +143,8 @@ def test_cli_history_and_its_one_line_error(asv_results: Path, tmp_path: Path, c
     assert out.exists() and str(out) in capsys.readouterr().out
     assert cli.main(["history", "--results", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "no asv results here" in err and "\n" not in err and "Traceback" not in err
+    assert "no benchmark history yet" in err and "\n" not in err and "Traceback" not in err
+    assert "about 5 minutes on 2 busy cores" in err  # what recording costs (walk 24: CI's asv run at load 8-9, 297 s)
     # the page that has the workflow, and both commands it needs: `asv run` alone refuses an unknown machine
     assert "docs/tracking.md" in err and "asv machine --yes --machine \"$M\"`" in err and "`asv run --machine" in err
     # with --python=same, asv saves nothing unless told which commit the checkout is
