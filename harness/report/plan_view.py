@@ -140,7 +140,8 @@ def _basis(c: Candidate) -> str:
             continue
         dates = _span(sorted(c.measured[g][0] for g in groups), " to ")
         samples = _span([str(n) for n in sorted(c.measured[g][1] for g in groups)], "-")  # by number: 8-10
-        parts.append(f"{source}{' on ' + count if count else ''} ({dates}, {samples} samples)")
+        noun = "sample" if samples == "1" else "samples"  # walk 24: `1 samples`
+        parts.append(f"{source}{' on ' + count if count else ''} ({dates}, {samples} {noun})")
     return "; ".join(parts)
 
 

@@ -58,3 +58,13 @@ def test_each_strategys_estimates_are_one_line_led_by_its_name() -> None:
     named = [name for line in estimates for name in line.strip().removeprefix("estimates: ").split(": ")[0].split(", ")]
     assert sorted(named) == sorted(c.label for c in step.candidates if c.available)  # each once, first
     assert not any(group in line for line in estimates for group in (first, second))
+
+
+def test_one_sample_is_said_in_the_singular() -> None:
+    """Walk 24: `torch: measured while busy* on 2 groups (2026-11-29, 1 samples)`."""
+    from harness.report.plan_view import _basis
+
+    plan = _plan(_measured({"numpy": 1.0}, busy=None))
+    c = next(c for s in plan.steps for c in s.candidates if c.measured)
+    one = c.model_copy(update={"measured": {g: (when, 1) for g, (when, _n) in c.measured.items()}})
+    assert _basis(one).endswith(", 1 sample)") and "1 samples" not in _basis(one)

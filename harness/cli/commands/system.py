@@ -39,6 +39,7 @@ def main(args: argparse.Namespace) -> int:
         torch_module()
         machine = probe()
         phase.item(f"its CPUs, load and processes for {format_seconds(args.seconds)}")
+        phase.summary = f"torch imported, then {format_seconds(args.seconds)} of its CPUs, load and processes"
         before, start = cpu_ticks(), time.monotonic()
         conditions = sample_conditions(args.seconds, machine.cores)
         busy = busiest(before, cpu_ticks(), time.monotonic() - start)
