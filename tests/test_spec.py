@@ -241,3 +241,9 @@ def test_a_misspelt_strategy_is_matched_among_the_ops_own() -> None:
     said = check_strategy_name("numpyy", "svd_topk")
     assert said is not None and "did you mean 'numpy'" not in said and "svd_topk strategies:" in said
     assert "did you mean 'torch'?" in str(check_strategy_name("tortch", "svd_topk"))
+
+
+def test_a_key_of_another_section_is_named_where_it_lives(tmp_path: Path) -> None:
+    """Walk 24: `execution.threads: unknown key`, and nothing more; the key is benchmark's."""
+    lines = problems(tmp_path, GOOD + "\n[execution]\nthreads = 2\n")
+    assert "execution.threads: unknown key; did you mean 'benchmark.threads'?" in lines

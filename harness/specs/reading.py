@@ -250,7 +250,8 @@ def _describe(exc: ValidationError) -> list[str]:
         path, parent = _locate(list(err["loc"]))
         message = _worded(err)
         if err["type"] == "extra_forbidden":
-            hint = did_you_mean(path.rsplit(".", 1)[-1], parent.model_fields if parent else [])
+            key = path.rsplit(".", 1)[-1]
+            hint = did_you_mean(key, parent.model_fields if parent else []) or _elsewhere(key, parent)
             message = "unknown key" + (f"; {hint}" if hint else "")
         elif err["type"] == "missing":
             message = "required key is missing"
@@ -272,6 +273,15 @@ def _describe(exc: ValidationError) -> list[str]:
 
 
 SHOWN_KEY = r"[\w.-]{1,64}"  # a key an error line prints as it is
+
+
+def _elsewhere(key: str, parent: type[BaseModel] | None) -> str:
+    """`did you mean 'benchmark.threads'?` for a key of another section given in this one (walk 24:
+    `execution.threads: unknown key`, and nothing more)."""
+    if parent not in SECTION_MODELS.values():
+        return ""
+    other = [f"{name}.{key}" for name, model in SECTION_MODELS.items() if model is not parent and key in model.model_fields]
+    return f"did you mean {other[0]!r}?" if len(other) == 1 else ""
 
 
 def _locate(loc: list[Any]) -> tuple[str, type[BaseModel] | None]:
