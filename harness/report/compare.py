@@ -37,11 +37,10 @@ from harness.bench.noise import cause_rank
 from harness.bench.series import by_run, run_of
 from harness.bench.statistics import DEFAULT_SPREAD, log_mean, run_difference
 from harness.record.run_record import GroupTiming, RecordError, RunRecord
-from harness.report.labels import group_rounds_text, printable, rounds_text
-from harness.report.rerun import rerun_step
+from harness.report.labels import group_rounds_text, rounds_text
+from harness.report.rerun import compare_step, rerun_step
 from harness.report.pairing import Pair, pairs, point_name, untimed
-from harness.specs.reading import leaves
-from harness.specs.sections import duration_keys
+from harness.report.spec_difference import spec_difference
 
 ALPHA = 0.01  # two-sided
 FACTOR = 1.1  # asv's default: smaller changes are not reported even when significant
@@ -225,7 +224,9 @@ class Comparison(BaseModel):
         head = f"{'not gated' if self.gate else 'not judged'}: {len(few)} of {len(self.rows)} groups"
         if self.pooled_alone:
             side = self.pooled_alone[0]
-            return f"{head}: {self.pooled_alone}; time {side} anew: {rerun_step(self.a if side == 'A' else self.b)}"
+            mine, theirs = (self.a, self.b) if side == "A" else (self.b, self.a)
+            return (f"{head}: {self.pooled_alone}; time {side} anew: {rerun_step(mine, other=theirs)}, then "
+                    f"{compare_step(self.a, self.b, (), side)}")
         fewer, wide = ([r.label for r in rows] for rows in self.too_few_by_cause)  # wide: an interval over MAX_SPAN
         causes = [(labels, why) for labels, why in ((fewer, f"fewer than {MIN_ROUNDS} rounds on a side (a round times "
                                                               "each strategy once)"),
@@ -234,8 +235,9 @@ class Comparison(BaseModel):
         # one cause: of them all; both: each its groups, counted and named alike (walk 15 read "..., or ...")
         said = (f" have {causes[0][1]}, too few for a test" if len(causes) == 1 else ", none testable: " + "; ".join(
             f"{groups_named(labels)} {'has' if len(labels) == 1 else 'have'} {why}" for labels, why in causes))
-        return (f"{head}{said}; for a verdict give each run more time: {rerun_step(self.a, '--budget', '30s')} "
-                f"and {rerun_step(self.b, '--budget', '30s')}")
+        more = ("--budget", "30s")  # each into a new folder, then their compare: the runs compared stay as they are
+        return (f"{head}{said}; for a verdict give each run more time: {rerun_step(self.a, *more, other=self.b)} "
+                f"and {rerun_step(self.b, *more, other=self.a)}, then {compare_step(self.a, self.b, more)}")
 
 
 def groups_named(labels: list[str]) -> str:
@@ -341,27 +343,6 @@ def _group(pair: Pair, alpha: float, factor: float, gate: bool) -> GroupComparis
         wide=too_wide(a, b, alpha, spread) if change == "too few rounds" else "",
         unstable=unstable, gated=gated, regression=gate and gated and change == "slower",
     )
-
-
-def spec_difference(a: RunRecord, b: RunRecord, folders: tuple[str, str]) -> str:
-    """What tells two runs' specs apart, in the user's words: the experiments' names, else the first
-    keys whose values differ (`data.adapters is 4 here, 38 in runs/first`), else the hashes."""
-    if a.experiment != b.experiment:
-        return f"a run of {printable(b.experiment)!r}, {folders[0]} of {printable(a.experiment)!r}"
-    flat_a, flat_b = leaves(a.spec), leaves(b.spec)
-    keys = [k for k in sorted(flat_a.keys() | flat_b.keys()) if flat_a.get(k) != flat_b.get(k)]
-    durations = duration_keys()
-
-    def written(key: str, flat: dict[str, object]) -> str:
-        """A value as a spec writes it: a duration's seconds as `4s`, anything else as TOML's repr."""
-        value = flat.get(key, "(unset)")
-        shown = f"{value:g}s" if key in durations and isinstance(value, (int, float)) else repr(value)
-        return printable(shown)[:40]
-
-    said = [f"{printable(k)} is {written(k, flat_b)} here, {written(k, flat_a)} in {folders[0]}" for k in keys[:3]]
-    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
-    return ("; ".join(said) + more if said else
-            f"spec hash {b.spec_hash[:12]} differs from {folders[0]}'s {a.spec_hash[:12]}")
 
 
 def compare_records(

@@ -114,18 +114,25 @@ WHY_APART = ("The medians use every round each record holds, pooled ones too. B 
              "alone, and is the comparison.")
 
 
-def apart_note(c: Comparison) -> str | None:
-    """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and why,
-    in short sentences (walk 20 read `(or, on a row of too few rounds without one, beyond asv's 1.1x from it, the
-    mark; a too wide row has none)` as hard going)."""
-    apart = [r.label for r in c.rows if r.times_apart]
+def apart_note(c: Comparison, verbose: bool = False) -> str | None:
+    """The line under the table when a row's B / A disagrees with its medians' ratio, naming the rows and the rule
+    that marked them: only the rules of the rows marked (walk 24 read the interval's rule over rows of too few
+    rounds, which have none), the too wide rows' exemption with `verbose` alone."""
+    marked = [r for r in c.rows if r.times_apart]
     # within B / A's interval, yet on the other side of 1: "A 76 µs, B 73 µs, B / A 1.24" read as a fault
     crossed = [r.label for r in c.rows if not r.times_apart and (r.time_b_s / r.time_a_s - 1) * (r.ratio - 1) < 0]
-    if apart:  # the gate's own factor beside asv's, where they differ (walk 16: 1.2x and 1.1x, unexplained)
-        gate = f" This {FACTOR:g}x is asv's, not the gate's {c.factor:g}x." if c.factor != FACTOR else ""
-        return (f"{APART_MARK} marks {named(apart, len(c.rows))}. On each, the medians' ratio disagrees with B / A: "
-                "it lies outside B / A's interval. A row of too few rounds has no interval. It is marked when the "
-                f"medians' ratio is over {FACTOR:g}x from B / A.{gate} A too wide row is never marked. {WHY_APART}")
+    if marked:  # the gate's own factor beside asv's, where they differ (walk 16: 1.2x and 1.1x, unexplained)
+        gate = f" (asv's {FACTOR:g}x, not the gate's {c.factor:g}x)" if c.factor != FACTOR else ""
+        within = [r for r in marked if r.ratio_ci is not None]
+        rules = [(within, "the medians' ratio lies outside B / A's interval"),
+                 ([r for r in marked if r.ratio_ci is None], f"the medians' ratio is over {FACTOR:g}x from B / A{gate}, "
+                                                             "which has no interval (too few rounds)")]
+        said = [(rows, rule) for rows, rule in rules if rows]
+        text = f"{APART_MARK} marks {named([r.label for r in marked], len(c.rows))}. " + (
+            f"On each, {said[0][1]}." if len(said) == 1 else " ".join(
+                f"On {named([r.label for r in rows], len(c.rows))}, {rule}." for rows, rule in said))
+        never = " A too wide row is never marked." if verbose and any(r.wide for r in c.rows) else ""
+        return f"{text}{never} {WHY_APART}"
     return None if not crossed else (f"B / A and the medians' ratio lie on either side of 1 on {named(crossed, len(c.rows))}. "
                                      f"Each lies within B / A's interval. {WHY_APART}")
 
@@ -150,7 +157,7 @@ def rounds_note(c: Comparison, verbose: bool = False) -> str | None:
 def table_notes(c: Comparison, verbose: bool = False) -> list[tuple[str, str]]:
     """(column, line): the lines under the table that explain its cells, the terminal's and the HTML page's (one
     source: the page lacked the terminal's `1 row with B / A and the medians on either side of 1`)."""
-    notes = ((ratio_header(c), apart_note(c)), (ROUNDS, rounds_note(c, verbose)))
+    notes = ((ratio_header(c), apart_note(c, verbose)), (ROUNDS, rounds_note(c, verbose)))
     return [(column, line) for column, line in notes if line]
 
 

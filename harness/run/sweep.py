@@ -6,6 +6,7 @@ given each point as a spec with overrides; it never learns it is one."""
 from __future__ import annotations
 
 import json
+import shlex
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +89,8 @@ def run_sweep(plan: SweepPlan, overrides: list[str], folder: Path, display: Disp
     """Each point run in turn into `folder`/<point> (sweep_folder), the sweep's record rewritten after
     each, its fits computed at the end."""
     spec = load_spec(plan.spec_path, overrides)
-    command = " ".join(["harness", "run", str(plan.spec_path), *(f"--set={s}" for s in overrides)])
+    # quoted, to paste: `--set=data.modules.w=[40, 32]` unquoted split in two (compare's next step gives it, walk 24)
+    command = shlex.join(["harness", "run", str(plan.spec_path), *(f"--set={s}" for s in overrides)])
     record = SweepRecord(experiment=spec.experiment.name, spec_path=str(plan.spec_path), command=command,
                          started=now(), axes={k: list(v) for k, v in _axes(plan).items()})
     folder.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,8 @@ def test_a_run_that_timed_nothing_itself_is_named_whichever_side_it_is(tmp_path:
     assert a.command.endswith("--set=data.adapters=4 '--set=analysis[2].components=3' -o runs/main1")  # moved since
     assert c.not_judged is not None and c.not_judged.endswith(
         "A timed none of them itself, every round it holds was pooled from B; time A anew: `harness run "
-        "configs/task_geometry.toml --set=data.adapters=4 '--set=analysis[2].components=3' -o runs/first --force --fresh`")
+        "configs/task_geometry.toml --set=data.adapters=4 '--set=analysis[2].components=3' -o runs/first-anew --fresh`, "
+        "then `harness compare runs/first-anew runs/second`")
     # the gate's line gives the summary's reason, not `with too few rounds` (walk 22)
     gated = compare_records(a, b, ("runs/first", "runs/second"), factor=1.2, gate=True)
     assert gated.inconclusive == [f"none of {len(c.rows)} groups could be gated ({len(c.rows)} not judged: A timed none "

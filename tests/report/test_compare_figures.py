@@ -160,8 +160,8 @@ def test_groups_not_judged_say_which_cause_is_whose(tmp_path: Path) -> None:
         f"not judged: {len(c.rows)} of {len(c.rows)} groups, none testable: 3 groups (e.g. {few[0]}, "
         f"{few[1]}) have fewer than 2 rounds on a side (a round times each strategy once); {len(wide)} groups (e.g. "
         f"{wide[0]}, {wide[1]}) have rounds so few and scattered that the interval spans over 100x; for a verdict "
-        f"give each run more time: `{MAIN_RUN} -o a --force --fresh --budget 30s` and `{MAIN_RUN} -o b --force "
-        "--fresh --budget 30s`")
+        f"give each run more time: `{MAIN_RUN} -o a-30s --fresh --budget 30s` and `{MAIN_RUN} -o b-30s "
+        "--fresh --budget 30s`, then `harness compare a-30s b-30s`")
     gated = compare_records(a, b, ("a", "b"), gate=True)  # walk 17: the gate's `7 with too few rounds` held a
     assert gated.inconclusive == [  # too wide row, beside the footer's causes: counted as the rows say them
         f"none of {len(c.rows)} groups could be gated (3 with too few rounds, {len(wide)} too wide)"]

@@ -32,9 +32,27 @@ def test_the_apart_note_relates_the_gates_factor_to_asvs_only_when_they_differ(t
     """`B / A beyond 1.2x` in the header, `over asv's 1.1x from it` in the footnote, unexplained; in
     short sentences since walk 20."""
     gated = apart_note(_apart(tmp_path / "gated", 1.2))
-    assert gated is not None and "over 1.1x from B / A. This 1.1x is asv's, not the gate's 1.2x. A too wide" in gated
+    assert gated is not None and "over 1.1x from B / A (asv's 1.1x, not the gate's 1.2x), which has no" in gated
     plain = apart_note(_apart(tmp_path / "plain"))
-    assert plain is not None and "over 1.1x from B / A. A too wide row is never marked." in plain and "gate" not in plain
+    assert plain is not None and "over 1.1x from B / A, which has no" in plain and "gate" not in plain
+
+
+def test_the_apart_note_says_only_the_rules_of_the_rows_it_marks(tmp_path: Path) -> None:
+    """Walk 24: rows `2.38 ≠  1, 1+1  too few rounds` under a note of the interval's rule, which they lack, and of
+    too wide rows, of which there were none. Rows of too few rounds alone: their rule alone, in one sentence."""
+    c = _apart(tmp_path)
+    note = apart_note(c)
+    assert note == (f"≠ marks all {len(c.rows)} rows. On each, the medians' ratio is over 1.1x from B / A, which has "
+                    "no interval (too few rounds). The medians use every round each record holds, pooled ones too. "
+                    "B / A takes each run's own rounds alone, and is the comparison."), note
+    # one row with an interval that excludes its medians' ratio: each rule names its own rows
+    shown = c.rows[0].time_b_s / c.rows[0].time_a_s
+    c.rows[0] = c.rows[0].model_copy(update={"ratio_ci": (2 * shown, 3 * shown)})
+    note = apart_note(c)
+    assert note is not None and note.startswith(
+        f"≠ marks all {len(c.rows)} rows. On {c.rows[0].label}, the medians' ratio lies outside B / A's interval. On "
+        f"{len(c.rows) - 1} of {len(c.rows)} rows: {c.rows[1].label}, "), note
+    assert "A too wide row" not in note
 
 
 def test_a_too_wide_row_never_carries_the_apart_mark(tmp_path: Path) -> None:
@@ -46,5 +64,6 @@ def test_a_too_wide_row_never_carries_the_apart_mark(tmp_path: Path) -> None:
     table = compare_table(c).table
     ratios = [str(cell) for col in table.columns if str(col.header).startswith("B / A") for cell in col._cells]
     assert not ratios[0].endswith(APART_MARK) and all(cell.endswith(APART_MARK) for cell in ratios[1:])
-    note = apart_note(c)
-    assert note is not None and c.rows[0].label not in note and "A too wide row is never marked." in note
+    note, verbose = apart_note(c), apart_note(c, verbose=True)
+    assert note is not None and c.rows[0].label not in note and "too wide" not in note  # said with --verbose alone
+    assert verbose is not None and "A too wide row is never marked." in verbose

@@ -78,7 +78,8 @@ def test_a_run_that_timed_nothing_itself_says_so_first_and_writes_its_rounds_as_
     _text, _words, values = draw([compare_table(c)], 160)
     rounds = [v for v in values if v.startswith("2, ")]
     assert rounds == ["2, 0+2"] * n  # B's own table's notation: all pooled
-    assert c.not_judged and c.not_judged.endswith(f"time B anew: `{MAIN_RUN} -o runs/second --force --fresh`")
+    assert c.not_judged and c.not_judged.endswith(f"time B anew: `{MAIN_RUN} -o runs/second-anew --fresh`, then "
+                                                  "`harness compare runs/first runs/second-anew`")
 
 
 @pytest.mark.parametrize("width", [100, 106, 110, 160])

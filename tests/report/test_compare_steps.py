@@ -5,6 +5,7 @@ type (each run's own spec, overrides and folder), and the page never breaks a co
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pytest
 from harness.cli import main as cli
 from harness.record.run_record import RECORD, RunRecord, save_record
 
+from tests.conftest import CONFIGS
+
 from .test_compare import synthetic
 from .test_run_screen import RECORDS, real
 
@@ -20,30 +23,70 @@ from .test_run_screen import RECORDS, real
 MAIN_RUN = "harness run configs/task_geometry.toml --set=data.adapters=4 '--set=analysis[2].components=3'"
 
 
-def _sweep(folder: Path, points: list[str]) -> Path:
-    """A sweep's folder as `harness run` of a sweep spec leaves it: sweep.json and one run folder per point."""
+def _sweep(folder: Path, points: list[str], seed: int = 0) -> Path:
+    """A sweep's folder as `harness run` of a sweep spec leaves it: sweep.json and one run folder per point, each a
+    run of its own (the seed's), all of one spec."""
     folder.mkdir(parents=True)
     (folder / "sweep.json").write_text("{}")
-    for point in points:
+    record = RunRecord.model_validate_json((RECORDS / "first_smoke.json").read_text())
+    for k, point in enumerate(points):
         (folder / point).mkdir()
-        shutil.copy(RECORDS / "first_smoke.json", folder / point / RECORD)
+        save_record(synthetic(record, seed=10 * seed + k), folder / point)
     return folder
 
 
-def test_two_sweeps_folders_name_two_points_to_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`harness compare SWEEP_A SWEEP_B` read "no record.json here; is this a run folder from `harness run`?"."""
-    a = _sweep(tmp_path / "sweep_rank" / "first", ["rank-256", "rank-64"])
-    b = _sweep(tmp_path / "sweep_rank" / "second", ["rank-256", "rank-64"])
+def _suggested(said: str) -> list[list[str]]:
+    """The commands a line suggests, each as cli.main takes it: `e.g. harness compare ...` and each in backticks."""
+    found = re.findall(r"`(harness [^`]*)`", said) or [said.split("e.g. ", 1)[1]]
+    return [shlex.split(command)[1:] for command in found]
+
+
+def test_two_sweeps_folders_name_the_same_point_of_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness compare SWEEP_A SWEEP_B` read "no record.json here; is this a run folder from `harness run`?";
+    what it says instead is accepted when pasted."""
+    a = _sweep(tmp_path / "sweep_rank" / "first", ["rank-256", "rank-64"], seed=1)
+    b = _sweep(tmp_path / "sweep_rank" / "second", ["rank-256", "rank-64"], seed=2)
     assert cli.main(["compare", str(a), str(b)]) == 2
     said = capsys.readouterr().err.strip()
-    assert said == (f"{a}: a sweep's folder; compare two of its points, e.g. harness compare {a / 'rank-256'} "
-                    f"{b / 'rank-256'}"), said
+    assert said == (f"{a}: a sweep's folder; compare a point of it with the same point of the other sweep, e.g. "
+                    f"harness compare {a / 'rank-256'} {b / 'rank-256'}"), said
+    [suggested] = _suggested(said)
+    assert cli.main(suggested) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    run = b / "rank-64"  # a run of the sweep's spec: its point of that spec, the run as given, in its place
+    assert cli.main(["compare", str(run), str(a)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said == f"{a}: a sweep's folder; compare a point of it with the run of its spec, e.g. harness compare " \
+                   f"{run} {a / 'rank-256'}", said
+    assert cli.main(_suggested(said)[0]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_sweep_against_a_run_of_another_spec_says_how_to_make_a_second(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 24: `compare RUN SWEEP` suggested `compare RUN SWEEP/rank-128`, which exits 2 (another spec), as two
+    points of one sweep do; it names the command that makes a second sweep and the compare of a point of the two,
+    both accepted when pasted."""
+    sweep = tmp_path / "sweep_rank" / "first"
+    tiny = ["--set", "data.modules.w=[40, 32]", "--set", "sweep.data.rank=[2, 4]", "--set", "benchmark.warmup=0",
+            "--set", "benchmark.budget=0.5"]
+    assert cli.main(["run", str(CONFIGS / "sweep_rank.toml"), *tiny, "-o", str(sweep)]) == 0
+    assert cli.main(["compare", str(sweep / "rank-2"), str(sweep / "rank-4")]) == 2  # two points: two specs
+    assert "compare only runs of the same spec" in capsys.readouterr().err
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(RECORDS / "first_smoke.json", run / RECORD)
-    assert cli.main(["compare", str(run), str(b)]) == 2  # a run against a sweep: the run as given, a real point
-    assert capsys.readouterr().err.strip() == (f"{b}: a sweep's folder; compare two of its points, e.g. harness "
-                                               f"compare {run} {b / 'rank-256'}")
+    assert cli.main(["compare", str(run), str(sweep)]) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    second = tmp_path / "sweep_rank" / "first-2"
+    assert said.startswith(f"{sweep}: a sweep's folder; {run} is no run of any of its points' specs, and compare "
+                           "takes two runs of one spec"), said
+    assert said.endswith(f"then `harness compare {sweep / 'rank-4'} {second / 'rank-4'}`"), said
+    make, compare = _suggested(said)
+    assert make[-2:] == ["-o", str(second)] and "data.modules.w=[40, 32]" in " ".join(make)
+    assert cli.main(make) == 0
+    capsys.readouterr()
+    assert cli.main(compare) == 0, capsys.readouterr().err
 
 
 def test_a_missing_folder_says_it_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,12 +117,31 @@ def test_the_next_step_is_each_runs_own_command(tmp_path: Path, capsys: pytest.C
     page = tmp_path / "compare.html"
     assert cli.main(["compare", a, b, "--html", str(page)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    commands = [f"{MAIN_RUN} -o {f} --force --fresh --budget 30s" for f in (a, b)]
-    assert f"for a verdict give each run more time: `{commands[0]}` and `{commands[1]}`" in out, out
+    # walk 24: `-o runs/first --force` replaced the runs compared; each into a new folder beside its own, then theirs
+    commands = [f"{MAIN_RUN} -o {f}-30s --fresh --budget 30s" for f in (a, b)]
+    assert (f"for a verdict give each run more time: `{commands[0]}` and `{commands[1]}`, then `harness compare "
+            f"{a}-30s {b}-30s`") in out, out
+    assert "--force" not in out
     assert "SPEC" not in out and "FOLDER" not in out
     html = page.read_text()
     code = re.findall(r'<code class="cmd">(.*?)</code>', html)
     drawn = [re.findall(r'<span class="word">([^<]*)</span>', c) for c in code]
-    assert [" ".join(words) for words in drawn if "--force" in words] == [c.replace("'", "&#39;") for c in commands]
+    assert [" ".join(words) for words in drawn if "--budget" in words] == [c.replace("'", "&#39;") for c in commands]
     assert all(" " not in word for words in drawn for word in words)
     assert "code.cmd .word { white-space: nowrap; }" in html  # each word whole: a break only between them
+
+
+def test_runs_of_two_harness_versions_are_each_re_run_at_its_own(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Walk 24: re-running both from this checkout compares one code with itself; a record holds its harness
+    version (not its git commit), and each step says its own where they differ."""
+    record = real("main_job", tmp_path)
+    a = _few(record, 1, tmp_path / "runs" / "first")
+    b_record = synthetic(record, seed=2, n=1).model_copy(update={"harness_version": "0.0.1"})
+    save_record(b_record, tmp_path / "runs" / "second")
+    b = str(tmp_path / "runs" / "second")
+    assert cli.main(["compare", a, b]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (f"`{MAIN_RUN} -o {a}-30s --fresh --budget 30s` (at its harness {record.harness_version}, 0.0.1 the "
+            f"other's) and `{MAIN_RUN} -o {b}-30s --fresh --budget 30s` (at its harness 0.0.1, "
+            f"{record.harness_version} the other's)") in out, out

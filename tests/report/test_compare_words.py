@@ -82,8 +82,8 @@ def test_groups_not_judged_are_said_so_with_the_next_step(tmp_path: Path) -> Non
     few = compare_records(a, b, ("runs/a", "runs/b"))
     assert few.not_judged == (f"not judged: {len(few.rows)} of {len(few.rows)} groups have fewer than 2 rounds on a "
                               "side (a round times each strategy once), too few for a test; for a verdict give each "
-                              f"run more time: `{MAIN_RUN} -o runs/a --force --fresh --budget 30s` and `{MAIN_RUN} -o "
-                              "runs/b --force --fresh --budget 30s`")
+                              f"run more time: `{MAIN_RUN} -o runs/a-30s --fresh --budget 30s` and `{MAIN_RUN} -o "
+                              "runs/b-30s --fresh --budget 30s`, then `harness compare runs/a-30s runs/b-30s`")
 
 
 def test_a_gate_that_cannot_judge_says_so_in_its_first_line(tmp_path: Path) -> None:

@@ -13,10 +13,11 @@ from harness.base.progress import Display
 from harness.cli.console import err, out
 from harness.cli.outputs import check_output, writing
 from harness.cli.exit_codes import EXIT_INCONCLUSIVE, EXIT_REGRESSION
-from harness.record.folders import is_sweep, point_of
+from harness.record.folders import is_sweep
 from harness.record.run_record import RecordError, RunRecord, load_record
 from harness.report.compare import ALPHA, FACTOR, Comparison, CompareOutput, compare_records
 from harness.report.compare_view import compare_table, summary_line, unstable_lines
+from harness.report.sweep_step import sweep_step
 
 
 def arguments(cmp: argparse.ArgumentParser) -> None:
@@ -98,19 +99,13 @@ def _same_run(a: RunRecord, b: RunRecord) -> bool:
 
 
 def _no_sweeps(base: str, others: list[str]) -> None:
-    """A sweep's folder given for a run: RecordError naming a real point of it, and of the other run where that is a
-    sweep too, to compare instead (walk 22: two sweeps' folders read "no record.json here; is this a run folder")."""
+    """A sweep's folder given for a run: RecordError saying what to compare instead (walk 22: two sweeps' folders
+    read "no record.json here; is this a run folder"). Only a command compare accepts (walk 24: `compare RUN
+    SWEEP/rank-128` of another spec exits 2, as two points of one sweep would: each its own swept value)."""
     for folder in (base, *others):
         if is_sweep(Path(folder)):
-            a = _point(base, "")
-            b = _point(others[0] if folder == base else folder, Path(a).name)
-            raise RecordError(f"{folder}: a sweep's folder; compare two of its points, e.g. harness compare {a} {b}")
-
-
-def _point(folder: str, like: str) -> str:
-    """The point of the sweep in `folder` named `like` where it has one, else its first; a run's folder as given."""
-    point = point_of(Path(folder), like) if is_sweep(Path(folder)) else None
-    return folder if not is_sweep(Path(folder)) else str(point or Path(folder, like or "POINT"))
+            other = others[0] if folder == base else base
+            raise RecordError(f"{folder}: a sweep's folder; {sweep_step(folder, other, first=folder == base)}")
 
 
 def main(args: argparse.Namespace) -> int:
