@@ -322,3 +322,28 @@ def test_explain_gives_each_columns_note_a_line_of_its_own(tmp_path: Path) -> No
     explained = run_table(record_of(tmp_path), explain=True).fit(Console(width=100, file=io.StringIO()), 100)
     starts = [line.split(":")[0] for line in str(explained.caption).splitlines()]
     assert {"Speedup", "Max error", "Status"} <= set(starts), starts
+
+
+def test_a_row_one_of_whose_groups_is_above_its_roof_says_so_as_the_roofline_does(tmp_path: Path) -> None:
+    """Walk 25: spectrum torch read `35.8 | 99%` over its two groups, one of which ran at 42.5 GFLOP/s
+    under a roof of 36.1: a hollow marker the roofline named, and a row, md note and csv that did not."""
+    from harness.machine.roofline import roof_device
+    from harness.report.labels import above_roof, peak_text, roof_footnote
+    from harness.report.roofline_chart import above_text, roofline_points
+
+    record = record_of(tmp_path)
+    t, a = next((t, a) for a in record.analyses for t in a.timings
+                if len(t.groups) > 1 and roof_device(t.device) in record.roofs and not above_roof(record, t))
+    roof, g = record.roofs[roof_device(t.device)], t.groups[0]
+    ceiling = roof.ceiling(g.flops / g.bytes, record.plan.dtype)
+    assert ceiling is not None
+    assert g.gflops_per_s is not None and g.flops is not None and g.bytes is not None
+    k = 1.05 * ceiling / g.gflops_per_s  # its flops and bytes alike: its intensity kept, its GFLOP/s just over the roof
+    g.flops, g.bytes = g.flops * k, g.bytes * k
+    whole = roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
+    assert whole is not None and whole <= 1.0  # the row's own figure under its roof: that group alone over it
+    assert above_roof(record, t) and peak_text(record, t) == ">100%"
+    assert f"{a.name} {t.label}" in (roof_footnote(record, record.analyses) or "")
+    assert f"{a.name} {t.label}" in (above_text(roofline_points(record), record.roofs, record.plan.dtype) or "")
+    row = next(r for r in result_rows(record) if (r["analysis"], r["strategy"]) == (a.name, t.label))
+    assert row["above_roof"] is True and row["peak_share"] is None
