@@ -79,8 +79,11 @@ def default_folder(spec: Spec) -> Path:
 
 
 def _taken(folder: Path) -> str:
-    return (f"{folder}: output folder exists and is not empty; choose another with -o, leave -o out for a fresh "
-            "one under results/, or --force to replace the run in it")
+    """--force offered only where it would be taken: a folder of an earlier run (walk 25: offered for a
+    folder of stray files, and for home, then refused)."""
+    force = ", or --force to replace the run in it" if earlier_run(folder) else ""
+    return (f"{folder}: output folder exists and is not empty; choose another with -o{',' if force else ' or'} "
+            f"leave -o out for a fresh one under results/{force}")
 
 
 def places(spec_path: str | Path) -> list[Place]:

@@ -123,7 +123,9 @@ def test_a_stopped_run_resumes_into_its_own_folder(tmp_path: Path, capsys: pytes
             assert code == 0 and f"resuming into {folder}: a run of this spec stopped there" in err, case
             assert load_record(folder).complete and not list(folder.glob(".*.tmp")), case
         else:
-            assert code == 2 and said in err.strip().splitlines()[-1] and "Traceback" not in err, case
+            last = err.strip().splitlines()[-1]
+            assert code == 2 and said in last and "Traceback" not in err, case
+            assert "--force" in last or said != "output folder exists and is not empty", (case, last)  # it holds a run
 
 
 def test_a_taken_folder_does_not_hide_a_wrong_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,4 +137,6 @@ def test_a_taken_folder_does_not_hide_a_wrong_value(tmp_path: Path, capsys: pyte
     said = capsys.readouterr().err.strip().splitlines()
     assert any("data.adapters: 'two'" in line for line in said), said
     assert any("output folder exists and is not empty" in line for line in said), said
+    # it holds no run: --force is not offered (walk 25: offered, then refused as the folder holds no record)
+    assert not any("--force" in line for line in said), said
     assert (tmp_path / "taken" / "notes.txt").read_text() == "mine" and len(list((tmp_path / "taken").iterdir())) == 1
