@@ -129,7 +129,7 @@ def apart_note(c: Comparison, verbose: bool = False) -> str | None:
                                                              "which has no interval (too few rounds)")]
         said = [(rows, rule) for rows, rule in rules if rows]
         text = f"{APART_MARK} marks {named([r.label for r in marked], len(c.rows))}. " + (
-            f"On each, {said[0][1]}." if len(said) == 1 else " ".join(
+            f"On {'it' if len(marked) == 1 else 'each'}, {said[0][1]}." if len(said) == 1 else " ".join(
                 f"On {named([r.label for r in rows], len(c.rows))}, {rule}." for rows, rule in said))
         never = " A too wide row is never marked." if verbose and any(r.wide for r in c.rows) else ""
         return f"{text}{never} {WHY_APART}"

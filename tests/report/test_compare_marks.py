@@ -53,6 +53,9 @@ def test_the_apart_note_says_only_the_rules_of_the_rows_it_marks(tmp_path: Path)
         f"≠ marks all {len(c.rows)} rows. On {c.rows[0].label}, the medians' ratio lies outside B / A's interval. On "
         f"{len(c.rows) - 1} of {len(c.rows)} rows: {c.rows[1].label}, "), note
     assert "A too wide row" not in note
+    # one row marked: `On it`, not `On each` (walk 25)
+    c.rows = c.rows[:1]
+    assert (note := apart_note(c)) is not None and note.startswith(f"≠ marks {c.rows[0].label}. On it, "), note
 
 
 def test_a_too_wide_row_never_carries_the_apart_mark(tmp_path: Path) -> None:
