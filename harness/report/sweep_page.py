@@ -131,12 +131,20 @@ def wide_note(record: SweepRecord, fits: list[ScalingFit]) -> str | None:
         f"{UNREADABLE_SPAN:,.0f}x apart, so neither is a figure (the line above says how to re-run that point).")
 
 
+# what a chart's error bars are, beside the words' paired basis (walk 25: bars apart at rank 256 beside a
+# sentence of "too wide to tell")
+BARS_NOTE = ("Each error bar is one strategy's own 95% interval of its time at a point. Whether two strategies are "
+             "told apart rests on their paired rounds (the picks table gives that figure): bars apart may still be "
+             "not told apart.")
+
+
 def render_sweep(record: SweepRecord) -> str:
     charts = []
     for (analysis, axis, fixed), fits in _chart_groups(record).items():
         held = "" if fixed == "{}" else f" at {fixed}"
         charts.append({"title": f"{analysis}: cost against {axis_name(axis)}{held}",
-                       "svg": Markup(to_svg(scaling_figure(record, fits))), "note": wide_note(record, fits)})
+                       "svg": Markup(to_svg(scaling_figure(record, fits))),
+                       "note": " ".join(filter(None, (BARS_NOTE, wide_note(record, fits))))})
     env = environment()
     env.filters["exponent"] = exponent_text  # the headline's numbers, in the headline's form
     rows = shown_points(record)

@@ -29,6 +29,8 @@ def test_a_fastest_not_told_apart_gives_its_paired_figure_on_the_row_in_every_vi
     assert {r["point"]: r["agrees"] for r in pick_rows(record)}["data.rank=256"] == cell
     assert "factored 4.57x (0.981-21.3) over numpy in paired rounds" in " ".join(sweep_lines(record))  # one figure
     assert f"| {cell} |" in sweep_markdown(record) and cell in render_sweep(record)
+    # and the chart's bars, apart, say what they are beside the paired basis (walk 25)
+    assert "bars apart may still be not told apart" in render_sweep(record)
     note = sweep_markdown(record).rstrip().splitlines()[-1]
     assert "the picks table and the crossover sentences tell two apart by their paired rounds' ratio" in note
 
