@@ -110,31 +110,27 @@ def device_text(backend: str) -> str:
     return "{} ({})".format(*device_library(backend))
 
 
-def _roof_share(record: RunRecord, t: StrategyTiming) -> float | None:
-    """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured
-    roofs; None without a roof."""
+def _roof_shares(record: RunRecord, t: StrategyTiming) -> list[float | None]:
+    """The timing's achieved GFLOP/s over the roof at its intensity, on its device's measured roofs, as a whole
+    then on each shape group, each a point of the roofline; none without a roof."""
     roof = record.roofs.get(roof_device(t.device))
-    return None if roof is None else roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)
+    return [] if roof is None else [roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)] + [
+        roof.share(g.gflops_per_s, g.flops / g.bytes, record.plan.dtype) for g in t.groups
+        if g.gflops_per_s and g.flops and g.bytes and g.measurement.median_s > 0]
 
 
 def peak_share(record: RunRecord, t: StrategyTiming) -> float | None:
     """The timing's share of its roof; None without a roof, and None above the roof: no kernel
     beats it, so a share over 100% is a flop or byte count that does not hold for that kernel,
     never a figure to show (peak_text says so)."""
-    share = _roof_share(record, t)
-    return None if share is None or above_roof(record, t) else share
+    shares = _roof_shares(record, t)
+    return None if not shares or above_roof(record, t) else shares[0]
 
 
 def above_roof(record: RunRecord, t: StrategyTiming) -> bool:
-    """Over its roof, as a whole or on one of its shape groups, each a point of the roofline (walk 25:
-    a row of `99%` whose group on 768x3072 ran at 42.5 GFLOP/s under a roof of 36.1, a hollow marker)."""
-    roof = record.roofs.get(roof_device(t.device))
-    if roof is None:
-        return False
-    shares = [roof.share(t.gflops_per_s, t.intensity, record.plan.dtype)]
-    shares += [roof.share(g.gflops_per_s, g.flops / g.bytes, record.plan.dtype) for g in t.groups
-               if g.gflops_per_s and g.flops and g.bytes and g.measurement.median_s > 0]
-    return any(share is not None and share > 1.0 for share in shares)
+    """Over its roof as a whole or on one of its shape groups (walk 25: a row of `99%` whose group on
+    768x3072 ran at 42.5 GFLOP/s under a roof of 36.1, a hollow marker on the roofline)."""
+    return any(share is not None and share > 1.0 for share in _roof_shares(record, t))
 
 
 def roof_footnote(record: RunRecord, analyses: Sequence[AnalysisRecord]) -> str | None:
