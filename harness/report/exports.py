@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from harness.base.units import format_rate
+from harness.base.units import format_rate, plural
 from harness.record.run_record import AnalysisRecord, RunRecord, StrategyTiming
 from harness.record.verification import Verification
 from harness.bench.noise import EARLIER, FIGURE, grouped_by, cause_key, reason_range
@@ -264,7 +264,7 @@ def results_markdown(record: RunRecord) -> str:
     finished, one line saying so and how to resume it (walk 22: a header-only table and the whole legend)."""
     if not record.complete and not record.analyses:
         return printable(f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}: "
-                         f"interrupted after 0 of {len(record.plan.steps)} {'analysis' if len(record.plan.steps) == 1 else 'analyses'}"
+                         f"interrupted after 0 of {plural(len(record.plan.steps), 'analysis', 'analyses')}"
                          f", so no results yet; "
                          f"`harness run {record.spec_path} -o FOLDER` into its folder, the same command again, resumes it") + "\n"
     lines: list[str | None] = [f"**{record.experiment}**: {record.plan.n_matrices} matrices on {record.machine.describe()}"
