@@ -32,6 +32,11 @@ UNREADABLE_SPAN = 1e3  # an interval whose ends are this far apart gives no figu
 TOO_WIDE = "too wide"
 
 
+def unreadable(low: float, high: float) -> bool:
+    """An interval whose ends are over UNREADABLE_SPAN apart: its far end is no figure."""
+    return low > 0 and high / low > UNREADABLE_SPAN
+
+
 def readable_interval(ci: tuple[float, float] | None) -> str:
     """`1,050-1,210`, `no interval`; ends over UNREADABLE_SPAN apart give what they still say: `≥13.8`
     wholly above 1, `≤0.500` wholly below, TOO_WIDE around 1 ("1.17x (4.5e-05-30,147)"
@@ -39,7 +44,7 @@ def readable_interval(ci: tuple[float, float] | None) -> str:
     if ci is None:
         return "no interval"
     low, high = ci
-    if low > 0 and high / low > UNREADABLE_SPAN:
+    if unreadable(low, high):
         return f"≥{format_speedup(low)[:-1]}" if low > 1 else f"≤{format_speedup(high)[:-1]}" if high < 1 else TOO_WIDE
     return format_interval(low, high)
 

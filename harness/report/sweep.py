@@ -19,7 +19,7 @@ from harness.record.exports import csv_text
 from harness.record.sweep_classes import NONE, class_rms, class_rms_interval, class_text, class_verdict, named_classes
 from harness.record.sweep_fits import (fit_sweep, Tie, Told, Unborne, exponent_text, growth, named_misses, planner_lines,
                                        planner_picks, told_apart)
-from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, readable_interval
+from harness.record.verdict import TOO_WIDE, UNREADABLE_SPAN, readable_interval, unreadable
 from harness.record.sweep_record import (FAR, PointRecord, PointTiming, ScalingFit, SweepCrossover, SweepRecord, axis_name,
                                          load_sweep)
 from harness.report.labels import UNSTABLE_MARK
@@ -339,7 +339,7 @@ def fit_rows(record: SweepRecord) -> list[dict[str, Any]]:
 def seconds_interval(low: float, high: float) -> str:
     """`31.7 ms-72.8 ms`: a point's 95% interval as the md and the HTML page both write it; TOO_WIDE where its
     ends are over UNREADABLE_SPAN apart, as the run's tables say it (walk 24: `6 µs-245 ms` read as a figure)."""
-    if low > 0 and high / low > UNREADABLE_SPAN:
+    if unreadable(low, high):
         return TOO_WIDE
     return f"{format_seconds(low)}-{format_seconds(high) if math.isfinite(high) else 'inf'}"
 
