@@ -207,7 +207,8 @@ class _Remaining(TimeRemainingColumn):
             eta = eta_s(task.elapsed, task.completed + share, units, estimate, task.fields.get("finished_s", 0.0),
                         within() if within is not None else 0.0, held() if held is not None else 0.0,
                         stalled() if stalled is not None else False)
-            inside = [s for t in task.fields.get("inner", []) if (s := self._own_s(t)) is not None]
+            inner = task.fields.get("inner")
+            inside = [s for t in (inner() if inner is not None else []) if (s := self._own_s(t)) is not None]
             return eta._replace(seconds=max([eta.seconds, *inside])) if eta.over else eta
         left = self._own_s(task)
         if left is None:
@@ -330,15 +331,14 @@ class Display:
                                           units_s=list(units_s) if units_s else None,
                                           part=bool(units_s) and planned is not None,
                                           outer=None if units_s else planned)
-            if planned is not None and not units_s:  # its floor counts this row's time left (_Remaining)
-                planned.fields.setdefault("inner", []).append(next(t for t in self.progress.tasks if t.id == task))
+            if units_s and planned is None:  # the planned phase: its rows are those it is the `outer` of (_Remaining)
+                progress, me = self.progress, next(t for t in self.progress.tasks if t.id == task)
+                progress.update(task, inner=lambda: [t for t in progress.tasks if t.fields.get("outer") is me])
         phase = Phase(self, description, total, task)
         try:
             yield phase
         finally:
             if self.progress is not None and task is not None:
-                if planned is not None:
-                    planned.fields["inner"] = [t for t in planned.fields.get("inner", []) if t.id != task]
                 self.progress.remove_task(task)
         if not self.live:  # a failed phase says nothing: the error says what went wrong
             count = f": {phase.done}/{total}" if total is not None else ""
